@@ -1,0 +1,57 @@
+# reconciler — build, test and benchmark targets. `make help` lists them.
+
+GO          ?= go
+PKGS        ?= ./...
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@2026.2.2
+BIN         ?= bin/reconciler
+# Test timeout per package; Postgres suites run in parallel, each in its own schema.
+TEST_FLAGS  ?= -count=1 -timeout 15m
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/reconciler
+	$(GO) build -o $(BIN) ./cmd/reconciler
+
+.PHONY: run
+run: build ## Run the daemon on its embedded in-memory store (the demo workspace)
+	./$(BIN) serve
+
+.PHONY: test
+test: ## Run every test, starting a throwaway PostgreSQL unless RECONCILER_TEST_DSN is set
+	$(GO) build ./...
+	scripts/with-postgres.sh $(GO) test $(TEST_FLAGS) $(PKGS)
+
+.PHONY: test-short
+test-short: ## Run the tests that need no PostgreSQL (Postgres tests skip outside CI)
+	$(GO) test -count=1 -short $(PKGS)
+
+.PHONY: race
+race: ## Run every test under the race detector (slower)
+	scripts/with-postgres.sh $(GO) test -race $(TEST_FLAGS) $(PKGS)
+
+.PHONY: bench
+bench: ## Run the Go benchmarks of the hot paths (Postgres ones start their own cluster)
+	scripts/with-postgres.sh $(GO) test -run '^$$' -bench . -benchmem -benchtime 1s $(PKGS)
+
+.PHONY: soak
+soak: build ## Long chaos runs: kill worker processes under load (behind their own target)
+	RECONCILER_SOAK=1 scripts/with-postgres.sh $(GO) test -count=1 -timeout 60m -run 'Soak|Kill' ./engine/... ./cmd/...
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+.PHONY: golden
+golden: ## Rewrite the golden decisions of testdata/snapshots
+	$(GO) test ./reconcile/ -run TestGoldenSnapshots -update
+
+.PHONY: clean
+clean: ## Remove build output
+	rm -rf bin

@@ -1,0 +1,171 @@
+package expr
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/ext"
+)
+
+// Error describes an expression that does not compile or evaluate. Line and
+// Column are 1-based and zero when unknown.
+type Error struct {
+	Expr    string
+	Line    int
+	Column  int
+	Message string
+}
+
+// Error renders the problem with its position.
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("expression %q: line %d, column %d: %s", e.Expr, e.Line, e.Column, e.Message)
+	}
+	return fmt.Sprintf("expression %q: %s", e.Expr, e.Message)
+}
+
+// Env is a CEL environment with a fixed set of top-level variables, each of
+// dynamic type (maps, lists and scalars decoded from JSON). It caches compiled
+// programs by source and is safe for concurrent use.
+type Env struct {
+	env   *cel.Env
+	vars  []string
+	cache sync.Map // string -> *Program
+}
+
+// NewEnv builds an environment in which the named variables are declared.
+func NewEnv(vars ...string) (*Env, error) {
+	opts := []cel.EnvOption{ext.Strings(), ext.Math(), ext.Lists(), ext.Encoders()}
+	for _, v := range vars {
+		opts = append(opts, cel.Variable(v, cel.DynType))
+	}
+	env, err := cel.NewEnv(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cel environment: %w", err)
+	}
+	return &Env{env: env, vars: append([]string(nil), vars...)}, nil
+}
+
+// MustEnv is NewEnv for package-level environments built from constant
+// variable names; it panics only on a programming error.
+func MustEnv(vars ...string) *Env {
+	e, err := NewEnv(vars...)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// Vars lists the declared variable names.
+func (e *Env) Vars() []string { return append([]string(nil), e.vars...) }
+
+// Program is a compiled expression, safe for concurrent evaluation.
+type Program struct {
+	src string
+	prg cel.Program
+}
+
+// Source returns the expression text.
+func (p *Program) Source() string { return p.src }
+
+// Compile parses and type-checks src, returning a cached program when the
+// same source was compiled before. Errors are *Error.
+func (e *Env) Compile(src string) (*Program, error) {
+	if p, ok := e.cache.Load(src); ok {
+		return p.(*Program), nil
+	}
+	if src == "" {
+		return nil, &Error{Expr: src, Message: "empty expression"}
+	}
+	ast, iss := e.env.Compile(src)
+	if iss != nil && iss.Err() != nil {
+		errs := iss.Errors()
+		if len(errs) > 0 {
+			first := errs[0]
+			return nil, &Error{Expr: src, Line: first.Location.Line(), Column: first.Location.Column() + 1, Message: first.Message}
+		}
+		return nil, &Error{Expr: src, Message: iss.Err().Error()}
+	}
+	prg, err := e.env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(1_000_000))
+	if err != nil {
+		return nil, &Error{Expr: src, Message: err.Error()}
+	}
+	p := &Program{src: src, prg: prg}
+	actual, _ := e.cache.LoadOrStore(src, p)
+	return actual.(*Program), nil
+}
+
+// Check compiles src and reports only whether it is valid.
+func (e *Env) Check(src string) error {
+	_, err := e.Compile(src)
+	return err
+}
+
+// Eval evaluates the program over vars and returns the result as a native Go
+// value (bool, int64, uint64, float64, string, []any, map[string]any, nil).
+func (p *Program) Eval(vars map[string]any) (any, error) {
+	v, err := p.eval(vars)
+	if err != nil {
+		return nil, err
+	}
+	return native(v)
+}
+
+// EvalBool evaluates the program and requires a boolean result.
+func (p *Program) EvalBool(vars map[string]any) (bool, error) {
+	v, err := p.eval(vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(types.Bool)
+	if !ok {
+		return false, &Error{Expr: p.src, Message: fmt.Sprintf("result is %s, want bool", v.Type().TypeName())}
+	}
+	return bool(b), nil
+}
+
+func (p *Program) eval(vars map[string]any) (v ref.Val, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &Error{Expr: p.src, Message: fmt.Sprintf("evaluation failed: %v", r)}
+		}
+	}()
+	out, _, err := p.prg.Eval(vars)
+	if err != nil {
+		return nil, &Error{Expr: p.src, Message: err.Error()}
+	}
+	return out, nil
+}
+
+var anyType = reflect.TypeOf((*any)(nil)).Elem()
+
+// native converts a CEL value into plain Go values.
+func native(v ref.Val) (any, error) {
+	switch t := v.(type) {
+	case types.Null:
+		return nil, nil
+	case types.Bool, types.Int, types.Uint, types.Double, types.String, types.Bytes:
+		return t.Value(), nil
+	}
+	if out, err := v.ConvertToNative(reflect.TypeOf(map[string]any{})); err == nil {
+		return out, nil
+	}
+	if out, err := v.ConvertToNative(reflect.TypeOf([]any{})); err == nil {
+		return out, nil
+	}
+	if out, err := v.ConvertToNative(anyType); err == nil {
+		return out, nil
+	}
+	return v.Value(), nil
+}
+
+// IsError reports whether err came from an expression.
+func IsError(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}

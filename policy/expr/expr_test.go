@@ -1,0 +1,92 @@
+package expr
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCompileAndEval(t *testing.T) {
+	t.Parallel()
+	env := MustEnv("resource", "version")
+	cases := []struct {
+		src  string
+		vars map[string]any
+		want bool
+	}{
+		{`resource.kind == "Kubernetes"`, map[string]any{"resource": map[string]any{"kind": "Kubernetes"}}, true},
+		{`resource.kind == "Kubernetes"`, map[string]any{"resource": map[string]any{"kind": "VM"}}, false},
+		{`version.tag.startsWith("v2")`, map[string]any{"version": map[string]any{"tag": "v2.1"}}, true},
+		{`"prod" in resource.metadata.tiers`, map[string]any{"resource": map[string]any{"metadata": map[string]any{"tiers": []any{"prod"}}}}, true},
+	}
+	for _, c := range cases {
+		p, err := env.Compile(c.src)
+		require.NoError(t, err, c.src)
+		got, err := p.EvalBool(c.vars)
+		require.NoError(t, err, c.src)
+		require.Equal(t, c.want, got, c.src)
+	}
+}
+
+func TestCompileErrorHasPosition(t *testing.T) {
+	t.Parallel()
+	env := MustEnv("resource")
+	_, err := env.Compile("resource.kind ==\n  == 3")
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, 2, e.Line)
+	require.Positive(t, e.Column)
+	require.Contains(t, err.Error(), "line 2")
+
+	_, err = env.Compile("nosuchvar.x")
+	require.ErrorAs(t, err, &e)
+	require.Contains(t, e.Message, "nosuchvar")
+
+	_, err = env.Compile("")
+	require.Error(t, err)
+}
+
+func TestEvalBoolRejectsNonBool(t *testing.T) {
+	t.Parallel()
+	p, err := MustEnv("x").Compile("x + 1")
+	require.NoError(t, err)
+	_, err = p.EvalBool(map[string]any{"x": 1})
+	require.ErrorContains(t, err, "want bool")
+	// A missing key is an evaluation error, not a panic.
+	p, err = MustEnv("x").Compile("x.missing == 1")
+	require.NoError(t, err)
+	_, err = p.EvalBool(map[string]any{"x": map[string]any{}})
+	require.True(t, IsError(err))
+}
+
+func TestEvalNative(t *testing.T) {
+	t.Parallel()
+	p, err := MustEnv("r").Compile(`{"a": r.v * 2.0, "b": [1, "x"]}`)
+	require.NoError(t, err)
+	out, err := p.Eval(map[string]any{"r": map[string]any{"v": 2.5}})
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"a": 5.0, "b": []any{int64(1), "x"}}, out)
+}
+
+func TestCompileIsCached(t *testing.T) {
+	t.Parallel()
+	env := MustEnv("x")
+	a, err := env.Compile("x > 1")
+	require.NoError(t, err)
+	b, err := env.Compile("x > 1")
+	require.NoError(t, err)
+	require.Same(t, a, b)
+}
+
+func BenchmarkEvalBool(b *testing.B) {
+	env := MustEnv("resource")
+	p, err := env.Compile(`resource.kind == "Kubernetes" && resource.metadata.region == "us-east-1"`)
+	require.NoError(b, err)
+	vars := map[string]any{"resource": map[string]any{"kind": "Kubernetes", "metadata": map[string]any{"region": "us-east-1"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.EvalBool(vars); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package ports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultMaxAttempts is how many leases a work item gets before it is
+// dead-lettered when its enqueue did not say otherwise.
+const DefaultMaxAttempts = 20
+
+// ErrLeaseLost is returned when a lease holder acts on an item whose lease it
+// no longer holds: the lease expired and another worker took it, or the item
+// was completed by someone else. The caller must drop its work; it is not an
+// internal error.
+var ErrLeaseLost = errors.New("lease lost")
+
+// ErrNotFound is returned when a named item, row or object does not exist.
+var ErrNotFound = errors.New("not found")
+
+// WorkKey identifies one work item. The queue holds at most one item per key:
+// enqueues of the same key coalesce.
+type WorkKey struct {
+	// Kind names the processor that handles the item (e.g. "repo",
+	// "desired-release").
+	Kind string `json:"kind"`
+	// ScopeType names what ScopeID refers to (e.g. "run", "release-target").
+	ScopeType string `json:"scope_type"`
+	// ScopeID identifies the scope within its type.
+	ScopeID string `json:"scope_id"`
+}
+
+// String renders the key as kind/scopeType/scopeID for logs and errors.
+func (k WorkKey) String() string {
+	return fmt.Sprintf("%s/%s/%s", k.Kind, k.ScopeType, k.ScopeID)
+}
+
+// WorkState is the visible state of a work item.
+type WorkState string
+
+// The states a work item can be in.
+const (
+	// WorkPending items wait for their not-before time and a worker.
+	WorkPending WorkState = "pending"
+	// WorkLeased items are held by a worker until the lease expires.
+	WorkLeased WorkState = "leased"
+	// WorkDead items exhausted their attempts or failed terminally; they stay
+	// visible until re-driven.
+	WorkDead WorkState = "dead"
+)
+
+// WorkItem is the stored view of one work item.
+type WorkItem struct {
+	Key       WorkKey   `json:"key"`
+	State     WorkState `json:"state"`
+	Priority  int       `json:"priority"`
+	EventTime time.Time `json:"event_time"`
+	NotBefore time.Time `json:"not_before"`
+	// Attempts counts leases since the item last completed; an expired lease
+	// counts as an attempt.
+	Attempts    int    `json:"attempts"`
+	MaxAttempts int    `json:"max_attempts"`
+	LastError   string `json:"last_error,omitempty"`
+	// LeaseOwner and LeaseExpiresAt are set while the item is leased.
+	LeaseOwner     string    `json:"lease_owner,omitempty"`
+	LeaseExpiresAt time.Time `json:"lease_expires_at,omitempty"`
+	// Requeued is true when an enqueue arrived while the item was leased: the
+	// item runs again after the current lease ends.
+	Requeued bool `json:"requeued"`
+}
+
+// EnqueueParams asks for one item to run. Enqueues of an existing key
+// coalesce: the earliest NotBefore, the highest Priority and the latest
+// EventTime win.
+type EnqueueParams struct {
+	Key WorkKey
+	// Priority orders due items; higher runs first.
+	Priority int
+	// NotBefore delays the item; zero means now.
+	NotBefore time.Time
+	// EventTime is when the triggering event happened; zero means now.
+	EventTime time.Time
+	// MaxAttempts overrides DefaultMaxAttempts when positive.
+	MaxAttempts int
+}
+
+// LeaseParams claims due items.
+type LeaseParams struct {
+	// Kinds restricts the claim to these kinds; it must not be empty.
+	Kinds []string
+	// Limit is the most items to claim.
+	Limit int
+	// Duration is how long the lease lasts unless renewed.
+	Duration time.Duration
+	// Owner names the worker, for visibility and debugging.
+	Owner string
+}
+
+// Lease is one claimed item. Token fences the lease: every call that acts on
+// the lease must present it, and a stale token gets ErrLeaseLost.
+type Lease struct {
+	Key       WorkKey
+	Token     int64
+	Attempt   int
+	ExpiresAt time.Time
+	EventTime time.Time
+}
+
+// LeaseRef names a held lease.
+type LeaseRef struct {
+	Key   WorkKey
+	Token int64
+}
+
+// Ref returns the reference that acts on this lease.
+func (l Lease) Ref() LeaseRef { return LeaseRef{Key: l.Key, Token: l.Token} }
+
+// AckParams completes a leased item. When RequeueAt is set the item becomes
+// pending again at that time in the same atomic step, so a crash can never
+// lose the timer. An enqueue that arrived during the lease also keeps the item.
+type AckParams struct {
+	Lease     LeaseRef
+	RequeueAt time.Time
+}
+
+// RetryParams fails a leased item. The error and the attempt are recorded;
+// the item runs again at NotBefore unless Terminal is set or its attempts are
+// exhausted, in which case it is dead-lettered.
+type RetryParams struct {
+	Lease     LeaseRef
+	Err       string
+	NotBefore time.Time
+	Terminal  bool
+}
+
+// DeadListParams pages through dead-lettered items.
+type DeadListParams struct {
+	// Kind filters by kind when set.
+	Kind  string
+	Limit int
+}
+
+// Queue is the leased work queue: one item per key, leased by kind.
+//
+// Invariants every adapter keeps (checked by porttest.Queue):
+//   - two live leases never cover one item;
+//   - an enqueue is never lost, including one that arrives while leased;
+//   - an acked or retried item is acted on only by its current lease holder;
+//   - an item is never deleted except by a successful ack with nothing
+//     pending; failures end in the visible dead state.
+type Queue interface {
+	// WorkEnqueue inserts or coalesces items.
+	WorkEnqueue(ctx context.Context, items ...EnqueueParams) error
+	// WorkLease claims up to Limit due items of the given kinds, highest
+	// priority first, then oldest event.
+	WorkLease(ctx context.Context, p LeaseParams) ([]Lease, error)
+	// WorkHeartbeat extends leases by d from now. The result has one entry per
+	// ref: nil, or ErrLeaseLost.
+	WorkHeartbeat(ctx context.Context, d time.Duration, refs ...LeaseRef) ([]error, error)
+	// WorkAck completes leased items in one batch. The result has one entry
+	// per param: nil, or ErrLeaseLost.
+	WorkAck(ctx context.Context, acks ...AckParams) ([]error, error)
+	// WorkRetry records a failure; see RetryParams.
+	WorkRetry(ctx context.Context, p RetryParams) error
+	// WorkGet returns the stored item, or ErrNotFound.
+	WorkGet(ctx context.Context, key WorkKey) (WorkItem, error)
+	// WorkDeadList lists dead-lettered items, oldest event first.
+	WorkDeadList(ctx context.Context, p DeadListParams) ([]WorkItem, error)
+	// WorkRedrive makes a dead item pending again with its attempts reset.
+	WorkRedrive(ctx context.Context, key WorkKey) error
+	// WorkStats counts items by state, for health and metrics.
+	WorkStats(ctx context.Context) (map[WorkState]int, error)
+}
+
+// Clock is the time source for adapters that need "now". Tests pass a fake.
+type Clock interface {
+	Now() time.Time
+}
+
+// ClockFunc adapts a function to Clock.
+type ClockFunc func() time.Time
+
+// Now calls f.
+func (f ClockFunc) Now() time.Time { return f() }
+
+// SystemClock reads the wall clock.
+var SystemClock Clock = ClockFunc(time.Now)
