@@ -20,6 +20,19 @@ var ErrLeaseLost = errors.New("lease lost")
 // ErrNotFound is returned when a named item, row or object does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrInvalidWork is returned (wrapped, naming the field) when a queue call
+// carries bad input: an empty key part, no kinds, a non-positive limit or
+// duration, a negative MaxAttempts.
+var ErrInvalidWork = errors.New("invalid work")
+
+// DefaultDeadListLimit is the page size WorkDeadList uses when Limit is not
+// positive.
+const DefaultDeadListLimit = 100
+
+// LeaseExpiredError is the LastError recorded when an item's lease expired
+// without an ack or retry.
+const LeaseExpiredError = "lease expired"
+
 // WorkKey identifies one work item. The queue holds at most one item per key:
 // enqueues of the same key coalesce.
 type WorkKey struct {
@@ -57,9 +70,14 @@ type WorkItem struct {
 	State     WorkState `json:"state"`
 	Priority  int       `json:"priority"`
 	EventTime time.Time `json:"event_time"`
+	// NotBefore is when a pending item becomes due. While the item is leased
+	// it is when the current run became due, until an enqueue arrives: from
+	// then on (Requeued) it is the earliest NotBefore of the enqueues that
+	// arrived during the lease, which the item keeps when the lease ends.
 	NotBefore time.Time `json:"not_before"`
 	// Attempts counts leases since the item last completed; an expired lease
-	// counts as an attempt.
+	// counts as an attempt. Ack, WorkRedrive and an enqueue onto a dead item
+	// reset it.
 	Attempts    int    `json:"attempts"`
 	MaxAttempts int    `json:"max_attempts"`
 	LastError   string `json:"last_error,omitempty"`
@@ -67,13 +85,21 @@ type WorkItem struct {
 	LeaseOwner     string    `json:"lease_owner,omitempty"`
 	LeaseExpiresAt time.Time `json:"lease_expires_at,omitempty"`
 	// Requeued is true when an enqueue arrived while the item was leased: the
-	// item runs again after the current lease ends.
+	// item runs again after the current lease ends, however it ends. Ack
+	// makes it pending with attempts reset; retry makes it pending at the
+	// earlier of the retry's and the enqueue's NotBefore; a retry or an
+	// expiry that would dead-letter it makes it pending with attempts reset
+	// instead (a new event gets a fresh budget, as on a dead item).
 	Requeued bool `json:"requeued"`
 }
 
 // EnqueueParams asks for one item to run. Enqueues of an existing key
 // coalesce: the earliest NotBefore, the highest Priority and the latest
-// EventTime win.
+// EventTime win, and so does the highest positive MaxAttempts (it never
+// shrinks, so attempts never exceed it). An enqueue onto a leased item marks
+// it Requeued (see WorkItem.Requeued); an enqueue onto a dead item revives
+// it: pending at the enqueue's NotBefore, attempts reset, LastError kept for
+// the record.
 type EnqueueParams struct {
 	Key WorkKey
 	// Priority orders due items; higher runs first.
@@ -82,8 +108,24 @@ type EnqueueParams struct {
 	NotBefore time.Time
 	// EventTime is when the triggering event happened; zero means now.
 	EventTime time.Time
-	// MaxAttempts overrides DefaultMaxAttempts when positive.
+	// MaxAttempts overrides DefaultMaxAttempts when positive; negative is
+	// invalid.
 	MaxAttempts int
+}
+
+// ValidateEnqueue checks that p names a full key and a usable MaxAttempts.
+func ValidateEnqueue(p EnqueueParams) error {
+	switch {
+	case p.Key.Kind == "":
+		return fmt.Errorf("%w: key.kind is empty", ErrInvalidWork)
+	case p.Key.ScopeType == "":
+		return fmt.Errorf("%w: key.scope_type of %s is empty", ErrInvalidWork, p.Key)
+	case p.Key.ScopeID == "":
+		return fmt.Errorf("%w: key.scope_id of %s is empty", ErrInvalidWork, p.Key)
+	case p.MaxAttempts < 0:
+		return fmt.Errorf("%w: max_attempts of %s is negative (%d)", ErrInvalidWork, p.Key, p.MaxAttempts)
+	}
+	return nil
 }
 
 // LeaseParams claims due items.
@@ -98,8 +140,35 @@ type LeaseParams struct {
 	Owner string
 }
 
+// ValidateLease checks that p names at least one non-empty kind and a
+// positive limit and duration.
+func ValidateLease(p LeaseParams) error {
+	switch {
+	case len(p.Kinds) == 0:
+		return fmt.Errorf("%w: kinds is empty", ErrInvalidWork)
+	case p.Limit <= 0:
+		return fmt.Errorf("%w: limit must be positive, got %d", ErrInvalidWork, p.Limit)
+	case p.Duration <= 0:
+		return fmt.Errorf("%w: duration must be positive, got %s", ErrInvalidWork, p.Duration)
+	}
+	for i, k := range p.Kinds {
+		if k == "" {
+			return fmt.Errorf("%w: kinds[%d] is empty", ErrInvalidWork, i)
+		}
+	}
+	return nil
+}
+
 // Lease is one claimed item. Token fences the lease: every call that acts on
-// the lease must present it, and a stale token gets ErrLeaseLost.
+// the lease must present it, and a stale token gets ErrLeaseLost. Tokens
+// only grow: every lease of a key, even one deleted and enqueued again, gets
+// a larger token than any before it.
+//
+// A lease that expired is not yet lost: its holder's heartbeat, ack and
+// retry still succeed until a WorkLease reclaims the item, by leasing it to
+// someone else or, when its attempts are exhausted and no enqueue arrived
+// during it, by dead-lettering it. Either way LastError becomes
+// LeaseExpiredError; an expired item is due at once.
 type Lease struct {
 	Key       WorkKey
 	Token     int64
@@ -119,15 +188,17 @@ func (l Lease) Ref() LeaseRef { return LeaseRef{Key: l.Key, Token: l.Token} }
 
 // AckParams completes a leased item. When RequeueAt is set the item becomes
 // pending again at that time in the same atomic step, so a crash can never
-// lose the timer. An enqueue that arrived during the lease also keeps the item.
+// lose the timer. An enqueue that arrived during the lease also keeps the item
+// (pending at the earlier of RequeueAt and the enqueue's NotBefore). Either
+// way the item starts over: attempts reset, LastError cleared.
 type AckParams struct {
 	Lease     LeaseRef
 	RequeueAt time.Time
 }
 
 // RetryParams fails a leased item. The error and the attempt are recorded;
-// the item runs again at NotBefore unless Terminal is set or its attempts are
-// exhausted, in which case it is dead-lettered.
+// the item runs again at NotBefore (zero means now) unless Terminal is set or
+// its attempts are exhausted, in which case it is dead-lettered.
 type RetryParams struct {
 	Lease     LeaseRef
 	Err       string
@@ -138,7 +209,9 @@ type RetryParams struct {
 // DeadListParams pages through dead-lettered items.
 type DeadListParams struct {
 	// Kind filters by kind when set.
-	Kind  string
+	Kind string
+	// Limit is the most items to return; DefaultDeadListLimit when not
+	// positive.
 	Limit int
 }
 
@@ -154,7 +227,9 @@ type Queue interface {
 	// WorkEnqueue inserts or coalesces items.
 	WorkEnqueue(ctx context.Context, items ...EnqueueParams) error
 	// WorkLease claims up to Limit due items of the given kinds, highest
-	// priority first, then oldest event.
+	// priority first, then oldest event, then key. An item is due when it is
+	// pending with NotBefore at or before now, or leased with an expired
+	// lease; each lease counts an attempt. Bad params are ErrInvalidWork.
 	WorkLease(ctx context.Context, p LeaseParams) ([]Lease, error)
 	// WorkHeartbeat extends leases by d from now. The result has one entry per
 	// ref: nil, or ErrLeaseLost.
@@ -162,15 +237,20 @@ type Queue interface {
 	// WorkAck completes leased items in one batch. The result has one entry
 	// per param: nil, or ErrLeaseLost.
 	WorkAck(ctx context.Context, acks ...AckParams) ([]error, error)
-	// WorkRetry records a failure; see RetryParams.
+	// WorkRetry records a failure; see RetryParams. A stale lease is
+	// ErrLeaseLost.
 	WorkRetry(ctx context.Context, p RetryParams) error
 	// WorkGet returns the stored item, or ErrNotFound.
 	WorkGet(ctx context.Context, key WorkKey) (WorkItem, error)
-	// WorkDeadList lists dead-lettered items, oldest event first.
+	// WorkDeadList lists dead-lettered items, oldest event first, then by
+	// key.
 	WorkDeadList(ctx context.Context, p DeadListParams) ([]WorkItem, error)
-	// WorkRedrive makes a dead item pending again with its attempts reset.
+	// WorkRedrive makes a dead item pending again, due now, with its attempts
+	// reset. A missing item is ErrNotFound; one that is not dead is
+	// ErrConflict.
 	WorkRedrive(ctx context.Context, key WorkKey) error
-	// WorkStats counts items by state, for health and metrics.
+	// WorkStats counts items by state, for health and metrics; every state
+	// has an entry, zero included.
 	WorkStats(ctx context.Context) (map[WorkState]int, error)
 }
 
@@ -187,3 +267,12 @@ func (f ClockFunc) Now() time.Time { return f() }
 
 // SystemClock reads the wall clock.
 var SystemClock Clock = ClockFunc(time.Now)
+
+// WorkNotifier is implemented by queues that can wake idle workers when work
+// may be due. The channel is buffered (capacity 1) and written without
+// blocking, so a wake-up is never lost and never piles up; workers still poll
+// as a fallback. Each call returns a new channel that receives every
+// wake-up, so every waiting loop calls it once and keeps its own channel.
+type WorkNotifier interface {
+	WorkNotify() <-chan struct{}
+}

@@ -1,0 +1,14 @@
+// Package engine is the runtime of the reconciler: it leases work items by
+// kind from a ports.Queue, runs the registered Processor for each, and
+// completes the item according to the Outcome — "lease an event, recompute
+// from stored state, persist, enqueue the follow-up".
+//
+// Invariants:
+//   - Processors are stateless: each pass re-reads what it needs through
+//     ports; nothing is carried between passes in memory.
+//   - An item is completed only with the lease it was processed under; a
+//     lost lease is dropped, never acked.
+//   - Leases are renewed while a pass runs; a panic is recovered into a
+//     retry; on shutdown in-flight items finish or their leases are released.
+//   - The engine imports ports only, never an adapter.
+package engine

@@ -1,0 +1,441 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// Options configure an Engine. Zero fields take the documented defaults.
+type Options struct {
+	// Owner names this engine in leases (default host-pid).
+	Owner string
+	// Clock is the time source (default the system clock).
+	Clock ports.Clock
+	// Logger receives the engine's records (default slog.Default()).
+	Logger *slog.Logger
+	// LeaseDuration is how long a lease lasts between renewals (default 30 s).
+	LeaseDuration time.Duration
+	// PollInterval bounds how long an idle kind waits before asking the queue
+	// again when no wake-up arrives (default 1 s).
+	PollInterval time.Duration
+	// ShutdownTimeout is how long in-flight passes may finish after Run's
+	// context ends before their leases are released (default 10 s).
+	ShutdownTimeout time.Duration
+	// RetryBase and RetryMax shape the backoff of Retry outcomes (default
+	// 1 s doubling per attempt, capped at 5 min, plus up to 10% jitter).
+	RetryBase, RetryMax time.Duration
+	// AckBatch is the most acks sent in one call (default 256).
+	AckBatch int
+	// Metrics, when set, counts passes and outcomes.
+	Metrics *Metrics
+}
+
+// KindOptions configure one registered kind.
+type KindOptions struct {
+	// Concurrency is how many passes of the kind run at once (default 4).
+	Concurrency int
+}
+
+type registration struct {
+	kind string
+	proc Processor
+	opts KindOptions
+}
+
+// Engine leases items by kind and runs their processors.
+type Engine struct {
+	q    ports.Queue
+	opts Options
+	log  *slog.Logger
+	regs []registration
+
+	mu       sync.Mutex
+	inflight map[ports.WorkKey]*flight
+	acks     chan ackReq
+}
+
+type flight struct {
+	ref    ports.LeaseRef
+	cancel context.CancelCauseFunc
+	lost   bool
+}
+
+type ackReq struct {
+	p    ports.AckParams
+	done chan error
+}
+
+// errLeaseLost cancels a pass whose lease was taken away.
+var errLeaseLost = errors.New("lease lost during the pass")
+
+// New builds an engine on q.
+func New(q ports.Queue, opts Options) *Engine {
+	if opts.Owner == "" {
+		host, _ := os.Hostname()
+		opts.Owner = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if opts.Clock == nil {
+		opts.Clock = ports.SystemClock
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.LeaseDuration <= 0 {
+		opts.LeaseDuration = 30 * time.Second
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = time.Second
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 10 * time.Second
+	}
+	if opts.RetryBase <= 0 {
+		opts.RetryBase = time.Second
+	}
+	if opts.RetryMax <= 0 {
+		opts.RetryMax = 5 * time.Minute
+	}
+	if opts.AckBatch <= 0 {
+		opts.AckBatch = 256
+	}
+	return &Engine{q: q, opts: opts, log: opts.Logger, inflight: map[ports.WorkKey]*flight{}, acks: make(chan ackReq, 1024)}
+}
+
+// Register adds the processor of kind. Call it before Run.
+func (e *Engine) Register(kind string, p Processor, o KindOptions) {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	e.regs = append(e.regs, registration{kind: kind, proc: p, opts: o})
+}
+
+// Kinds lists the registered kinds.
+func (e *Engine) Kinds() []string {
+	out := make([]string, len(e.regs))
+	for i, r := range e.regs {
+		out[i] = r.kind
+	}
+	return out
+}
+
+// Run leases and processes items until ctx ends, then shuts down gracefully:
+// it stops leasing, lets in-flight passes finish for up to ShutdownTimeout,
+// then cancels them and releases their leases so another engine takes them
+// at once. It returns nil after a clean shutdown.
+func (e *Engine) Run(ctx context.Context) error {
+	if len(e.regs) == 0 {
+		return errors.New("engine: no processors registered")
+	}
+	// Passes run under workCtx, which outlives ctx until the shutdown
+	// timeout, so a SIGTERM does not abort work that can still finish.
+	workCtx, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelWork(nil)
+	queueCtx, cancelQueue := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelQueue()
+
+	var ackWG sync.WaitGroup
+	ackWG.Add(1)
+	go func() { defer ackWG.Done(); e.ackLoop(queueCtx) }()
+	hbCtx, stopHB := context.WithCancel(queueCtx)
+	go e.heartbeatLoop(hbCtx)
+
+	var passes sync.WaitGroup
+	var loops sync.WaitGroup
+	for _, r := range e.regs {
+		loops.Add(1)
+		go func() {
+			defer loops.Done()
+			e.kindLoop(ctx, workCtx, r, &passes)
+		}()
+	}
+	loops.Wait() // ctx ended: no more leasing.
+	e.log.Info("engine stopping", "owner", e.opts.Owner, "in_flight", e.inFlight())
+
+	finished := make(chan struct{})
+	go func() { passes.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(e.opts.ShutdownTimeout):
+		e.log.Warn("shutdown timeout: cancelling in-flight passes and releasing their leases", "in_flight", e.inFlight())
+		e.releaseAll(queueCtx)
+		cancelWork(errors.New("shutdown timeout"))
+		<-finished
+	}
+	stopHB()
+	close(e.acks)
+	ackWG.Wait()
+	return nil
+}
+
+func (e *Engine) inFlight() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.inflight)
+}
+
+// kindLoop leases items of one kind while it has free slots.
+func (e *Engine) kindLoop(ctx, workCtx context.Context, r registration, passes *sync.WaitGroup) {
+	slots := make(chan struct{}, r.opts.Concurrency)
+	var wake <-chan struct{}
+	if n, ok := e.q.(ports.WorkNotifier); ok {
+		wake = n.WorkNotify()
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	idleWait := func() bool {
+		timer.Reset(e.opts.PollInterval)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-wake:
+		case <-timer.C:
+		}
+		return true
+	}
+	errDelay := e.opts.PollInterval
+	for ctx.Err() == nil {
+		// Wait for at least one free slot.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		free := 1
+	fill:
+		for free < r.opts.Concurrency {
+			select {
+			case slots <- struct{}{}:
+				free++
+			default:
+				break fill
+			}
+		}
+		leases, err := e.q.WorkLease(ctx, ports.LeaseParams{
+			Kinds: []string{r.kind}, Limit: free, Duration: e.opts.LeaseDuration, Owner: e.opts.Owner,
+		})
+		for i := len(leases); i < free; i++ {
+			<-slots
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			e.log.Error("lease failed", "kind", r.kind, "error", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(errDelay):
+			}
+			errDelay = min(errDelay*2, 30*time.Second)
+			continue
+		}
+		errDelay = e.opts.PollInterval
+		if len(leases) == 0 {
+			if !idleWait() {
+				return
+			}
+			continue
+		}
+		for _, l := range leases {
+			passes.Add(1)
+			go func() {
+				defer passes.Done()
+				defer func() { <-slots }()
+				e.pass(workCtx, r, l)
+			}()
+		}
+	}
+}
+
+// pass runs one processor call and completes the item.
+func (e *Engine) pass(workCtx context.Context, r registration, l ports.Lease) {
+	ctx, cancel := context.WithCancelCause(workCtx)
+	defer cancel(nil)
+	f := &flight{ref: l.Ref(), cancel: cancel}
+	e.mu.Lock()
+	e.inflight[l.Key] = f
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.inflight, l.Key)
+		e.mu.Unlock()
+	}()
+
+	start := time.Now()
+	out := e.safeProcess(ctx, r, Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime})
+	e.opts.Metrics.observe(r.kind, out, time.Since(start))
+
+	e.mu.Lock()
+	lost := f.lost
+	e.mu.Unlock()
+	if lost || errors.Is(context.Cause(ctx), errLeaseLost) {
+		e.log.Warn("lease lost during pass; result dropped", "kind", r.kind, "id", l.Key.ScopeID, "outcome", out.String())
+		return
+	}
+	if err := e.complete(context.WithoutCancel(ctx), l, out); err != nil {
+		if errors.Is(err, ports.ErrLeaseLost) {
+			e.log.Warn("lease lost before completion; result dropped", "kind", r.kind, "id", l.Key.ScopeID, "outcome", out.String())
+			return
+		}
+		e.log.Error("complete failed", "kind", r.kind, "id", l.Key.ScopeID, "outcome", out.String(), "error", err)
+	}
+}
+
+// safeProcess recovers a panicking processor into a retry.
+func (e *Engine) safeProcess(ctx context.Context, r registration, it Item) (out Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.log.Error("processor panicked", "kind", r.kind, "id", it.Key.ScopeID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			out = Retry(fmt.Errorf("panic: %v", p))
+		}
+	}()
+	return r.proc.Process(ctx, it)
+}
+
+// complete turns the outcome into the queue call that ends the lease.
+func (e *Engine) complete(ctx context.Context, l ports.Lease, out Outcome) error {
+	switch out.kind {
+	case outcomeDone:
+		return e.ack(ctx, ports.AckParams{Lease: l.Ref()})
+	case outcomeRequeue:
+		return e.ack(ctx, ports.AckParams{Lease: l.Ref(), RequeueAt: out.at})
+	case outcomeTerminal:
+		return e.q.WorkRetry(ctx, ports.RetryParams{Lease: l.Ref(), Err: errText(out.err), Terminal: true})
+	default:
+		return e.q.WorkRetry(ctx, ports.RetryParams{Lease: l.Ref(), Err: errText(out.err), NotBefore: e.opts.Clock.Now().Add(e.retryDelay(l.Attempt))})
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return err.Error()
+}
+
+// retryDelay is RetryBase × 2^(attempt-1), capped at RetryMax, plus up to 10%
+// jitter so that failing items do not retry in lockstep.
+func (e *Engine) retryDelay(attempt int) time.Duration {
+	d := e.opts.RetryBase << min(max(attempt-1, 0), 30)
+	if d <= 0 || d > e.opts.RetryMax {
+		d = e.opts.RetryMax
+	}
+	return d + time.Duration(rand.Int64N(int64(d/10)+1))
+}
+
+// ack hands the ack to the batching loop and waits for its result.
+func (e *Engine) ack(ctx context.Context, p ports.AckParams) error {
+	req := ackReq{p: p, done: make(chan error, 1)}
+	e.acks <- req
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ackLoop sends acks in batches: whatever has queued up while the previous
+// call was in flight goes out in the next call.
+func (e *Engine) ackLoop(ctx context.Context) {
+	batch := make([]ackReq, 0, e.opts.AckBatch)
+	params := make([]ports.AckParams, 0, e.opts.AckBatch)
+	for first := range e.acks {
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < e.opts.AckBatch {
+			select {
+			case r, ok := <-e.acks:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		params = params[:0]
+		for _, r := range batch {
+			params = append(params, r.p)
+		}
+		results, err := e.q.WorkAck(ctx, params...)
+		for i, r := range batch {
+			switch {
+			case err != nil:
+				r.done <- fmt.Errorf("ack %s: %w", r.p.Lease.Key, err)
+			case i < len(results) && results[i] != nil:
+				r.done <- fmt.Errorf("ack %s: %w", r.p.Lease.Key, results[i])
+			default:
+				r.done <- nil
+			}
+		}
+	}
+}
+
+// heartbeatLoop renews every in-flight lease three times per lease period and
+// cancels passes whose lease was lost.
+func (e *Engine) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(e.opts.LeaseDuration / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.mu.Lock()
+		refs := make([]ports.LeaseRef, 0, len(e.inflight))
+		for _, f := range e.inflight {
+			refs = append(refs, f.ref)
+		}
+		e.mu.Unlock()
+		if len(refs) == 0 {
+			continue
+		}
+		results, err := e.q.WorkHeartbeat(ctx, e.opts.LeaseDuration, refs...)
+		if err != nil {
+			e.log.Error("heartbeat failed", "leases", len(refs), "error", err)
+			continue
+		}
+		for i, r := range results {
+			if r == nil {
+				continue
+			}
+			e.mu.Lock()
+			if f, ok := e.inflight[refs[i].Key]; ok && f.ref == refs[i] {
+				f.lost = true
+				f.cancel(errLeaseLost)
+			}
+			e.mu.Unlock()
+			e.log.Warn("lease lost", "kind", refs[i].Key.Kind, "id", refs[i].Key.ScopeID)
+		}
+	}
+}
+
+// releaseAll gives up the leases of passes that did not finish in time, so
+// another engine can take them immediately.
+func (e *Engine) releaseAll(ctx context.Context) {
+	e.mu.Lock()
+	flights := make([]*flight, 0, len(e.inflight))
+	for _, f := range e.inflight {
+		f.lost = true
+		flights = append(flights, f)
+	}
+	e.mu.Unlock()
+	now := e.opts.Clock.Now()
+	for _, f := range flights {
+		err := e.q.WorkRetry(ctx, ports.RetryParams{Lease: f.ref, Err: "released at shutdown", NotBefore: now})
+		if err != nil && !errors.Is(err, ports.ErrLeaseLost) {
+			e.log.Error("release lease", "kind", f.ref.Key.Kind, "id", f.ref.Key.ScopeID, "error", err)
+		}
+	}
+}

@@ -1,0 +1,302 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+type bundle struct {
+	q   *memory.Queue
+	eng *engine.Engine
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func setup(t *testing.T, opts engine.Options) bundle {
+	t.Helper()
+	q := memory.NewQueue(ports.SystemClock)
+	if opts.Logger == nil {
+		opts.Logger = quietLogger()
+	}
+	if opts.RetryBase == 0 {
+		opts.RetryBase = time.Millisecond
+		opts.RetryMax = 5 * time.Millisecond
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = 20 * time.Millisecond
+	}
+	return bundle{q: q, eng: engine.New(q, opts)}
+}
+
+// run starts the engine and returns a stop function that waits for Run.
+func run(t *testing.T, eng *engine.Engine) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("engine did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func key(i int) ports.WorkKey {
+	return ports.WorkKey{Kind: "k", ScopeType: "t", ScopeID: fmt.Sprint(i)}
+}
+
+func enqueue(t *testing.T, q ports.Queue, keys ...ports.WorkKey) {
+	t.Helper()
+	ps := make([]ports.EnqueueParams, len(keys))
+	for i, k := range keys {
+		ps[i] = ports.EnqueueParams{Key: k}
+	}
+	require.NoError(t, q.WorkEnqueue(context.Background(), ps...))
+}
+
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func requireEmpty(t *testing.T, q ports.Queue) {
+	t.Helper()
+	stats, err := q.WorkStats(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, stats[ports.WorkPending]+stats[ports.WorkLeased]+stats[ports.WorkDead], "queue not empty: %v", stats)
+}
+
+func TestEngineProcessesEveryItemOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	const n = 500
+	var mu sync.Mutex
+	seen := map[string]int{}
+	all := make(chan struct{})
+	b.eng.Register("k", engine.ProcessorFunc(func(_ context.Context, it engine.Item) engine.Outcome {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[it.Key.ScopeID]++
+		if len(seen) == n {
+			close(all)
+		}
+		return engine.Done()
+	}), engine.KindOptions{Concurrency: 8})
+	keys := make([]ports.WorkKey, n)
+	for i := range keys {
+		keys[i] = key(i)
+	}
+	enqueue(t, b.q, keys...)
+	stop := run(t, b.eng)
+	waitFor(t, all, "all items")
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	for id, c := range seen {
+		require.Equal(t, 1, c, "item %s ran %d times", id, c)
+	}
+	requireEmpty(t, b.q)
+}
+
+func TestEngineRetryThenSucceed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	var calls atomic.Int32
+	done := make(chan struct{})
+	b.eng.Register("k", engine.ProcessorFunc(func(_ context.Context, it engine.Item) engine.Outcome {
+		c := calls.Add(1)
+		require.Equal(t, int(c), it.Attempt, "attempt counts leases")
+		if c < 3 {
+			return engine.Retry(errors.New("transient"))
+		}
+		close(done)
+		return engine.Done()
+	}), engine.KindOptions{Concurrency: 1})
+	enqueue(t, b.q, key(1))
+	stop := run(t, b.eng)
+	waitFor(t, done, "third attempt")
+	stop()
+	requireEmpty(t, b.q)
+}
+
+func TestEnginePanicBecomesRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	var calls atomic.Int32
+	done := make(chan struct{})
+	b.eng.Register("k", engine.ProcessorFunc(func(context.Context, engine.Item) engine.Outcome {
+		if calls.Add(1) == 1 {
+			panic("boom")
+		}
+		close(done)
+		return engine.Done()
+	}), engine.KindOptions{Concurrency: 1})
+	enqueue(t, b.q, key(1))
+	stop := run(t, b.eng)
+	waitFor(t, done, "retry after panic")
+	stop()
+	requireEmpty(t, b.q)
+}
+
+func TestEngineTerminalDeadLetters(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	done := make(chan struct{})
+	b.eng.Register("k", engine.ProcessorFunc(func(context.Context, engine.Item) engine.Outcome {
+		defer close(done)
+		return engine.Terminal(errors.New("bad input"))
+	}), engine.KindOptions{Concurrency: 1})
+	enqueue(t, b.q, key(1))
+	stop := run(t, b.eng)
+	waitFor(t, done, "pass")
+	stop()
+	dead, err := b.q.WorkDeadList(context.Background(), ports.DeadListParams{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Equal(t, key(1), dead[0].Key)
+	require.Contains(t, dead[0].LastError, "bad input")
+}
+
+func TestEngineRequeueAtRunsAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	var calls atomic.Int32
+	done := make(chan struct{})
+	b.eng.Register("k", engine.ProcessorFunc(func(context.Context, engine.Item) engine.Outcome {
+		if calls.Add(1) == 1 {
+			return engine.RequeueAt(time.Now().Add(30 * time.Millisecond))
+		}
+		close(done)
+		return engine.Done()
+	}), engine.KindOptions{Concurrency: 1})
+	enqueue(t, b.q, key(1))
+	stop := run(t, b.eng)
+	waitFor(t, done, "requeued pass")
+	stop()
+	require.Equal(t, int32(2), calls.Load())
+}
+
+func TestEngineEnqueueDuringPassIsNotLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	var calls atomic.Int32
+	inPass := make(chan struct{})
+	release := make(chan struct{})
+	second := make(chan struct{})
+	b.eng.Register("k", engine.ProcessorFunc(func(context.Context, engine.Item) engine.Outcome {
+		switch calls.Add(1) {
+		case 1:
+			close(inPass)
+			<-release
+		case 2:
+			close(second)
+		}
+		return engine.Done()
+	}), engine.KindOptions{Concurrency: 1})
+	enqueue(t, b.q, key(1))
+	stop := run(t, b.eng)
+	waitFor(t, inPass, "first pass")
+	enqueue(t, b.q, key(1)) // arrives while leased
+	close(release)
+	waitFor(t, second, "second pass")
+	stop()
+	requireEmpty(t, b.q)
+}
+
+func TestEngineRenewsLeaseDuringLongPass(t *testing.T) {
+	t.Parallel()
+	q := memory.NewQueue(ports.SystemClock)
+	mk := func() *engine.Engine {
+		return engine.New(q, engine.Options{Logger: quietLogger(), LeaseDuration: 60 * time.Millisecond, PollInterval: 5 * time.Millisecond})
+	}
+	var calls atomic.Int32
+	done := make(chan struct{})
+	proc := engine.ProcessorFunc(func(ctx context.Context, _ engine.Item) engine.Outcome {
+		if calls.Add(1) == 1 {
+			// Several lease periods; the heartbeat must keep the lease.
+			select {
+			case <-time.After(400 * time.Millisecond):
+			case <-ctx.Done():
+				return engine.Retry(ctx.Err())
+			}
+			close(done)
+		}
+		return engine.Done()
+	})
+	a, c := mk(), mk()
+	a.Register("k", proc, engine.KindOptions{Concurrency: 1})
+	c.Register("k", proc, engine.KindOptions{Concurrency: 1})
+	enqueue(t, q, key(1))
+	stopA := run(t, a)
+	stopC := run(t, c)
+	waitFor(t, done, "long pass")
+	stopA()
+	stopC()
+	require.Equal(t, int32(1), calls.Load(), "a renewed lease must not be taken by the other engine")
+	requireEmpty(t, q)
+}
+
+func TestEngineGracefulShutdownFinishesInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{ShutdownTimeout: 5 * time.Second})
+	inPass := make(chan struct{})
+	finished := make(chan struct{})
+	b.eng.Register("k", engine.ProcessorFunc(func(ctx context.Context, _ engine.Item) engine.Outcome {
+		close(inPass)
+		time.Sleep(100 * time.Millisecond) // work that outlives the stop signal
+		require.NoError(t, ctx.Err(), "a graceful stop does not cancel in-flight passes")
+		close(finished)
+		return engine.Done()
+	}), engine.KindOptions{Concurrency: 1})
+	enqueue(t, b.q, key(1))
+	stop := run(t, b.eng)
+	waitFor(t, inPass, "pass")
+	stop()
+	waitFor(t, finished, "finish")
+	requireEmpty(t, b.q)
+}
+
+func TestEngineShutdownTimeoutReleasesLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{ShutdownTimeout: 50 * time.Millisecond})
+	inPass := make(chan struct{})
+	b.eng.Register("k", engine.ProcessorFunc(func(ctx context.Context, _ engine.Item) engine.Outcome {
+		close(inPass)
+		<-ctx.Done() // stuck until cancelled
+		return engine.Retry(ctx.Err())
+	}), engine.KindOptions{Concurrency: 1})
+	enqueue(t, b.q, key(1))
+	stop := run(t, b.eng)
+	waitFor(t, inPass, "pass")
+	stop()
+	it, err := b.q.WorkGet(context.Background(), key(1))
+	require.NoError(t, err)
+	require.Equal(t, ports.WorkPending, it.State, "the lease is released, not left to expire")
+	require.Contains(t, it.LastError, "shutdown")
+}

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// Item is the work item a Processor is asked to handle.
+type Item struct {
+	Key ports.WorkKey
+	// Attempt is 1 on the first lease of this item since it last completed.
+	Attempt int
+	// EventTime is when the triggering event happened.
+	EventTime time.Time
+}
+
+type outcomeKind uint8
+
+const (
+	outcomeDone outcomeKind = iota
+	outcomeRetry
+	outcomeRequeue
+	outcomeTerminal
+)
+
+// Outcome is how a pass ends. There is one constructor per outcome and no
+// other way to say it:
+//
+//	Done()             the item is complete
+//	Retry(err)         the pass failed; run again after exponential backoff
+//	RequeueAt(t)       the pass succeeded; run again at t (level-based wake-up)
+//	Terminal(err)      the pass can never succeed; dead-letter the item
+//
+// The zero Outcome is Done.
+type Outcome struct {
+	kind outcomeKind
+	at   time.Time
+	err  error
+}
+
+// Done completes the item.
+func Done() Outcome { return Outcome{kind: outcomeDone} }
+
+// Retry records err and runs the item again after backoff; after the item's
+// maximum attempts it is dead-lettered.
+func Retry(err error) Outcome { return Outcome{kind: outcomeRetry, err: err} }
+
+// RequeueAt completes this pass and runs the item again at t, atomically.
+func RequeueAt(t time.Time) Outcome { return Outcome{kind: outcomeRequeue, at: t} }
+
+// Terminal dead-letters the item with err; it stays visible and can be
+// re-driven.
+func Terminal(err error) Outcome { return Outcome{kind: outcomeTerminal, err: err} }
+
+// String names the outcome for logs.
+func (o Outcome) String() string {
+	switch o.kind {
+	case outcomeRetry:
+		return "retry"
+	case outcomeRequeue:
+		return "requeue"
+	case outcomeTerminal:
+		return "terminal"
+	}
+	return "done"
+}
+
+// Err returns the error of a Retry or Terminal outcome.
+func (o Outcome) Err() error { return o.err }
+
+// At returns the wake-up time of a RequeueAt outcome.
+func (o Outcome) At() time.Time { return o.at }
+
+// Processor handles the items of one kind. It must be safe for concurrent
+// use and idempotent: running it twice on unchanged state changes nothing.
+type Processor interface {
+	Process(ctx context.Context, item Item) Outcome
+}
+
+// ProcessorFunc adapts a function to Processor.
+type ProcessorFunc func(ctx context.Context, item Item) Outcome
+
+// Process calls f.
+func (f ProcessorFunc) Process(ctx context.Context, item Item) Outcome { return f(ctx, item) }

@@ -1,0 +1,210 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile"
+)
+
+type runBundle struct {
+	q      *memory.Queue
+	store  *memory.RunStore
+	agents *memory.AgentRuntime
+	code   *memory.CodeHost
+	eng    *engine.Engine
+	proc   func(k reconcile.RunKind) *engine.RunProcessor
+}
+
+func setupRuns(t *testing.T) runBundle {
+	t.Helper()
+	b := runBundle{
+		q:      memory.NewQueue(ports.SystemClock),
+		store:  memory.NewRunStore(ports.SystemClock),
+		agents: memory.NewAgentRuntime(),
+		code:   memory.NewCodeHost(),
+	}
+	b.proc = func(k reconcile.RunKind) *engine.RunProcessor {
+		return &engine.RunProcessor{Kind: k, Store: b.store, Queue: b.q, Agents: b.agents, Code: b.code,
+			Config: reconcile.DefaultConfig(), Clock: ports.SystemClock, Logger: quietLogger()}
+	}
+	b.eng = engine.New(b.q, engine.Options{Logger: quietLogger(), PollInterval: 10 * time.Millisecond})
+	for _, k := range reconcile.Kinds {
+		b.eng.Register(string(k), b.proc(k), engine.KindOptions{Concurrency: 2})
+	}
+	return b
+}
+
+func createAgent(t *testing.T, s ports.RunStore, id string, state reconcile.State, run reconcile.AgentRun) reconcile.RunRef {
+	t.Helper()
+	body, err := json.Marshal(run)
+	require.NoError(t, err)
+	ref := reconcile.RunRef{Kind: reconcile.KindPersistentAgent, ID: id}
+	_, err = s.RunCreate(context.Background(), ports.RunRow{Ref: ref, State: state, Body: body,
+		Settings: reconcile.Settings{PodLifecycle: reconcile.LifecycleOnDemand}})
+	require.NoError(t, err)
+	return ref
+}
+
+// awaitState polls the store until the run reaches want; the engine offers
+// no state-change signal to wait on, so polling the store is the signal.
+func awaitState(t *testing.T, s ports.RunStore, ref reconcile.RunRef, want reconcile.State) ports.RunRow {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		row, err := s.RunGet(context.Background(), ref)
+		require.NoError(t, err)
+		if row.State == want {
+			return row
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s stuck in %s, want %s", ref, row.State, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestRunProcessorDrivesAgentTurn(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	ctx := context.Background()
+	ref := createAgent(t, b.store, "a1", reconcile.AgentIdle, reconcile.AgentRun{PendingMessages: 1})
+	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: engine.RunKey(ref)}))
+	run(t, b.eng)
+
+	awaitState(t, b.store, ref, reconcile.AgentProvisioning)
+	launches := b.agents.Launches()
+	require.Len(t, launches, 1, "one turn launched")
+	require.Equal(t, ports.PurposeTurn, launches[0].Purpose)
+
+	// The pod comes up: a producer records it and wakes the run.
+	_, err := b.store.RunObserve(ctx, ports.RunObserveParams{Ref: ref, Pod: &reconcile.Pod{Name: "p", Phase: reconcile.PodReady}})
+	require.NoError(t, err)
+	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: engine.RunKey(ref)}))
+	awaitState(t, b.store, ref, reconcile.AgentRunning)
+
+	// The turn halts successfully.
+	_, err = b.store.RunObserve(ctx, ports.RunObserveParams{Ref: ref, Patch: map[string]any{"turn_done": true, "pending_messages": 0}})
+	require.NoError(t, err)
+	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: engine.RunKey(ref)}))
+	row := awaitState(t, b.store, ref, reconcile.AgentIdle)
+	var body reconcile.AgentRun
+	require.NoError(t, json.Unmarshal(row.Body, &body))
+	require.Zero(t, body.ConsecutiveFailures)
+	require.Len(t, b.agents.Launches(), 1, "no second launch")
+}
+
+func TestRunProcessorIntentClearedInSameWrite(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	ctx := context.Background()
+	ref := createAgent(t, b.store, "a2", reconcile.AgentFailed, reconcile.AgentRun{ConsecutiveFailures: 3,
+		Reconcile: reconcile.Reconcile{Intent: reconcile.IntentResume}})
+	p := b.proc(reconcile.KindPersistentAgent)
+	out := p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1})
+	require.Equal(t, "requeue", out.String())
+	row, err := b.store.RunGet(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.AgentIdle, row.State)
+	require.Equal(t, int64(2), row.Version, "transition, patch and intent clear are one write")
+	var body reconcile.AgentRun
+	require.NoError(t, json.Unmarshal(row.Body, &body))
+	require.Equal(t, reconcile.IntentNone, body.Reconcile.Intent)
+	require.Zero(t, body.ConsecutiveFailures)
+}
+
+// TestRunProcessorRaceAppliesExactlyOnce races many executors on one run
+// observed at the same version: exactly one transition is applied, the rest
+// are stale, and the side effect happens once.
+func TestRunProcessorRaceAppliesExactlyOnce(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	ctx := context.Background()
+	ref := createAgent(t, b.store, "a3", reconcile.AgentQueued, reconcile.AgentRun{PendingMessages: 1})
+	const racers = 16
+	type result struct {
+		outcome string
+		err     error
+	}
+	results := make(chan result, racers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range racers {
+		p := b.proc(reconcile.KindPersistentAgent)
+		snap, row, err := p.Snapshot(ctx, ref)
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			outcome, _, err := p.Apply(ctx, row, snap, reconcile.Decide(snap))
+			results <- result{outcome, err}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(results)
+	counts := map[string]int{}
+	for r := range results {
+		require.NoError(t, r.err)
+		counts[r.outcome]++
+	}
+	require.Equal(t, 1, counts[engine.OutcomeApplied], "exactly one transition applied: %v", counts)
+	require.Equal(t, racers-1, counts[engine.OutcomeStale], "%v", counts)
+	row, err := b.store.RunGet(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.AgentProvisioning, row.State)
+	require.Equal(t, int64(2), row.Version)
+	require.Len(t, b.agents.Launches(), 1, "the launch is idempotent by key")
+}
+
+func TestRunProcessorReadErrorDefers(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	ctx := context.Background()
+	ref := createAgent(t, b.store, "a4", reconcile.AgentQueued, reconcile.AgentRun{PendingMessages: 1})
+	p := b.proc(reconcile.KindPersistentAgent)
+	p.Store = failingCounts{b.store}
+	out := p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1})
+	require.Equal(t, "requeue", out.String())
+	require.True(t, out.At().After(time.Now().Add(25*time.Second)), "wakes after the backoff")
+	row, err := b.store.RunGet(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.AgentQueued, row.State, "a read error never transitions")
+	var body reconcile.AgentRun
+	require.NoError(t, json.Unmarshal(row.Body, &body))
+	require.Equal(t, 1, body.Reconcile.Attempts)
+	require.False(t, body.Reconcile.BackoffUntil.IsZero())
+}
+
+func TestResyncEnqueuesNonTerminalRuns(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	ctx := context.Background()
+	createAgent(t, b.store, "live", reconcile.AgentIdle, reconcile.AgentRun{})
+	createAgent(t, b.store, "gone", reconcile.AgentArchived, reconcile.AgentRun{})
+	r := &engine.Resync{Queue: b.q, Clock: ports.SystemClock, Logger: quietLogger(),
+		Sources: []engine.ResyncSource{engine.NonTerminalRuns(b.store, reconcile.Kinds...)}}
+	n, err := r.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = b.q.WorkGet(ctx, engine.RunKey(reconcile.RunRef{Kind: reconcile.KindPersistentAgent, ID: "live"}))
+	require.NoError(t, err)
+	_, err = b.q.WorkGet(ctx, engine.RunKey(reconcile.RunRef{Kind: reconcile.KindPersistentAgent, ID: "gone"}))
+	require.ErrorIs(t, err, ports.ErrNotFound)
+}
+
+// failingCounts is a store whose capacity read fails.
+type failingCounts struct{ ports.RunStore }
+
+func (failingCounts) RunCounts(context.Context, string) (ports.RunCounts, error) {
+	return ports.RunCounts{}, context.DeadlineExceeded
+}

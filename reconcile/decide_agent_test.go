@@ -1,0 +1,478 @@
+package reconcile
+
+import (
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// agentHelperPtr returns a pointer to v, for expected patches.
+func agentHelperPtr[T any](v T) *T { return &v }
+
+// agentHelperReason is the shape of every reason code.
+var agentHelperReason = regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
+
+// agentHelperPatchOf returns the patch an action writes, or nil.
+func agentHelperPatchOf(a Action) *Patch {
+	switch a := a.(type) {
+	case Transition:
+		return a.Patch
+	case PatchStatus:
+		return &a.Patch
+	case ResumeAgent:
+		return a.Patch
+	}
+	return nil
+}
+
+// agentHelperCloneWorld deep-copies a World.
+func agentHelperCloneWorld(w World) World {
+	if w.Pod != nil {
+		p := *w.Pod
+		if p.ExitCode != nil {
+			p.ExitCode = agentHelperPtr(*p.ExitCode)
+		}
+		w.Pod = &p
+	}
+	if w.ReadErrors != nil {
+		w.ReadErrors = append([]ReadError(nil), w.ReadErrors...)
+	}
+	return w
+}
+
+// agentHelperCheckCommon asserts the invariants every kind's decision keeps.
+// mayLeaveTerminal reports whether a move out of a terminal state without an
+// intent is one the kind's rules allow.
+func agentHelperCheckCommon(t *rapid.T, s Snapshot, a Action, mayLeaveTerminal func(Edge) bool) {
+	m := MachineFor(s.Ref().Kind)
+	w, r, st := s.Observed(), s.Controls(), s.RunState()
+	require.NotNil(t, a)
+	require.Regexp(t, agentHelperReason, a.Why(), "reason of %#v", a)
+	p := agentHelperPatchOf(a)
+	appliesIntent := p != nil && p.ClearIntent
+
+	if mv, ok := a.(Moving); ok {
+		e := mv.Move()
+		require.Equal(t, st, e.From, "a move starts from the run's state")
+		require.True(t, m.Allowed(e.From, e.To), "edge %s → %s is not in the %s machine", e.From, e.To, m.Kind)
+		if m.IsTerminal(st) && !appliesIntent {
+			require.True(t, mayLeaveTerminal(e), "terminal %s left without an intent: %#v", st, a)
+		}
+	}
+	if n, ok := a.(Noop); ok && !n.WakeAt.IsZero() {
+		require.False(t, n.WakeAt.Before(w.Now), "a wake-up is never in the past")
+	}
+	if w.Now.Before(r.BackoffUntil) {
+		require.Equal(t, Noop{WakeAt: r.BackoffUntil, Reason: "backoff-active"}, a, "active backoff is always a noop")
+		return
+	}
+	if r.Intent == IntentNone {
+		require.False(t, appliesIntent, "no intent, nothing to clear")
+		require.NotEqual(t, TypeClearControlIntent, a.Type())
+	} else {
+		c, cleared := a.(ClearControlIntent)
+		require.True(t, appliesIntent || (cleared && c.Intent == r.Intent), "an intent is applied or cleared: %#v", a)
+	}
+	if len(w.ReadErrors) > 0 {
+		_, moving := a.(Moving)
+		if moving || a.Type() == TypePatchStatus {
+			require.True(t, appliesIntent, "a read error never moves or patches except through an intent: %#v", a)
+		}
+		if r.Intent == IntentNone {
+			d, ok := a.(DeferWithBackoff)
+			require.True(t, ok, "a read error defers: %#v", a)
+			require.Equal(t, r.Attempts+1, d.Attempts)
+			base := BackoffBase << min(max(r.Attempts, 0), BackoffMaxShift)
+			require.GreaterOrEqual(t, d.Until.Sub(w.Now), base)
+			require.LessOrEqual(t, d.Until.Sub(w.Now), base+base/10)
+		}
+	}
+	if !w.Capacity.Available() {
+		switch a.Type() {
+		case TypeRequeueForAgent, TypeEnqueueAgent, TypeEnqueueTurn, TypeLaunchReviewRun:
+			t.Fatalf("full capacity launched: %#v", a)
+		}
+	}
+}
+
+// agentSetup returns an agent snapshot in which nothing is pending: idle,
+// no pod held, capacity free, default settings.
+func agentSetup(t *testing.T) *AgentSnapshot {
+	t.Helper()
+	now := time.Date(2026, time.May, 1, 9, 30, 0, 0, time.UTC)
+	return &AgentSnapshot{
+		Run: AgentRun{ID: "agent-1", State: AgentIdle, Version: 7},
+		World: World{
+			Now:        now,
+			JitterSeed: 42,
+			Capacity:   Capacity{GlobalActive: 1, GlobalLimit: 4},
+		},
+	}
+}
+
+// agentHelperRow is one rule of the persistent-agent decision.
+type agentHelperRow struct {
+	name string
+	edit func(s *AgentSnapshot)
+	want func(s *AgentSnapshot) Action
+}
+
+func TestDecideAgentRules(t *testing.T) {
+	t.Parallel()
+	running := func(mode PodLifecycle) func(s *AgentSnapshot) {
+		return func(s *AgentSnapshot) {
+			s.Run.State = AgentRunning
+			s.Run.TurnStartedAt = s.Now.Add(-10 * time.Minute)
+			s.Run.PodHeld = true
+			s.Pod = &Pod{Name: "p", Phase: PodRunning}
+			s.Settings.PodLifecycle = mode
+			s.Settings.KeepWarm = Duration(20 * time.Minute)
+		}
+	}
+	rows := []agentHelperRow{
+		{"backoff in the future is a noop until it ends, intents included", func(s *AgentSnapshot) {
+			s.Run.Reconcile = Reconcile{BackoffUntil: s.Now.Add(time.Minute), Intent: IntentArchive}
+		}, func(s *AgentSnapshot) Action { return Noop{WakeAt: s.Now.Add(time.Minute), Reason: "backoff-active"} }},
+		{"backoff in the past is ignored", func(s *AgentSnapshot) {
+			s.Run.Reconcile.BackoffUntil = s.Now.Add(-time.Second)
+			s.Run.PendingMessages = 1
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentIdle, To: AgentQueued, Reason: "pending-messages"}
+		}},
+		{"pause moves a running agent to paused", func(s *AgentSnapshot) {
+			running(LifecycleOnDemand)(s)
+			s.Run.Reconcile.Intent = IntentPause
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentRunning, To: AgentPaused, Patch: &Patch{ClearIntent: true}, Reason: "intent-pause"}
+		}},
+		{"pause moves a queued agent to paused", func(s *AgentSnapshot) {
+			s.Run.State = AgentQueued
+			s.Run.Reconcile.Intent = IntentPause
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentQueued, To: AgentPaused, Patch: &Patch{ClearIntent: true}, Reason: "intent-pause"}
+		}},
+		{"pause on a paused agent is cleared", func(s *AgentSnapshot) {
+			s.Run.State = AgentPaused
+			s.Run.Reconcile.Intent = IntentPause
+		}, func(*AgentSnapshot) Action {
+			return ClearControlIntent{Intent: IntentPause, Reason: "pause-not-applicable"}
+		}},
+		{"resume returns a failed agent to idle with failures reset", func(s *AgentSnapshot) {
+			s.Run.State = AgentFailed
+			s.Run.ConsecutiveFailures = 3
+			s.Run.Reconcile.Intent = IntentResume
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentFailed, To: AgentIdle, Reason: "intent-resume", Patch: &Patch{
+				ClearIntent: true, ConsecutiveFailures: agentHelperPtr(0), TurnStartedAt: agentHelperPtr(time.Time{})}}
+		}},
+		{"resume returns a paused agent to idle", func(s *AgentSnapshot) {
+			s.Run.State = AgentPaused
+			s.Run.Reconcile.Intent = IntentResume
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentPaused, To: AgentIdle, Reason: "intent-resume", Patch: &Patch{
+				ClearIntent: true, ConsecutiveFailures: agentHelperPtr(0), TurnStartedAt: agentHelperPtr(time.Time{})}}
+		}},
+		{"resume on a running agent is cleared", func(s *AgentSnapshot) {
+			running(LifecycleSticky)(s)
+			s.Run.Reconcile.Intent = IntentResume
+		}, func(*AgentSnapshot) Action {
+			return ClearControlIntent{Intent: IntentResume, Reason: "resume-not-applicable"}
+		}},
+		{"archive archives a failed agent", func(s *AgentSnapshot) {
+			s.Run.State = AgentFailed
+			s.Run.Reconcile.Intent = IntentArchive
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentFailed, To: AgentArchived, Patch: &Patch{ClearIntent: true}, Reason: "intent-archive"}
+		}},
+		{"archive on an archived agent is cleared", func(s *AgentSnapshot) {
+			s.Run.State = AgentArchived
+			s.Run.Reconcile.Intent = IntentArchive
+		}, func(*AgentSnapshot) Action {
+			return ClearControlIntent{Intent: IntentArchive, Reason: "archived-is-final"}
+		}},
+		{"restart returns a running agent to idle with failures and turn reset", func(s *AgentSnapshot) {
+			running(LifecycleOnDemand)(s)
+			s.Run.ConsecutiveFailures = 2
+			s.Run.TurnDone = true
+			s.Run.Reconcile.Intent = IntentRestart
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentRunning, To: AgentIdle, Reason: "intent-restart", Patch: &Patch{
+				ClearIntent: true, ConsecutiveFailures: agentHelperPtr(0), TurnDone: agentHelperPtr(false),
+				TurnStartedAt: agentHelperPtr(time.Time{})}}
+		}},
+		{"restart on an idle agent patches the reset in place", func(s *AgentSnapshot) {
+			s.Run.ConsecutiveFailures = 2
+			s.Run.Reconcile.Intent = IntentRestart
+		}, func(*AgentSnapshot) Action {
+			return PatchStatus{Reason: "intent-restart", Patch: Patch{
+				ClearIntent: true, ConsecutiveFailures: agentHelperPtr(0), TurnDone: agentHelperPtr(false),
+				TurnStartedAt: agentHelperPtr(time.Time{})}}
+		}},
+		{"restart never revives an archived agent", func(s *AgentSnapshot) {
+			s.Run.State = AgentArchived
+			s.Run.Reconcile.Intent = IntentRestart
+		}, func(*AgentSnapshot) Action {
+			return ClearControlIntent{Intent: IntentRestart, Reason: "archived-is-final"}
+		}},
+		{"an intent agents do not support is cleared", func(s *AgentSnapshot) {
+			s.Run.Reconcile.Intent = IntentCancel
+		}, func(*AgentSnapshot) Action {
+			return ClearControlIntent{Intent: IntentCancel, Reason: "intent-unsupported"}
+		}},
+		{"an intent applies despite a read error", func(s *AgentSnapshot) {
+			s.Run.Reconcile.Intent = IntentArchive
+			s.ReadErrors = []ReadError{{Source: "pod", Message: "timeout"}}
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentIdle, To: AgentArchived, Patch: &Patch{ClearIntent: true}, Reason: "intent-archive"}
+		}},
+		{"idle with pending messages is queued", func(s *AgentSnapshot) {
+			s.Run.PendingMessages = 2
+			s.Run.PodHeld = true
+			s.Settings.PodLifecycle = LifecycleAlwaysOn
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentIdle, To: AgentQueued, Reason: "pending-messages"}
+		}},
+		{"idle on-demand releases a held pod", func(s *AgentSnapshot) {
+			s.Run.PodHeld = true
+			s.Settings.PodLifecycle = LifecycleOnDemand
+		}, func(*AgentSnapshot) Action { return ReleasePod{Reason: "on-demand-release"} }},
+		{"idle with no lifecycle set behaves as on-demand", func(s *AgentSnapshot) {
+			s.Run.PodHeld = true
+		}, func(*AgentSnapshot) Action { return ReleasePod{Reason: "on-demand-release"} }},
+		{"idle with no pod held has nothing to do", func(s *AgentSnapshot) {
+			s.Settings.PodLifecycle = LifecycleSticky
+		}, func(*AgentSnapshot) Action { return Noop{Reason: "idle"} }},
+		{"idle sticky keeps the pod warm until keep_warm_until", func(s *AgentSnapshot) {
+			s.Run.PodHeld = true
+			s.Run.KeepWarmUntil = s.Now.Add(5 * time.Minute)
+			s.Settings.PodLifecycle = LifecycleSticky
+		}, func(s *AgentSnapshot) Action { return Noop{WakeAt: s.Now.Add(5 * time.Minute), Reason: "keep-warm"} }},
+		{"idle sticky releases the pod when the window ends", func(s *AgentSnapshot) {
+			s.Run.PodHeld = true
+			s.Run.KeepWarmUntil = s.Now
+			s.Settings.PodLifecycle = LifecycleSticky
+		}, func(*AgentSnapshot) Action { return ReleasePod{Reason: "keep-warm-expired"} }},
+		{"idle always-on keeps the pod", func(s *AgentSnapshot) {
+			s.Run.PodHeld = true
+			s.Settings.PodLifecycle = LifecycleAlwaysOn
+		}, func(*AgentSnapshot) Action { return Noop{Reason: "always-on"} }},
+		{"a read error defers instead of deciding", func(s *AgentSnapshot) {
+			s.Run.PendingMessages = 1
+			s.ReadErrors = []ReadError{{Source: "run", Message: "conn reset"}}
+		}, nil},
+		{"queued under capacity enqueues the turn", func(s *AgentSnapshot) {
+			s.Run.State = AgentQueued
+		}, func(*AgentSnapshot) Action {
+			return EnqueueTurn{From: AgentQueued, To: AgentProvisioning, Reason: "turn-enqueued"}
+		}},
+		{"queued at full capacity requeues soon", func(s *AgentSnapshot) {
+			s.Run.State = AgentQueued
+			s.Capacity = Capacity{GlobalActive: 4, GlobalLimit: 4}
+		}, nil},
+		{"provisioning with a running pod starts the turn clock", func(s *AgentSnapshot) {
+			s.Run.State = AgentProvisioning
+			s.Run.TurnDone = true
+			s.Pod = &Pod{Name: "p", Phase: PodRunning}
+		}, func(s *AgentSnapshot) Action {
+			return Transition{From: AgentProvisioning, To: AgentRunning, Reason: "pod-running", Patch: &Patch{
+				TurnDone: agentHelperPtr(false), TurnStartedAt: agentHelperPtr(s.Now)}}
+		}},
+		{"provisioning with a ready pod keeps a turn clock already set", func(s *AgentSnapshot) {
+			s.Run.State = AgentProvisioning
+			s.Run.TurnStartedAt = s.Now.Add(-time.Minute)
+			s.Pod = &Pod{Name: "p", Phase: PodReady}
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentProvisioning, To: AgentRunning, Reason: "pod-running", Patch: &Patch{
+				TurnDone: agentHelperPtr(false)}}
+		}},
+		{"provisioning without a pod waits", func(s *AgentSnapshot) {
+			s.Run.State = AgentProvisioning
+		}, func(*AgentSnapshot) Action { return Noop{Reason: "awaiting-pod"} }},
+		{"provisioning with a pending pod waits", func(s *AgentSnapshot) {
+			s.Run.State = AgentProvisioning
+			s.Pod = &Pod{Name: "p", Phase: PodPending}
+		}, func(*AgentSnapshot) Action { return Noop{Reason: "pod-pending"} }},
+		{"provisioning with a dead pod counts a failure and goes idle", func(s *AgentSnapshot) {
+			s.Run.State = AgentProvisioning
+			s.Run.ConsecutiveFailures = 1
+			s.Pod = &Pod{Name: "p", Phase: PodError, LastError: "ImagePullBackOff"}
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentProvisioning, To: AgentIdle, Reason: "pod-dead", Patch: &Patch{
+				ConsecutiveFailures: agentHelperPtr(2), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+		}},
+		{"provisioning failures reaching the default limit of 3 fail the agent", func(s *AgentSnapshot) {
+			s.Run.State = AgentProvisioning
+			s.Run.ConsecutiveFailures = 2
+			s.Pod = &Pod{Name: "p", Phase: PodUnknown}
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentProvisioning, To: AgentFailed, Reason: "pod-dead", Patch: &Patch{
+				ConsecutiveFailures: agentHelperPtr(3), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+		}},
+		{"running with the turn done on-demand goes idle and lets the pod go", func(s *AgentSnapshot) {
+			running(LifecycleOnDemand)(s)
+			s.Run.TurnDone = true
+			s.Run.ConsecutiveFailures = 2
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-done", Patch: &Patch{
+				ConsecutiveFailures: agentHelperPtr(0), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+		}},
+		{"running with the turn done sticky keeps the pod warm for keep_warm", func(s *AgentSnapshot) {
+			running(LifecycleSticky)(s)
+			s.Run.TurnDone = true
+		}, func(s *AgentSnapshot) Action {
+			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-done", Patch: &Patch{
+				ConsecutiveFailures: agentHelperPtr(0), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(true),
+				KeepWarmUntil: agentHelperPtr(s.Now.Add(20 * time.Minute))}}
+		}},
+		{"running with the turn done always-on keeps the pod", func(s *AgentSnapshot) {
+			running(LifecycleAlwaysOn)(s)
+			s.Run.TurnDone = true
+			s.Pod.Phase = PodTerminated
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-done", Patch: &Patch{
+				ConsecutiveFailures: agentHelperPtr(0), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(true)}}
+		}},
+		{"running with a dead pod counts a failure", func(s *AgentSnapshot) {
+			running(LifecycleSticky)(s)
+			s.Pod.Phase = PodTerminated
+			s.Pod.ExitCode = agentHelperPtr(137)
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentRunning, To: AgentIdle, Reason: "pod-dead", Patch: &Patch{
+				ConsecutiveFailures: agentHelperPtr(1), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+		}},
+		{"running with a missing pod counts a failure up to the configured limit", func(s *AgentSnapshot) {
+			running(LifecycleOnDemand)(s)
+			s.Pod = nil
+			s.Run.ConsecutiveFailures = 4
+			s.Settings.FailureLimit = 5
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentRunning, To: AgentFailed, Reason: "pod-dead", Patch: &Patch{
+				ConsecutiveFailures: agentHelperPtr(5), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+		}},
+		{"running past the default 1 h turn limit times out", func(s *AgentSnapshot) {
+			running(LifecycleOnDemand)(s)
+			s.Run.TurnStartedAt = s.Now.Add(-time.Hour - time.Second)
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-timeout", Patch: &Patch{
+				ConsecutiveFailures: agentHelperPtr(1), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+		}},
+		{"running within the turn limit waits for the deadline", func(s *AgentSnapshot) {
+			running(LifecycleOnDemand)(s)
+			s.Settings.MaxTurnDuration = Duration(30 * time.Minute)
+		}, func(s *AgentSnapshot) Action {
+			return Noop{WakeAt: s.Now.Add(20 * time.Minute), Reason: "turn-running"}
+		}},
+		{"running exactly at the deadline is not yet over", func(s *AgentSnapshot) {
+			running(LifecycleOnDemand)(s)
+			s.Run.TurnStartedAt = s.Now.Add(-time.Hour)
+		}, func(s *AgentSnapshot) Action { return Noop{WakeAt: s.Now, Reason: "turn-running"} }},
+		{"running without a turn clock records it", func(s *AgentSnapshot) {
+			running(LifecycleOnDemand)(s)
+			s.Run.TurnStartedAt = time.Time{}
+		}, func(s *AgentSnapshot) Action {
+			return PatchStatus{Patch: Patch{TurnStartedAt: agentHelperPtr(s.Now)}, Reason: "turn-start-recorded"}
+		}},
+		{"paused waits for resume", func(s *AgentSnapshot) {
+			s.Run.State = AgentPaused
+			s.Run.PendingMessages = 3
+		}, func(*AgentSnapshot) Action { return Noop{Reason: "paused"} }},
+		{"failed waits for resume", func(s *AgentSnapshot) {
+			s.Run.State = AgentFailed
+			s.Run.PendingMessages = 3
+		}, func(*AgentSnapshot) Action { return Noop{Reason: "failed-awaiting-resume"} }},
+		{"archived is terminal", func(s *AgentSnapshot) {
+			s.Run.State = AgentArchived
+			s.Run.PendingMessages = 3
+		}, func(*AgentSnapshot) Action { return Noop{Reason: "archived"} }},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			t.Parallel()
+			s := agentSetup(t)
+			row.edit(s)
+			got := DecideAgent(s)
+			switch {
+			case row.want != nil:
+				require.Equal(t, row.want(s), got)
+			case len(s.ReadErrors) > 0:
+				d, ok := got.(DeferWithBackoff)
+				require.True(t, ok, "got %#v", got)
+				require.Equal(t, "read-failed", d.Reason)
+				require.Equal(t, 1, d.Attempts)
+				require.GreaterOrEqual(t, d.Until.Sub(s.Now), 30*time.Second)
+				require.Less(t, d.Until.Sub(s.Now), 34*time.Second)
+			default:
+				agentHelperRequireRequeueSoon(t, got, s.Now, "capacity-full")
+			}
+		})
+	}
+}
+
+// agentHelperRequireRequeueSoon asserts a RequeueSoon with the reason, due
+// 15 s (plus at most 5 s of jitter) after now.
+func agentHelperRequireRequeueSoon(t *testing.T, a Action, now time.Time, reason string) {
+	t.Helper()
+	r, ok := a.(RequeueSoon)
+	require.True(t, ok, "got %#v", a)
+	require.Equal(t, reason, r.Reason)
+	require.GreaterOrEqual(t, r.At.Sub(now), 15*time.Second)
+	require.Less(t, r.At.Sub(now), 20*time.Second)
+}
+
+// agentHelperClone deep-copies an agent snapshot.
+func agentHelperClone(s *AgentSnapshot) *AgentSnapshot {
+	c := *s
+	c.World = agentHelperCloneWorld(s.World)
+	return &c
+}
+
+func TestDecideAgentProperties(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		s := genAgentSnapshot().Draw(t, "snapshot")
+		before := agentHelperClone(s)
+		a := DecideAgent(s)
+
+		require.Equal(t, before, s, "a decision never mutates its snapshot")
+		require.Equal(t, a, DecideAgent(agentHelperClone(s)), "same snapshot, same action")
+		require.Equal(t, a, Decide(s), "Decide dispatches to DecideAgent")
+		agentHelperCheckCommon(t, s, a, func(Edge) bool { return false })
+
+		limit := s.Settings.FailureLimit
+		if limit <= 0 {
+			limit = 3
+		}
+		if p := agentHelperPatchOf(a); p != nil && p.ConsecutiveFailures != nil {
+			require.LessOrEqual(t, *p.ConsecutiveFailures, limit, "failures never pass the limit")
+			require.GreaterOrEqual(t, *p.ConsecutiveFailures, 0)
+		}
+		if mv, ok := a.(Moving); ok {
+			e := mv.Move()
+			require.NotEqual(t, AgentArchived, e.From, "archived is never left")
+			if p := agentHelperPatchOf(a); p != nil && p.ConsecutiveFailures != nil && !p.ClearIntent {
+				require.Equal(t, *p.ConsecutiveFailures == limit, e.To == AgentFailed, "failed exactly when failures reach the limit")
+			}
+			if e.To == AgentFailed {
+				require.NotNil(t, agentHelperPatchOf(a).ConsecutiveFailures, "failing records the count")
+			}
+			if e.To == AgentRunning {
+				require.Contains(t, []PodPhase{PodRunning, PodReady}, s.Pod.Phase, "running only on a live pod")
+			}
+		}
+		if s.Run.Reconcile.Intent == IntentNone && !s.Now.Before(s.Run.Reconcile.BackoffUntil) && len(s.ReadErrors) == 0 {
+			switch s.Run.State {
+			case AgentPaused, AgentFailed, AgentArchived:
+				require.Equal(t, TypeNoop, a.Type(), "%s acts only on an intent", s.Run.State)
+			}
+		}
+		if a.Type() == TypeReleasePod {
+			require.Equal(t, AgentIdle, s.Run.State)
+			require.True(t, s.Run.PodHeld, "only a held pod is released")
+			require.NotEqual(t, LifecycleAlwaysOn, s.Settings.PodLifecycle, "always-on never releases")
+			require.Zero(t, s.Run.PendingMessages)
+		}
+	})
+}
