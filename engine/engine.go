@@ -35,6 +35,9 @@ type Options struct {
 	RetryBase, RetryMax time.Duration
 	// AckBatch is the most acks sent in one call (default 256).
 	AckBatch int
+	// FetchCooldown is how long a busy kind waits for more free slots before
+	// leasing, so that leases come in batches (default 5 ms).
+	FetchCooldown time.Duration
 	// Metrics, when set, counts passes and outcomes.
 	Metrics *Metrics
 }
@@ -103,6 +106,9 @@ func New(q ports.Queue, opts Options) *Engine {
 	}
 	if opts.RetryMax <= 0 {
 		opts.RetryMax = 5 * time.Minute
+	}
+	if opts.FetchCooldown <= 0 {
+		opts.FetchCooldown = 5 * time.Millisecond
 	}
 	if opts.AckBatch <= 0 {
 		opts.AckBatch = 256
@@ -209,16 +215,7 @@ func (e *Engine) kindLoop(ctx, workCtx context.Context, r registration, passes *
 		case <-ctx.Done():
 			return
 		}
-		free := 1
-	fill:
-		for free < r.opts.Concurrency {
-			select {
-			case slots <- struct{}{}:
-				free++
-			default:
-				break fill
-			}
-		}
+		free := 1 + e.gatherSlots(ctx, slots, r.opts.Concurrency-1)
 		leases, err := e.q.WorkLease(ctx, ports.LeaseParams{
 			Kinds: []string{r.kind}, Limit: free, Duration: e.opts.LeaseDuration, Owner: e.opts.Owner,
 		})
@@ -254,6 +251,39 @@ func (e *Engine) kindLoop(ctx, workCtx context.Context, r registration, passes *
 			}()
 		}
 	}
+}
+
+// gatherSlots takes up to want more free slots. Under load, passes finish
+// one at a time; leasing for each would turn one query per batch into one
+// per item. So it waits up to FetchCooldown for a quarter of the slots to
+// free up. When the engine is idle every slot is free and it does not wait.
+func (e *Engine) gatherSlots(ctx context.Context, slots chan struct{}, want int) int {
+	got := 0
+	for got < want {
+		select {
+		case slots <- struct{}{}:
+			got++
+			continue
+		default:
+		}
+		break
+	}
+	if got >= want || got+1 >= (want+1)/4 {
+		return got
+	}
+	timer := time.NewTimer(e.opts.FetchCooldown)
+	defer timer.Stop()
+	for got < want && got+1 < (want+1)/4 {
+		select {
+		case slots <- struct{}{}:
+			got++
+		case <-timer.C:
+			return got
+		case <-ctx.Done():
+			return got
+		}
+	}
+	return got
 }
 
 // pass runs one processor call and completes the item.

@@ -1,8 +1,11 @@
 package ports
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/reconcile"
@@ -61,7 +64,9 @@ type RunListParams struct {
 	NonTerminal bool
 	// AfterID continues a listing after this id.
 	AfterID string
-	Limit   int
+	// Limit is the most rows returned; zero or less means
+	// DefaultRunListLimit.
+	Limit int
 }
 
 // RunCounts is the capacity view: how many runs hold an agent slot.
@@ -93,4 +98,63 @@ type RunStore interface {
 	// RunCounts counts runs holding an agent slot (provisioning or running
 	// states of every kind, reviewing reviews), globally and for repo.
 	RunCounts(ctx context.Context, repo string) (RunCounts, error)
+}
+
+// DefaultRunListLimit is the page size RunList uses when Limit is not
+// positive.
+const DefaultRunListLimit = 100
+
+// ErrInvalidRun is returned (wrapped, naming the field) when a run write or
+// query carries an unknown kind, an empty id, a state outside the kind's
+// machine or a body that is not a JSON object.
+var ErrInvalidRun = errors.New("invalid run")
+
+// HoldsSlot reports whether a run of kind in state holds an agent slot and so
+// counts against capacity: provisioning or running repo runs and persistent
+// agents, running standalone runs and reviewing pull-request reviews. It is
+// the one definition RunCounts and the engine share.
+func HoldsSlot(kind reconcile.RunKind, state reconcile.State) bool {
+	switch kind {
+	case reconcile.KindRepo:
+		return state == reconcile.RepoProvisioning || state == reconcile.RepoRunning
+	case reconcile.KindStandalone:
+		return state == reconcile.StandaloneRunning
+	case reconcile.KindPRReview:
+		return state == reconcile.ReviewRunning
+	case reconcile.KindPersistentAgent:
+		return state == reconcile.AgentProvisioning || state == reconcile.AgentRunning
+	}
+	return false
+}
+
+// ValidateRunRef checks that ref names a known kind and a non-empty id.
+func ValidateRunRef(ref reconcile.RunRef) error {
+	if !ref.Kind.Valid() {
+		return fmt.Errorf("%w: ref.kind %q is not a run kind", ErrInvalidRun, ref.Kind)
+	}
+	if ref.ID == "" {
+		return fmt.Errorf("%w: ref.id is empty", ErrInvalidRun)
+	}
+	return nil
+}
+
+// ValidateRunWrite checks what a create or update writes: the ref, a state of
+// the kind's machine and a body that is empty or a JSON object.
+func ValidateRunWrite(ref reconcile.RunRef, state reconcile.State, body json.RawMessage) error {
+	if err := ValidateRunRef(ref); err != nil {
+		return err
+	}
+	if !reconcile.MachineFor(ref.Kind).IsState(state) {
+		return fmt.Errorf("%w: state %q is not a state of kind %s", ErrInvalidRun, state, ref.Kind)
+	}
+	if len(body) == 0 {
+		return nil
+	}
+	if !json.Valid(body) {
+		return fmt.Errorf("%w: body of %s is not valid JSON", ErrInvalidRun, ref)
+	}
+	if b := bytes.TrimLeft(body, " \t\r\n"); b[0] != '{' {
+		return fmt.Errorf("%w: body of %s is not a JSON object", ErrInvalidRun, ref)
+	}
+	return nil
 }

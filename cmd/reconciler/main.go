@@ -28,8 +28,19 @@ func usagef(format string, args ...any) error {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The first SIGINT/SIGTERM starts a graceful shutdown; a second one exits
+	// at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "reconciler: %v: shutting down (send again to exit at once)\n", s)
+		cancel()
+		<-sigs
+		os.Exit(130)
+	}()
 	err := newRootCmd().ExecuteContext(ctx)
 	if err == nil {
 		return

@@ -16,6 +16,9 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(
 		newDecideCmd(),
+		newServeCmd(),
+		newMigrateCmd(),
+		newBenchCmd(),
 	// subcommands: one line each
 	)
 	return root

@@ -1,0 +1,122 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+)
+
+// DB is an open PostgreSQL database: a pgx pool, and bun over it through
+// database/sql. The adapters of this package share one DB.
+type DB struct {
+	bun   *bun.DB
+	sqldb *sql.DB
+	pool  *pgxpool.Pool
+}
+
+// Option tunes Open.
+type Option func(*pgxpool.Config)
+
+// WithMaxConns caps the pool at n connections (pgx's default is the larger
+// of 4 and the number of CPUs).
+func WithMaxConns(n int32) Option {
+	return func(c *pgxpool.Config) { c.MaxConns = n }
+}
+
+// Open connects to dsn (a postgres:// URL or keyword/value string that pgx
+// understands) and checks the server answers.
+//
+// bun renders every argument into the SQL text, so statements reach pgx
+// without parameters; they are sent with the simple protocol (one round
+// trip, no per-text prepared statement) unless the DSN sets
+// default_query_exec_mode.
+func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse dsn: %w", err)
+	}
+	if !strings.Contains(dsn, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	}
+	for _, o := range opts {
+		o(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	sqldb := stdlib.OpenDBFromPool(pool)
+	return &DB{bun: bun.NewDB(sqldb, pgdialect.New()), sqldb: sqldb, pool: pool}, nil
+}
+
+// Close closes the database and its pool. Adapters over it must not be used
+// afterwards.
+func (db *DB) Close() {
+	_ = db.bun.Close()
+	db.pool.Close()
+}
+
+// Ping checks that the server answers, for health checks.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping postgres: %w", err)
+	}
+	return nil
+}
+
+// txKey is the context key of the transaction InTx opened.
+type txKey struct{}
+
+// ctxTx is a transaction carried in a context, with the DB it belongs to.
+type ctxTx struct {
+	db *DB
+	tx bun.Tx
+}
+
+// InTx runs fn in a transaction carried by the context fn receives: every
+// adapter method of this DB called with that context joins it, so their
+// writes commit together when fn returns nil and roll back when it returns
+// an error or panics. A context already inside a transaction of this DB
+// joins that one instead of opening another.
+func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if t, ok := ctx.Value(txKey{}).(*ctxTx); ok && t.db == db {
+		return fn(ctx)
+	}
+	tx, err := db.bun.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tx.Rollback() // also on panic; the panic goes on
+		}
+	}()
+	if err := fn(context.WithValue(ctx, txKey{}, &ctxTx{db: db, tx: tx})); err != nil {
+		return err
+	}
+	committed = true
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
+	}
+	return nil
+}
+
+// idb returns the transaction ctx carries for this DB, or the DB itself.
+func (db *DB) idb(ctx context.Context) bun.IDB {
+	if t, ok := ctx.Value(txKey{}).(*ctxTx); ok && t.db == db {
+		return t.tx
+	}
+	return db.bun
+}

@@ -1,0 +1,24 @@
+// Package postgres holds the PostgreSQL adapters of the ports (bun with
+// pgdialect over a pgx pool): the work queue, the run store, and the
+// migrations that create their tables.
+//
+// Invariants:
+//   - Every query goes through idb(ctx): inside DB.InTx it joins the
+//     caller's transaction, so a state change and the work it enqueues
+//     commit or roll back together.
+//   - Migrations are numbered up/down SQL files embedded in the binary,
+//     schema-relative (no schema names: search_path decides), each applied
+//     once in its own transaction, under a per-schema advisory lock held on
+//     one dedicated connection, so concurrent processes migrate safely.
+//   - "Now" comes only from the injected ports.Clock, never from SQL now(),
+//     and times are kept in UTC at microsecond precision.
+//   - Queue: every operation is one SQL statement. Leases are claimed with
+//     FOR UPDATE SKIP LOCKED and fenced by tokens from one sequence, so a
+//     stale holder never matches; batched heartbeats and acks lock their
+//     rows in key order, so concurrent batches never deadlock; an item is
+//     deleted only by an ack of its current lease with nothing pending.
+//   - Whatever makes work due fires pg_notify('reconciler_work', kind) in
+//     the same transaction, delivered on commit; WorkNotify listens on one
+//     dedicated connection, reconnects with backoff, and wakes subscribers
+//     periodically while it cannot listen, so workers fall back to polling.
+package postgres

@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS reconcile_work_scope;
+DROP SEQUENCE IF EXISTS reconcile_work_lease_token_seq;

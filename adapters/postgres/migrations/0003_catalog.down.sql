@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS catalog_revisions;
+DROP TABLE IF EXISTS catalog_objects;

@@ -1,0 +1,393 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// Queue is the PostgreSQL ports.Queue over the reconcile_work_scope table
+// (migration 0001). Every method is one statement and joins the context's
+// transaction when there is one (DB.InTx), so an enqueue commits with the
+// state change that caused it. It also implements ports.WorkNotifier
+// through LISTEN/NOTIFY.
+type Queue struct {
+	db     *DB
+	clock  ports.Clock
+	notify *notifier
+}
+
+var (
+	_ ports.Queue        = (*Queue)(nil)
+	_ ports.WorkNotifier = (*Queue)(nil)
+)
+
+// NewQueue returns the queue over db that reads "now" only from clock.
+func NewQueue(db *DB, clock ports.Clock) *Queue {
+	return &Queue{db: db, clock: clock, notify: newNotifier(db.pool.Config().ConnConfig)}
+}
+
+// Close stops the notification listener, if WorkNotify started one. The
+// queue's other methods keep working until the DB is closed.
+func (q *Queue) Close() { q.notify.close() }
+
+// WorkNotify implements ports.WorkNotifier: every call subscribes a new
+// channel (capacity 1, written without blocking) that receives a value when
+// a commit anywhere made work due (an enqueue, a retry or requeue due now,
+// a redrive), when the listener (re)connects, and periodically while it
+// cannot listen. Work that becomes due by time passing alone is not
+// signalled: callers poll as a fallback. The first call starts the
+// listener on a dedicated connection; Close stops it.
+func (q *Queue) WorkNotify() <-chan struct{} { return q.notify.subscribe() }
+
+// now reads the clock at the precision Postgres keeps.
+func (q *Queue) now() time.Time { return pgTime(q.clock.Now()) }
+
+// pgTime is t in UTC at microsecond precision.
+func pgTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// orNow is t at Postgres precision, with zero meaning now.
+func orNow(t, now time.Time) time.Time {
+	if t.IsZero() {
+		return now
+	}
+	return pgTime(t)
+}
+
+// keyCmp orders keys by kind, scope type, scope id, bytewise: the order of
+// the table's "C" collation, in which batches lock rows.
+func keyCmp(a, b ports.WorkKey) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ScopeType, b.ScopeType), cmp.Compare(a.ScopeID, b.ScopeID))
+}
+
+// WorkEnqueue inserts or coalesces items in one statement. The batch is
+// validated first, so bad input stores nothing; enqueues of one key within
+// the batch are merged by the same rules as across calls.
+func (q *Queue) WorkEnqueue(ctx context.Context, items ...ports.EnqueueParams) error {
+	for i := range items {
+		if err := ports.ValidateEnqueue(items[i]); err != nil {
+			return fmt.Errorf("enqueue: %w", err)
+		}
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	now := q.now()
+	merged := make([]ports.EnqueueParams, 0, len(items))
+	index := make(map[ports.WorkKey]int, len(items))
+	for _, p := range items {
+		p.NotBefore, p.EventTime = orNow(p.NotBefore, now), orNow(p.EventTime, now)
+		i, seen := index[p.Key]
+		if !seen {
+			index[p.Key] = len(merged)
+			merged = append(merged, p)
+			continue
+		}
+		m := &merged[i]
+		m.Priority = max(m.Priority, p.Priority)
+		m.MaxAttempts = max(m.MaxAttempts, p.MaxAttempts)
+		if p.NotBefore.Before(m.NotBefore) {
+			m.NotBefore = p.NotBefore
+		}
+		if p.EventTime.After(m.EventTime) {
+			m.EventTime = p.EventTime
+		}
+	}
+	slices.SortFunc(merged, func(a, b ports.EnqueueParams) int { return keyCmp(a.Key, b.Key) })
+	n := len(merged)
+	kinds, types, ids := make([]string, n), make([]string, n), make([]string, n)
+	prios, maxes := make([]int, n), make([]int, n)
+	events, notBefores := make([]time.Time, n), make([]time.Time, n)
+	for i, p := range merged {
+		kinds[i], types[i], ids[i] = p.Key.Kind, p.Key.ScopeType, p.Key.ScopeID
+		prios[i], maxes[i] = p.Priority, p.MaxAttempts
+		events[i], notBefores[i] = p.EventTime, p.NotBefore
+	}
+	_, err := q.db.idb(ctx).ExecContext(ctx, sqlEnqueue,
+		pgdialect.Array(kinds), pgdialect.Array(types), pgdialect.Array(ids), pgdialect.Array(prios),
+		pgdialect.Array(events), pgdialect.Array(notBefores), pgdialect.Array(maxes),
+		ports.DefaultMaxAttempts, now)
+	if err != nil {
+		if n == 1 {
+			return fmt.Errorf("enqueue %s: %w", merged[0].Key, err)
+		}
+		return fmt.Errorf("enqueue %d items: %w", n, err)
+	}
+	return nil
+}
+
+// WorkLease claims up to p.Limit due items of p.Kinds in one statement:
+// highest priority, then oldest event, then key. Expired leases are
+// reclaimed here: leased again, or dead-lettered when their attempts are
+// exhausted and no enqueue arrived during them.
+func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lease, error) {
+	if err := ports.ValidateLease(p); err != nil {
+		return nil, fmt.Errorf("lease: %w", err)
+	}
+	now := q.now()
+	exp := pgTime(now.Add(p.Duration))
+	kinds := slices.Clone(p.Kinds)
+	slices.Sort(kinds)
+	kinds = slices.Compact(kinds)
+	rows, err := q.db.idb(ctx).QueryContext(ctx, sqlLease,
+		pgdialect.Array(kinds), now, p.Limit, p.Owner, exp, ports.LeaseExpiredError, leaseCandidates(p.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
+	}
+	defer rows.Close()
+	type claimed struct {
+		lease    ports.Lease
+		priority int
+	}
+	var out []claimed
+	for rows.Next() {
+		var c claimed
+		l := &c.lease
+		if err := rows.Scan(&l.Key.Kind, &l.Key.ScopeType, &l.Key.ScopeID, &l.Token, &l.Attempt, &l.EventTime, &c.priority); err != nil {
+			return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
+		}
+		l.EventTime = l.EventTime.UTC()
+		l.ExpiresAt = exp
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
+	}
+	// RETURNING has no order: hand the leases out in lease order.
+	slices.SortFunc(out, func(a, b claimed) int {
+		return cmp.Or(cmp.Compare(b.priority, a.priority), a.lease.EventTime.Compare(b.lease.EventTime), keyCmp(a.lease.Key, b.lease.Key))
+	})
+	leases := make([]ports.Lease, len(out))
+	for i, c := range out {
+		leases[i] = c.lease
+	}
+	return leases, nil
+}
+
+// leaseCandidates is how many of each kind's best due items a lease of
+// limit items considers: room for twice the limit, so a claim racing
+// another one still fills up past the rows the other has locked.
+func leaseCandidates(limit int) int { return 2*limit + 8 }
+
+// refArrays spreads lease refs into the statement's key, token and
+// position arrays.
+func refArrays(refs []ports.LeaseRef) (kinds, types, ids []string, tokens []int64, ords []int) {
+	n := len(refs)
+	kinds, types, ids = make([]string, n), make([]string, n), make([]string, n)
+	tokens, ords = make([]int64, n), make([]int, n)
+	for i, r := range refs {
+		kinds[i], types[i], ids[i] = r.Key.Kind, r.Key.ScopeType, r.Key.ScopeID
+		tokens[i], ords[i] = r.Token, i
+	}
+	return kinds, types, ids, tokens, ords
+}
+
+// scanOrds reads the positions a batch statement reports as done; negative
+// ones (notifications) are skipped.
+func scanOrds(rows *sql.Rows, n int) ([]bool, error) {
+	defer rows.Close()
+	ok := make([]bool, n)
+	for rows.Next() {
+		var ord int
+		if err := rows.Scan(&ord); err != nil {
+			return nil, err
+		}
+		if ord >= 0 && ord < n {
+			ok[ord] = true
+		}
+	}
+	return ok, rows.Err()
+}
+
+// WorkHeartbeat sets each held lease to expire d from now, in one
+// statement.
+func (q *Queue) WorkHeartbeat(ctx context.Context, d time.Duration, refs ...ports.LeaseRef) ([]error, error) {
+	if d <= 0 {
+		return nil, fmt.Errorf("heartbeat: %w: duration must be positive, got %s", ports.ErrInvalidWork, d)
+	}
+	res := make([]error, len(refs))
+	if len(refs) == 0 {
+		return res, nil
+	}
+	kinds, types, ids, tokens, ords := refArrays(refs)
+	exp := pgTime(q.now().Add(d))
+	rows, err := q.db.idb(ctx).QueryContext(ctx, sqlHeartbeat,
+		pgdialect.Array(kinds), pgdialect.Array(types), pgdialect.Array(ids), pgdialect.Array(tokens), pgdialect.Array(ords), exp)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat %d leases: %w", len(refs), err)
+	}
+	held, err := scanOrds(rows, len(refs))
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat %d leases: %w", len(refs), err)
+	}
+	for i, r := range refs {
+		if !held[i] {
+			res[i] = fmt.Errorf("heartbeat %s: %w", r.Key, ports.ErrLeaseLost)
+		}
+	}
+	return res, nil
+}
+
+// WorkAck completes held leases in one statement: each item is deleted, or
+// pending again (attempts reset, error cleared) when RequeueAt is set or an
+// enqueue arrived during the lease, at the earlier of the two.
+func (q *Queue) WorkAck(ctx context.Context, acks ...ports.AckParams) ([]error, error) {
+	res := make([]error, len(acks))
+	if len(acks) == 0 {
+		return res, nil
+	}
+	refs := make([]ports.LeaseRef, len(acks))
+	requeueAt := make([]*time.Time, len(acks))
+	for i := range acks {
+		refs[i] = acks[i].Lease
+		if !acks[i].RequeueAt.IsZero() {
+			at := pgTime(acks[i].RequeueAt)
+			requeueAt[i] = &at
+		}
+	}
+	kinds, types, ids, tokens, ords := refArrays(refs)
+	rows, err := q.db.idb(ctx).QueryContext(ctx, sqlAck,
+		pgdialect.Array(kinds), pgdialect.Array(types), pgdialect.Array(ids), pgdialect.Array(tokens),
+		pgdialect.Array(requeueAt), pgdialect.Array(ords), q.now())
+	if err != nil {
+		return nil, fmt.Errorf("ack %d leases: %w", len(acks), err)
+	}
+	done, err := scanOrds(rows, len(acks))
+	if err != nil {
+		return nil, fmt.Errorf("ack %d leases: %w", len(acks), err)
+	}
+	for i, r := range refs {
+		if !done[i] {
+			res[i] = fmt.Errorf("ack %s: %w", r.Key, ports.ErrLeaseLost)
+		}
+	}
+	return res, nil
+}
+
+// WorkRetry records a failure of a held lease and reschedules or
+// dead-letters the item, in one statement.
+func (q *Queue) WorkRetry(ctx context.Context, p ports.RetryParams) error {
+	now := q.now()
+	k := p.Lease.Key
+	var (
+		state    string
+		notified int
+	)
+	err := q.db.idb(ctx).QueryRowContext(ctx, sqlRetry,
+		k.Kind, k.ScopeType, k.ScopeID, p.Lease.Token, p.Err, orNow(p.NotBefore, now), p.Terminal, now).
+		Scan(&state, &notified)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("retry %s: %w", k, ports.ErrLeaseLost)
+	}
+	if err != nil {
+		return fmt.Errorf("retry %s: %w", k, err)
+	}
+	return nil
+}
+
+// WorkGet returns the stored item, or ErrNotFound.
+func (q *Queue) WorkGet(ctx context.Context, key ports.WorkKey) (ports.WorkItem, error) {
+	rows, err := q.db.idb(ctx).QueryContext(ctx, sqlGet, key.Kind, key.ScopeType, key.ScopeID)
+	if err != nil {
+		return ports.WorkItem{}, fmt.Errorf("work %s: %w", key, err)
+	}
+	items, err := scanItems(rows)
+	if err != nil {
+		return ports.WorkItem{}, fmt.Errorf("work %s: %w", key, err)
+	}
+	if len(items) == 0 {
+		return ports.WorkItem{}, fmt.Errorf("work %s: %w", key, ports.ErrNotFound)
+	}
+	return items[0], nil
+}
+
+// WorkDeadList lists dead items, oldest event first, then by key.
+func (q *Queue) WorkDeadList(ctx context.Context, p ports.DeadListParams) ([]ports.WorkItem, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = ports.DefaultDeadListLimit
+	}
+	rows, err := q.db.idb(ctx).QueryContext(ctx, sqlDeadList, p.Kind, limit)
+	if err != nil {
+		return nil, fmt.Errorf("dead list: %w", err)
+	}
+	items, err := scanItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("dead list: %w", err)
+	}
+	return items, nil
+}
+
+// WorkRedrive makes a dead item pending and due now with attempts reset.
+func (q *Queue) WorkRedrive(ctx context.Context, key ports.WorkKey) error {
+	var (
+		state    string
+		redriven bool
+	)
+	err := q.db.idb(ctx).QueryRowContext(ctx, sqlRedrive, key.Kind, key.ScopeType, key.ScopeID, q.now()).Scan(&state, &redriven)
+	switch {
+	case err != nil:
+		return fmt.Errorf("redrive %s: %w", key, err)
+	case redriven:
+		return nil
+	case state == "":
+		return fmt.Errorf("redrive %s: %w", key, ports.ErrNotFound)
+	}
+	return fmt.Errorf("redrive %s: item is %s, not dead: %w", key, state, ports.ErrConflict)
+}
+
+// WorkStats counts items by state; every state has an entry.
+func (q *Queue) WorkStats(ctx context.Context) (map[ports.WorkState]int, error) {
+	rows, err := q.db.idb(ctx).QueryContext(ctx, sqlStats)
+	if err != nil {
+		return nil, fmt.Errorf("work stats: %w", err)
+	}
+	defer rows.Close()
+	out := map[ports.WorkState]int{ports.WorkPending: 0, ports.WorkLeased: 0, ports.WorkDead: 0}
+	for rows.Next() {
+		var (
+			state string
+			n     int
+		)
+		if err := rows.Scan(&state, &n); err != nil {
+			return nil, fmt.Errorf("work stats: %w", err)
+		}
+		out[ports.WorkState(state)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("work stats: %w", err)
+	}
+	return out, nil
+}
+
+// scanItems reads rows of workColumns and closes them.
+func scanItems(rows *sql.Rows) ([]ports.WorkItem, error) {
+	defer rows.Close()
+	var out []ports.WorkItem
+	for rows.Next() {
+		var (
+			it      ports.WorkItem
+			state   string
+			expires sql.NullTime
+		)
+		if err := rows.Scan(&it.Key.Kind, &it.Key.ScopeType, &it.Key.ScopeID, &state, &it.Priority, &it.EventTime,
+			&it.NotBefore, &it.Attempts, &it.MaxAttempts, &it.LastError, &it.LeaseOwner, &expires, &it.Requeued); err != nil {
+			return nil, err
+		}
+		it.State = ports.WorkState(state)
+		it.EventTime, it.NotBefore = it.EventTime.UTC(), it.NotBefore.UTC()
+		if expires.Valid {
+			it.LeaseExpiresAt = expires.Time.UTC()
+		}
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/adapters/postgres"
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// backend is the set of adapters a command runs on: in memory, or Postgres
+// when a DSN is configured. cmd/ is the only package that knows them all.
+type backend struct {
+	name  string
+	queue ports.Queue
+	runs  ports.RunStore
+	db    *postgres.DB
+	close func()
+}
+
+// openBackend opens Postgres (migrating it when migrate is set) or builds
+// the in-memory adapters.
+func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Clock) (*backend, error) {
+	if dsn == "" {
+		return &backend{
+			name:  "memory",
+			queue: memory.NewQueue(clock),
+			runs:  memory.NewRunStore(clock),
+			close: func() {},
+		}, nil
+	}
+	db, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	if migrate {
+		if err := db.MigrateUp(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("migrate: %w", err)
+		}
+	}
+	q := postgres.NewQueue(db, clock)
+	return &backend{
+		name:  "postgres",
+		queue: q,
+		runs:  postgres.NewRunStore(db, clock),
+		db:    db,
+		close: func() { q.Close(); db.Close() },
+	}, nil
+}
+
+// dsnFlag binds --dsn with RECONCILER_DSN as its fallback.
+func dsnFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "dsn", "", "PostgreSQL connection string (env RECONCILER_DSN); empty runs in memory")
+}
+
+// envFallback fills every flag the user did not set from its RECONCILER_*
+// variable: flag > environment > default. The variable is RECONCILER_ plus
+// the flag name upper-cased with dashes as underscores.
+func envFallback(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed {
+			return
+		}
+		name := "RECONCILER_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok && v != "" {
+			if e := f.Value.Set(v); e != nil {
+				err = usagef("%s=%q: %v", name, v, e)
+			}
+		}
+	})
+	return err
+}
+
+// newLogger builds the process logger.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("--log-level: want debug, info, warn or error, got %q", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usagef("--log-format: want text or json, got %q", format)
+}

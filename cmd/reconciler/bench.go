@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// newBenchCmd groups the benchmark commands. Each ends with one JSON line of
+// figures so runs can be compared.
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the engine; each benchmark ends with one JSON line of figures",
+	}
+	cmd.AddCommand(newBenchQueueCmd(), newBenchWorkerCmd())
+	return cmd
+}
+
+type benchQueueOptions struct {
+	dsn      string
+	duration time.Duration
+	workers  int
+	batch    int
+	items    int
+	rate     int
+}
+
+func newBenchQueueCmd() *cobra.Command {
+	o := benchQueueOptions{}
+	cmd := &cobra.Command{
+		Use:   "queue",
+		Short: "Enqueue and drain no-op items through the engine",
+		Long: `bench queue measures the work queue through the real engine in two phases:
+
+  1. throughput: a backlog of --items no-op items is drained by --workers
+     engines, each leasing up to --batch items per call (acks are batched);
+  2. latency: items are enqueued one at a time at --rate per second for a
+     third of --duration, and the time from enqueue to lease is recorded.
+
+It runs in memory unless --dsn (or RECONCILER_DSN) names a PostgreSQL
+database; the benchmark uses its own schema there and drops it afterwards.
+The last line is JSON:
+{"bench":"queue","items":N,"items_per_sec":X,"lease_latency_p50_ms":X,"lease_latency_p99_ms":X}`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := envFallback(cmd); err != nil {
+				return err
+			}
+			if o.workers <= 0 || o.batch <= 0 || o.items <= 0 || o.rate <= 0 || o.duration <= 0 {
+				return usagef("--workers, --batch, --items, --rate and --duration must be positive")
+			}
+			return benchQueue(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	f := cmd.Flags()
+	dsnFlag(f, &o.dsn)
+	f.DurationVar(&o.duration, "duration", 10*time.Second, "longest the throughput phase may run")
+	f.IntVar(&o.workers, "workers", 2, "engines draining the queue (like separate processes)")
+	f.IntVar(&o.batch, "batch", 256, "items leased per call and passes in flight per engine")
+	f.IntVar(&o.items, "items", 100000, "backlog size of the throughput phase")
+	f.IntVar(&o.rate, "rate", 1000, "enqueue rate of the latency phase, items per second")
+	return cmd
+}
+
+// Kinds of the benchmark items; the latency phase has its own so that what
+// is left of the throughput backlog does not delay it.
+const (
+	benchKind        = "bench-noop"
+	benchLatencyKind = "bench-latency"
+)
+
+func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptions) error {
+	be, cleanup, err := openBenchBackend(ctx, o.dsn)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	q := be.queue
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	// Phase 1: throughput on a backlog.
+	fmt.Fprintf(stderr, "bench queue (%s): enqueueing %d items\n", be.name, o.items)
+	const chunk = 1000
+	for i := 0; i < o.items; i += chunk {
+		ps := make([]ports.EnqueueParams, 0, chunk)
+		for j := i; j < min(i+chunk, o.items); j++ {
+			ps = append(ps, ports.EnqueueParams{Key: ports.WorkKey{Kind: benchKind, ScopeType: "item", ScopeID: fmt.Sprintf("t%d", j)}})
+		}
+		if err := q.WorkEnqueue(ctx, ps...); err != nil {
+			return fmt.Errorf("enqueue: %w", err)
+		}
+	}
+	var done atomic.Int64
+	all := make(chan struct{})
+	var once sync.Once
+	proc := engine.ProcessorFunc(func(context.Context, engine.Item) engine.Outcome {
+		if done.Add(1) == int64(o.items) {
+			once.Do(func() { close(all) })
+		}
+		return engine.Done()
+	})
+	start := time.Now()
+	stop := startEngines(ctx, q, o, benchKind, proc, quiet)
+	select {
+	case <-all:
+	case <-time.After(o.duration):
+	case <-ctx.Done():
+	}
+	elapsed := time.Since(start)
+	stop()
+	drained := done.Load()
+	perSec := float64(drained) / elapsed.Seconds()
+	fmt.Fprintf(stderr, "throughput: %d items in %s = %.0f items/s\n", drained, elapsed.Round(time.Millisecond), perSec)
+
+	// Phase 2: enqueue-to-lease latency at a fixed rate.
+	var mu sync.Mutex
+	var lat []time.Duration
+	proc2 := engine.ProcessorFunc(func(_ context.Context, it engine.Item) engine.Outcome {
+		d := time.Since(it.EventTime)
+		mu.Lock()
+		lat = append(lat, d)
+		mu.Unlock()
+		return engine.Done()
+	})
+	stop = startEngines(ctx, q, o, benchLatencyKind, proc2, quiet)
+	phase := max(o.duration/3, time.Second)
+	n := int(phase.Seconds() * float64(o.rate))
+	tick := time.Second / time.Duration(o.rate)
+	next := time.Now()
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		next = next.Add(tick)
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		}
+		now := time.Now()
+		if err := q.WorkEnqueue(ctx, ports.EnqueueParams{EventTime: now, NotBefore: now,
+			Key: ports.WorkKey{Kind: benchLatencyKind, ScopeType: "item", ScopeID: fmt.Sprintf("l%d", i)}}); err != nil {
+			stop()
+			return fmt.Errorf("enqueue: %w", err)
+		}
+	}
+	// Let the tail drain.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		got := len(lat)
+		mu.Unlock()
+		if got >= n {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(lat)
+	p := func(q float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
+	}
+	fmt.Fprintf(stderr, "latency at %d items/s: %d samples, p50 %.2f ms, p99 %.2f ms\n", o.rate, len(lat), p(0.5), p(0.99))
+	return json.NewEncoder(stdout).Encode(map[string]any{
+		"bench": "queue", "store": be.name, "workers": o.workers, "batch": o.batch,
+		"items": drained, "items_per_sec": round1(perSec),
+		"lease_latency_p50_ms": p(0.5), "lease_latency_p99_ms": p(0.99),
+	})
+}
+
+func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
+
+// startEngines runs o.workers engines on q and returns a function that stops
+// them and waits.
+func startEngines(ctx context.Context, q ports.Queue, o benchQueueOptions, kind string, p engine.Processor, log *slog.Logger) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range o.workers {
+		e := engine.New(q, engine.Options{Owner: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: log, PollInterval: 200 * time.Millisecond})
+		e.Register(kind, p, engine.KindOptions{Concurrency: o.batch})
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = e.Run(ctx) }()
+	}
+	return func() { cancel(); wg.Wait() }
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/adapters/postgres"
+	"github.com/reconcilerhq/reconciler/internal/pgtest"
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// buildBinary compiles the reconciler once per test binary.
+var buildBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "reconciler-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "reconciler")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// startWorker runs `reconciler bench worker` and waits until it is ready.
+func startWorker(t *testing.T, bin, dsn, owner string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, "bench", "worker", "--dsn", dsn, "--owner", owner, "--lock", "2s", "--batch", "64")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "ready") {
+				close(ready)
+				for sc.Scan() {
+				}
+				return
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("worker %s did not start", owner)
+	}
+	return cmd
+}
+
+// TestKillWorkerMidRunLosesNothing starts three worker processes on one
+// Postgres, enqueues 20,000 items, SIGKILLs one worker mid-run and checks
+// that every item completed, that nothing is left leased, and that only
+// items whose lease expired ran twice.
+func TestKillWorkerMidRunLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process crash test")
+	}
+	t.Parallel()
+	bin, err := buildBinary()
+	require.NoError(t, err)
+	dsn, _ := pgtest.Schema(t)
+	ctx := context.Background()
+	db, err := postgres.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.MigrateUp(ctx))
+	q := postgres.NewQueue(db, ports.SystemClock)
+	defer q.Close()
+
+	const n = 20000
+	for i := 0; i < n; i += 1000 {
+		ps := make([]ports.EnqueueParams, 0, 1000)
+		for j := i; j < i+1000; j++ {
+			ps = append(ps, ports.EnqueueParams{Key: ports.WorkKey{Kind: benchKind, ScopeType: "item", ScopeID: fmt.Sprintf("i%05d", j)}})
+		}
+		require.NoError(t, q.WorkEnqueue(ctx, ps...))
+	}
+	rec, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	defer rec.Close()
+	_, err = rec.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS bench_completions (key text NOT NULL, owner text NOT NULL, attempt int NOT NULL, at timestamptz NOT NULL DEFAULT now())`)
+	require.NoError(t, err)
+
+	workers := []*exec.Cmd{
+		startWorker(t, bin, dsn, "w0"),
+		startWorker(t, bin, dsn, "w1"),
+		startWorker(t, bin, dsn, "w2"),
+	}
+	// Kill w1 once the run is well under way.
+	count := func(q string) int {
+		var c int
+		require.NoError(t, rec.QueryRowContext(ctx, q).Scan(&c))
+		return c
+	}
+	waitUntil(t, 60*time.Second, func() bool { return count(`SELECT count(*) FROM bench_completions`) >= n/5 })
+	require.NoError(t, workers[1].Process.Signal(syscall.SIGKILL))
+	_ = workers[1].Wait()
+	t.Logf("killed w1 after %d completions", count(`SELECT count(*) FROM bench_completions`))
+
+	// Every item completes: the killed worker's leases expire and the others
+	// take them over.
+	waitUntil(t, 120*time.Second, func() bool {
+		stats, err := q.WorkStats(ctx)
+		require.NoError(t, err)
+		return stats[ports.WorkPending]+stats[ports.WorkLeased] == 0
+	})
+	stats, err := q.WorkStats(ctx)
+	require.NoError(t, err)
+	require.Zero(t, stats[ports.WorkLeased], "nothing left leased")
+	require.Zero(t, stats[ports.WorkDead], "nothing dead-lettered")
+	require.Equal(t, n, count(`SELECT count(DISTINCT key) FROM bench_completions`), "every item completed")
+
+	// An item runs twice only when a lease of it expired: the killed
+	// worker's, or a live worker's whose renewal came too late. Either way
+	// the second pass is a re-lease, so its attempt is at least 2.
+	dups := count(`SELECT count(*) FROM (SELECT key FROM bench_completions GROUP BY key HAVING count(*) > 1) d`)
+	unexplained := count(`SELECT count(*) FROM (SELECT key FROM bench_completions GROUP BY key
+		HAVING count(*) > 1 AND max(attempt) < 2) d`)
+	require.Zero(t, unexplained, "an item ran twice without its lease expiring")
+	killed := count(`SELECT count(*) FROM (SELECT key FROM bench_completions GROUP BY key
+		HAVING count(*) > 1 AND bool_or(owner = 'w1')) d`)
+	t.Logf("%d of %d items ran twice, every one after a lease expired (%d held by the killed worker)", dups, n, killed)
+}
+
+func waitUntil(t *testing.T, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s", limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

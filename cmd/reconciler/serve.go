@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile"
+)
+
+type serveOptions struct {
+	dsn             string
+	migrate         bool
+	listen          string
+	concurrency     int
+	lock            time.Duration
+	resyncInterval  time.Duration
+	stallThreshold  time.Duration
+	maxAutoResumes  int
+	shutdownTimeout time.Duration
+	globalSlots     int
+	repoSlots       int
+	logLevel        string
+	logFormat       string
+}
+
+// newServeCmd runs the engine.
+func newServeCmd() *cobra.Command {
+	def := reconcile.DefaultConfig()
+	o := serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the reconciliation engine (in memory, or on Postgres with --dsn)",
+		Long: `serve runs the engine: it leases work by kind, takes pure decisions and applies
+them under compare-and-swap, and sweeps every non-terminal run periodically.
+
+Without --dsn it runs on the embedded in-memory adapters. With --dsn (or
+RECONCILER_DSN) it runs on PostgreSQL, applying migrations first; several serve
+processes on one database share the work safely.
+
+Every flag can also be set as RECONCILER_<FLAG> (e.g. RECONCILER_LOCK=45s);
+a flag given on the command line wins. SIGINT/SIGTERM stop leasing and let
+in-flight passes finish (up to --shutdown-timeout); a second signal exits at once.
+
+Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metrics.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := envFallback(cmd); err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	dsnFlag(f, &o.dsn)
+	f.BoolVar(&o.migrate, "migrate", true, "apply database migrations at start (Postgres only)")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address of the health, metrics and API listener; empty disables it")
+	f.IntVar(&o.concurrency, "concurrency", def.Concurrency, "parallel reconcile passes per kind")
+	f.DurationVar(&o.lock, "lock", def.LockDuration, "work-item lease; renewed while a pass runs")
+	f.DurationVar(&o.resyncInterval, "resync-interval", def.ResyncInterval, "full sweep cadence for non-terminal runs")
+	f.DurationVar(&o.stallThreshold, "stall-threshold", def.StallThreshold, "heartbeat staleness threshold")
+	f.IntVar(&o.maxAutoResumes, "max-auto-resumes", def.MaxAutoResumes, "cap on automatic resumes between manual actions")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight passes may finish after a stop signal")
+	f.IntVar(&o.globalSlots, "global-slots", 0, "most agents running at once across all runs (0 = unlimited)")
+	f.IntVar(&o.repoSlots, "repo-slots", 0, "most agents running at once per repository (0 = unlimited)")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (debug logs every snapshot, replayable with decide)")
+	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	return cmd
+}
+
+func runServe(ctx context.Context, o serveOptions) error {
+	log, err := newLogger(os.Stderr, o.logLevel, o.logFormat)
+	if err != nil {
+		return err
+	}
+	if o.concurrency <= 0 || o.maxAutoResumes <= 0 || o.lock <= 0 || o.resyncInterval <= 0 {
+		return usagef("--concurrency, --max-auto-resumes, --lock and --resync-interval must be positive")
+	}
+	clock := ports.SystemClock
+	be, err := openBackend(ctx, o.dsn, o.migrate, clock)
+	if err != nil {
+		return err
+	}
+	defer be.close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	eng := engine.New(be.queue, engine.Options{
+		Logger: log, LeaseDuration: o.lock, ShutdownTimeout: o.shutdownTimeout, Metrics: engine.NewMetrics(reg),
+	})
+	cfg := reconcile.Config{Concurrency: o.concurrency, LockDuration: o.lock, ResyncInterval: o.resyncInterval,
+		StallThreshold: o.stallThreshold, MaxAutoResumes: o.maxAutoResumes}
+	agents, code := memory.NewAgentRuntime(), memory.NewCodeHost()
+	for _, k := range reconcile.Kinds {
+		eng.Register(string(k), &engine.RunProcessor{
+			Kind: k, Store: be.runs, Queue: be.queue, Agents: agents, Code: code, Config: cfg,
+			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots,
+		}, engine.KindOptions{Concurrency: o.concurrency})
+	}
+	resync := &engine.Resync{Queue: be.queue, Interval: o.resyncInterval, Clock: clock, Logger: log,
+		Sources: []engine.ResyncSource{engine.NonTerminalRuns(be.runs, reconcile.Kinds...)}}
+
+	var srv *http.Server
+	if o.listen != "" {
+		ln, err := net.Listen("tcp", o.listen)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", o.listen, err)
+		}
+		srv = &http.Server{Handler: newHTTPHandler(be, reg), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("http server", "error", err)
+			}
+		}()
+		log.Info("listening", "addr", ln.Addr().String())
+	}
+	log.Info("engine starting", "store", be.name, "kinds", eng.Kinds(), "concurrency", o.concurrency, "lease", o.lock)
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = resync.Run(ctx) }()
+	err = eng.Run(ctx)
+	wg.Wait()
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}
+	log.Info("engine stopped")
+	return err
+}
+
+// newHTTPHandler serves health checks and metrics.
+func newHTTPHandler(be *backend, reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	checks := map[string]func(context.Context) error{
+		"queue": func(ctx context.Context) error { _, err := be.queue.WorkStats(ctx); return err },
+	}
+	mux.Handle("/healthz", healthHandler(nil))
+	mux.Handle("/healthz/", healthHandler(nil))
+	mux.Handle("/readyz", healthHandler(checks))
+	mux.Handle("/readyz/", healthHandler(checks))
+	mux.Handle("/metrics", promhttpHandler(reg))
+	return mux
+}

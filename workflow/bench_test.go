@@ -1,0 +1,107 @@
+package workflow_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/workflow"
+)
+
+const benchTemplate = `
+apiVersion: ctrlplane.dev/v1
+kind: WorkflowTemplate
+metadata: {name: bench}
+spec:
+  parameters:
+    - {name: version, type: string, required: true}
+    - name: targets
+      type: matrix
+      source: {kind: resource, selector: 'resource.kind == "Kubernetes"'}
+  tasks:
+    - name: deploy
+      type: job
+      jobAgentRef: argocd
+      config: {app: "app-{{matrix.resource.name}}", revision: "{{workflow.parameters.version}}"}
+      matrix: "{{workflow.parameters.targets}}"
+      matrixStrategy: {maxParallel: 50}
+      retryStrategy: {limit: 2, backoff: {duration: 10s}}
+      timeout: 10m
+    - name: verify
+      type: job
+      jobAgentRef: checks
+      config: {target: "{{matrix.resource.name}}"}
+      dependencies: [deploy]
+      matrix: "{{workflow.parameters.targets}}"
+`
+
+// midRun builds a 10,000-item workflow half way through: deploy items
+// [0, done) succeeded, the next 50 running, the rest pending; verify items
+// created for the finished deploys, the last 50 of them still running.
+func midRun(tb testing.TB, n, done int) workflow.ScheduleInput {
+	tpl, err := workflow.Load([]byte(benchTemplate))
+	require.NoError(tb, err)
+	items := make([]any, n)
+	for i := range items {
+		items[i] = map[string]any{"resource": map[string]any{"id": fmt.Sprintf("r%05d", i), "name": fmt.Sprintf("cluster-%d", i), "kind": "Kubernetes"}}
+	}
+	start := time.Date(2026, 1, 12, 10, 0, 0, 0, time.UTC)
+	now := start.Add(time.Hour)
+	runs := make([]workflow.TaskRun, 0, 2*n)
+	for i := 0; i < n; i++ {
+		tr := workflow.TaskRun{ID: fmt.Sprintf("d-%d", i), Task: "deploy", MatrixIndex: i, Phase: workflow.TaskPending}
+		switch {
+		case i < done:
+			tr.Phase, tr.StartedAt, tr.AttemptStartedAt, tr.FinishedAt = workflow.TaskSucceeded, start, start, start.Add(time.Minute)
+		case i < done+50:
+			tr.Phase, tr.StartedAt, tr.AttemptStartedAt = workflow.TaskRunning, now.Add(-time.Minute), now.Add(-time.Minute)
+		}
+		runs = append(runs, tr)
+	}
+	for i := 0; i < done; i++ {
+		tr := workflow.TaskRun{ID: fmt.Sprintf("v-%d", i), Task: "verify", MatrixIndex: i, Phase: workflow.TaskSucceeded, StartedAt: start, AttemptStartedAt: start}
+		if i >= done-50 {
+			tr.Phase = workflow.TaskRunning
+		}
+		runs = append(runs, tr)
+	}
+	return workflow.ScheduleInput{
+		Now:      now,
+		Workflow: workflow.WorkflowState{ID: "wf", Name: "bench", Phase: workflow.WorkflowRunning, Parameters: map[string]any{"version": "v1"}},
+		Template: tpl,
+		Matrix:   map[string][]any{"targets": items},
+		TaskRuns: runs,
+	}
+}
+
+// BenchmarkSchedulePass10k is one pass over a 10,000-item matrix workflow in
+// mid-run: nothing to create, nothing to dispatch (maxParallel is full), one
+// WakeAt for the earliest timeout.
+func BenchmarkSchedulePass10k(b *testing.B) {
+	in := midRun(b, 10_000, 5_000)
+	acts := workflow.Schedule(in)
+	require.Len(b, acts, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		workflow.Schedule(in)
+	}
+}
+
+// BenchmarkSchedulePass10kNewWork is the same state with one deploy item
+// just finished: the pass creates its verify run and dispatches the next
+// deploy item.
+func BenchmarkSchedulePass10kNewWork(b *testing.B) {
+	in := midRun(b, 10_000, 5_000)
+	in.TaskRuns[5000].Phase = workflow.TaskSucceeded
+	in.TaskRuns[5000].FinishedAt = in.Now
+	acts := workflow.Schedule(in)
+	require.Len(b, acts, 3, "%#v", acts)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		workflow.Schedule(in)
+	}
+}

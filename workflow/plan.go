@@ -1,0 +1,177 @@
+package workflow
+
+import (
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+)
+
+// planCache holds a template's compiled plan; Parse attaches one so the
+// plan is built once per parsed template.
+type planCache struct {
+	once sync.Once
+	p    *plan
+	err  error
+}
+
+// plan is a validated template compiled for scheduling: tasks by index,
+// dependency edges with pairing, compiled conditions and config trees.
+type plan struct {
+	tasks []planTask
+	order []int // topological
+}
+
+// planTask is one task ready for the scheduler's hot path.
+type planTask struct {
+	name        string
+	typ         TaskType
+	deps        []depEdge
+	ancestors   []int // every task this one depends on, directly or not
+	matrixParam string
+	maxParallel int
+	failFast    bool
+	retryLimit  int
+	backoff     time.Duration
+	factor      int
+	backoffCap  time.Duration
+	maxDuration time.Duration
+	timeout     time.Duration
+	wait        time.Duration
+	when        *cond
+	body        *tnode
+	needsTasks  bool // body or when reads tasks.*
+}
+
+// depEdge is a dependency; paired when both tasks fan out over the same
+// matrix parameter, so item i waits only for item i.
+type depEdge struct {
+	task   int
+	paired bool
+}
+
+// planOf returns the template's compiled plan, building it once for parsed
+// templates.
+func (t *Template) planOf() (*plan, error) {
+	if t.cache == nil {
+		return newPlan(t)
+	}
+	t.cache.once.Do(func() { t.cache.p, t.cache.err = newPlan(t) })
+	return t.cache.p, t.cache.err
+}
+
+func newPlan(t *Template) (*plan, error) {
+	if ps := Validate(t); len(ps) > 0 {
+		return nil, &InvalidError{Problems: ps}
+	}
+	g := buildGraph(t.Spec.Tasks)
+	anc := g.ancestors()
+	p := &plan{tasks: make([]planTask, len(t.Spec.Tasks)), order: g.order}
+	for i := range t.Spec.Tasks {
+		task := &t.Spec.Tasks[i]
+		pt := &p.tasks[i]
+		pt.name, pt.typ = task.Name, task.Type
+		if m := matrixRefRe.FindStringSubmatch(task.Matrix); m != nil {
+			pt.matrixParam = m[1]
+		}
+		if s := task.MatrixStrategy; s != nil {
+			pt.maxParallel, pt.failFast = s.MaxParallel, s.FailFast
+		}
+		if r := task.RetryStrategy; r != nil {
+			pt.retryLimit, pt.factor = int(r.Limit), 1
+			if b := r.Backoff; b != nil {
+				if b.Duration != nil {
+					pt.backoff = b.Duration.Std()
+				}
+				if b.Factor != nil {
+					pt.factor = int(*b.Factor)
+				}
+				if b.Cap != nil {
+					pt.backoffCap = b.Cap.Std()
+				}
+				if b.MaxDuration != nil {
+					pt.maxDuration = b.MaxDuration.Std()
+				}
+			}
+		}
+		if task.Timeout != nil {
+			pt.timeout = task.Timeout.Std()
+		}
+		if task.Wait != nil {
+			pt.wait = task.Wait.Duration.Std()
+		}
+		hasMatrix := pt.matrixParam != ""
+		var err error
+		if task.When != "" {
+			if pt.when, err = compileWhen(task.When, hasMatrix); err != nil {
+				return nil, err
+			}
+			pt.needsTasks = slices.Contains(pt.when.ref.roots(), RootTasks)
+		}
+		if pt.body, err = compileTree(taskBody(task), hasMatrix); err != nil {
+			return nil, err
+		}
+		pt.body.refs("", func(_ string, r *ref) {
+			pt.needsTasks = pt.needsTasks || slices.Contains(r.roots(), RootTasks)
+		})
+		for j, a := range anc[i] {
+			if a {
+				pt.ancestors = append(pt.ancestors, j)
+			}
+		}
+	}
+	for i := range p.tasks {
+		for _, d := range g.deps[i] {
+			paired := p.tasks[i].matrixParam != "" && p.tasks[i].matrixParam == p.tasks[d].matrixParam
+			p.tasks[i].deps = append(p.tasks[i].deps, depEdge{task: d, paired: paired})
+		}
+	}
+	return p, nil
+}
+
+// backoffFor returns the delay before retry number n (0-based).
+func (pt *planTask) backoffFor(n int) time.Duration {
+	d := pt.backoff
+	for k := 0; k < n && pt.factor > 1; k++ {
+		d *= time.Duration(pt.factor)
+		if pt.backoffCap > 0 && d >= pt.backoffCap || d > 100*365*24*time.Hour {
+			break
+		}
+	}
+	if pt.backoffCap > 0 && d > pt.backoffCap {
+		d = pt.backoffCap
+	}
+	return d
+}
+
+// taskBody is the part of a task that is resolved per TaskRun and stored as
+// its config: the job agent, the config and the type's block, as plain
+// JSON-like values.
+func taskBody(t *Task) map[string]any {
+	m := map[string]any{}
+	if t.JobAgentRef != "" {
+		m["jobAgentRef"] = t.JobAgentRef
+	}
+	if t.Config != nil {
+		m["config"] = Normalize(t.Config)
+	}
+	for k, v := range map[string]any{"verification": t.Verification, "approval": t.Approval, "wait": t.Wait, "webhook": t.Webhook} {
+		if plain := toPlain(v); plain != nil {
+			m[k] = plain
+		}
+	}
+	return m
+}
+
+// toPlain converts a typed block to JSON-like values (nil for a nil block).
+func toPlain(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "null" {
+		return nil
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return Normalize(out)
+}
