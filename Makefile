@@ -2,7 +2,7 @@
 
 GO          ?= go
 PKGS        ?= ./...
-STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@2026.2.2
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         ?= bin/reconciler
 # Test timeout per package; Postgres suites run in parallel, each in its own schema.
 TEST_FLAGS  ?= -count=1 -timeout 15m

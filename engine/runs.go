@@ -179,6 +179,7 @@ func (p *RunProcessor) Apply(ctx context.Context, row ports.RunRow, snap reconci
 	ref := row.Ref
 	key := fmt.Sprintf("%s:%d:%s", ref, row.Version, a.Type())
 	state := row.State
+	resetPod := false
 	var patch reconcile.Patch
 	switch a := a.(type) {
 	case reconcile.Noop:
@@ -191,7 +192,7 @@ func (p *RunProcessor) Apply(ctx context.Context, row ports.RunRow, snap reconci
 	case reconcile.DeferWithBackoff:
 		ctl := snap.Controls()
 		ctl.BackoffUntil, ctl.Attempts = a.Until, a.Attempts
-		switch _, err := p.write(ctx, row, snap, state, nil, &ctl); {
+		switch _, err := p.write(ctx, row, snap, state, nil, &ctl, false); {
 		case errors.Is(err, ports.ErrConflict):
 			return OutcomeStale, RequeueAt(now), nil
 		case err != nil:
@@ -233,6 +234,7 @@ func (p *RunProcessor) Apply(ctx context.Context, row ports.RunRow, snap reconci
 			mergePatch(&patch, tp)
 		}
 		state = edge.To
+		resetPod = launches(a)
 	default:
 		err := fmt.Errorf("no executor for action %s", a.Type())
 		return OutcomeError, Terminal(err), err
@@ -240,7 +242,7 @@ func (p *RunProcessor) Apply(ctx context.Context, row ports.RunRow, snap reconci
 	// Any applied write clears the reconcile backoff.
 	ctl := snap.Controls()
 	ctl.BackoffUntil, ctl.Attempts = time.Time{}, 0
-	switch _, err := p.write(ctx, row, snap, state, &patch, &ctl); {
+	switch _, err := p.write(ctx, row, snap, state, &patch, &ctl, resetPod); {
 	case errors.Is(err, ports.ErrConflict):
 		return OutcomeStale, RequeueAt(now), nil
 	case err != nil:
@@ -305,6 +307,16 @@ func (p *RunProcessor) launchReview(ctx context.Context, row ports.RunRow, a rec
 	return p.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: RunKey(rv.Ref), EventTime: now})
 }
 
+// launches reports whether the action starts a new agent pod, so the
+// previous attempt's observed pod must be forgotten.
+func launches(a reconcile.Action) bool {
+	switch a.(type) {
+	case reconcile.RequeueForAgent, reconcile.EnqueueAgent, reconcile.ResumeAgent, reconcile.LaunchReviewRun, reconcile.EnqueueTurn:
+		return true
+	}
+	return false
+}
+
 func transitionPatch(a reconcile.Action) *reconcile.Patch {
 	switch a := a.(type) {
 	case reconcile.Transition:
@@ -317,12 +329,12 @@ func transitionPatch(a reconcile.Action) *reconcile.Patch {
 
 // write applies the patch and reconcile columns to the row body and writes
 // state and body in one compare-and-swap.
-func (p *RunProcessor) write(ctx context.Context, row ports.RunRow, snap reconcile.Snapshot, state reconcile.State, patch *reconcile.Patch, ctl *reconcile.Reconcile) (int64, error) {
+func (p *RunProcessor) write(ctx context.Context, row ports.RunRow, snap reconcile.Snapshot, state reconcile.State, patch *reconcile.Patch, ctl *reconcile.Reconcile, resetPod bool) (int64, error) {
 	body, err := patchedBody(snap, patch, ctl)
 	if err != nil {
 		return 0, err
 	}
-	v, err := p.Store.RunUpdate(ctx, ports.RunUpdateParams{Ref: row.Ref, ExpectedVersion: row.Version, State: state, Body: body})
+	v, err := p.Store.RunUpdate(ctx, ports.RunUpdateParams{Ref: row.Ref, ExpectedVersion: row.Version, State: state, Body: body, ResetPod: resetPod})
 	if err != nil {
 		return 0, fmt.Errorf("write %s: %w", row.Ref, err)
 	}

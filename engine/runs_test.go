@@ -208,3 +208,31 @@ type failingCounts struct{ ports.RunStore }
 func (failingCounts) RunCounts(context.Context, string) (ports.RunCounts, error) {
 	return ports.RunCounts{}, context.DeadlineExceeded
 }
+
+// TestRunProcessorLaunchForgetsOldPod: a retried standalone run must not be
+// judged by the pod of its failed attempt.
+func TestRunProcessorLaunchForgetsOldPod(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	ctx := context.Background()
+	body, err := json.Marshal(reconcile.StandaloneRun{MaxRetries: 3})
+	require.NoError(t, err)
+	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "s1"}
+	_, err = b.store.RunCreate(ctx, ports.RunRow{Ref: ref, State: reconcile.StandaloneQueued, Body: body})
+	require.NoError(t, err)
+	code := 1
+	_, err = b.store.RunObserve(ctx, ports.RunObserveParams{Ref: ref, Pod: &reconcile.Pod{Name: "old", Phase: reconcile.PodTerminated, ExitCode: &code}})
+	require.NoError(t, err)
+
+	p := b.proc(reconcile.KindStandalone)
+	p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1})
+	row, err := b.store.RunGet(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.StandaloneRunning, row.State)
+	require.Nil(t, row.Pod, "the launch forgets the old pod in the same write")
+	p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1})
+	row, err = b.store.RunGet(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.StandaloneRunning, row.State, "a fresh attempt waits for its pod")
+	require.Len(t, b.agents.Launches(), 1)
+}

@@ -42,6 +42,9 @@ type RunUpdateParams struct {
 	ExpectedVersion int64
 	State           reconcile.State
 	Body            json.RawMessage
+	// ResetPod forgets the observed pod in the same write: an agent launch
+	// starts a new pod, so the previous attempt's must not be judged again.
+	ResetPod bool
 }
 
 // RunObserveParams records what a producer observed; nil fields are left

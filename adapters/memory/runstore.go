@@ -107,6 +107,9 @@ func (s *RunStore) RunUpdate(_ context.Context, p ports.RunUpdateParams) (int64,
 	}
 	s.countSlot(r, -1)
 	r.State, r.Body = p.State, body
+	if p.ResetPod {
+		r.Pod = nil
+	}
 	s.countSlot(r, 1)
 	r.Version++
 	r.UpdatedAt = s.now()

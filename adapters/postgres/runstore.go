@@ -167,9 +167,10 @@ func (s *RunStore) RunUpdate(ctx context.Context, p ports.RunUpdateParams) (int6
 	}
 	var version int64
 	err := s.db.idb(ctx).NewRaw(
-		`UPDATE runs SET state = ?, terminal = ?, body = ?::jsonb, version = version + 1, updated_at = ?
+		`UPDATE runs SET state = ?, terminal = ?, body = ?::jsonb, version = version + 1, updated_at = ?,
+		    pod = CASE WHEN ? THEN NULL ELSE pod END
 		 WHERE kind = ? AND id = ? AND version = ? RETURNING version`,
-		p.State, runTerminal(p.Ref.Kind, p.State), body, s.now(), p.Ref.Kind, p.Ref.ID, p.ExpectedVersion,
+		p.State, runTerminal(p.Ref.Kind, p.State), body, s.now(), p.ResetPod, p.Ref.Kind, p.Ref.ID, p.ExpectedVersion,
 	).Scan(ctx, &version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, s.missedCAS(ctx, "update", p.Ref, p.ExpectedVersion)

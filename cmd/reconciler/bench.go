@@ -54,7 +54,7 @@ It runs in memory unless --dsn (or RECONCILER_DSN) names a PostgreSQL
 database; the benchmark uses its own schema there and drops it afterwards.
 The last line is JSON:
 {"bench":"queue","items":N,"items_per_sec":X,"lease_latency_p50_ms":X,"lease_latency_p99_ms":X}`,
-		Args: cobra.NoArgs,
+		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envFallback(cmd); err != nil {
 				return err

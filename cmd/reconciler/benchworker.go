@@ -27,7 +27,7 @@ func newBenchWorkerCmd() *cobra.Command {
 		Use:    "worker",
 		Short:  "Drain bench-noop items on Postgres, recording each pass (used by the crash tests)",
 		Hidden: true,
-		Args:   cobra.NoArgs,
+		Args:   argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envFallback(cmd); err != nil {
 				return err

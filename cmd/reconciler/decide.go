@@ -30,7 +30,7 @@ and a message naming the field (and its line and column).`,
 		Example: `  reconciler decide testdata/snapshots/repo-queued-capacity.json
   reconciler decide --output text testdata/snapshots/*.json
   reconciler decide - < snapshot.json`,
-		Args: cobra.MinimumNArgs(1),
+		Args: argsUsage(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "json" && output != "text" {
 				return usagef("--output: want json or text, got %q", output)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -47,6 +48,9 @@ func main() {
 	}
 	fmt.Fprintln(os.Stderr, "reconciler:", err)
 	var ec exitCoder
+	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") {
+		os.Exit(2)
+	}
 	if errors.As(err, &ec) {
 		os.Exit(ec.ExitCode())
 	}

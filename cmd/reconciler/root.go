@@ -14,6 +14,8 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// Bad flags and unknown commands are usage errors: exit status 2.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newDecideCmd(),
 		newServeCmd(),
@@ -22,4 +24,15 @@ func newRootCmd() *cobra.Command {
 	// subcommands: one line each
 	)
 	return root
+}
+
+// argsUsage wraps a cobra argument validator so that a wrong number of
+// arguments is a usage error (exit status 2) like any other bad input.
+func argsUsage(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
 }

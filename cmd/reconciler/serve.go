@@ -55,7 +55,7 @@ a flag given on the command line wins. SIGINT/SIGTERM stop leasing and let
 in-flight passes finish (up to --shutdown-timeout); a second signal exits at once.
 
 Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metrics.`,
-		Args: cobra.NoArgs,
+		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envFallback(cmd); err != nil {
 				return err

@@ -31,6 +31,7 @@ func RunStore(t *testing.T, newStore func(t *testing.T) ports.RunStore) {
 	t.Run("GetMissingNotFound", func(t *testing.T) { runGetMissing(setup(t)) })
 	t.Run("UpdateCompareAndSwap", func(t *testing.T) { runUpdateCAS(t, newStore) })
 	t.Run("UpdateChainBumpsVersion", func(t *testing.T) { runUpdateChain(setup(t)) })
+	t.Run("UpdateResetPod", func(t *testing.T) { runUpdateResetPod(setup(t)) })
 	t.Run("UpdateVersionProperty", func(t *testing.T) { runUpdateProperty(setup(t)) })
 	t.Run("Observe", func(t *testing.T) { runObserve(t, newStore) })
 	t.Run("ObserveInvalidatesStaleDecision", func(t *testing.T) { runObserveInvalidates(setup(t)) })
@@ -274,6 +275,26 @@ func runUpdateCAS(t *testing.T, newStore func(t *testing.T) ports.RunStore) {
 			require.False(t, after.UpdatedAt.Before(before.UpdatedAt), "updated_at never goes back")
 		})
 	}
+}
+
+func runUpdateResetPod(t *testing.T, ctx context.Context, s ports.RunStore) {
+	row := mustCreate(t, ctx, s, baseRow(reconcile.KindStandalone, "p", reconcile.StandaloneFailed))
+	code := 1
+	v, err := s.RunObserve(ctx, ports.RunObserveParams{Ref: row.Ref, Pod: &reconcile.Pod{Name: "old", Phase: reconcile.PodTerminated, ExitCode: &code}})
+	require.NoError(t, err)
+	// A write without ResetPod keeps the observation.
+	v, err = s.RunUpdate(ctx, ports.RunUpdateParams{Ref: row.Ref, ExpectedVersion: v, State: reconcile.StandaloneQueued})
+	require.NoError(t, err)
+	got, err := s.RunGet(ctx, row.Ref)
+	require.NoError(t, err)
+	require.NotNil(t, got.Pod)
+	// A launch forgets the previous attempt's pod in the same write.
+	_, err = s.RunUpdate(ctx, ports.RunUpdateParams{Ref: row.Ref, ExpectedVersion: v, State: reconcile.StandaloneRunning, ResetPod: true})
+	require.NoError(t, err)
+	got, err = s.RunGet(ctx, row.Ref)
+	require.NoError(t, err)
+	require.Nil(t, got.Pod)
+	require.Equal(t, reconcile.StandaloneRunning, got.State)
 }
 
 func runUpdateChain(t *testing.T, ctx context.Context, s ports.RunStore) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,7 +73,6 @@ type Expect struct {
 	Messages map[string]string `json:"messages,omitempty"`
 }
 
-var runKeyRe = regexp.MustCompile(`^([^\[\]]+)(?:\[(\d+)\])?$`)
 
 // Load reads and checks one scenario file from fsys.
 func Load(fsys fs.FS, name string) (*Scenario, error) {

@@ -1,0 +1,442 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/revision"
+)
+
+// Validator checks the content of one kind's object; it returns nil or the
+// problems found (a *revision.ValidationError or any error).
+type Validator = func(content []byte) error
+
+// Config tunes a Service.
+type Config struct {
+	// Validators holds each kind's own validation, run after the schema
+	// check on every content change and again on propose and approve. A
+	// nil map means DefaultValidators; a kind missing from the map gets the
+	// schema check only.
+	Validators map[revision.Kind]func(content []byte) error
+	// NewID returns a fresh revision id; nil means random hex ids.
+	NewID func() string
+}
+
+// Service runs the catalog's operations over a ports.Catalog.
+type Service struct {
+	store      ports.Catalog
+	validators map[revision.Kind]func(content []byte) error
+	newID      func() string
+}
+
+// New returns a service over store.
+func New(store ports.Catalog, cfg Config) *Service {
+	s := &Service{store: store, validators: cfg.Validators, newID: cfg.NewID}
+	if s.validators == nil {
+		s.validators = DefaultValidators()
+	}
+	if s.newID == nil {
+		s.newID = randomID
+	}
+	return s
+}
+
+// AnnotationRejectReason is the annotation Reject records its reason under;
+// Approve removes it.
+const AnnotationRejectReason = "catalog.reconciler.dev/reject-reason"
+
+// LockKey is the try-lock key of an object: every mutation of any of its
+// revisions holds it.
+func LockKey(obj revision.Object) string { return "catalog/" + obj.String() }
+
+// CreateParams describes a new draft.
+type CreateParams struct {
+	Kind revision.Kind
+	Name string
+	// Content is the draft's document. When empty, From names the published
+	// revision whose content the draft starts from.
+	Content json.RawMessage
+	From    int
+	// Labels and Annotations are the draft's metadata.
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// Change names a revision and the version the caller last read.
+type Change struct {
+	Ref     ports.RevisionRef
+	Version int64
+}
+
+// EditParams replaces the content of an open draft.
+type EditParams struct {
+	Ref     ports.RevisionRef
+	Version int64
+	Content json.RawMessage
+}
+
+// ApproveParams publishes a proposed revision.
+type ApproveParams struct {
+	Ref      ports.RevisionRef
+	Version  int64
+	Approver string
+}
+
+// RejectParams sends a proposed revision back to draft with a reason.
+type RejectParams struct {
+	Ref     ports.RevisionRef
+	Version int64
+	Reason  string
+}
+
+// MetadataParams replaces labels and annotations; a nil map keeps the stored
+// one, an empty map clears it.
+type MetadataParams struct {
+	Ref         ports.RevisionRef
+	Version     int64
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// Create opens a new Draft revision of an object that has no open draft.
+func (s *Service) Create(ctx context.Context, p CreateParams) (ports.Revision, error) {
+	obj := revision.Object{Kind: p.Kind, Name: p.Name}
+	fail := func(err error) (ports.Revision, error) {
+		return ports.Revision{}, fmt.Errorf("create %s: %w", obj, asConflict(err))
+	}
+	var src error
+	switch {
+	case len(p.Content) > 0 && p.From != 0:
+		src = fmt.Errorf("from: must be empty when content is given")
+	case len(p.Content) == 0 && p.From < 0:
+		src = fmt.Errorf("from: %d is not a revision number", p.From)
+	}
+	if err := revision.Invalid(obj.Validate(), src, validateMetadata(p.Labels, p.Annotations)); err != nil {
+		return fail(err)
+	}
+	unlock, err := s.store.CatalogTryLock(ctx, LockKey(obj))
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+
+	content := p.Content
+	if len(content) == 0 && p.From > 0 {
+		base, err := s.GetRevision(ctx, obj, p.From)
+		if err != nil {
+			return fail(err)
+		}
+		content = base.Content
+	}
+	open, err := s.store.CatalogList(ctx, ports.CatalogListParams{Kind: obj.Kind, Name: obj.Name, Lifecycles: []revision.Lifecycle{revision.Draft, revision.Proposed}})
+	if err != nil {
+		return fail(err)
+	}
+	if len(open) > 0 {
+		return fail(ports.CatalogConflict("%s already has an open draft %s (%s)", obj, open[0].ID, open[0].Lifecycle))
+	}
+	if err := s.validateContent(obj.Kind, content); err != nil {
+		return fail(err)
+	}
+	rev, err := s.store.CatalogCreate(ctx, ports.Revision{
+		Kind: obj.Kind, Name: obj.Name, ID: s.newID(), Lifecycle: revision.Draft,
+		Content: content, Labels: p.Labels, Annotations: p.Annotations,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return rev, nil
+}
+
+// Edit replaces the content of a Draft or Proposed revision.
+func (s *Service) Edit(ctx context.Context, p EditParams) (ports.Revision, error) {
+	return s.change(ctx, "edit", Change{p.Ref, p.Version}, func(d *ports.Revision) error {
+		if err := revision.CheckContentChange(d.Lifecycle); err != nil {
+			return err
+		}
+		d.Content = p.Content
+		return nil
+	})
+}
+
+// Propose moves a Draft to Proposed, ready for review.
+func (s *Service) Propose(ctx context.Context, c Change) (ports.Revision, error) {
+	return s.change(ctx, "propose", c, s.lifecycle(revision.OpPropose, nil))
+}
+
+// Unpropose moves a Proposed revision back to Draft for rework.
+func (s *Service) Unpropose(ctx context.Context, c Change) (ports.Revision, error) {
+	return s.change(ctx, "unpropose", c, s.lifecycle(revision.OpUnpropose, nil))
+}
+
+// Approve publishes a Proposed revision: it gets the next number and records
+// the approver.
+func (s *Service) Approve(ctx context.Context, p ApproveParams) (ports.Revision, error) {
+	if p.Approver == "" {
+		return ports.Revision{}, fmt.Errorf("approve %s: %w", p.Ref, revision.Invalid(fmt.Errorf("approver: required")))
+	}
+	return s.change(ctx, "approve", Change{p.Ref, p.Version}, s.lifecycle(revision.OpApprove, func(d *ports.Revision) {
+		d.ApprovedBy = p.Approver
+		delete(d.Annotations, AnnotationRejectReason)
+	}))
+}
+
+// Reject sends a Proposed revision back to Draft, recording the reason as
+// the AnnotationRejectReason annotation.
+func (s *Service) Reject(ctx context.Context, p RejectParams) (ports.Revision, error) {
+	if p.Reason == "" {
+		return ports.Revision{}, fmt.Errorf("reject %s: %w", p.Ref, revision.Invalid(fmt.Errorf("reason: required")))
+	}
+	return s.change(ctx, "reject", Change{p.Ref, p.Version}, s.lifecycle(revision.OpReject, func(d *ports.Revision) {
+		d.Annotations[AnnotationRejectReason] = p.Reason
+	}))
+}
+
+// ProposeDelete marks a Published revision for deletion.
+func (s *Service) ProposeDelete(ctx context.Context, c Change) (ports.Revision, error) {
+	return s.change(ctx, "propose-delete", c, s.lifecycle(revision.OpProposeDelete, nil))
+}
+
+// UndoProposeDelete returns a DeletionProposed revision to Published.
+func (s *Service) UndoProposeDelete(ctx context.Context, c Change) (ports.Revision, error) {
+	return s.change(ctx, "undo-propose-delete", c, s.lifecycle(revision.OpUndoProposeDelete, nil))
+}
+
+// UpdateMetadata replaces labels and annotations, in any lifecycle.
+func (s *Service) UpdateMetadata(ctx context.Context, p MetadataParams) (ports.Revision, error) {
+	if err := validateMetadata(p.Labels, p.Annotations); err != nil {
+		return ports.Revision{}, fmt.Errorf("update metadata %s: %w", p.Ref, err)
+	}
+	return s.change(ctx, "update metadata", Change{p.Ref, p.Version}, func(d *ports.Revision) error {
+		if p.Labels != nil {
+			d.Labels = maps.Clone(p.Labels)
+		}
+		if p.Annotations != nil {
+			d.Annotations = maps.Clone(p.Annotations)
+		}
+		return nil
+	})
+}
+
+// Delete removes a Draft, Proposed or DeletionProposed revision.
+func (s *Service) Delete(ctx context.Context, c Change) error {
+	fail := func(err error) error { return fmt.Errorf("delete %s: %w", c.Ref, asConflict(err)) }
+	cur, unlock, err := s.open(ctx, c)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+	if _, err := revision.Apply(cur.Lifecycle, revision.OpDelete); err != nil {
+		return fail(err)
+	}
+	if err := s.store.CatalogDelete(ctx, c.Ref, c.Version); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// Get reads one revision.
+func (s *Service) Get(ctx context.Context, ref ports.RevisionRef) (ports.Revision, error) {
+	r, err := s.store.CatalogGet(ctx, ref)
+	if err != nil {
+		return ports.Revision{}, fmt.Errorf("get %s: %w", ref, err)
+	}
+	return r, nil
+}
+
+// List returns the revisions matching p.
+func (s *Service) List(ctx context.Context, p ports.CatalogListParams) ([]ports.Revision, error) {
+	rs, err := s.store.CatalogList(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("list revisions: %w", err)
+	}
+	return rs, nil
+}
+
+// LatestPublished returns the highest-numbered Published revision of the
+// object, what new work should start from.
+func (s *Service) LatestPublished(ctx context.Context, obj revision.Object) (ports.Revision, error) {
+	r, err := s.store.CatalogLatestPublished(ctx, obj.Kind, obj.Name)
+	if err != nil {
+		return ports.Revision{}, fmt.Errorf("latest published %s: %w", obj, err)
+	}
+	return r, nil
+}
+
+// GetRevision returns the revision of obj published as number, Published or
+// DeletionProposed: what in-flight work pins.
+func (s *Service) GetRevision(ctx context.Context, obj revision.Object, number int) (ports.Revision, error) {
+	if number <= 0 {
+		return ports.Revision{}, fmt.Errorf("get %s revision %d: %w", obj, number,
+			revision.Invalid(fmt.Errorf("revision: %d is not a revision number", number)))
+	}
+	rs, err := s.store.CatalogList(ctx, ports.CatalogListParams{Kind: obj.Kind, Name: obj.Name, Revision: number})
+	if err != nil {
+		return ports.Revision{}, fmt.Errorf("get %s revision %d: %w", obj, number, err)
+	}
+	if len(rs) == 0 {
+		return ports.Revision{}, fmt.Errorf("get %s revision %d: %w", obj, number, ports.ErrNotFound)
+	}
+	return rs[0], nil
+}
+
+// lifecycle returns a mutation that moves the draft along the op's edge and
+// then applies also, if any.
+func (s *Service) lifecycle(op revision.Op, also func(d *ports.Revision)) func(d *ports.Revision) error {
+	return func(d *ports.Revision) error {
+		to, err := revision.Apply(d.Lifecycle, op)
+		if err != nil {
+			return err
+		}
+		d.Lifecycle = to
+		if also != nil {
+			also(d)
+		}
+		return nil
+	}
+}
+
+// open validates the change's ref, takes the object's lock and reads the
+// revision at the expected version. The caller must call unlock.
+func (s *Service) open(ctx context.Context, c Change) (ports.Revision, func(), error) {
+	if err := ports.ValidateRevisionRef(c.Ref); err != nil {
+		return ports.Revision{}, nil, err
+	}
+	unlock, err := s.store.CatalogTryLock(ctx, LockKey(c.Ref.Object()))
+	if err != nil {
+		return ports.Revision{}, nil, err
+	}
+	cur, err := s.store.CatalogGet(ctx, c.Ref)
+	if err != nil {
+		unlock()
+		return ports.Revision{}, nil, err
+	}
+	if cur.Version != c.Version {
+		unlock()
+		return ports.Revision{}, nil, ports.CatalogConflict("revision %s changed: expected version %d, stored %d", c.Ref, c.Version, cur.Version)
+	}
+	return cur, unlock, nil
+}
+
+// change is the draft-commit of every update: lock, read at the expected
+// version, apply mutate to a working copy, validate, and commit the
+// difference in one compare-and-swap write. Nothing is written unless every
+// step before the write succeeds.
+func (s *Service) change(ctx context.Context, op string, c Change, mutate func(d *ports.Revision) error) (ports.Revision, error) {
+	fail := func(err error) (ports.Revision, error) {
+		return ports.Revision{}, fmt.Errorf("%s %s: %w", op, c.Ref, asConflict(err))
+	}
+	cur, unlock, err := s.open(ctx, c)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+
+	d := cur
+	d.Labels, d.Annotations = cloneOrEmpty(cur.Labels), cloneOrEmpty(cur.Annotations)
+	if err := mutate(&d); err != nil {
+		return fail(err)
+	}
+	contentChanged := !bytes.Equal(d.Content, cur.Content)
+	revalidate := contentChanged || (d.Lifecycle != cur.Lifecycle && (d.Lifecycle == revision.Proposed || d.Lifecycle == revision.Published) && cur.Lifecycle.Open())
+	var contentErr error
+	if revalidate {
+		contentErr = s.validateContent(d.Kind, d.Content)
+	}
+	if err := revision.Invalid(contentErr, validateMetadata(d.Labels, d.Annotations)); err != nil {
+		return fail(err)
+	}
+	up := ports.CatalogUpdateParams{
+		Ref: c.Ref, ExpectedVersion: c.Version, Lifecycle: d.Lifecycle,
+		Labels: d.Labels, Annotations: d.Annotations, ApprovedBy: d.ApprovedBy,
+	}
+	if contentChanged {
+		up.Content = d.Content
+	}
+	out, err := s.store.CatalogUpdate(ctx, up)
+	if err != nil {
+		return fail(err)
+	}
+	return out, nil
+}
+
+// validateContent runs the schema check and then the kind's validator.
+func (s *Service) validateContent(kind revision.Kind, content []byte) error {
+	if err := ports.ValidateRevisionContent(content); err != nil {
+		return err
+	}
+	v := s.validators[kind]
+	if v == nil {
+		return nil
+	}
+	err := v(content)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, revision.ErrValidation):
+		return revision.Invalid(err)
+	}
+	return revision.Invalid(fmt.Errorf("content: %w", err))
+}
+
+// MaxMetadataKeyLen is the longest label or annotation key accepted.
+const MaxMetadataKeyLen = 253
+
+// validateMetadata checks label and annotation keys.
+func validateMetadata(labels, annotations map[string]string) error {
+	var ps []error
+	for field, m := range map[string]map[string]string{"labels": labels, "annotations": annotations} {
+		for k := range m {
+			if k == "" || len(k) > MaxMetadataKeyLen {
+				ps = append(ps, fmt.Errorf("%s: key %q must be 1 to %d bytes", field, k, MaxMetadataKeyLen))
+			}
+		}
+	}
+	return revision.Invalid(ps...)
+}
+
+// DefaultValidators is the validation shipped by default: every kind's
+// content must be a JSON object.
+func DefaultValidators() map[revision.Kind]func(content []byte) error {
+	return map[revision.Kind]func(content []byte) error{
+		revision.KindWorkflowTemplate: JSONObject,
+		revision.KindPolicy:           JSONObject,
+	}
+}
+
+// JSONObject is the default validator: content must be a JSON object.
+func JSONObject(content []byte) error { return ports.ValidateRevisionContent(content) }
+
+// asConflict makes a conflict match both revision.ErrConflict and
+// ports.ErrConflict, whichever side it came from.
+func asConflict(err error) error {
+	isPorts, isRev := errors.Is(err, ports.ErrConflict), errors.Is(err, revision.ErrConflict)
+	switch {
+	case isPorts && !isRev:
+		return &revision.ConflictError{Message: err.Error(), Err: err}
+	case isRev && !isPorts:
+		return fmt.Errorf("%w (%w)", err, ports.ErrConflict)
+	}
+	return err
+}
+
+// cloneOrEmpty copies m into a non-nil map.
+func cloneOrEmpty(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	maps.Copy(out, m)
+	return out
+}
+
+// randomID returns 16 random hex digits.
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
