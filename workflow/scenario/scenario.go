@@ -73,7 +73,6 @@ type Expect struct {
 	Messages map[string]string `json:"messages,omitempty"`
 }
 
-
 // Load reads and checks one scenario file from fsys.
 func Load(fsys fs.FS, name string) (*Scenario, error) {
 	data, err := fs.ReadFile(fsys, name)
