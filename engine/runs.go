@@ -97,8 +97,10 @@ func (p *RunProcessor) Snapshot(ctx context.Context, ref reconcile.RunRef) (reco
 		return nil, row, fmt.Errorf("snapshot %s: %w", ref, err)
 	}
 	w := reconcile.World{
-		Now:        p.Clock.Now(),
-		JitterSeed: rand.Uint64(),
+		Now: p.Clock.Now(),
+		// Seeds stay below 2^53 so every JSON tool keeps them exact and a
+		// logged snapshot replays to the same decision.
+		JitterSeed: rand.Uint64() >> 11,
 		Pod:        row.Pod,
 		Heartbeat:  row.Heartbeat,
 		Settings:   row.Settings,

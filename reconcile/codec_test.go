@@ -52,7 +52,8 @@ func TestDecodeSnapshotRefusesBadInput(t *testing.T) {
 		{"kind not a string", `{"kind":3}`, "kind: must be a string"},
 		{"unknown kind", `{"kind":"cron",` + now + `}`, `kind: unknown kind "cron"`},
 		{"unknown field", `{"kind":"repo",` + now + `,"run":{"id":"r","state":"queued","colour":"red"}}`, `run.colour: unknown field`},
-		{"wrong type", `{"kind":"repo",` + now + `,"run":{"id":"r","state":"queued","retry_count":"two"}}`, "run.retry_count: cannot use a JSON string"},
+		{"wrong type", `{"kind":"repo",` + now + `,"run":{"id":"r","state":"queued","retry_count":"two"}}`, "-: run.retry_count: cannot use a JSON string"},
+		{"wrong type in embedded list", `{"kind":"repo",` + now + `,"run":{"id":"r","state":"queued"},"read_errors":[{"source":1}]}`, "-: read_errors[0].source: cannot use a JSON number"},
 		{"missing now", `{"kind":"repo","run":{"id":"r","state":"queued"}}`, "now: required"},
 		{"missing id", `{"kind":"repo",` + now + `,"run":{"state":"queued"}}`, "run.id: required"},
 		{"missing state", `{"kind":"repo",` + now + `,"run":{"id":"r"}}`, "run.state: required"},
@@ -66,6 +67,11 @@ func TestDecodeSnapshotRefusesBadInput(t *testing.T) {
 			t.Parallel()
 			_, err := DecodeSnapshot([]byte(c.in))
 			require.Error(t, err)
+			// Prefixing "-: " checks that a path, when expected, starts the message.
+			if strings.HasPrefix(c.want, "-: ") {
+				require.True(t, strings.HasPrefix(err.Error(), c.want[3:]), "error %q does not start with %q", err, c.want[3:])
+				return
+			}
 			require.True(t, ErrSnapshot(err), "bad input is a snapshot error, not an internal one: %v", err)
 			require.True(t, strings.Contains(err.Error(), c.want), "error %q does not mention %q", err, c.want)
 		})

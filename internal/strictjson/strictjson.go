@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -154,7 +155,7 @@ func (w *walker) value(t reflect.Type, path string) error {
 	switch t.Kind() {
 	case reflect.Struct:
 		if d, ok := tok.(json.Delim); !ok || d != '{' {
-			return w.mismatch(tok) // the real decode reports the type mismatch
+			return w.typeErr(path, start, tok, t)
 		}
 		fields := fieldsOf(t)
 		for w.dec.More() {
@@ -177,7 +178,7 @@ func (w *walker) value(t reflect.Type, path string) error {
 		return err
 	case reflect.Map:
 		if d, ok := tok.(json.Delim); !ok || d != '{' {
-			return w.mismatch(tok)
+			return w.typeErr(path, start, tok, t)
 		}
 		for w.dec.More() {
 			k, err := w.dec.Token()
@@ -192,7 +193,7 @@ func (w *walker) value(t reflect.Type, path string) error {
 		return err
 	case reflect.Slice, reflect.Array:
 		if d, ok := tok.(json.Delim); !ok || d != '[' {
-			return w.mismatch(tok)
+			return w.typeErr(path, start, tok, t)
 		}
 		for i := 0; w.dec.More(); i++ {
 			if err := w.value(t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
@@ -202,11 +203,56 @@ func (w *walker) value(t reflect.Type, path string) error {
 		_, err = w.dec.Token()
 		return err
 	default:
-		if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
-			return w.skipRest()
+		if !scalarFits(tok, t) {
+			return w.typeErr(path, start, tok, t)
 		}
 		return nil
 	}
+}
+
+// scalarFits reports whether a scalar token can decode into t.
+func scalarFits(tok json.Token, t reflect.Type) bool {
+	switch v := tok.(type) {
+	case json.Delim:
+		return false
+	case string:
+		return t.Kind() == reflect.String
+	case bool:
+		return t.Kind() == reflect.Bool
+	case json.Number:
+		switch t.Kind() {
+		case reflect.Float32, reflect.Float64:
+			return true
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			_, err := v.Int64()
+			return err == nil
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			_, err := strconv.ParseUint(v.String(), 10, 64)
+			return err == nil
+		}
+		return false
+	}
+	return true
+}
+
+// typeErr reports a value of the wrong JSON type at its JSON path.
+func (w *walker) typeErr(path string, start int64, tok json.Token, t reflect.Type) error {
+	got := "null"
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '{' {
+			got = "object"
+		} else {
+			got = "array"
+		}
+	case string:
+		got = "string"
+	case bool:
+		got = "boolean"
+	case json.Number:
+		got = "number " + v.String()
+	}
+	return w.errAt(path, w.valueOffset(start), "cannot use a JSON %s here; want %s", got, typeName(t))
 }
 
 // keyOffset moves from the end of the previous token to the key's quote.
@@ -233,15 +279,6 @@ func cleanMsg(err error) string {
 		return "want an RFC 3339 time like \"2026-01-02T15:04:05Z\": " + strings.TrimPrefix(msg, "Time.UnmarshalJSON: ")
 	}
 	return msg
-}
-
-// mismatch consumes the rest of a value whose kind does not fit the target
-// type, leaving the error to the real decode, which names the type.
-func (w *walker) mismatch(tok json.Token) error {
-	if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
-		return w.skipRest()
-	}
-	return nil
 }
 
 // skip consumes one whole value.
