@@ -49,7 +49,7 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) run $(STATICCHECK) $(PKGS)
 
 .PHONY: golden
-golden: ## Rewrite the golden decisions of testdata/snapshots
+golden: ## Rewrite the golden decisions in testdata/snapshots/golden
 	$(GO) test ./reconcile/ -run TestGoldenSnapshots -update
 
 .PHONY: clean

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,23 +13,17 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden decisions in testdata/snapshots")
+var update = flag.Bool("update", false, "rewrite the golden decisions in testdata/snapshots/golden")
 
 // TestGoldenSnapshots replays every recorded snapshot in testdata/snapshots
-// and compares the decision with its .golden file, exactly what
-// `reconciler decide` prints.
+// and compares the decision with its golden file (testdata/snapshots/golden/
+// under the same name), exactly what `reconciler decide` prints.
 func TestGoldenSnapshots(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("../testdata/snapshots/*.json")
 	require.NoError(t, err)
-	var snaps []string
+	snaps := files
 	perKind := map[reconcile.RunKind]int{}
-	for _, f := range files {
-		if strings.HasSuffix(f, ".golden.json") {
-			continue
-		}
-		snaps = append(snaps, f)
-	}
 	require.GreaterOrEqual(t, len(snaps), 40, "want at least 40 recorded snapshots")
 	for _, f := range snaps {
 		data, err := os.ReadFile(f)
@@ -44,7 +37,7 @@ func TestGoldenSnapshots(t *testing.T) {
 			got, err := json.MarshalIndent(d, "", "  ")
 			require.NoError(t, err)
 			got = append(got, '\n')
-			golden := strings.TrimSuffix(f, ".json") + ".golden.json"
+			golden := filepath.Join(filepath.Dir(f), "golden", filepath.Base(f))
 			if *update {
 				require.NoError(t, os.WriteFile(golden, got, 0o644))
 				return

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -23,7 +24,30 @@ type Queue struct {
 	db     *DB
 	clock  ports.Clock
 	notify *notifier
+
+	mu     sync.Mutex
+	sweeps map[string]sweep // by kind
 }
+
+// sweep is what this queue knows about the waiting items and leases of one
+// kind: below floor, every waiting item and expired lease was dealt with by
+// one of its leases, so leases read those indexes only above it and skip
+// the dead entries vacuum has not removed yet. Now and then (every quarter
+// lease, since full) a lease reads them whole, for what a floor can miss:
+// rows skipped while another transaction held them, clocks of other
+// processes running behind.
+type sweep struct {
+	floor, full time.Time
+}
+
+// sweepLag is how far behind a lease's now its kind's floor rises: writes
+// that read the clock earlier but commit after the lease began (waiting
+// items due within the lag) are still found by the next lease.
+const sweepLag = time.Second
+
+// noFloor is the floor of a lease that reads the waiting items and leases
+// of a kind whole: before any time the queue stores.
+var noFloor = time.Unix(0, 0).UTC()
 
 var (
 	_ ports.Queue        = (*Queue)(nil)
@@ -32,7 +56,7 @@ var (
 
 // NewQueue returns the queue over db that reads "now" only from clock.
 func NewQueue(db *DB, clock ports.Clock) *Queue {
-	return &Queue{db: db, clock: clock, notify: newNotifier(db.pool.Config().ConnConfig)}
+	return &Queue{db: db, clock: clock, notify: newNotifier(db.pool.Config().ConnConfig), sweeps: map[string]sweep{}}
 }
 
 // Close stops the notification listener, if WorkNotify started one. The
@@ -137,8 +161,9 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 	kinds := slices.Clone(p.Kinds)
 	slices.Sort(kinds)
 	kinds = slices.Compact(kinds)
+	floors := q.floors(kinds, now, p.Duration)
 	rows, err := q.db.idb(ctx).QueryContext(ctx, sqlLease,
-		pgdialect.Array(kinds), now, p.Limit, p.Owner, exp, ports.LeaseExpiredError, leaseCandidates(p.Limit))
+		pgdialect.Array(kinds), pgdialect.Array(floors), now, p.Limit, p.Owner, exp, ports.LeaseExpiredError, leaseScanCap(p.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
 	}
@@ -147,12 +172,17 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 		lease    ports.Lease
 		priority int
 	}
-	var out []claimed
+	out := make([]claimed, 0, p.Limit)
+	var swept []string
 	for rows.Next() {
 		var c claimed
 		l := &c.lease
 		if err := rows.Scan(&l.Key.Kind, &l.Key.ScopeType, &l.Key.ScopeID, &l.Token, &l.Attempt, &l.EventTime, &c.priority); err != nil {
 			return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
+		}
+		if l.Key.ScopeType == "" {
+			swept = append(swept, l.Key.Kind)
+			continue
 		}
 		l.EventTime = l.EventTime.UTC()
 		l.ExpiresAt = exp
@@ -161,6 +191,7 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
 	}
+	q.raiseFloors(kinds, floors, swept, now)
 	// RETURNING has no order: hand the leases out in lease order.
 	slices.SortFunc(out, func(a, b claimed) int {
 		return cmp.Or(cmp.Compare(b.priority, a.priority), a.lease.EventTime.Compare(b.lease.EventTime), keyCmp(a.lease.Key, b.lease.Key))
@@ -172,10 +203,54 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 	return leases, nil
 }
 
-// leaseCandidates is how many of each kind's best due items a lease of
-// limit items considers: room for twice the limit, so a claim racing
-// another one still fills up past the rows the other has locked.
-func leaseCandidates(limit int) int { return 2*limit + 8 }
+// leaseScanCap is how many waiting items and expired leases of each kind a
+// lease of limit items reads at most: every due waiting item it reads is
+// leased or made ready, so a burst that fell due at once drains in a few
+// leases, each of bounded size.
+func leaseScanCap(limit int) int { return max(2*limit, 1000) }
+
+// floors returns the floor each kind's lease reads waiting items and
+// expired leases above: noFloor when the kind was never read whole, not for
+// a quarter of the lease duration, or the clock went back.
+func (q *Queue) floors(kinds []string, now time.Time, d time.Duration) []time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]time.Time, len(kinds))
+	for i, k := range kinds {
+		s, ok := q.sweeps[k]
+		switch {
+		case !ok, now.Sub(s.full) >= d/4, now.Before(s.full), now.Before(s.floor):
+			out[i] = noFloor
+		default:
+			out[i] = s.floor
+		}
+	}
+	return out
+}
+
+// raiseFloors records that a lease at now dealt with every waiting item
+// and expired lease of the swept kinds above the floors it was given.
+func (q *Queue) raiseFloors(kinds []string, floors []time.Time, swept []string, now time.Time) {
+	if len(swept) == 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, k := range swept {
+		i, found := slices.BinarySearch(kinds, k)
+		if !found {
+			continue
+		}
+		s := q.sweeps[k]
+		if floor := now.Add(-sweepLag); floor.After(s.floor) {
+			s.floor = floor
+		}
+		if floors[i].Equal(noFloor) && now.After(s.full) {
+			s.full = now
+		}
+		q.sweeps[k] = s
+	}
+}
 
 // refArrays spreads lease refs into the statement's key, token and
 // position arrays.
@@ -341,7 +416,7 @@ func (q *Queue) WorkRedrive(ctx context.Context, key ports.WorkKey) error {
 	case state == "":
 		return fmt.Errorf("redrive %s: %w", key, ports.ErrNotFound)
 	}
-	return fmt.Errorf("redrive %s: item is %s, not dead: %w", key, state, ports.ErrConflict)
+	return fmt.Errorf("redrive %s: item is %s, not dead: %w", key, portState(state), ports.ErrConflict)
 }
 
 // WorkStats counts items by state; every state has an entry.
@@ -360,12 +435,22 @@ func (q *Queue) WorkStats(ctx context.Context) (map[ports.WorkState]int, error) 
 		if err := rows.Scan(&state, &n); err != nil {
 			return nil, fmt.Errorf("work stats: %w", err)
 		}
-		out[ports.WorkState(state)] = n
+		out[portState(state)] += n
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("work stats: %w", err)
 	}
 	return out, nil
+}
+
+// portState is the port's name of a stored state: ready and waiting items
+// are both pending.
+func portState(state string) ports.WorkState {
+	switch state {
+	case "ready", "waiting":
+		return ports.WorkPending
+	}
+	return ports.WorkState(state)
 }
 
 // scanItems reads rows of workColumns and closes them.
@@ -382,7 +467,7 @@ func scanItems(rows *sql.Rows) ([]ports.WorkItem, error) {
 			&it.NotBefore, &it.Attempts, &it.MaxAttempts, &it.LastError, &it.LeaseOwner, &expires, &it.Requeued); err != nil {
 			return nil, err
 		}
-		it.State = ports.WorkState(state)
+		it.State = portState(state)
 		it.EventTime, it.NotBefore = it.EventTime.UTC(), it.NotBefore.UTC()
 		if expires.Valid {
 			it.LeaseExpiresAt = expires.Time.UTC()

@@ -13,15 +13,16 @@ const notifyChannel = "reconciler_work"
 // concurrent batches lock rows in one order. ?0..?6 are the arrays kind,
 // scope_type, scope_id, priority, event_time, not_before, max_attempts (0:
 // not given); ?7 is DefaultMaxAttempts and ?8 now. The conflict branch reads
-// the raw max_attempts back from req: excluded holds the defaulted one.
+// the raw max_attempts back from req: excluded holds the defaulted one. An
+// item is stored ready when its not-before is due, waiting otherwise.
 const sqlEnqueue = `
 WITH req AS (
 	SELECT * FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::int[], ?4::timestamptz[], ?5::timestamptz[], ?6::int[])
 		AS r(kind, scope_type, scope_id, priority, event_time, not_before, max_attempts)
 ), up AS (
 	INSERT INTO reconcile_work_scope AS w (kind, scope_type, scope_id, state, priority, event_time, not_before, max_attempts)
-	SELECT kind, scope_type, scope_id, 'pending', priority, event_time, not_before,
-		CASE WHEN max_attempts > 0 THEN max_attempts ELSE ?7 END
+	SELECT kind, scope_type, scope_id, CASE WHEN not_before <= ?8::timestamptz THEN 'ready' ELSE 'waiting' END,
+		priority, event_time, not_before, CASE WHEN max_attempts > 0 THEN max_attempts ELSE ?7 END
 	FROM req
 	ON CONFLICT (kind, scope_type, scope_id) DO UPDATE SET
 		priority = greatest(w.priority, excluded.priority),
@@ -30,93 +31,116 @@ WITH req AS (
 			SELECT r.max_attempts FROM req r
 			WHERE (r.kind, r.scope_type, r.scope_id) = (excluded.kind, excluded.scope_type, excluded.scope_id))),
 		not_before = CASE
-			WHEN w.state = 'pending' OR (w.state = 'leased' AND w.requeued) THEN least(w.not_before, excluded.not_before)
+			WHEN w.state IN ('ready', 'waiting') OR w.requeued THEN least(w.not_before, excluded.not_before)
 			ELSE excluded.not_before END,
 		attempts = CASE WHEN w.state = 'dead' THEN 0 ELSE w.attempts END,
 		requeued = (w.state = 'leased'),
-		state = CASE WHEN w.state = 'dead' THEN 'pending' ELSE w.state END
-	RETURNING w.kind, w.state, w.not_before
+		state = CASE
+			WHEN w.state = 'leased' THEN 'leased'
+			WHEN w.state <> 'dead' AND w.not_before <= ?8::timestamptz THEN 'ready'
+			WHEN excluded.not_before <= ?8::timestamptz THEN 'ready'
+			ELSE 'waiting' END
+	RETURNING w.kind, w.state
 )
-SELECT count(*) FROM (SELECT DISTINCT kind FROM up WHERE state = 'pending' AND not_before <= ?8::timestamptz) k
+SELECT count(*) FROM (SELECT DISTINCT kind FROM up WHERE state = 'ready') k
 	CROSS JOIN LATERAL pg_notify('` + notifyChannel + `', k.kind)`
 
-// sqlLease claims up to ?2 due items of the kinds ?0 (distinct) at now ?1:
-// pending and due, or leased with an expired lease. Expired leases at their
-// attempt limit with no enqueue during them are dead-lettered instead, all
-// of them, so they never take a claimed item's place. ?3 is the owner, ?4
-// the new expiry, ?5 LeaseExpiredError, ?6 how many candidates to consider
-// per kind and state.
+// sqlLease claims up to ?3 due items of the kinds ?0 (distinct) at now ?2,
+// highest priority, then oldest event, then key first. Due are ready items,
+// waiting items whose not-before has come, and expired leases. ?4 is the
+// owner, ?5 the new expiry, ?6 LeaseExpiredError, ?7 the most waiting items
+// and expired leases it reads per kind.
 //
-// pre takes each kind's best candidates from its own index (the planner
-// picks the priority-ordered index when most pending items are due, the
-// not-before one when few are), so no lease sorts a whole backlog; cand
-// re-checks them on the locked rows and keeps the best ?2. Both locks use
-// SKIP LOCKED: a claim never waits for another, it takes the next items.
+// Each kind's candidates come from its own index and are locked there with
+// SKIP LOCKED (a claim never waits; it takes the next items), so the locks
+// sit right on index scans: a row another claim changed meanwhile is
+// rechecked alone, never by re-running a join. Ready items are read in
+// lease order, just as many as the claim wants. Waiting and expired ones
+// are read only above the kind's floor ?1 (waiting items are written with
+// a not-before past the writer's now, leases with an expiry past it, so
+// what lies below a recent floor was dealt with by an earlier lease; the
+// caller sends no floor now and then to catch stragglers).
+//
+// In one update the best ?3 leasable candidates are leased, the other due
+// waiting items become ready (so the waiting index never piles up due
+// items), and expired leases at their attempt limit with no enqueue during
+// them are dead-lettered. Expired leases that did not make the cut stay
+// leased: their holder may still finish. The result is the leases, then
+// one row with an empty scope type for each kind whose waiting items and
+// expired leases up to now were all dealt with, so its floor may rise.
 const sqlLease = `
-WITH pre AS (
-	SELECT p.kind, p.scope_type, p.scope_id
-	FROM unnest(?0::text[]) AS k(kind)
-	CROSS JOIN LATERAL (
-		SELECT kind, scope_type, scope_id FROM reconcile_work_scope
-		WHERE kind = k.kind AND state = 'pending' AND not_before <= ?1::timestamptz
-		ORDER BY priority DESC, event_time, scope_type, scope_id
-		LIMIT ?6
-	) p
-	UNION ALL
-	SELECT e.kind, e.scope_type, e.scope_id
-	FROM unnest(?0::text[]) AS k(kind)
-	CROSS JOIN LATERAL (
-		SELECT kind, scope_type, scope_id FROM reconcile_work_scope
-		WHERE kind = k.kind AND state = 'leased' AND lease_expires_at <= ?1::timestamptz
-			AND (attempts < max_attempts OR requeued)
-		ORDER BY priority DESC, event_time, scope_type, scope_id
-		LIMIT ?6
-	) e
+WITH k AS (
+	SELECT * FROM unnest(?0::text[], ?1::timestamptz[]) AS k(kind, floor)
 ), cand AS (
-	SELECT w.kind, w.scope_type, w.scope_id FROM reconcile_work_scope w
-	WHERE (w.kind, w.scope_type, w.scope_id) IN (SELECT kind, scope_type, scope_id FROM pre)
-		AND ((w.state = 'pending' AND w.not_before <= ?1::timestamptz)
-			OR (w.state = 'leased' AND w.lease_expires_at <= ?1::timestamptz
-				AND (w.attempts < w.max_attempts OR w.requeued)))
-	ORDER BY w.priority DESC, w.event_time, w.kind, w.scope_type, w.scope_id
-	LIMIT ?2
-	FOR UPDATE OF w SKIP LOCKED
-), expired AS (
-	SELECT kind, scope_type, scope_id FROM reconcile_work_scope
-	WHERE kind = ANY(?0::text[]) AND state = 'leased' AND lease_expires_at <= ?1::timestamptz
-		AND attempts >= max_attempts AND NOT requeued
-	FOR UPDATE SKIP LOCKED
-), dead AS (
+	SELECT c.kind, c.scope_type, c.scope_id, c.priority, c.event_time, 'ready' AS src, true AS leasable
+	FROM k CROSS JOIN LATERAL (
+		SELECT w.kind, w.scope_type, w.scope_id, w.priority, w.event_time FROM reconcile_work_scope w
+		WHERE w.kind = k.kind AND w.state = 'ready' AND w.not_before <= ?2::timestamptz
+		ORDER BY w.priority DESC, w.event_time, w.scope_type, w.scope_id
+		LIMIT ?3
+		FOR UPDATE SKIP LOCKED
+	) c
+	UNION ALL
+	SELECT c.kind, c.scope_type, c.scope_id, c.priority, c.event_time, 'waiting', true
+	FROM k CROSS JOIN LATERAL (
+		SELECT w.kind, w.scope_type, w.scope_id, w.priority, w.event_time FROM reconcile_work_scope w
+		WHERE w.kind = k.kind AND w.state = 'waiting' AND w.not_before > k.floor AND w.not_before <= ?2::timestamptz
+		ORDER BY w.not_before
+		LIMIT ?7
+		FOR UPDATE SKIP LOCKED
+	) c
+	UNION ALL
+	SELECT c.kind, c.scope_type, c.scope_id, c.priority, c.event_time, 'expired', c.attempts < c.max_attempts OR c.requeued
+	FROM k CROSS JOIN LATERAL (
+		SELECT w.kind, w.scope_type, w.scope_id, w.priority, w.event_time, w.attempts, w.max_attempts, w.requeued
+		FROM reconcile_work_scope w
+		WHERE w.kind = k.kind AND w.state = 'leased' AND w.lease_expires_at > k.floor AND w.lease_expires_at <= ?2::timestamptz
+		ORDER BY w.lease_expires_at
+		LIMIT ?7
+		FOR UPDATE SKIP LOCKED
+	) c
+), ranked AS (
+	SELECT cand.*, leasable AND row_number() OVER (
+		PARTITION BY leasable ORDER BY priority DESC, event_time, kind, scope_type, scope_id) <= ?3 AS take
+	FROM cand
+), upd AS (
 	UPDATE reconcile_work_scope w SET
-		state = 'dead', last_error = ?5, lease_owner = '', lease_expires_at = NULL
-	FROM expired e
-	WHERE (w.kind, w.scope_type, w.scope_id) = (e.kind, e.scope_type, e.scope_id)
-	RETURNING w.kind
+		state = CASE WHEN r.take THEN 'leased' WHEN r.src = 'waiting' THEN 'ready' ELSE 'dead' END,
+		attempts = CASE
+			WHEN NOT r.take THEN w.attempts
+			WHEN r.src = 'expired' AND w.attempts >= w.max_attempts THEN 1
+			ELSE w.attempts + 1 END,
+		last_error = CASE WHEN r.src = 'expired' THEN ?6 ELSE w.last_error END,
+		not_before = CASE WHEN r.src = 'expired' AND r.take THEN least(w.not_before, w.lease_expires_at) ELSE w.not_before END,
+		requeued = false,
+		lease_owner = CASE WHEN r.take THEN ?4 ELSE '' END,
+		lease_token = CASE WHEN r.take THEN nextval('reconcile_work_lease_token_seq') ELSE w.lease_token END,
+		lease_expires_at = CASE WHEN r.take THEN ?5::timestamptz END
+	FROM ranked r
+	WHERE (w.kind, w.scope_type, w.scope_id) = (r.kind, r.scope_type, r.scope_id)
+		AND (r.take OR r.src = 'waiting' OR NOT r.leasable)
+	RETURNING w.kind, w.scope_type, w.scope_id, w.state, w.lease_token, w.attempts, w.event_time, w.priority
 )
-UPDATE reconcile_work_scope w SET
-	state = 'leased',
-	attempts = CASE WHEN w.state = 'leased' AND w.attempts >= w.max_attempts THEN 1 ELSE w.attempts + 1 END,
-	last_error = CASE WHEN w.state = 'leased' THEN ?5 ELSE w.last_error END,
-	not_before = CASE WHEN w.state = 'leased' THEN least(w.not_before, w.lease_expires_at) ELSE w.not_before END,
-	requeued = false,
-	lease_owner = ?3,
-	lease_token = nextval('reconcile_work_lease_token_seq'),
-	lease_expires_at = ?4::timestamptz
-FROM cand c
-WHERE (w.kind, w.scope_type, w.scope_id) = (c.kind, c.scope_type, c.scope_id)
-RETURNING w.kind, w.scope_type, w.scope_id, w.lease_token, w.attempts, w.event_time, w.priority`
+SELECT kind, scope_type, scope_id, lease_token, attempts, event_time, priority FROM upd WHERE state = 'leased'
+UNION ALL
+SELECT k.kind, '', '', 0, 0, ?2::timestamptz, 0 FROM k
+WHERE (SELECT count(*) FROM cand c WHERE c.kind = k.kind AND c.src = 'waiting') < ?7
+	AND (SELECT count(*) FROM cand c WHERE c.kind = k.kind AND c.src = 'expired') < ?7
+	AND NOT EXISTS (SELECT FROM ranked r WHERE r.kind = k.kind AND r.src = 'expired' AND r.leasable AND NOT r.take)`
 
 // sqlHeartbeat sets the expiry of held leases to ?5. ?0..?4 are the arrays
-// kind, scope_type, scope_id, token, position. Rows are locked in key order;
-// the result is the positions whose lease was held.
+// kind, scope_type, scope_id, token, position. Rows are found by primary key
+// and locked in key order; "leased" is tested as lease_expires_at IS NOT
+// NULL (the same, by a CHECK), so the planner never mistakes the leased
+// index for a key lookup. The result is the positions whose lease was held.
 const sqlHeartbeat = `
 WITH req AS (
 	SELECT * FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::bigint[], ?4::int[])
 		AS r(kind, scope_type, scope_id, token, ord)
 ), lk AS (
-	SELECT w.kind, w.scope_type, w.scope_id FROM reconcile_work_scope w
+	SELECT w.kind, w.scope_type, w.scope_id, w.lease_token FROM reconcile_work_scope w
 	WHERE (w.kind, w.scope_type, w.scope_id, w.lease_token) IN (SELECT kind, scope_type, scope_id, token FROM req)
-		AND w.state = 'leased'
+		AND w.lease_expires_at IS NOT NULL
 	ORDER BY w.kind, w.scope_type, w.scope_id
 	FOR UPDATE
 ), upd AS (
@@ -130,80 +154,89 @@ SELECT r.ord FROM req r JOIN upd u
 
 // sqlAck completes held leases. ?0..?5 are the arrays kind, scope_type,
 // scope_id, token, requeue_at (NULL: none), position; ?6 is now. Rows are
-// locked in key order; whether an enqueue arrived during the lease is read
-// from the locked row, so a racing enqueue is never missed. The first ack of
-// a lease wins; later ones in the batch find it ended. An item with nothing
-// pending is deleted; one with a requeue time or an enqueue during the lease
-// becomes pending, starting over. The result holds the positions that
-// succeeded, and -1 for each kind notified.
+// found by primary key (see sqlHeartbeat) and locked in key order; whether
+// an enqueue arrived during the lease is read from the locked row, so a
+// racing enqueue is never missed. The first ack of a lease wins; later ones
+// in the batch find it ended. An item with nothing pending is deleted; one
+// with a requeue time or an enqueue during the lease is pending again,
+// starting over, ready or waiting by its new not-before. The result holds
+// the positions that succeeded, and -1 for each kind notified.
 const sqlAck = `
 WITH req AS (
 	SELECT * FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::bigint[], ?4::timestamptz[], ?5::int[])
 		AS r(kind, scope_type, scope_id, token, requeue_at, ord)
 ), lk AS (
-	SELECT w.kind, w.scope_type, w.scope_id, w.lease_token, w.requeued FROM reconcile_work_scope w
+	SELECT w.kind, w.scope_type, w.scope_id, w.lease_token, w.requeued, w.not_before FROM reconcile_work_scope w
 	WHERE (w.kind, w.scope_type, w.scope_id, w.lease_token) IN (SELECT kind, scope_type, scope_id, token FROM req)
-		AND w.state = 'leased'
+		AND w.lease_expires_at IS NOT NULL
 	ORDER BY w.kind, w.scope_type, w.scope_id
 	FOR UPDATE
 ), hit AS (
-	SELECT DISTINCT ON (r.kind, r.scope_type, r.scope_id) r.kind, r.scope_type, r.scope_id, r.requeue_at, r.ord, lk.requeued
+	SELECT DISTINCT ON (r.kind, r.scope_type, r.scope_id) r.kind, r.scope_type, r.scope_id, r.ord,
+		lk.requeued OR r.requeue_at IS NOT NULL AS keep,
+		CASE
+			WHEN NOT lk.requeued THEN r.requeue_at
+			WHEN r.requeue_at IS NULL THEN lk.not_before
+			ELSE least(lk.not_before, r.requeue_at) END AS not_before
 	FROM req r JOIN lk ON (r.kind, r.scope_type, r.scope_id, r.token) = (lk.kind, lk.scope_type, lk.scope_id, lk.lease_token)
 	ORDER BY r.kind, r.scope_type, r.scope_id, r.ord
 ), del AS (
 	DELETE FROM reconcile_work_scope w USING hit h
-	WHERE (w.kind, w.scope_type, w.scope_id) = (h.kind, h.scope_type, h.scope_id)
-		AND NOT h.requeued AND h.requeue_at IS NULL
+	WHERE (w.kind, w.scope_type, w.scope_id) = (h.kind, h.scope_type, h.scope_id) AND NOT h.keep
 	RETURNING h.ord
 ), upd AS (
 	UPDATE reconcile_work_scope w SET
-		state = 'pending',
-		not_before = CASE
-			WHEN NOT h.requeued THEN h.requeue_at
-			WHEN h.requeue_at IS NULL THEN w.not_before
-			ELSE least(w.not_before, h.requeue_at) END,
+		state = CASE WHEN h.not_before <= ?6::timestamptz THEN 'ready' ELSE 'waiting' END,
+		not_before = h.not_before,
 		attempts = 0, last_error = '', lease_owner = '', lease_expires_at = NULL, requeued = false
 	FROM hit h
-	WHERE (w.kind, w.scope_type, w.scope_id) = (h.kind, h.scope_type, h.scope_id)
-		AND (h.requeued OR h.requeue_at IS NOT NULL)
-	RETURNING h.ord, w.kind, w.not_before
+	WHERE (w.kind, w.scope_type, w.scope_id) = (h.kind, h.scope_type, h.scope_id) AND h.keep
+	RETURNING h.ord, w.kind, w.state
 )
 SELECT ord FROM del
 UNION ALL SELECT ord FROM upd
-UNION ALL SELECT -1 FROM (SELECT DISTINCT kind FROM upd WHERE not_before <= ?6::timestamptz) k
+UNION ALL SELECT -1 FROM (SELECT DISTINCT kind FROM upd WHERE state = 'ready') k
 	CROSS JOIN LATERAL pg_notify('` + notifyChannel + `', k.kind)`
 
 // sqlRetry fails one held lease (?0..?3 kind, scope_type, scope_id, token)
 // with error ?4, not-before ?5, terminal ?6, at now ?7. Exhausted (terminal,
 // or out of attempts) it goes dead, unless an enqueue arrived during the
 // lease: then it is pending at that enqueue's not-before with a fresh
-// budget. Otherwise it is pending at the earlier of ?5 and any enqueue's.
-// The result is the new state, or no row when the lease was not held.
+// budget. Otherwise it is pending at the earlier of ?5 and any enqueue's:
+// ready or waiting by that not-before. The row is found by primary key (see
+// sqlHeartbeat). The result is the new state, or no row when the lease was
+// not held.
 const sqlRetry = `
 WITH upd AS (
 	UPDATE reconcile_work_scope w SET
-		state = CASE WHEN w.requeued OR NOT (?6 OR w.attempts >= w.max_attempts) THEN 'pending' ELSE 'dead' END,
+		state = CASE
+			WHEN NOT w.requeued AND (?6 OR w.attempts >= w.max_attempts) THEN 'dead'
+			WHEN (CASE
+				WHEN ?6 OR w.attempts >= w.max_attempts THEN w.not_before
+				WHEN w.requeued THEN least(w.not_before, ?5::timestamptz)
+				ELSE ?5::timestamptz END) <= ?7::timestamptz THEN 'ready'
+			ELSE 'waiting' END,
 		not_before = CASE
 			WHEN ?6 OR w.attempts >= w.max_attempts THEN w.not_before
 			WHEN w.requeued THEN least(w.not_before, ?5::timestamptz)
 			ELSE ?5::timestamptz END,
 		attempts = CASE WHEN w.requeued AND (?6 OR w.attempts >= w.max_attempts) THEN 0 ELSE w.attempts END,
 		last_error = ?4, lease_owner = '', lease_expires_at = NULL, requeued = false
-	WHERE (w.kind, w.scope_type, w.scope_id) = (?0, ?1, ?2) AND w.state = 'leased' AND w.lease_token = ?3
-	RETURNING w.kind, w.state, w.not_before
+	WHERE (w.kind, w.scope_type, w.scope_id) = (?0, ?1, ?2) AND w.lease_expires_at IS NOT NULL AND w.lease_token = ?3
+	RETURNING w.kind, w.state
 )
-SELECT state, (SELECT count(*) FROM (SELECT kind FROM upd WHERE state = 'pending' AND not_before <= ?7::timestamptz) k
+SELECT state, (SELECT count(*) FROM (SELECT kind FROM upd WHERE state = 'ready') k
 	CROSS JOIN LATERAL pg_notify('` + notifyChannel + `', k.kind))
 FROM upd`
 
-// sqlRedrive makes dead item ?0..?2 pending, due at now ?3, attempts reset.
+// sqlRedrive makes dead item ?0..?2 ready, due at now ?3, attempts reset.
 // The result is the state the item had (” when missing) and whether it was
 // redriven.
 const sqlRedrive = `
 WITH cur AS (
 	SELECT state FROM reconcile_work_scope WHERE (kind, scope_type, scope_id) = (?0, ?1, ?2)
 ), upd AS (
-	UPDATE reconcile_work_scope SET state = 'pending', not_before = ?3::timestamptz, attempts = 0
+	UPDATE reconcile_work_scope SET state = 'ready', not_before = ?3::timestamptz, attempts = 0
 	WHERE (kind, scope_type, scope_id) = (?0, ?1, ?2) AND state = 'dead'
 	RETURNING kind
 )

@@ -22,8 +22,11 @@ type backend struct {
 	name  string
 	queue ports.Queue
 	runs  ports.RunStore
-	db    *postgres.DB
-	close func()
+	// catalog stores workflow templates and policies; in memory it lives
+	// only as long as the process.
+	catalog ports.Catalog
+	db      *postgres.DB
+	close   func()
 }
 
 // openBackend opens Postgres (migrating it when migrate is set) or builds
@@ -31,10 +34,11 @@ type backend struct {
 func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Clock) (*backend, error) {
 	if dsn == "" {
 		return &backend{
-			name:  "memory",
-			queue: memory.NewQueue(clock),
-			runs:  memory.NewRunStore(clock),
-			close: func() {},
+			name:    "memory",
+			queue:   memory.NewQueue(clock),
+			runs:    memory.NewRunStore(clock),
+			catalog: memory.NewCatalog(clock),
+			close:   func() {},
 		}, nil
 	}
 	db, err := postgres.Open(ctx, dsn)
@@ -48,12 +52,15 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 		}
 	}
 	q := postgres.NewQueue(db, clock)
+	cat := postgres.NewCatalog(db, clock)
 	return &backend{
-		name:  "postgres",
-		queue: q,
-		runs:  postgres.NewRunStore(db, clock),
-		db:    db,
-		close: func() { q.Close(); db.Close() },
+		name:    "postgres",
+		queue:   q,
+		runs:    postgres.NewRunStore(db, clock),
+		catalog: cat,
+		db:      db,
+		// The catalog's lock pool closes before the DB it was copied from.
+		close: func() { q.Close(); cat.Close(); db.Close() },
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,19 +36,52 @@ and a message naming the field (and its line and column).`,
 			if output != "json" && output != "text" {
 				return usagef("--output: want json or text, got %q", output)
 			}
+			// Every snapshot is replayed; a bad one is reported on stderr
+			// and the others still print. The first failure decides the
+			// exit status.
 			out := cmd.OutOrStdout()
+			var first error
 			for _, name := range args {
-				if err := decideOne(cmd.InOrStdin(), out, name, output, len(args) > 1); err != nil {
-					return err
+				err := decideOne(cmd.InOrStdin(), out, name, output, len(args) > 1)
+				if err == nil {
+					continue
+				}
+				if first == nil {
+					first = err
+				}
+				if len(args) > 1 {
+					fmt.Fprintln(cmd.ErrOrStderr(), "reconciler:", err)
 				}
 			}
-			return nil
+			if first != nil && len(args) > 1 {
+				return decideFailed{first}
+			}
+			return first
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "json", "output format: json (one object per snapshot) or text (one line)")
 	return cmd
 }
 
+// decideFailed is the first failure of a multi-file decide whose failures
+// were each reported already: main prints only a summary line for it.
+type decideFailed struct{ err error }
+
+func (e decideFailed) Error() string { return "some snapshots could not be replayed (see above)" }
+func (e decideFailed) Unwrap() error { return e.err }
+
+// ExitCode is the exit status of the first failure.
+func (e decideFailed) ExitCode() int {
+	var ec exitCoder
+	if errors.As(e.err, &ec) {
+		return ec.ExitCode()
+	}
+	return 1
+}
+
+// decideOne replays the snapshot in file name (- for stdin) and prints its
+// decision in the output format; prefix puts the file name before a text
+// line.
 func decideOne(stdin io.Reader, out io.Writer, name, output string, prefix bool) error {
 	var data []byte
 	var err error

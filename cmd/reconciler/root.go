@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(),
 		newMigrateCmd(),
 		newBenchCmd(),
+		newCatalogCmd(),
 	// subcommands: one line each
 	)
 	return root

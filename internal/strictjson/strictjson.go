@@ -53,7 +53,13 @@ func Decode(data []byte, v any) error {
 		var x any
 		err := json.Unmarshal(data, &x)
 		if errors.As(err, &se) {
-			line, col := Position(data, se.Offset)
+			// Offset counts the offending byte: point at it, not past it
+			// (an unexpected end stays at the end).
+			off := se.Offset
+			if off > 0 && off < int64(len(data)) {
+				off--
+			}
+			line, col := Position(data, off)
 			return &Error{Line: line, Column: col, Msg: "syntax error: " + se.Error()}
 		}
 		return &Error{Msg: "syntax error: " + err.Error()}

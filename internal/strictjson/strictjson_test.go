@@ -47,9 +47,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"type mismatch", `{"run":{"count":"two"}}`, "run.count", "cannot use a JSON string here; want an integer", 1, 17},
 		{"type mismatch in array", `{"items":[{"count":1},{"checks":7}]}`, "items[1].checks", "cannot use a JSON number 7 here; want a string", 1, 33},
 		{"fraction for int", `{"run":{"count":1.5}}`, "run.count", "want an integer", 1, 17},
-		{"syntax", "{\n\"kind\": \"x\",,\n}", "", "syntax error", 2, 0},
+		{"syntax", "{\n\"kind\": \"x\",,\n}", "", "syntax error", 2, 13},
 		{"empty", "  ", "", "empty document", 0, 0},
-		{"trailing", `{} {}`, "", "after top-level value", 1, 5},
+		{"trailing", `{} {}`, "", "after top-level value", 1, 4},
 		{"bad time", `{"now":"yesterday"}`, "now", "yesterday", 1, 8},
 	}
 	for _, c := range cases {

@@ -1,0 +1,154 @@
+package memory
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// The release store normalises every value on write by a JSON round trip,
+// so maps of `any` hold exactly what Postgres's jsonb hands back (float64
+// numbers, int64 literals in variable values), and copies on read
+// structurally, which is cheap enough for the hot paths (version streams,
+// target reads, job history).
+
+// jsonRoundTrip returns v encoded and decoded again: a deep copy in the
+// types a JSON document reads back as.
+func jsonRoundTrip[T any](v *T) (T, error) {
+	var out T
+	b, err := json.Marshal(v)
+	if err != nil {
+		return out, fmt.Errorf("encode: %w", err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return out, fmt.Errorf("decode: %w", err)
+	}
+	return out, nil
+}
+
+// copyJSON deep-copies a value decoded from JSON (maps, slices, scalars).
+func copyJSON(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return copyAnyMap(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = copyJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
+// copyAnyMap deep-copies a JSON object; nil stays nil.
+func copyAnyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = copyJSON(v)
+	}
+	return out
+}
+
+// copyValue deep-copies a variable value.
+func copyValue(v release.Value) release.Value {
+	out := release.Value{Literal: copyJSON(v.Literal)}
+	if v.Reference != nil {
+		out.Reference = &release.Reference{Relation: v.Reference.Relation, Path: slices.Clone(v.Reference.Path)}
+	}
+	if v.Sensitive != nil {
+		s := *v.Sensitive
+		out.Sensitive = &s
+	}
+	return out
+}
+
+func copyWorkspace(w *release.Workspace) release.Workspace { return *w }
+
+func copySystem(s *release.System) release.System { return *s }
+
+func copyDeployment(d *release.Deployment) release.Deployment {
+	out := *d
+	out.JobAgentConfig = copyAnyMap(d.JobAgentConfig)
+	out.Metadata = maps.Clone(d.Metadata)
+	if d.Variables != nil {
+		out.Variables = make([]release.DeploymentVariable, len(d.Variables))
+		for i, v := range d.Variables {
+			c := v
+			if v.Values != nil {
+				c.Values = make([]release.VariableValue, len(v.Values))
+				for j, vv := range v.Values {
+					c.Values[j] = release.VariableValue{Selector: vv.Selector, Priority: vv.Priority, Value: copyValue(vv.Value)}
+				}
+			}
+			if v.Default != nil {
+				def := copyValue(*v.Default)
+				c.Default = &def
+			}
+			out.Variables[i] = c
+		}
+	}
+	if d.WorkflowTemplate != nil {
+		w := *d.WorkflowTemplate
+		out.WorkflowTemplate = &w
+	}
+	return out
+}
+
+func copyEnvironment(e *release.Environment) release.Environment {
+	out := *e
+	out.Metadata = maps.Clone(e.Metadata)
+	return out
+}
+
+func copyResource(r *release.Resource) release.Resource {
+	out := *r
+	out.Config = copyAnyMap(r.Config)
+	out.Metadata = maps.Clone(r.Metadata)
+	return out
+}
+
+func copyJobAgent(a *release.JobAgent) release.JobAgent {
+	out := *a
+	out.Config = copyAnyMap(a.Config)
+	return out
+}
+
+func copyVersion(v *release.DeploymentVersion) release.DeploymentVersion {
+	out := *v
+	out.Config = copyAnyMap(v.Config)
+	out.JobAgentConfig = copyAnyMap(v.JobAgentConfig)
+	out.Metadata = maps.Clone(v.Metadata)
+	return out
+}
+
+func copyRelease(r *release.Release) release.Release {
+	out := *r
+	if r.Variables != nil {
+		out.Variables = make(map[string]release.Value, len(r.Variables))
+		for k, v := range r.Variables {
+			out.Variables[k] = copyValue(v)
+		}
+	}
+	return out
+}
+
+func copyJob(j *ports.JobRow) ports.JobRow {
+	out := *j
+	out.JobAgentConfig = copyAnyMap(j.JobAgentConfig)
+	out.DispatchContext = copyAnyMap(j.DispatchContext)
+	return out
+}
+
+func copyDesired(d *ports.DesiredRelease) ports.DesiredRelease {
+	out := *d
+	out.Reasons = slices.Clone(d.Reasons)
+	return out
+}

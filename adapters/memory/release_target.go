@@ -1,0 +1,253 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// targetRec is one stored release target.
+type targetRec struct {
+	key       string
+	t         release.ReleaseTarget
+	systemID  string
+	createdAt time.Time
+}
+
+// targetIndex keeps the targets in key-sorted slices: all of them, and per
+// system, deployment, environment and resource.
+type targetIndex struct {
+	byTarget map[release.ReleaseTarget]*targetRec
+	all      []*targetRec
+	bySys    map[string][]*targetRec
+	byDep    map[string][]*targetRec
+	byEnv    map[string][]*targetRec
+	byRes    map[string][]*targetRec
+}
+
+func newTargetIndex() targetIndex {
+	return targetIndex{
+		byTarget: map[release.ReleaseTarget]*targetRec{},
+		bySys:    map[string][]*targetRec{},
+		byDep:    map[string][]*targetRec{},
+		byEnv:    map[string][]*targetRec{},
+		byRes:    map[string][]*targetRec{},
+	}
+}
+
+func byKey(a, b *targetRec) int { return strings.Compare(a.key, b.key) }
+
+// scoped returns the smallest sorted slice holding every target of scope;
+// the caller still filters by the scope.
+func (x *targetIndex) scoped(sc ports.TargetScope) []*targetRec {
+	switch {
+	case sc.DeploymentID != "":
+		return x.byDep[sc.DeploymentID]
+	case sc.ResourceID != "":
+		return x.byRes[sc.ResourceID]
+	case sc.EnvironmentID != "":
+		return x.byEnv[sc.EnvironmentID]
+	case sc.SystemID != "":
+		return x.bySys[sc.SystemID]
+	}
+	return x.all
+}
+
+// apply removes and adds targets (both sorted by key) in every slice, by a
+// linear merge per slice touched.
+func (x *targetIndex) apply(added, removed []*targetRec) {
+	for _, r := range removed {
+		delete(x.byTarget, r.t)
+	}
+	for _, a := range added {
+		x.byTarget[a.t] = a
+	}
+	x.all = mergeTargets(x.all, added, removed)
+	for _, ix := range []struct {
+		m   map[string][]*targetRec
+		key func(*targetRec) string
+	}{
+		{x.bySys, func(r *targetRec) string { return r.systemID }},
+		{x.byDep, func(r *targetRec) string { return r.t.DeploymentID }},
+		{x.byEnv, func(r *targetRec) string { return r.t.EnvironmentID }},
+		{x.byRes, func(r *targetRec) string { return r.t.ResourceID }},
+	} {
+		add, rem := groupTargets(added, ix.key), groupTargets(removed, ix.key)
+		for k := range add {
+			ix.m[k] = mergeTargets(ix.m[k], add[k], rem[k])
+		}
+		for k := range rem {
+			if _, done := add[k]; done {
+				continue
+			}
+			ix.m[k] = mergeTargets(ix.m[k], nil, rem[k])
+			if len(ix.m[k]) == 0 {
+				delete(ix.m, k)
+			}
+		}
+	}
+}
+
+// groupTargets splits sorted targets by key, keeping each group sorted.
+func groupTargets(recs []*targetRec, key func(*targetRec) string) map[string][]*targetRec {
+	out := map[string][]*targetRec{}
+	for _, r := range recs {
+		out[key(r)] = append(out[key(r)], r)
+	}
+	return out
+}
+
+// mergeTargets returns sorted s without rem and with add (both sorted).
+func mergeTargets(s, add, rem []*targetRec) []*targetRec {
+	out := make([]*targetRec, 0, len(s)+len(add))
+	i, j, k := 0, 0, 0
+	for i < len(s) || j < len(add) {
+		if i < len(s) && k < len(rem) && s[i].key >= rem[k].key {
+			if s[i].key == rem[k].key {
+				i++
+			}
+			k++
+			continue
+		}
+		switch {
+		case j == len(add) || (i < len(s) && s[i].key < add[j].key):
+			out = append(out, s[i])
+			i++
+		default:
+			out = append(out, add[j])
+			j++
+		}
+	}
+	return out
+}
+
+// TargetsReplace makes the scope's targets exactly p.Targets.
+func (s *ReleaseStore) TargetsReplace(_ context.Context, p ports.TargetsReplaceParams) (ports.TargetsDiff, error) {
+	const op = "replace targets"
+	if err := ports.ValidateTargetsReplace(p); err != nil {
+		return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := make(map[release.ReleaseTarget]string, len(p.Targets))
+	for i, t := range p.Targets {
+		sys, err := s.targetSystem(t)
+		if err != nil {
+			return ports.TargetsDiff{}, fmt.Errorf("%s: %s: %w", op, release.Index("targets", i), err)
+		}
+		if p.Scope.SystemID != "" && p.Scope.SystemID != sys {
+			return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, release.Invalid(release.Index("targets", i), "target "+t.Key()+" lies outside the scope"))
+		}
+		want[t] = sys
+	}
+	now := s.now()
+	var added, removed []*targetRec
+	for _, r := range s.targets.scoped(p.Scope) {
+		if !p.Scope.Contains(r.t, r.systemID) {
+			continue
+		}
+		if _, keep := want[r.t]; keep {
+			delete(want, r.t)
+			continue
+		}
+		removed = append(removed, r)
+	}
+	// A wanted target stored outside the scope as stored has moved system
+	// with its deployment: it is re-indexed, but neither added nor removed.
+	var diff ports.TargetsDiff
+	for t, sys := range want {
+		rec := &targetRec{key: t.Key(), t: t, systemID: sys, createdAt: now}
+		if old, ok := s.targets.byTarget[t]; ok {
+			removed = append(removed, old)
+			rec.createdAt = old.createdAt
+		} else {
+			diff.Added = append(diff.Added, t)
+		}
+		added = append(added, rec)
+	}
+	for _, r := range removed {
+		if _, moved := want[r.t]; !moved {
+			diff.Removed = append(diff.Removed, r.t)
+		}
+	}
+	slices.SortFunc(added, byKey)
+	slices.SortFunc(removed, byKey)
+	s.targets.apply(added, removed)
+	sortTargets(diff.Added)
+	sortTargets(diff.Removed)
+	return diff, nil
+}
+
+// sortTargets sorts targets by key.
+func sortTargets(ts []release.ReleaseTarget) {
+	slices.SortFunc(ts, func(a, b release.ReleaseTarget) int { return strings.Compare(a.Key(), b.Key()) })
+}
+
+// targetSystem checks a target's deployment, environment and resource exist
+// and agree, and returns the system; the caller holds the lock.
+func (s *ReleaseStore) targetSystem(t release.ReleaseTarget) (string, error) {
+	d, ok := s.deployments.rows[t.DeploymentID]
+	if !ok {
+		return "", fmt.Errorf("deployment %s: %w", t.DeploymentID, ports.ErrNotFound)
+	}
+	e, ok := s.environments.rows[t.EnvironmentID]
+	if !ok {
+		return "", fmt.Errorf("environment %s: %w", t.EnvironmentID, ports.ErrNotFound)
+	}
+	if _, ok := s.resources.rows[t.ResourceID]; !ok {
+		return "", fmt.Errorf("resource %s: %w", t.ResourceID, ports.ErrNotFound)
+	}
+	if d.Value.SystemID != e.Value.SystemID {
+		return "", release.Invalid("environment_id", "environment "+t.EnvironmentID+" is in system "+e.Value.SystemID+
+			", deployment "+t.DeploymentID+" in "+d.Value.SystemID)
+	}
+	return d.Value.SystemID, nil
+}
+
+// TargetGet reads a target with its deployment, environment and resource.
+func (s *ReleaseStore) TargetGet(_ context.Context, t release.ReleaseTarget) (ports.TargetDetail, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.targets.byTarget[t]
+	if !ok {
+		return ports.TargetDetail{}, fmt.Errorf("get target %s: %w", t, ports.ErrNotFound)
+	}
+	return ports.TargetDetail{
+		Target:      t,
+		SystemID:    r.systemID,
+		Deployment:  copyDeployment(&s.deployments.rows[t.DeploymentID].Value),
+		Environment: copyEnvironment(&s.environments.rows[t.EnvironmentID].Value),
+		Resource:    copyResource(&s.resources.rows[t.ResourceID].Value),
+		CreatedAt:   r.createdAt,
+	}, nil
+}
+
+// TargetList lists the targets of a scope in key order.
+func (s *ReleaseStore) TargetList(_ context.Context, p ports.TargetListParams) ([]release.ReleaseTarget, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	recs := s.targets.scoped(p.Scope)
+	if p.AfterKey != "" {
+		i, found := slices.BinarySearchFunc(recs, p.AfterKey, func(r *targetRec, k string) int { return cmp.Compare(r.key, k) })
+		if found {
+			i++
+		}
+		recs = recs[i:]
+	}
+	var out []release.ReleaseTarget
+	for _, r := range recs {
+		if p.Limit > 0 && len(out) == p.Limit {
+			break
+		}
+		if p.Scope.Contains(r.t, r.systemID) {
+			out = append(out, r.t)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,305 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// versionOrder orders versions by (created_at, id) ascending; streams read
+// the per-deployment slices backwards.
+func versionOrder(a, b *release.DeploymentVersion) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// VersionCreate stores a new version of a stored deployment.
+func (s *ReleaseStore) VersionCreate(_ context.Context, v release.DeploymentVersion) error {
+	op := "create version " + v.ID
+	if err := v.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	v.CreatedAt = normTime(v.CreatedAt)
+	norm, err := jsonRoundTrip(&v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, release.Invalid("config", err.Error()))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.deployments.has(v.DeploymentID) {
+		return fmt.Errorf("%s: deployment %s: %w", op, v.DeploymentID, ports.ErrNotFound)
+	}
+	if _, ok := s.versions[v.ID]; ok {
+		return fmt.Errorf("%s: already exists: %w", op, ports.ErrConflict)
+	}
+	stored := &norm
+	s.versions[v.ID] = stored
+	list := s.versionsByDep[v.DeploymentID]
+	i, _ := slices.BinarySearchFunc(list, stored, versionOrder)
+	s.versionsByDep[v.DeploymentID] = slices.Insert(list, i, stored)
+	return nil
+}
+
+// VersionGet reads one version.
+func (s *ReleaseStore) VersionGet(_ context.Context, id string) (release.DeploymentVersion, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, ok := s.versions[id]
+	if !ok {
+		return release.DeploymentVersion{}, fmt.Errorf("get version %s: %w", id, ports.ErrNotFound)
+	}
+	return copyVersion(v), nil
+}
+
+// VersionUpdateStatus sets a version's status. Stored versions are never
+// mutated (streams hold pointers to them outside the lock): the version is
+// replaced by a changed copy.
+func (s *ReleaseStore) VersionUpdateStatus(_ context.Context, id string, status release.VersionStatus) error {
+	op := "update version " + id
+	if !status.Valid() {
+		return fmt.Errorf("%s: %w", op, release.Invalid("status", "unknown version status "+string(status)))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.versions[id]
+	if !ok {
+		return fmt.Errorf("%s: %w", op, ports.ErrNotFound)
+	}
+	next := *old
+	next.Status = status
+	s.versions[id] = &next
+	list := s.versionsByDep[old.DeploymentID]
+	i, _ := slices.BinarySearchFunc(list, old, versionOrder)
+	list[i] = &next
+	return nil
+}
+
+// VersionsNewestFirst streams a deployment's versions newest first, one
+// page per read lock: each page is found by binary search below the last
+// version yielded, so the first item costs O(log n) whatever the count.
+func (s *ReleaseStore) VersionsNewestFirst(ctx context.Context, deploymentID string, pageSize int) iter.Seq2[release.DeploymentVersion, error] {
+	size := ports.VersionPageSize(pageSize)
+	return func(yield func(release.DeploymentVersion, error) bool) {
+		var after *release.DeploymentVersion
+		for {
+			if err := ctx.Err(); err != nil {
+				yield(release.DeploymentVersion{}, fmt.Errorf("versions of %s: %w", deploymentID, err))
+				return
+			}
+			page := s.versionPage(deploymentID, after, size)
+			if s.onPage != nil {
+				s.onPage(len(page))
+			}
+			for _, v := range page {
+				if !yield(copyVersion(v), nil) {
+					return
+				}
+			}
+			if len(page) < size {
+				return
+			}
+			after = page[len(page)-1]
+		}
+	}
+}
+
+// versionPage returns up to size versions older than after (all when nil),
+// newest first. The pointers stay valid: stored versions are immutable.
+func (s *ReleaseStore) versionPage(deploymentID string, after *release.DeploymentVersion, size int) []*release.DeploymentVersion {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	list := s.versionsByDep[deploymentID]
+	end := len(list)
+	if after != nil {
+		end, _ = slices.BinarySearchFunc(list, after, versionOrder)
+	}
+	n := min(size, end)
+	page := make([]*release.DeploymentVersion, n)
+	for i := range n {
+		page[i] = list[end-1-i]
+	}
+	return page
+}
+
+// approvalOrder orders approvals by time, environment, user.
+func approvalOrder(a, b release.Approval) int {
+	if c := a.ApprovedAt.Compare(b.ApprovedAt); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.EnvironmentID, b.EnvironmentID); c != 0 {
+		return c
+	}
+	return strings.Compare(a.User, b.User)
+}
+
+// ApprovalAdd records an approval once per (version, environment, user).
+func (s *ReleaseStore) ApprovalAdd(_ context.Context, a release.Approval) (bool, error) {
+	op := "add approval of " + a.VersionID
+	if err := a.Validate(); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	a.ApprovedAt = normTime(a.ApprovedAt)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.versions[a.VersionID]; !ok {
+		return false, fmt.Errorf("%s: version %s: %w", op, a.VersionID, ports.ErrNotFound)
+	}
+	list := s.approvals[a.VersionID]
+	for _, x := range list {
+		if x.EnvironmentID == a.EnvironmentID && x.User == a.User {
+			return false, nil
+		}
+	}
+	i, _ := slices.BinarySearchFunc(list, a, approvalOrder)
+	s.approvals[a.VersionID] = slices.Insert(list, i, a)
+	return true, nil
+}
+
+// ApprovalList lists a version's approvals by time, environment, user.
+func (s *ReleaseStore) ApprovalList(_ context.Context, versionID, environmentID string) ([]release.Approval, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []release.Approval
+	for _, a := range s.approvals[versionID] {
+		if environmentID == "" || a.EnvironmentID == environmentID {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// PolicySkipPut creates or replaces a skip of a stored version.
+func (s *ReleaseStore) PolicySkipPut(_ context.Context, sk release.PolicySkip) error {
+	op := "put policy skip " + sk.ID
+	if err := ports.ValidatePolicySkip(&sk); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	sk.ExpiresAt = normTime(sk.ExpiresAt)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.versions[sk.VersionID]; !ok {
+		return fmt.Errorf("%s: version %s: %w", op, sk.VersionID, ports.ErrNotFound)
+	}
+	s.skips[sk.ID] = &sk
+	return nil
+}
+
+// PolicySkipList lists a version's skips by id.
+func (s *ReleaseStore) PolicySkipList(_ context.Context, versionID string) ([]release.PolicySkip, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []release.PolicySkip
+	for _, sk := range s.skips {
+		if sk.VersionID == versionID {
+			out = append(out, *sk)
+		}
+	}
+	slices.SortFunc(out, func(a, b release.PolicySkip) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// PolicySkipDelete removes a skip.
+func (s *ReleaseStore) PolicySkipDelete(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.skips[id]; !ok {
+		return fmt.Errorf("delete policy skip %s: %w", id, ports.ErrNotFound)
+	}
+	delete(s.skips, id)
+	return nil
+}
+
+// ReleaseUpsert stores r once per content-hash ID.
+func (s *ReleaseStore) ReleaseUpsert(_ context.Context, r release.Release) (release.Release, bool, error) {
+	op := "upsert release " + r.ID
+	if err := r.Validate(); err != nil {
+		return release.Release{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = s.clock.Now()
+	}
+	r.CreatedAt = normTime(r.CreatedAt)
+	norm, err := jsonRoundTrip(&r)
+	if err != nil {
+		return release.Release{}, false, fmt.Errorf("%s: %w", op, release.Invalid("variables", err.Error()))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.releases[r.ID]; ok {
+		return copyRelease(cur), false, nil
+	}
+	v, ok := s.versions[r.VersionID]
+	if !ok {
+		return release.Release{}, false, fmt.Errorf("%s: version %s: %w", op, r.VersionID, ports.ErrNotFound)
+	}
+	if v.DeploymentID != r.Target.DeploymentID {
+		return release.Release{}, false, fmt.Errorf("%s: %w", op, release.Invalid("version_id",
+			"version "+v.ID+" belongs to deployment "+v.DeploymentID+", not "+r.Target.DeploymentID))
+	}
+	s.releases[r.ID] = &norm
+	return copyRelease(&norm), true, nil
+}
+
+// ReleaseGet reads one release.
+func (s *ReleaseStore) ReleaseGet(_ context.Context, id string) (release.Release, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.releases[id]
+	if !ok {
+		return release.Release{}, fmt.Errorf("get release %s: %w", id, ports.ErrNotFound)
+	}
+	return copyRelease(r), nil
+}
+
+// DesiredSet records the target's desired release when it changed.
+func (s *ReleaseStore) DesiredSet(_ context.Context, d ports.DesiredRelease) (bool, error) {
+	op := "set desired release of " + d.Target.Key()
+	if err := ports.ValidateDesired(&d); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	d.NextCheckAt = normTime(d.NextCheckAt)
+	if len(d.Reasons) == 0 {
+		d.Reasons = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d.ReleaseID != "" {
+		r, ok := s.releases[d.ReleaseID]
+		if !ok {
+			return false, fmt.Errorf("%s: release %s: %w", op, d.ReleaseID, ports.ErrNotFound)
+		}
+		if r.Target != d.Target {
+			return false, fmt.Errorf("%s: %w", op, release.Invalid("release_id", "release "+d.ReleaseID+" is for target "+r.Target.Key()))
+		}
+	}
+	if cur, ok := s.desired[d.Target]; ok && sameDesired(cur, &d) {
+		return false, nil
+	}
+	c := copyDesired(&d)
+	c.UpdatedAt = s.now()
+	s.desired[d.Target] = &c
+	return true, nil
+}
+
+func sameDesired(a, b *ports.DesiredRelease) bool {
+	return a.ReleaseID == b.ReleaseID && a.NextCheckAt.Equal(b.NextCheckAt) && slices.Equal(a.Reasons, b.Reasons)
+}
+
+// DesiredGet reads the target's desired release.
+func (s *ReleaseStore) DesiredGet(_ context.Context, t release.ReleaseTarget) (ports.DesiredRelease, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d, ok := s.desired[t]
+	if !ok {
+		return ports.DesiredRelease{}, fmt.Errorf("get desired release of %s: %w", t, ports.ErrNotFound)
+	}
+	return copyDesired(d), nil
+}

@@ -1,0 +1,14 @@
+DROP TABLE IF EXISTS release_jobs;
+DROP TABLE IF EXISTS release_desired;
+DROP TABLE IF EXISTS release_releases;
+DROP TABLE IF EXISTS release_policy_skips;
+DROP TABLE IF EXISTS release_approvals;
+DROP TABLE IF EXISTS release_versions;
+DROP TABLE IF EXISTS release_targets;
+DROP TABLE IF EXISTS release_policies;
+DROP TABLE IF EXISTS release_job_agents;
+DROP TABLE IF EXISTS release_resources;
+DROP TABLE IF EXISTS release_environments;
+DROP TABLE IF EXISTS release_deployments;
+DROP TABLE IF EXISTS release_systems;
+DROP TABLE IF EXISTS release_workspaces;

@@ -1,0 +1,313 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// jobColumns are the columns a JobRow is read from.
+const jobColumns = `j.doc, j.version_id, j.idempotency_key, j.version, j.updated_at`
+
+// jobRowScan is one row of jobColumns.
+type jobRowScan struct {
+	Doc            []byte    `bun:"doc"`
+	VersionID      string    `bun:"version_id"`
+	IdempotencyKey string    `bun:"idempotency_key"`
+	Version        int64     `bun:"version"`
+	UpdatedAt      time.Time `bun:"updated_at"`
+}
+
+// row decodes the scanned row.
+func (r *jobRowScan) row() (ports.JobRow, error) {
+	var j release.Job
+	if err := json.Unmarshal(r.Doc, &j); err != nil {
+		return ports.JobRow{}, fmt.Errorf("decode job: %w", err)
+	}
+	return ports.JobRow{Job: j, VersionID: r.VersionID, IdempotencyKey: r.IdempotencyKey,
+		Version: r.Version, UpdatedAt: r.UpdatedAt.UTC()}, nil
+}
+
+// relJob normalises a job's times to what Postgres keeps and encodes it.
+func relJob(j release.Job) (release.Job, string, error) {
+	j.CreatedAt = relTime(j.CreatedAt)
+	j.StartedAt = relTime(j.StartedAt)
+	j.CompletedAt = relTime(j.CompletedAt)
+	doc, err := relEncode("dispatch_context", &j)
+	if err != nil {
+		return j, "", err
+	}
+	// Read back what was encoded, so maps hold what a later read returns.
+	var out release.Job
+	if err := json.Unmarshal([]byte(doc), &out); err != nil {
+		return j, "", release.Invalid("dispatch_context", err.Error())
+	}
+	return out, doc, nil
+}
+
+// queryJobs runs a query selecting jobColumns and decodes every row.
+func (s *ReleaseStore) queryJobs(ctx context.Context, q string, args ...any) ([]ports.JobRow, error) {
+	var rows []jobRowScan
+	if err := s.db.idb(ctx).NewRaw(q, args...).Scan(ctx, &rows); err != nil {
+		return nil, err
+	}
+	out := make([]ports.JobRow, 0, len(rows))
+	for i := range rows {
+		j, err := rows[i].row()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// sqlJobCreate inserts a job while its release is stored for the job's
+// target, copying the target's ids and the release's version; a taken
+// idempotency key or id inserts nothing.
+const sqlJobCreate = `
+INSERT INTO release_jobs (id, idempotency_key, release_id, target_key, deployment_id, environment_id, resource_id,
+	version_id, job_agent_id, external_id, status, active, created_at, doc, version, updated_at)
+SELECT ?0, ?1, r.id, r.target_key, ?2, ?3, ?4, r.version_id, ?5, ?6, ?7, ?8, ?9, ?10::jsonb, 1, ?11
+FROM release_releases r WHERE r.id = ?12 AND r.target_key = ?13
+ON CONFLICT DO NOTHING
+RETURNING version_id`
+
+// JobCreate creates a job once per idempotency key, in one statement on its
+// normal path; a create that inserted nothing is explained by reads.
+func (s *ReleaseStore) JobCreate(ctx context.Context, p ports.JobCreateParams) (ports.JobRow, bool, error) {
+	op := "create job " + p.Job.ID
+	if err := ports.ValidateJobCreate(p); err != nil {
+		return ports.JobRow{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	job, doc, err := relJob(p.Job)
+	if err != nil {
+		return ports.JobRow{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	t, _ := release.ParseTargetKey(job.TargetKey) // checked by Validate
+	now := s.now()
+	var versionID string
+	err = s.scan(ctx, sqlJobCreate, []any{job.ID, p.IdempotencyKey, t.DeploymentID, t.EnvironmentID, t.ResourceID,
+		job.JobAgentID, job.ExternalID, job.Status, job.Status.IsActive(), job.CreatedAt, doc, now,
+		job.ReleaseID, job.TargetKey}, &versionID)
+	if err == nil {
+		return ports.JobRow{Job: job, VersionID: versionID, IdempotencyKey: p.IdempotencyKey, Version: 1, UpdatedAt: now}, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return ports.JobRow{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	// Nothing inserted: the key or the id is taken, or the release is
+	// missing or for another target.
+	existing, err := s.queryJobs(ctx, `SELECT `+jobColumns+` FROM release_jobs j WHERE j.idempotency_key = ?`, p.IdempotencyKey)
+	if err != nil {
+		return ports.JobRow{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	if len(existing) == 1 {
+		cur := existing[0]
+		if cur.ReleaseID != job.ReleaseID {
+			return ports.JobRow{}, false, fmt.Errorf("%s: idempotency key %s belongs to job %s of release %s: %w",
+				op, p.IdempotencyKey, cur.ID, cur.ReleaseID, ports.ErrConflict)
+		}
+		return cur, false, nil
+	}
+	var target string
+	err = s.scan(ctx, `SELECT target_key FROM release_releases WHERE id = ?`, []any{job.ReleaseID}, &target)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return ports.JobRow{}, false, fmt.Errorf("%s: release %s: %w", op, job.ReleaseID, ports.ErrNotFound)
+	case err != nil:
+		return ports.JobRow{}, false, fmt.Errorf("%s: %w", op, err)
+	case target != job.TargetKey:
+		return ports.JobRow{}, false, fmt.Errorf("%s: %w", op, release.Invalid("target_key", "release "+job.ReleaseID+" is for target "+target))
+	}
+	return ports.JobRow{}, false, fmt.Errorf("%s: id already taken: %w", op, ports.ErrConflict)
+}
+
+// sqlJobUpdate writes a job at version ?0 whose release, target and creation
+// time are unchanged and whose status may move to the new one (?1: the
+// statuses allowed before it).
+const sqlJobUpdate = `
+UPDATE release_jobs SET job_agent_id = ?2, external_id = ?3, status = ?4, active = ?5, doc = ?6::jsonb,
+	version = version + 1, updated_at = ?7
+WHERE id = ?8 AND version = ?0 AND status = ANY(?1::text[])
+	AND release_id = ?9 AND target_key = ?10 AND (doc->>'created_at')::timestamptz = ?11
+RETURNING version`
+
+// JobUpdate writes a job by compare-and-swap in one statement; a write that
+// matched nothing is explained by a read.
+func (s *ReleaseStore) JobUpdate(ctx context.Context, job release.Job, expected int64) (int64, error) {
+	op := "update job " + job.ID
+	if err := job.Validate(); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	next, doc, err := relJob(job)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	from := ports.JobStatusesInto(next.Status)
+	var version int64
+	err = s.scan(ctx, sqlJobUpdate, []any{expected, pgdialect.Array(from), next.JobAgentID, next.ExternalID, next.Status,
+		next.Status.IsActive(), doc, s.now(), next.ID, next.ReleaseID, next.TargetKey, next.CreatedAt}, &version)
+	if err == nil {
+		return version, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	cur, err := s.JobGet(ctx, job.ID)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, errors.Unwrap(err))
+	}
+	if cur.Version != expected {
+		return 0, fmt.Errorf("%s: expected version %d, stored %d: %w", op, expected, cur.Version, ports.ErrConflict)
+	}
+	if err := ports.CheckJobUpdate(&cur.Job, &next); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	// The row matched on a re-read: it changed between the two statements.
+	return 0, fmt.Errorf("%s: changed concurrently: %w", op, ports.ErrConflict)
+}
+
+// JobGet reads one job.
+func (s *ReleaseStore) JobGet(ctx context.Context, id string) (ports.JobRow, error) {
+	rows, err := s.queryJobs(ctx, `SELECT `+jobColumns+` FROM release_jobs j WHERE j.id = ?`, id)
+	if err != nil {
+		return ports.JobRow{}, fmt.Errorf("get job %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return ports.JobRow{}, fmt.Errorf("get job %s: %w", id, ports.ErrNotFound)
+	}
+	return rows[0], nil
+}
+
+// JobByExternalID reads the newest job the agent knows by externalID.
+func (s *ReleaseStore) JobByExternalID(ctx context.Context, agentID, externalID string) (ports.JobRow, error) {
+	op := "get job by external id " + externalID
+	if externalID == "" {
+		return ports.JobRow{}, fmt.Errorf("%s: %w", op, release.Invalid("external_id", "is required"))
+	}
+	rows, err := s.queryJobs(ctx, `SELECT `+jobColumns+` FROM release_jobs j
+		WHERE j.job_agent_id = ? AND j.external_id = ? ORDER BY j.created_at DESC, j.id DESC LIMIT 1`, agentID, externalID)
+	if err != nil {
+		return ports.JobRow{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if len(rows) == 0 {
+		return ports.JobRow{}, fmt.Errorf("%s of agent %s: %w", op, agentID, ports.ErrNotFound)
+	}
+	return rows[0], nil
+}
+
+// JobsByTarget lists the target's jobs newest first, at most limit.
+func (s *ReleaseStore) JobsByTarget(ctx context.Context, t release.ReleaseTarget, limit int) ([]ports.JobRow, error) {
+	q := `SELECT ` + jobColumns + ` FROM release_jobs j WHERE j.deployment_id = ? AND j.target_key = ?
+		ORDER BY j.created_at DESC, j.id DESC`
+	args := []any{t.DeploymentID, t.Key()}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.queryJobs(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs of %s: %w", t, err)
+	}
+	return rows, nil
+}
+
+// JobsActiveByTarget lists the target's active jobs, newest first.
+func (s *ReleaseStore) JobsActiveByTarget(ctx context.Context, t release.ReleaseTarget) ([]ports.JobRow, error) {
+	rows, err := s.queryJobs(ctx, `SELECT `+jobColumns+` FROM release_jobs j
+		WHERE j.deployment_id = ? AND j.environment_id = ? AND j.target_key = ? AND j.active
+		ORDER BY j.created_at DESC, j.id DESC`, t.DeploymentID, t.EnvironmentID, t.Key())
+	if err != nil {
+		return nil, fmt.Errorf("list active jobs of %s: %w", t, err)
+	}
+	return rows, nil
+}
+
+// JobsActiveCount counts the active jobs of the target and of its
+// deployment's environment in one read of the active index.
+func (s *ReleaseStore) JobsActiveCount(ctx context.Context, t release.ReleaseTarget) (ports.JobActiveCounts, error) {
+	var c ports.JobActiveCounts
+	err := s.scan(ctx, `SELECT count(*) FILTER (WHERE target_key = ?0), count(*) FROM release_jobs
+		WHERE deployment_id = ?1 AND environment_id = ?2 AND active`, []any{t.Key(), t.DeploymentID, t.EnvironmentID},
+		&c.Target, &c.Environment)
+	if err != nil {
+		return ports.JobActiveCounts{}, fmt.Errorf("count active jobs of %s: %w", t, err)
+	}
+	return c, nil
+}
+
+// JobsLatest returns the newest matching job of each target, in key order,
+// reading the index of the narrowest filter given.
+func (s *ReleaseStore) JobsLatest(ctx context.Context, p ports.JobsLatestParams) ([]ports.JobRow, error) {
+	if err := ports.ValidateJobsLatest(p); err != nil {
+		return nil, fmt.Errorf("latest jobs: %w", err)
+	}
+	statuses := make([]string, len(p.Statuses))
+	for i, st := range p.Statuses {
+		statuses[i] = string(st)
+	}
+	rows, err := s.queryJobs(ctx, `SELECT DISTINCT ON (j.target_key) `+jobColumns+` FROM release_jobs j
+		WHERE (?0 = '' OR j.deployment_id = ?0) AND (?1 = '' OR j.environment_id = ?1)
+			AND (?2 = '' OR j.resource_id = ?2) AND (?3 = '' OR j.version_id = ?3)
+			AND (cardinality(?4::text[]) = 0 OR j.status = ANY(?4::text[]))
+		ORDER BY j.target_key, j.created_at DESC, j.id DESC`,
+		p.DeploymentID, p.EnvironmentID, p.ResourceID, p.VersionID, pgdialect.Array(statuses))
+	if err != nil {
+		return nil, fmt.Errorf("latest jobs: %w", err)
+	}
+	return rows, nil
+}
+
+// sqlTargetJobState reads a target's newest active job and newest
+// successful job, each with its version's document.
+const sqlTargetJobState = `
+SELECT k.which, ` + jobColumns + `, v.doc AS vdoc FROM (VALUES ('active'), ('successful')) AS k(which)
+CROSS JOIN LATERAL (
+	SELECT * FROM release_jobs j
+	WHERE j.deployment_id = ?0 AND j.target_key = ?1
+		AND CASE WHEN k.which = 'active' THEN j.active ELSE j.status = ?2 END
+	ORDER BY j.created_at DESC, j.id DESC LIMIT 1
+) j
+LEFT JOIN release_versions v ON v.id = j.version_id`
+
+// TargetJobState reads the target's newest active and successful jobs with
+// their versions in one statement.
+func (s *ReleaseStore) TargetJobState(ctx context.Context, t release.ReleaseTarget) (ports.TargetJobState, error) {
+	op := "job state of " + t.String()
+	var rows []struct {
+		Which string `bun:"which"`
+		jobRowScan
+		VDoc []byte `bun:"vdoc"`
+	}
+	if err := s.db.idb(ctx).NewRaw(sqlTargetJobState, t.DeploymentID, t.Key(), release.JobSuccessful).Scan(ctx, &rows); err != nil {
+		return ports.TargetJobState{}, fmt.Errorf("%s: %w", op, err)
+	}
+	var st ports.TargetJobState
+	for i := range rows {
+		j, err := rows[i].row()
+		if err != nil {
+			return ports.TargetJobState{}, fmt.Errorf("%s: %w", op, err)
+		}
+		out := &ports.JobWithVersion{Job: j}
+		if len(rows[i].VDoc) > 0 {
+			if err := json.Unmarshal(rows[i].VDoc, &out.Version); err != nil {
+				return ports.TargetJobState{}, fmt.Errorf("%s: decode version: %w", op, err)
+			}
+		}
+		if rows[i].Which == "active" {
+			st.Active = out
+		} else {
+			st.Successful = out
+		}
+	}
+	return st, nil
+}

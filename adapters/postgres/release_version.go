@@ -1,0 +1,372 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// VersionCreate inserts a version while its deployment exists.
+func (s *ReleaseStore) VersionCreate(ctx context.Context, v release.DeploymentVersion) error {
+	op := "create version " + v.ID
+	if err := v.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	v.CreatedAt = relTime(v.CreatedAt)
+	doc, err := relEncode("config", &v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	n, err := s.exec(ctx, `INSERT INTO release_versions (id, deployment_id, created_at, status, doc)
+		SELECT ?, ?, ?, ?, ?::jsonb WHERE EXISTS (SELECT 1 FROM release_deployments WHERE id = ?)
+		ON CONFLICT (id) DO NOTHING`, v.ID, v.DeploymentID, v.CreatedAt, v.Status, doc, v.DeploymentID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	var ok bool
+	if err := s.scan(ctx, `SELECT EXISTS (SELECT 1 FROM release_deployments WHERE id = ?)`, []any{v.DeploymentID}, &ok); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if !ok {
+		return fmt.Errorf("%s: deployment %s: %w", op, v.DeploymentID, ports.ErrNotFound)
+	}
+	return fmt.Errorf("%s: already exists: %w", op, ports.ErrConflict)
+}
+
+// VersionGet reads one version.
+func (s *ReleaseStore) VersionGet(ctx context.Context, id string) (release.DeploymentVersion, error) {
+	var doc []byte
+	err := s.scan(ctx, `SELECT doc FROM release_versions WHERE id = ?`, []any{id}, &doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return release.DeploymentVersion{}, fmt.Errorf("get version %s: %w", id, ports.ErrNotFound)
+	}
+	if err != nil {
+		return release.DeploymentVersion{}, fmt.Errorf("get version %s: %w", id, err)
+	}
+	var v release.DeploymentVersion
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return release.DeploymentVersion{}, fmt.Errorf("get version %s: decode: %w", id, err)
+	}
+	return v, nil
+}
+
+// VersionUpdateStatus sets the status column and the document's status.
+func (s *ReleaseStore) VersionUpdateStatus(ctx context.Context, id string, status release.VersionStatus) error {
+	op := "update version " + id
+	if !status.Valid() {
+		return fmt.Errorf("%s: %w", op, release.Invalid("status", "unknown version status "+string(status)))
+	}
+	n, err := s.exec(ctx, `UPDATE release_versions SET status = ?0, doc = jsonb_set(doc, '{status}', to_jsonb(?0::text)) WHERE id = ?1`, status, id)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", op, ports.ErrNotFound)
+	}
+	return nil
+}
+
+// VersionsNewestFirst streams a deployment's versions newest first, one
+// keyset page per query from release_versions_stream_idx, reading the next
+// page only when the loop has consumed the last.
+func (s *ReleaseStore) VersionsNewestFirst(ctx context.Context, deploymentID string, pageSize int) iter.Seq2[release.DeploymentVersion, error] {
+	size := ports.VersionPageSize(pageSize)
+	return func(yield func(release.DeploymentVersion, error) bool) {
+		var (
+			after   *release.DeploymentVersion
+			docs    []versionDoc
+			version release.DeploymentVersion
+		)
+		for {
+			docs = docs[:0]
+			var err error
+			if after == nil {
+				err = s.scan(ctx, `SELECT doc FROM release_versions WHERE deployment_id = ?
+					ORDER BY created_at DESC, id DESC LIMIT ?`, []any{deploymentID, size}, &docs)
+			} else {
+				err = s.scan(ctx, `SELECT doc FROM release_versions WHERE deployment_id = ? AND (created_at, id) < (?, ?)
+					ORDER BY created_at DESC, id DESC LIMIT ?`, []any{deploymentID, after.CreatedAt, after.ID, size}, &docs)
+			}
+			if err != nil {
+				yield(release.DeploymentVersion{}, fmt.Errorf("versions of %s: %w", deploymentID, err))
+				return
+			}
+			if s.onPage != nil {
+				s.onPage(len(docs))
+			}
+			for i := range docs {
+				version = release.DeploymentVersion{}
+				if err := json.Unmarshal(docs[i].Doc, &version); err != nil {
+					yield(release.DeploymentVersion{}, fmt.Errorf("versions of %s: decode: %w", deploymentID, err))
+					return
+				}
+				if !yield(version, nil) {
+					return
+				}
+			}
+			if len(docs) < size {
+				return
+			}
+			last := version
+			after = &last
+		}
+	}
+}
+
+// versionDoc is one row of a version page.
+type versionDoc struct {
+	Doc []byte `bun:"doc"`
+}
+
+// ApprovalAdd inserts an approval once per (version, environment, user)
+// while the version exists.
+func (s *ReleaseStore) ApprovalAdd(ctx context.Context, a release.Approval) (bool, error) {
+	op := "add approval of " + a.VersionID
+	if err := a.Validate(); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	n, err := s.exec(ctx, `INSERT INTO release_approvals (version_id, environment_id, user_name, approved_at)
+		SELECT ?0, ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM release_versions WHERE id = ?0)
+		ON CONFLICT DO NOTHING`, a.VersionID, a.EnvironmentID, a.User, relTime(a.ApprovedAt))
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	if n == 1 {
+		return true, nil
+	}
+	if err := s.versionExists(ctx, a.VersionID); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	return false, nil
+}
+
+// versionExists returns ErrNotFound for a missing version.
+func (s *ReleaseStore) versionExists(ctx context.Context, id string) error {
+	var ok bool
+	if err := s.scan(ctx, `SELECT EXISTS (SELECT 1 FROM release_versions WHERE id = ?)`, []any{id}, &ok); err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("version %s: %w", id, ports.ErrNotFound)
+	}
+	return nil
+}
+
+// ApprovalList lists a version's approvals by time, environment, user.
+func (s *ReleaseStore) ApprovalList(ctx context.Context, versionID, environmentID string) ([]release.Approval, error) {
+	var rows []struct {
+		VersionID     string    `bun:"version_id"`
+		EnvironmentID string    `bun:"environment_id"`
+		User          string    `bun:"user_name"`
+		ApprovedAt    time.Time `bun:"approved_at"`
+	}
+	err := s.scan(ctx, `SELECT version_id, environment_id, user_name, approved_at FROM release_approvals
+		WHERE version_id = ?0 AND (?1 = '' OR environment_id = ?1) ORDER BY approved_at, environment_id, user_name`,
+		[]any{versionID, environmentID}, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("list approvals of %s: %w", versionID, err)
+	}
+	var out []release.Approval
+	for _, r := range rows {
+		out = append(out, release.Approval{VersionID: r.VersionID, EnvironmentID: r.EnvironmentID, User: r.User, ApprovedAt: r.ApprovedAt.UTC()})
+	}
+	return out, nil
+}
+
+// PolicySkipPut upserts a skip while its version exists.
+func (s *ReleaseStore) PolicySkipPut(ctx context.Context, sk release.PolicySkip) error {
+	op := "put policy skip " + sk.ID
+	if err := ports.ValidatePolicySkip(&sk); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	sk.ExpiresAt = relTime(sk.ExpiresAt)
+	doc, err := relEncode("policy_skip", &sk)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	n, err := s.exec(ctx, `INSERT INTO release_policy_skips (id, version_id, doc)
+		SELECT ?0, ?1, ?2::jsonb WHERE EXISTS (SELECT 1 FROM release_versions WHERE id = ?1)
+		ON CONFLICT (id) DO UPDATE SET version_id = excluded.version_id, doc = excluded.doc`, sk.ID, sk.VersionID, doc)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: version %s: %w", op, sk.VersionID, ports.ErrNotFound)
+	}
+	return nil
+}
+
+// PolicySkipList lists a version's skips by id.
+func (s *ReleaseStore) PolicySkipList(ctx context.Context, versionID string) ([]release.PolicySkip, error) {
+	var docs []versionDoc
+	if err := s.scan(ctx, `SELECT doc FROM release_policy_skips WHERE version_id = ? ORDER BY id`, []any{versionID}, &docs); err != nil {
+		return nil, fmt.Errorf("list policy skips of %s: %w", versionID, err)
+	}
+	var out []release.PolicySkip
+	for i := range docs {
+		var sk release.PolicySkip
+		if err := json.Unmarshal(docs[i].Doc, &sk); err != nil {
+			return nil, fmt.Errorf("list policy skips of %s: decode: %w", versionID, err)
+		}
+		out = append(out, sk)
+	}
+	return out, nil
+}
+
+// PolicySkipDelete removes a skip.
+func (s *ReleaseStore) PolicySkipDelete(ctx context.Context, id string) error {
+	n, err := s.exec(ctx, `DELETE FROM release_policy_skips WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("delete policy skip %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("delete policy skip %s: %w", id, ports.ErrNotFound)
+	}
+	return nil
+}
+
+// ReleaseUpsert inserts r while its version belongs to the target's
+// deployment, unless its ID is stored; then it reads the stored one.
+func (s *ReleaseStore) ReleaseUpsert(ctx context.Context, r release.Release) (release.Release, bool, error) {
+	op := "upsert release " + r.ID
+	if err := r.Validate(); err != nil {
+		return release.Release{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = s.clock.Now()
+	}
+	r.CreatedAt = relTime(r.CreatedAt)
+	doc, err := relEncode("variables", &r)
+	if err != nil {
+		return release.Release{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	n, err := s.exec(ctx, `INSERT INTO release_releases (id, target_key, version_id, doc, created_at)
+		SELECT ?0, ?1, ?2, ?3::jsonb, ?4 FROM release_versions v WHERE v.id = ?2 AND v.deployment_id = ?5
+		ON CONFLICT (id) DO NOTHING`, r.ID, r.Target.Key(), r.VersionID, doc, r.CreatedAt, r.Target.DeploymentID)
+	if err != nil {
+		return release.Release{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	if n == 1 {
+		var out release.Release
+		if err := json.Unmarshal([]byte(doc), &out); err != nil {
+			return release.Release{}, false, fmt.Errorf("%s: decode: %w", op, err)
+		}
+		return out, true, nil
+	}
+	stored, err := s.ReleaseGet(ctx, r.ID)
+	if err == nil {
+		return stored, false, nil
+	}
+	if !errors.Is(err, ports.ErrNotFound) {
+		return release.Release{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	v, err := s.VersionGet(ctx, r.VersionID)
+	if err != nil {
+		return release.Release{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	return release.Release{}, false, fmt.Errorf("%s: %w", op, release.Invalid("version_id",
+		"version "+v.ID+" belongs to deployment "+v.DeploymentID+", not "+r.Target.DeploymentID))
+}
+
+// ReleaseGet reads one release.
+func (s *ReleaseStore) ReleaseGet(ctx context.Context, id string) (release.Release, error) {
+	var doc []byte
+	err := s.scan(ctx, `SELECT doc FROM release_releases WHERE id = ?`, []any{id}, &doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return release.Release{}, fmt.Errorf("get release %s: %w", id, ports.ErrNotFound)
+	}
+	if err != nil {
+		return release.Release{}, fmt.Errorf("get release %s: %w", id, err)
+	}
+	var r release.Release
+	if err := json.Unmarshal(doc, &r); err != nil {
+		return release.Release{}, fmt.Errorf("get release %s: decode: %w", id, err)
+	}
+	return r, nil
+}
+
+// sqlDesiredSet upserts a decision only when it differs from the stored one
+// and its release (if any) is a stored release of the target.
+const sqlDesiredSet = `
+INSERT INTO release_desired AS d (target_key, release_id, reasons, next_check_at, updated_at)
+SELECT ?0, ?1, ?2::jsonb, ?3::timestamptz, ?4
+WHERE ?1 = '' OR EXISTS (SELECT 1 FROM release_releases WHERE id = ?1 AND target_key = ?0)
+ON CONFLICT (target_key) DO UPDATE SET release_id = excluded.release_id, reasons = excluded.reasons,
+	next_check_at = excluded.next_check_at, updated_at = excluded.updated_at
+WHERE (d.release_id, d.reasons, d.next_check_at) IS DISTINCT FROM (excluded.release_id, excluded.reasons, excluded.next_check_at)`
+
+// DesiredSet records the target's decision when it changed, in one
+// statement; only a write that matched nothing is explained by a read.
+func (s *ReleaseStore) DesiredSet(ctx context.Context, d ports.DesiredRelease) (bool, error) {
+	op := "set desired release of " + d.Target.Key()
+	if err := ports.ValidateDesired(&d); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	reasons := "[]"
+	if len(d.Reasons) > 0 {
+		b, err := json.Marshal(d.Reasons)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", op, err)
+		}
+		reasons = string(b)
+	}
+	key := d.Target.Key()
+	n, err := s.exec(ctx, sqlDesiredSet, key, d.ReleaseID, reasons, relNullTime(d.NextCheckAt), s.now())
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	if n == 1 || d.ReleaseID == "" {
+		return n == 1, nil
+	}
+	var target string
+	err = s.scan(ctx, `SELECT target_key FROM release_releases WHERE id = ?`, []any{d.ReleaseID}, &target)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, fmt.Errorf("%s: release %s: %w", op, d.ReleaseID, ports.ErrNotFound)
+	case err != nil:
+		return false, fmt.Errorf("%s: %w", op, err)
+	case target != key:
+		return false, fmt.Errorf("%s: %w", op, release.Invalid("release_id", "release "+d.ReleaseID+" is for target "+target))
+	}
+	return false, nil
+}
+
+// DesiredGet reads the target's decision.
+func (s *ReleaseStore) DesiredGet(ctx context.Context, t release.ReleaseTarget) (ports.DesiredRelease, error) {
+	var row struct {
+		ReleaseID   string       `bun:"release_id"`
+		Reasons     []byte       `bun:"reasons"`
+		NextCheckAt sql.NullTime `bun:"next_check_at"`
+		UpdatedAt   time.Time    `bun:"updated_at"`
+	}
+	err := s.scan(ctx, `SELECT release_id, reasons, next_check_at, updated_at FROM release_desired WHERE target_key = ?`, []any{t.Key()}, &row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.DesiredRelease{}, fmt.Errorf("get desired release of %s: %w", t, ports.ErrNotFound)
+	}
+	if err != nil {
+		return ports.DesiredRelease{}, fmt.Errorf("get desired release of %s: %w", t, err)
+	}
+	out := ports.DesiredRelease{Target: t, ReleaseID: row.ReleaseID, UpdatedAt: row.UpdatedAt.UTC()}
+	if row.NextCheckAt.Valid {
+		out.NextCheckAt = row.NextCheckAt.Time.UTC()
+	}
+	if err := json.Unmarshal(row.Reasons, &out.Reasons); err != nil {
+		return ports.DesiredRelease{}, fmt.Errorf("get desired release of %s: decode reasons: %w", t, err)
+	}
+	out.Reasons = slices.Clip(out.Reasons)
+	if len(out.Reasons) == 0 {
+		out.Reasons = nil
+	}
+	return out, nil
+}

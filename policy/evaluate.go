@@ -1,0 +1,219 @@
+package policy
+
+// maxStackPolicies is how many matching policies Evaluate tracks without a
+// heap allocation.
+const maxStackPolicies = 16
+
+// Evaluate decides whether in.Version may deploy to in's target now.
+//
+// It merges the rules of every enabled policy whose selector matches the
+// target, and runs the version gates cheapest first (VersionGates order;
+// rules of one type in policy priority order). It stops at the first
+// Denied verdict. Otherwise the decision is Pending if any verdict is
+// Pending, with Until the earliest non-zero Until among them, and Allowed
+// when all allow. A rule waived by a policy skip counts as Allowed. A policy
+// whose selector fails to evaluate denies (fail closed), naming the policy.
+//
+// Evaluate is pure and deterministic; in is copied, so the caller's Input is
+// never modified.
+func Evaluate(policies []Policy, in Input) Decision {
+	cx := evalContext{in: &in}
+	var buf [maxStackPolicies]int
+	matched, bad := matchPolicies(policies, &cx, buf[:0])
+	if bad.Status == Denied {
+		return Decision{Status: Denied, Blocking: bad}
+	}
+	dec := Decision{Status: Allowed}
+	for _, t := range VersionGates {
+		for _, pi := range matched {
+			p := &policies[pi]
+			for ri := range p.Rules {
+				rule := &p.Rules[ri]
+				if rule.Spec == nil || rule.Spec.Type() != t {
+					continue
+				}
+				rv := cx.run(p, rule)
+				dec.Evaluated++
+				switch rv.Status {
+				case Denied:
+					dec.Status, dec.Until, dec.Blocking = Denied, timeZero, rv
+					return dec
+				case Pending:
+					if dec.Status != Pending {
+						dec.Status, dec.Blocking = Pending, rv
+					}
+					if !rv.Until.IsZero() && (dec.Until.IsZero() || rv.Until.Before(dec.Until)) {
+						dec.Until = rv.Until
+					}
+				}
+			}
+		}
+	}
+	return dec
+}
+
+// Explain evaluates every version gate of the matching policies, without
+// stopping at a denial, in the order Evaluate uses: the answer to "why is
+// this version not deploying?". A policy whose selector fails to evaluate
+// appears as a Denied entry without a rule.
+func Explain(policies []Policy, in Input) []RuleVerdict {
+	cx := evalContext{in: &in}
+	var out []RuleVerdict
+	matched, bad := matchPolicies(policies, &cx, nil)
+	if bad.Status == Denied {
+		out = append(out, bad)
+	}
+	for _, t := range VersionGates {
+		for _, pi := range matched {
+			p := &policies[pi]
+			for ri := range p.Rules {
+				rule := &p.Rules[ri]
+				if rule.Spec != nil && rule.Spec.Type() == t {
+					out = append(out, cx.run(p, rule))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// EvaluateJob decides whether a new job may be created for release
+// in.ReleaseID on in's target now (job eligibility). It runs the
+// concurrency rules (none: at most one active job per target) and the retry
+// rules (none: MayCreateJob with no retry rule, so each release gets exactly
+// one job) of the matching policies, concurrency first, and merges them as
+// Evaluate does.
+func EvaluateJob(policies []Policy, in Input) Decision {
+	cx := evalContext{in: &in}
+	var buf [maxStackPolicies]int
+	matched, bad := matchPolicies(policies, &cx, buf[:0])
+	if bad.Status == Denied {
+		return Decision{Status: Denied, Blocking: bad}
+	}
+	dec := Decision{Status: Allowed}
+	merge := func(rv RuleVerdict) bool {
+		dec.Evaluated++
+		switch rv.Status {
+		case Denied:
+			dec.Status, dec.Until, dec.Blocking = Denied, timeZero, rv
+			return false
+		case Pending:
+			if dec.Status != Pending {
+				dec.Status, dec.Blocking = Pending, rv
+			}
+			if !rv.Until.IsZero() && (dec.Until.IsZero() || rv.Until.Before(dec.Until)) {
+				dec.Until = rv.Until
+			}
+		}
+		return true
+	}
+	for _, t := range JobGates {
+		found := false
+		for _, pi := range matched {
+			p := &policies[pi]
+			for ri := range p.Rules {
+				rule := &p.Rules[ri]
+				if rule.Spec == nil || rule.Spec.Type() != t {
+					continue
+				}
+				found = true
+				if !merge(cx.run(p, rule)) {
+					return dec
+				}
+			}
+		}
+		if found {
+			continue
+		}
+		var v Verdict
+		switch t {
+		case TypeConcurrency:
+			v = Concurrency{}.evaluate(&in, &cx)
+		case TypeRetry:
+			v = MayCreateJob(nil, &in)
+		}
+		if !merge(RuleVerdict{Type: t, Verdict: v}) {
+			return dec
+		}
+	}
+	return dec
+}
+
+// matchPolicies appends to idx the indexes of the enabled policies matching
+// the target, by priority (higher first) then ID. A selector that fails to
+// evaluate yields a Denied verdict naming the policy.
+func matchPolicies(policies []Policy, cx *evalContext, idx []int) ([]int, RuleVerdict) {
+	for i := range policies {
+		p := &policies[i]
+		if !p.Enabled {
+			continue
+		}
+		ok, err := p.matches(cx)
+		if err != nil {
+			return nil, RuleVerdict{PolicyID: p.ID, Verdict: denied("policy " + p.Name + " selector failed: " + err.Error())}
+		}
+		if !ok {
+			continue
+		}
+		idx = append(idx, i)
+		for j := len(idx) - 1; j > 0 && policyBefore(&policies[idx[j]], &policies[idx[j-1]]); j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+		}
+	}
+	return idx, RuleVerdict{}
+}
+
+func policyBefore(a, b *Policy) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	return a.ID < b.ID
+}
+
+// run evaluates one rule, honouring skips, and records what approval and
+// progression found for the gradual rollout.
+func (cx *evalContext) run(p *Policy, rule *Rule) RuleVerdict {
+	in := cx.in
+	rv := RuleVerdict{PolicyID: p.ID, RuleID: rule.ID, Type: rule.Spec.Type()}
+	if skipped(in, rule.ID) {
+		rv.Skipped = true
+		rv.Verdict = allowed("skipped by a policy skip")
+		return rv
+	}
+	g, ok := rule.Spec.(Gate)
+	if !ok {
+		rv.Verdict = allowed("not a gate")
+		return rv
+	}
+	rv.Verdict = g.evaluate(in, cx)
+	switch rv.Type {
+	case TypeAnyApproval:
+		if rv.Status == Allowed {
+			cx.approvalAt = later(cx.approvalAt, rv.SatisfiedAt)
+		} else {
+			cx.gatesBlocked = true
+		}
+	case TypeEnvironmentProgression:
+		if rv.Status == Allowed {
+			cx.progressionAt = later(cx.progressionAt, rv.SatisfiedAt)
+		} else {
+			cx.gatesBlocked = true
+		}
+	}
+	return rv
+}
+
+// skipped reports whether a policy skip waives ruleID for the input's
+// version and target at Now.
+func skipped(in *Input, ruleID string) bool {
+	if len(in.Skips) == 0 {
+		return false
+	}
+	t := in.Target()
+	for i := range in.Skips {
+		if in.Skips[i].Applies(in.Version.ID, ruleID, t, in.Now) {
+			return true
+		}
+	}
+	return false
+}

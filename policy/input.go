@@ -1,0 +1,147 @@
+package policy
+
+import (
+	"time"
+
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// JobRecord is a job with the version of the release it ran.
+type JobRecord struct {
+	release.Job
+	VersionID string `json:"version_id"`
+}
+
+// TargetState is one release target with its jobs, newest first.
+type TargetState struct {
+	Target release.ReleaseTarget `json:"target"`
+	Jobs   []JobRecord           `json:"jobs,omitempty"`
+}
+
+// EnvironmentState is an environment of the deployment's system with the
+// deployment's release targets in it.
+type EnvironmentState struct {
+	Environment release.Environment `json:"environment"`
+	Targets     []TargetState       `json:"targets,omitempty"`
+}
+
+// DependencyState is another deployment on the target's resource with the
+// version of its latest successful job there (nil when none).
+type DependencyState struct {
+	Deployment release.Deployment         `json:"deployment"`
+	Version    *release.DeploymentVersion `json:"version,omitempty"`
+}
+
+// Input is everything the rules read, loaded by the caller. Evaluation
+// never reads anything else: no clock (Now is a field), no store.
+type Input struct {
+	Now time.Time `json:"now"`
+
+	// The target and the candidate version.
+	Deployment  release.Deployment        `json:"deployment"`
+	Environment release.Environment       `json:"environment"`
+	Resource    release.Resource          `json:"resource"`
+	Version     release.DeploymentVersion `json:"version"`
+
+	// Approvals of the candidate version (any environment; the rules pick
+	// the target's).
+	Approvals []release.Approval `json:"approvals,omitempty"`
+	// Jobs are the target's jobs, newest first.
+	Jobs []JobRecord `json:"jobs,omitempty"`
+	// ActiveVersion is the version of the target's newest active job and
+	// SuccessfulVersion that of its newest successful job; nil when none.
+	ActiveVersion     *release.DeploymentVersion `json:"active_version,omitempty"`
+	SuccessfulVersion *release.DeploymentVersion `json:"successful_version,omitempty"`
+
+	// SystemEnvironments are the environments of the deployment's system
+	// with the deployment's targets in each and their jobs (for
+	// environmentProgression).
+	SystemEnvironments []EnvironmentState `json:"system_environments,omitempty"`
+	// DeploymentTargets are all release targets of the deployment (for
+	// gradualRollout ordering).
+	DeploymentTargets []release.ReleaseTarget `json:"deployment_targets,omitempty"`
+	// Dependencies are the other deployments on the target's resource (for
+	// deploymentDependency).
+	Dependencies []DependencyState `json:"dependencies,omitempty"`
+	// Skips are the policy skips of the candidate version.
+	Skips []release.PolicySkip `json:"skips,omitempty"`
+
+	// ApprovalSatisfiedAt and ProgressionSatisfiedAt, when known to the
+	// caller, move the gradual rollout's start later. Evaluate also
+	// derives them from the anyApproval and environmentProgression rules it
+	// runs.
+	ApprovalSatisfiedAt    time.Time `json:"approval_satisfied_at,omitzero"`
+	ProgressionSatisfiedAt time.Time `json:"progression_satisfied_at,omitzero"`
+
+	// ReleaseID is the release a new job would run (job eligibility).
+	ReleaseID string `json:"release_id,omitempty"`
+	// EnvironmentActiveJobs counts the active jobs of the deployment in
+	// the target's environment (job eligibility).
+	EnvironmentActiveJobs int `json:"environment_active_jobs,omitempty"`
+}
+
+// Target is the input's release target.
+func (in *Input) Target() release.ReleaseTarget {
+	return release.ReleaseTarget{DeploymentID: in.Deployment.ID, EnvironmentID: in.Environment.ID, ResourceID: in.Resource.ID}
+}
+
+// activeVersionID is the version of the newest active job.
+func (in *Input) activeVersionID() string {
+	if in.ActiveVersion != nil {
+		return in.ActiveVersion.ID
+	}
+	for i := range in.Jobs {
+		if in.Jobs[i].Status.IsActive() {
+			return in.Jobs[i].VersionID
+		}
+	}
+	return ""
+}
+
+// successfulVersionID is the version of the newest successful job.
+func (in *Input) successfulVersionID() string {
+	if in.SuccessfulVersion != nil {
+		return in.SuccessfulVersion.ID
+	}
+	for i := range in.Jobs {
+		if in.Jobs[i].Status == release.JobSuccessful {
+			return in.Jobs[i].VersionID
+		}
+	}
+	return ""
+}
+
+// runsVersion reports whether the target already runs the candidate: its
+// newest successful or active job is for it.
+func (in *Input) runsVersion() bool {
+	id := in.Version.ID
+	return id != "" && (in.successfulVersionID() == id || in.activeVersionID() == id)
+}
+
+// evalContext is the per-evaluation state: the lazily built CEL activation
+// and what the approval and progression gates found, for gradualRollout.
+type evalContext struct {
+	in            *Input
+	vars          map[string]any
+	approvalAt    time.Time
+	progressionAt time.Time
+	gatesBlocked  bool
+}
+
+// targetVars is the activation with deployment, environment, resource and
+// version bound.
+func (cx *evalContext) targetVars() map[string]any {
+	if cx.vars == nil {
+		s := release.Subject{Deployment: &cx.in.Deployment, Environment: &cx.in.Environment,
+			Resource: &cx.in.Resource, Version: &cx.in.Version}
+		cx.vars = s.Vars()
+	}
+	return cx.vars
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,77 @@
+package policy
+
+import (
+	"github.com/reconcilerhq/reconciler/internal/strictjson"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// Policy is a named, prioritised set of rules applying to the release
+// targets its selector matches.
+type Policy struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Selector is a CEL expression over deployment, environment and
+	// resource choosing the targets the policy applies to. Unlike resource
+	// selectors, an empty Selector applies to EVERY target: a policy only
+	// restricts, so applying it broadly is the safe default.
+	Selector string `json:"selector,omitempty"`
+	// Priority orders policies: higher first (ties by ID). Rules of the
+	// same type run in policy priority order.
+	Priority int    `json:"priority"`
+	Enabled  bool   `json:"enabled"`
+	Rules    []Rule `json:"rules"`
+}
+
+// Decode strictly decodes a policy from JSON and validates it.
+func Decode(data []byte) (Policy, error) {
+	var p Policy
+	if err := strictjson.Decode(data, &p); err != nil {
+		return Policy{}, err
+	}
+	if err := p.Validate(); err != nil {
+		return Policy{}, err
+	}
+	return p, nil
+}
+
+// Validate reports the first invalid field as a *release.FieldError with
+// its path (e.g. "rules[2].rrule") and, for CEL, the line and column. A
+// policy with an invalid CEL expression or RRULE is refused, never saved
+// with the rule dropped.
+func (p *Policy) Validate() error {
+	if p.ID == "" {
+		return release.Invalid("id", "is required")
+	}
+	if p.Name == "" {
+		return release.Invalid("name", "is required")
+	}
+	if err := release.CheckSelector("selector", p.Selector, true); err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(p.Rules))
+	for i := range p.Rules {
+		path := release.Index("rules", i)
+		if err := p.Rules[i].validate(path); err != nil {
+			return err
+		}
+		if seen[p.Rules[i].ID] {
+			return release.Invalid(release.Field(path, "id"), "duplicate rule id "+p.Rules[i].ID)
+		}
+		seen[p.Rules[i].ID] = true
+	}
+	return nil
+}
+
+// matches reports whether the policy applies to the target in cx. An empty
+// selector matches every target; an evaluation error is returned.
+func (p *Policy) matches(cx *evalContext) (bool, error) {
+	if p.Selector == "" || p.Selector == "true" {
+		return true, nil
+	}
+	prg, err := release.SelectorEnv.Compile(p.Selector)
+	if err != nil {
+		return false, err
+	}
+	return prg.EvalBool(cx.targetVars())
+}

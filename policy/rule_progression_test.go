@@ -1,0 +1,106 @@
+package policy
+
+import (
+	"testing"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/reconcile"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/stretchr/testify/require"
+)
+
+func envState(id, system string, targets ...[]JobRecord) EnvironmentState {
+	es := EnvironmentState{Environment: release.Environment{ID: id, SystemID: system, Name: id}}
+	for i, jobs := range targets {
+		es.Targets = append(es.Targets, TargetState{
+			Target: release.ReleaseTarget{DeploymentID: "api", EnvironmentID: id, ResourceID: string(rune('a' + i))},
+			Jobs:   jobs,
+		})
+	}
+	return es
+}
+
+func jobs(js ...JobRecord) []JobRecord { return js }
+
+func TestEnvironmentProgression(t *testing.T) {
+	t.Parallel()
+	ok := func(d time.Duration) JobRecord { return job("j", "v2", release.JobSuccessful, at(d)) }
+	fail := func(d time.Duration) JobRecord { return job("j", "v2", release.JobFailure, at(d)) }
+	staging := `environment.name == "staging"`
+	tests := []struct {
+		name      string
+		rule      EnvironmentProgression
+		envs      []EnvironmentState
+		now       time.Time
+		want      Status
+		until     time.Time
+		satisfied time.Time
+	}{
+		{"no environment matches: denied", EnvironmentProgression{DependsOnEnvironmentSelector: `environment.name == "nope"`},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(0)))}, t0, Denied, time.Time{}, time.Time{}},
+		{"the target's own environment is not upstream", EnvironmentProgression{DependsOnEnvironmentSelector: `environment.name == "prod"`},
+			[]EnvironmentState{envState("prod", "sys", jobs(ok(0)))}, t0, Denied, time.Time{}, time.Time{}},
+		{"environments of other systems are not upstream", EnvironmentProgression{DependsOnEnvironmentSelector: staging},
+			[]EnvironmentState{envState("staging", "other", jobs(ok(0)))}, t0, Denied, time.Time{}, time.Time{}},
+		{"selector error on every environment: denied", EnvironmentProgression{DependsOnEnvironmentSelector: `environment.metadata.missing == "x"`},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(0)))}, t0, Denied, time.Time{}, time.Time{}},
+		{"upstream success allows, satisfied at the success", EnvironmentProgression{DependsOnEnvironmentSelector: staging},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(-time.Hour)))}, t0, Allowed, time.Time{}, at(-time.Hour)},
+		{"upstream without targets passes", EnvironmentProgression{DependsOnEnvironmentSelector: staging},
+			[]EnvironmentState{envState("staging", "sys")}, t0, Allowed, time.Time{}, time.Time{}},
+		{"upstream targets without jobs fail", EnvironmentProgression{DependsOnEnvironmentSelector: staging},
+			[]EnvironmentState{envState("staging", "sys", nil, nil)}, t0, Pending, time.Time{}, time.Time{}},
+		{"jobs for another version do not count", EnvironmentProgression{DependsOnEnvironmentSelector: staging},
+			[]EnvironmentState{envState("staging", "sys", jobs(job("j", "v1", release.JobSuccessful, t0)))}, t0, Pending, time.Time{}, time.Time{}},
+		{"one passing upstream is enough", EnvironmentProgression{DependsOnEnvironmentSelector: `environment.name in ["staging", "qa"]`},
+			[]EnvironmentState{envState("staging", "sys", jobs(fail(0))), envState("qa", "sys", jobs(ok(-time.Minute)))}, t0, Allowed, time.Time{}, at(-time.Minute)},
+		{"earliest satisfaction among passing upstreams", EnvironmentProgression{DependsOnEnvironmentSelector: `environment.name in ["staging", "qa"]`},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(-time.Minute))), envState("qa", "sys", jobs(ok(-time.Hour)))}, t0, Allowed, time.Time{}, at(-time.Hour)},
+		{"percentage reached", EnvironmentProgression{DependsOnEnvironmentSelector: staging, MinimumSuccessPercentage: 50},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(-2*time.Minute)), jobs(fail(0)))}, t0, Allowed, time.Time{}, at(-2 * time.Minute)},
+		{"percentage not reached", EnvironmentProgression{DependsOnEnvironmentSelector: staging, MinimumSuccessPercentage: 60},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(0)), jobs(fail(0)))}, t0, Pending, time.Time{}, time.Time{}},
+		{"minimum 0 still needs one success", EnvironmentProgression{DependsOnEnvironmentSelector: staging},
+			[]EnvironmentState{envState("staging", "sys", jobs(fail(0)))}, t0, Pending, time.Time{}, time.Time{}},
+		{"the newest completed job for the version decides", EnvironmentProgression{DependsOnEnvironmentSelector: staging},
+			[]EnvironmentState{envState("staging", "sys", jobs(fail(0), ok(-time.Hour)))}, t0, Pending, time.Time{}, time.Time{}},
+		{"an active job does not hide the last completed one", EnvironmentProgression{DependsOnEnvironmentSelector: staging},
+			[]EnvironmentState{envState("staging", "sys", jobs(job("j2", "v2", release.JobInProgress, t0), ok(-time.Hour)))}, t0, Allowed, time.Time{}, at(-time.Hour)},
+		{"failed verification does not count", EnvironmentProgression{DependsOnEnvironmentSelector: staging},
+			[]EnvironmentState{envState("staging", "sys", jobs(verified(ok(0), release.VerificationFailed)))}, t0, Pending, time.Time{}, time.Time{}},
+		{"running verification does not count", EnvironmentProgression{DependsOnEnvironmentSelector: staging},
+			[]EnvironmentState{envState("staging", "sys", jobs(verified(ok(0), release.VerificationRunning)))}, t0, Pending, time.Time{}, time.Time{}},
+		{"passed verification counts", EnvironmentProgression{DependsOnEnvironmentSelector: staging, RequireVerificationPassed: true},
+			[]EnvironmentState{envState("staging", "sys", jobs(verified(ok(0), release.VerificationPassed)))}, t0, Allowed, time.Time{}, t0},
+		{"absent verification fails when passed is required", EnvironmentProgression{DependsOnEnvironmentSelector: staging, RequireVerificationPassed: true},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(0)))}, t0, Pending, time.Time{}, time.Time{}},
+		{"custom success statuses", EnvironmentProgression{DependsOnEnvironmentSelector: staging, SuccessStatuses: []release.JobStatus{release.JobSkipped}},
+			[]EnvironmentState{envState("staging", "sys", jobs(job("j", "v2", release.JobSkipped, t0)))}, t0, Allowed, time.Time{}, t0},
+		{"successful is not a success when not listed", EnvironmentProgression{DependsOnEnvironmentSelector: staging, SuccessStatuses: []release.JobStatus{release.JobSkipped}},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(0)))}, t0, Pending, time.Time{}, time.Time{}},
+		{"soaking: pending until the latest success plus soak", EnvironmentProgression{DependsOnEnvironmentSelector: staging, MinimumSoakTime: reconcile.Duration(time.Hour)},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(-50*time.Minute)), jobs(ok(-10*time.Minute)))}, t0, Pending, at(50 * time.Minute), time.Time{}},
+		{"soaked: satisfied at the latest success plus soak", EnvironmentProgression{DependsOnEnvironmentSelector: staging, MinimumSoakTime: reconcile.Duration(time.Hour)},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(-3*time.Hour)), jobs(ok(-2*time.Hour)))}, t0, Allowed, time.Time{}, at(-time.Hour)},
+		{"earliest soak end among upstreams", EnvironmentProgression{DependsOnEnvironmentSelector: `environment.name in ["staging", "qa"]`, MinimumSoakTime: reconcile.Duration(time.Hour)},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(-10*time.Minute))), envState("qa", "sys", jobs(ok(-30*time.Minute)))}, t0, Pending, at(30 * time.Minute), time.Time{}},
+		{"older than the maximum age", EnvironmentProgression{DependsOnEnvironmentSelector: staging, MaximumAge: reconcile.Duration(time.Hour)},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(-2*time.Hour)))}, t0, Pending, time.Time{}, time.Time{}},
+		{"within the maximum age", EnvironmentProgression{DependsOnEnvironmentSelector: staging, MaximumAge: reconcile.Duration(time.Hour)},
+			[]EnvironmentState{envState("staging", "sys", jobs(ok(-30*time.Minute)))}, t0, Allowed, time.Time{}, at(-30 * time.Minute)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := setup(t)
+			in.Now = tt.now
+			in.SystemEnvironments = tt.envs
+			require.NoError(t, Rule{ID: "r", Spec: tt.rule}.Validate())
+			v := tt.rule.Evaluate(&in)
+			require.Equal(t, tt.want, v.Status, v.Message)
+			require.Equal(t, tt.until, v.Until, v.Message)
+			require.Equal(t, tt.satisfied, v.SatisfiedAt, v.Message)
+			require.NotEmpty(t, v.Message)
+		})
+	}
+}

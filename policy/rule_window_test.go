@@ -1,0 +1,162 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/stretchr/testify/require"
+	"github.com/teambition/rrule-go"
+	"pgregory.net/rapid"
+)
+
+func TestDeploymentWindow(t *testing.T) {
+	t.Parallel()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	newYork, err := time.LoadLocation("America/New_York")
+	require.NoError(t, err)
+	weekdays := "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=9"
+	allow := DeploymentWindow{RRule: weekdays, DurationMinutes: 480, Timezone: "Europe/Berlin"}
+	deny := allow
+	deny.AllowWindow = ptr(false)
+	tests := []struct {
+		name  string
+		rule  DeploymentWindow
+		now   time.Time
+		first bool
+		want  Status
+		until time.Time
+	}{
+		{"allow: inside the window", allow, t0, false, Allowed, time.Time{}},
+		{"allow: outside waits for the next window", allow, time.Date(2026, 3, 2, 21, 0, 0, 0, berlin), false, Pending, time.Date(2026, 3, 3, 9, 0, 0, 0, berlin)},
+		{"allow: window end is exclusive", allow, time.Date(2026, 3, 2, 17, 0, 0, 0, berlin), false, Pending, time.Date(2026, 3, 3, 9, 0, 0, 0, berlin)},
+		{"allow: window start is inclusive", allow, time.Date(2026, 3, 3, 9, 0, 0, 0, berlin), false, Allowed, time.Time{}},
+		{"allow: friday evening waits for monday", allow, time.Date(2026, 3, 6, 18, 0, 0, 0, berlin), false, Pending, time.Date(2026, 3, 9, 9, 0, 0, 0, berlin)},
+		{"allow: first deployment ignores windows", allow, time.Date(2026, 3, 7, 12, 0, 0, 0, berlin), true, Allowed, time.Time{}},
+		{"deny: inside waits for the window end", deny, t0, false, Pending, time.Date(2026, 3, 2, 17, 0, 0, 0, berlin)},
+		{"deny: outside is allowed", deny, time.Date(2026, 3, 7, 12, 0, 0, 0, berlin), false, Allowed, time.Time{}},
+		{"deny: first deployment ignores windows", deny, t0, true, Allowed, time.Time{}},
+		{"deny: overlapping windows merge", DeploymentWindow{RRule: "FREQ=DAILY;BYHOUR=9,10", DurationMinutes: 90, AllowWindow: ptr(false)},
+			time.Date(2026, 3, 2, 9, 15, 0, 0, time.UTC), false, Pending, time.Date(2026, 3, 2, 11, 30, 0, 0, time.UTC)},
+		{"timezone empty means UTC", DeploymentWindow{RRule: "FREQ=DAILY;BYHOUR=12", DurationMinutes: 60},
+			time.Date(2026, 3, 2, 11, 0, 0, 0, time.UTC), false, Pending, time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)},
+		{"wall clock follows daylight saving time", DeploymentWindow{RRule: "FREQ=DAILY;BYHOUR=9", DurationMinutes: 60, Timezone: "America/New_York"},
+			time.Date(2026, 3, 9, 13, 30, 0, 0, time.UTC), false, Allowed, time.Time{}},
+		{"wall clock before daylight saving time", DeploymentWindow{RRule: "FREQ=DAILY;BYHOUR=9", DurationMinutes: 60, Timezone: "America/New_York"},
+			time.Date(2026, 3, 6, 13, 30, 0, 0, time.UTC), false, Pending, time.Date(2026, 3, 6, 9, 0, 0, 0, newYork)},
+		{"DTSTART and INTERVAL keep the fortnightly grid", DeploymentWindow{RRule: "DTSTART:20260302T090000Z\nRRULE:FREQ=WEEKLY;INTERVAL=2", DurationMinutes: 60},
+			time.Date(2026, 3, 9, 10, 0, 0, 0, time.UTC), false, Pending, time.Date(2026, 3, 16, 9, 0, 0, 0, time.UTC)},
+		{"allow: no further occurrences is denied", DeploymentWindow{RRule: "FREQ=DAILY;UNTIL=20250101T000000Z", DurationMinutes: 60},
+			t0, false, Denied, time.Time{}},
+		{"COUNT: before the last occurrence", DeploymentWindow{RRule: "DTSTART:20260301T120000Z\nRRULE:FREQ=DAILY;COUNT=3", DurationMinutes: 60},
+			t0, false, Pending, time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)},
+		{"COUNT: inside an occurrence", DeploymentWindow{RRule: "DTSTART:20260301T120000Z\nRRULE:FREQ=DAILY;COUNT=3", DurationMinutes: 60},
+			time.Date(2026, 3, 3, 12, 30, 0, 0, time.UTC), false, Allowed, time.Time{}},
+		{"COUNT: exhausted", DeploymentWindow{RRule: "DTSTART:20260301T120000Z\nRRULE:FREQ=DAILY;COUNT=3", DurationMinutes: 60},
+			time.Date(2026, 3, 4, 12, 30, 0, 0, time.UTC), false, Denied, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.NoError(t, Rule{ID: "w", Spec: tt.rule}.Validate())
+			in := setup(t)
+			in.Now = tt.now
+			if !tt.first {
+				in.Jobs = []JobRecord{job("j0", "v1", release.JobSuccessful, tt.now.Add(-48*time.Hour))}
+			}
+			v := tt.rule.Evaluate(&in)
+			require.Equal(t, tt.want, v.Status, v.Message)
+			require.True(t, tt.until.Equal(v.Until), "until %s, want %s (%s)", v.Until, tt.until, v.Message)
+		})
+	}
+}
+
+func TestDeploymentWindowValidation(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		rule  DeploymentWindow
+		field string
+		msg   string
+	}{
+		{"empty rrule", DeploymentWindow{DurationMinutes: 60}, "rules[0].rrule", "required"},
+		{"garbage rrule", DeploymentWindow{RRule: "every monday", DurationMinutes: 60}, "rules[0].rrule", "invalid RRULE"},
+		{"unknown property", DeploymentWindow{RRule: "FREQ=DAILY;BYFOO=1", DurationMinutes: 60}, "rules[0].rrule", "invalid RRULE"},
+		{"missing FREQ", DeploymentWindow{RRule: "BYHOUR=9", DurationMinutes: 60}, "rules[0].rrule", "invalid RRULE"},
+		{"out of bounds", DeploymentWindow{RRule: "FREQ=DAILY;BYHOUR=25", DurationMinutes: 60}, "rules[0].rrule", "invalid RRULE"},
+		{"never occurs", DeploymentWindow{RRule: "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30", DurationMinutes: 60}, "rules[0].rrule", "never"},
+		{"interval never meets BYHOUR", DeploymentWindow{RRule: "DTSTART:20250601T000000Z\nRRULE:FREQ=HOURLY;INTERVAL=4;BYHOUR=1", DurationMinutes: 60}, "rules[0].rrule", "never"},
+		{"interval never meets BYMINUTE", DeploymentWindow{RRule: "FREQ=MINUTELY;INTERVAL=10;BYMINUTE=5,15", DurationMinutes: 60}, "rules[0].rrule", "never"},
+		{"COUNT too large", DeploymentWindow{RRule: "FREQ=DAILY;COUNT=100000", DurationMinutes: 60}, "rules[0].rrule", "COUNT"},
+		{"unknown time zone", DeploymentWindow{RRule: "FREQ=DAILY", DurationMinutes: 60, Timezone: "Mars/Olympus"}, "rules[0].timezone", "time zone"},
+		{"zero duration", DeploymentWindow{RRule: "FREQ=DAILY", DurationMinutes: 0}, "rules[0].duration_minutes", "between"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := Policy{ID: "p", Name: "p", Rules: []Rule{{ID: "w", Spec: tt.rule}}}
+			err := p.Validate()
+			require.ErrorIs(t, err, release.ErrInvalid)
+			var fe *release.FieldError
+			require.ErrorAs(t, err, &fe)
+			require.Equal(t, tt.field, fe.Field)
+			require.Contains(t, err.Error(), tt.msg)
+		})
+	}
+}
+
+// TestWindowShiftMatchesDTSTART: iterating from a recent period start gives
+// the same window state as iterating the rule from its DTSTART.
+func TestWindowShiftMatchesDTSTART(t *testing.T) {
+	t.Parallel()
+	zones := []string{"", "UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"}
+	days := []string{"MO", "TU", "WE", "TH", "FR", "SA", "SU"}
+	rapid.Check(t, func(t *rapid.T) {
+		freq := rapid.SampledFrom([]string{"YEARLY", "MONTHLY", "WEEKLY", "DAILY", "HOURLY", "MINUTELY"}).Draw(t, "freq")
+		parts := []string{"FREQ=" + freq}
+		if iv := rapid.IntRange(1, 5).Draw(t, "interval"); iv > 1 {
+			parts = append(parts, fmt.Sprint("INTERVAL=", iv))
+		}
+		if rapid.Bool().Draw(t, "byday") {
+			n := rapid.IntRange(1, 3).Draw(t, "ndays")
+			var ds []string
+			for i := range n {
+				ds = append(ds, days[(rapid.IntRange(0, 6).Draw(t, "day")+i)%7])
+			}
+			parts = append(parts, "BYDAY="+strings.Join(ds, ","))
+		}
+		if freq != "MINUTELY" && rapid.Bool().Draw(t, "byhour") {
+			parts = append(parts, fmt.Sprint("BYHOUR=", rapid.IntRange(0, 23).Draw(t, "hour")))
+		}
+		if rapid.Bool().Draw(t, "wkst") {
+			parts = append(parts, "WKST="+rapid.SampledFrom(days).Draw(t, "wkstday"))
+		}
+		src := strings.Join(parts, ";")
+		subDaily := freq == "HOURLY" || freq == "MINUTELY"
+		if subDaily || rapid.Bool().Draw(t, "dtstart") {
+			// Sub-daily rules start recently so the unshifted oracle stays cheap.
+			ds := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rapid.Int64Range(0, 300*24*3600).Draw(t, "ds")) * time.Second)
+			src = "DTSTART:" + ds.Format("20060102T150405") + "\nRRULE:" + src
+		}
+		tz := rapid.SampledFrom(zones).Draw(t, "tz")
+		w, err := compileWindow(src, tz)
+		if err != nil {
+			t.Skip("rule never occurs")
+		}
+		dur := time.Duration(rapid.IntRange(1, 3*24*60).Draw(t, "minutes")) * time.Minute
+		base, err := rrule.NewRRule(w.opt)
+		require.NoError(t, err)
+		for range 3 {
+			now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rapid.Int64Range(0, 90*24*3600).Draw(t, "now")) * time.Second)
+			got := w.at(now, dur)
+			want := scan(base.Iterator(), now, dur)
+			require.Equal(t, want.inside, got.inside, "%s in %q at %s", src, tz, now)
+			require.True(t, want.next.Equal(got.next), "next %s want %s: %s in %q at %s", got.next, want.next, src, tz, now)
+			require.True(t, want.opened.Equal(got.opened), "%s at %s", src, now)
+			require.True(t, want.closes.Equal(got.closes), "%s at %s", src, now)
+		}
+	})
+}

@@ -1,0 +1,427 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/teambition/rrule-go"
+)
+
+// Limits of deployment-window recurrences.
+const (
+	// maxWindowCount bounds COUNT, whose occurrences are precomputed.
+	maxWindowCount = 10000
+	// maxScanSteps bounds the occurrences visited by one evaluation.
+	maxScanSteps = 1 << 20
+	// cacheSlack is how many intervals a cached shifted rule may lag
+	// behind the ideal start before it is rebuilt.
+	cacheSlack = 32
+)
+
+// defaultDTStart anchors rules without DTSTART: Monday 2001-01-01 00:00:00
+// in the window's time zone, so defaulted BYDAY/BYMONTHDAY/BYHOUR... are
+// Monday, the 1st, January and midnight.
+func defaultDTStart(loc *time.Location) time.Time { return time.Date(2001, 1, 1, 0, 0, 0, 0, loc) }
+
+// window is a compiled recurrence. Occurrences are computed in the wall
+// clock of loc. To keep evaluation cheap, it iterates from a recent period
+// start (shifted by whole multiples of INTERVAL periods from DTSTART) rather
+// than from DTSTART itself; the BYxxx values that rrule would default from
+// DTSTART are filled in explicitly first, so the shifted rule yields exactly
+// the same occurrences from its start on. COUNT rules cannot be shifted and
+// are precomputed instead.
+type window struct {
+	loc      *time.Location
+	opt      rrule.ROption // defaults filled, Dtstart = base
+	base     time.Time
+	interval int64
+	fixed    []time.Time // COUNT rules: every occurrence, ascending
+	cur      atomic.Pointer[shiftedRule]
+}
+
+type shiftedRule struct {
+	k    int64 // periods after base's period
+	rule rrule.RRule
+}
+
+type windowEntry struct {
+	w   *window
+	err error
+}
+
+var windowCache sync.Map // tz + "\n" + rrule -> windowEntry
+
+// errField is a compile error naming the parameter at fault.
+type errField struct {
+	field string
+	err   error
+}
+
+func (e *errField) Error() string { return e.err.Error() }
+
+// compileWindow parses and caches a recurrence in time zone tz ("" = UTC).
+func compileWindow(src, tz string) (*window, error) {
+	key := tz + "\n" + src
+	if e, ok := windowCache.Load(key); ok {
+		ent := e.(windowEntry)
+		return ent.w, ent.err
+	}
+	w, err := buildWindow(src, tz)
+	windowCache.Store(key, windowEntry{w, err})
+	return w, err
+}
+
+func buildWindow(src, tz string) (*window, error) {
+	loc := time.UTC
+	if tz != "" {
+		l, err := time.LoadLocation(tz)
+		if err != nil {
+			return nil, &errField{"timezone", fmt.Errorf("unknown IANA time zone %q", tz)}
+		}
+		loc = l
+	}
+	s := strings.TrimSpace(src)
+	if s == "" {
+		return nil, &errField{"rrule", errors.New("is required")}
+	}
+	opt, err := rrule.StrToROptionInLocation(s, loc)
+	if err != nil {
+		return nil, &errField{"rrule", fmt.Errorf("invalid RRULE: %v", err)}
+	}
+	if opt.Count > maxWindowCount {
+		return nil, &errField{"rrule", fmt.Errorf("COUNT above %d is not supported", maxWindowCount)}
+	}
+	if opt.Interval < 1 {
+		opt.Interval = 1
+	}
+	base := opt.Dtstart
+	if base.IsZero() {
+		base = defaultDTStart(loc)
+	}
+	base = base.In(loc).Truncate(time.Second)
+	opt.Dtstart = base
+	fillDefaults(opt, base)
+	if _, err := rrule.NewRRule(*opt); err != nil {
+		return nil, &errField{"rrule", fmt.Errorf("invalid RRULE: %v", err)}
+	}
+	if !gridReachable(opt, base) {
+		return nil, &errField{"rrule", errors.New("the RRULE never produces an occurrence: INTERVAL never lands on the BYHOUR/BYMINUTE/BYSECOND values")}
+	}
+	w := &window{loc: loc, opt: *opt, base: base, interval: int64(opt.Interval)}
+	if !w.possible() {
+		return nil, &errField{"rrule", errors.New("the RRULE never produces an occurrence")}
+	}
+	if opt.Count > 0 {
+		r, _ := rrule.NewRRule(*opt)
+		w.fixed = r.All()
+	}
+	return w, nil
+}
+
+// fillDefaults sets the BYxxx values rrule derives from DTSTART, so the
+// rule no longer depends on DTSTART beyond its period grid.
+func fillDefaults(o *rrule.ROption, d time.Time) {
+	if len(o.Byweekno) == 0 && len(o.Byyearday) == 0 && len(o.Bymonthday) == 0 &&
+		len(o.Byweekday) == 0 && len(o.Byeaster) == 0 {
+		switch o.Freq {
+		case rrule.YEARLY:
+			if len(o.Bymonth) == 0 {
+				o.Bymonth = []int{int(d.Month())}
+			}
+			o.Bymonthday = []int{d.Day()}
+		case rrule.MONTHLY:
+			o.Bymonthday = []int{d.Day()}
+		case rrule.WEEKLY:
+			o.Byweekday = []rrule.Weekday{weekdays[pyWeekday(d)]}
+		}
+	}
+	if len(o.Byhour) == 0 && o.Freq < rrule.HOURLY {
+		o.Byhour = []int{d.Hour()}
+	}
+	if len(o.Byminute) == 0 && o.Freq < rrule.MINUTELY {
+		o.Byminute = []int{d.Minute()}
+	}
+	if len(o.Bysecond) == 0 && o.Freq < rrule.SECONDLY {
+		o.Bysecond = []int{d.Second()}
+	}
+}
+
+var weekdays = []rrule.Weekday{rrule.MO, rrule.TU, rrule.WE, rrule.TH, rrule.FR, rrule.SA, rrule.SU}
+
+// pyWeekday is Monday=0 ... Sunday=6.
+func pyWeekday(t time.Time) int { return (int(t.Weekday()) + 6) % 7 }
+
+// possible reports whether the unbounded pattern ever produces an
+// occurrence. rrule iterates up to year 9999 looking for one, so the check
+// starts a few decades (times INTERVAL) before that year to stay bounded.
+func (w *window) possible() bool {
+	years := min(40*w.interval, 9000)
+	probe := time.Date(rrule.MAXYEAR-int(years), 1, 1, 0, 0, 0, 0, w.loc)
+	o := w.opt
+	o.Count, o.Until = 0, time.Time{}
+	if start, _, ok := w.shiftedStart(probe); ok {
+		o.Dtstart = start
+	}
+	r, err := rrule.NewRRule(o)
+	if err != nil {
+		return false
+	}
+	return !r.After(o.Dtstart, true).IsZero()
+}
+
+// gridReachable reports whether a sub-daily rule's time grid (DTSTART's
+// time of day plus multiples of INTERVAL) ever meets its BYHOUR, BYMINUTE
+// and BYSECOND values. rrule loops forever on such rules, so they must be
+// refused before iterating.
+func gridReachable(o *rrule.ROption, base time.Time) bool {
+	var unit int
+	switch o.Freq {
+	case rrule.HOURLY:
+		unit = 3600
+	case rrule.MINUTELY:
+		unit = 60
+	case rrule.SECONDLY:
+		unit = 1
+	default:
+		return true
+	}
+	hours, minutes, seconds := o.Byhour, o.Byminute, []int{0}
+	if o.Freq == rrule.SECONDLY {
+		seconds = o.Bysecond
+	}
+	if o.Freq == rrule.HOURLY {
+		minutes = []int{0}
+	}
+	if len(hours) == 0 && len(minutes) == 0 && len(seconds) == 0 {
+		return true
+	}
+	all := func(vals []int, n int) []int {
+		if len(vals) > 0 {
+			return vals
+		}
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	// Work in units of the frequency: hours, minutes or seconds of the day.
+	perDay := 86400 / unit
+	g := gcd(o.Interval, perDay)
+	h0, m0, s0 := base.Clock()
+	start := (h0*3600 + m0*60 + s0) / unit
+	for _, h := range all(hours, 24) {
+		for _, m := range all(minutes, 60) {
+			for _, sec := range all(seconds, 60) {
+				if ((h*3600+m*60+sec)/unit)%g == start%g {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// windowState is where now falls relative to the windows.
+type windowState struct {
+	inside bool
+	// opened is the start of the window containing now (inside).
+	opened time.Time
+	// closes is when the (merged, if windows overlap) window containing now
+	// ends (inside).
+	closes time.Time
+	// next is the first window start after now; zero when none.
+	next time.Time
+}
+
+// at computes the window state at now for windows lasting dur.
+func (w *window) at(now time.Time, dur time.Duration) windowState {
+	var next func() (time.Time, bool)
+	if w.fixed != nil {
+		i := sort.Search(len(w.fixed), func(i int) bool { return w.fixed[i].After(now) })
+		start := max(i-1, 0)
+		next = func() (time.Time, bool) {
+			if start >= len(w.fixed) {
+				return time.Time{}, false
+			}
+			start++
+			return w.fixed[start-1], true
+		}
+	} else {
+		r := w.ruleFor(now.Add(-dur))
+		next = r.Iterator()
+	}
+	return scan(next, now, dur)
+}
+
+// maxMerge bounds how many overlapping windows are merged into one.
+const maxMerge = 1000
+
+// scan walks occurrences (ascending) to find where now falls.
+func scan(next func() (time.Time, bool), now time.Time, dur time.Duration) windowState {
+	var st windowState
+	var prev time.Time
+	for steps := 0; steps < maxScanSteps; steps++ {
+		t, ok := next()
+		if !ok {
+			break
+		}
+		if t.After(now) {
+			st.next = t
+			break
+		}
+		prev = t
+	}
+	if prev.IsZero() || !now.Before(prev.Add(dur)) {
+		return st
+	}
+	st.inside, st.opened, st.closes = true, prev, prev.Add(dur)
+	for merged := 0; !st.next.IsZero() && !st.next.After(st.closes) && merged < maxMerge; merged++ {
+		st.closes = later(st.closes, st.next.Add(dur))
+		t, ok := next()
+		if !ok {
+			st.next = time.Time{}
+			break
+		}
+		st.next = t
+	}
+	return st
+}
+
+// ruleFor returns a private copy of a rule whose DTSTART is a period start
+// at or before target, at most cacheSlack intervals earlier than needed.
+func (w *window) ruleFor(target time.Time) *rrule.RRule {
+	start, k, ok := w.shiftedStart(target)
+	if !ok {
+		k = 0
+	}
+	if c := w.cur.Load(); c != nil && c.k <= k && k-c.k <= cacheSlack*w.interval {
+		r := c.rule
+		return &r
+	}
+	o := w.opt
+	if k > 0 {
+		o.Dtstart = start
+	}
+	r, err := rrule.NewRRule(o)
+	if err != nil { // cannot happen: the options were validated
+		r, _ = rrule.NewRRule(w.opt)
+		k = 0
+	}
+	w.cur.Store(&shiftedRule{k: k, rule: *r})
+	cp := *r
+	return &cp
+}
+
+// shiftedStart is the start of the latest period that begins at least one
+// interval before target's period and lies a whole number of intervals
+// after base's period, with k its period offset. ok is false when no such
+// period follows base (use base itself).
+func (w *window) shiftedStart(target time.Time) (time.Time, int64, bool) {
+	e := w.periodsUntil(target.In(w.loc))
+	n := w.interval
+	k := floorDiv(e, n)*n - n
+	for tries := 0; k > 0 && tries < 4; tries++ {
+		if t, ok := w.periodStart(k); ok {
+			return t, k, true
+		}
+		k -= n
+	}
+	return time.Time{}, 0, false
+}
+
+// periodsUntil counts whole periods from base's period to t's period, on
+// the wall clock.
+func (w *window) periodsUntil(t time.Time) int64 {
+	b := w.base
+	switch w.opt.Freq {
+	case rrule.YEARLY:
+		return int64(t.Year() - b.Year())
+	case rrule.MONTHLY:
+		return int64(t.Year()-b.Year())*12 + int64(t.Month()-b.Month())
+	case rrule.WEEKLY:
+		return floorDiv(civilDay(t)-w.weekStart(), 7)
+	case rrule.DAILY:
+		return civilDay(t) - civilDay(b)
+	}
+	unit := w.unitSeconds()
+	return floorDiv(wallSeconds(t)-floorDiv(wallSeconds(b), unit)*unit, unit)
+}
+
+// periodStart is the start of the period k periods after base's. ok is
+// false when that wall-clock time does not exist (a DST gap) for sub-daily
+// frequencies, whose iteration starts from the DTSTART clock.
+func (w *window) periodStart(k int64) (time.Time, bool) {
+	b := w.base
+	switch w.opt.Freq {
+	case rrule.YEARLY:
+		return time.Date(b.Year()+int(k), 1, 1, 0, 0, 0, 0, w.loc), true
+	case rrule.MONTHLY:
+		return time.Date(b.Year(), b.Month()+time.Month(k), 1, 0, 0, 0, 0, w.loc), true
+	case rrule.WEEKLY:
+		return dayStart(w.weekStart()+7*k, w.loc), true
+	case rrule.DAILY:
+		return dayStart(civilDay(b)+k, w.loc), true
+	}
+	unit := w.unitSeconds()
+	ws := floorDiv(wallSeconds(b), unit)*unit + k*unit
+	day, sec := floorDiv(ws, 86400), ws-floorDiv(ws, 86400)*86400
+	h, m, s := int(sec/3600), int(sec%3600/60), int(sec%60)
+	d := dayStart(day, time.UTC)
+	t := time.Date(d.Year(), d.Month(), d.Day(), h, m, s, 0, w.loc)
+	return t, t.Hour() == h && t.Minute() == m && t.Second() == s
+}
+
+func (w *window) unitSeconds() int64 {
+	switch w.opt.Freq {
+	case rrule.HOURLY:
+		return 3600
+	case rrule.MINUTELY:
+		return 60
+	}
+	return 1
+}
+
+// weekStart is the civil day of the WKST day starting base's week.
+func (w *window) weekStart() int64 {
+	wkst := w.opt.Wkst.Day()
+	return civilDay(w.base) - int64((pyWeekday(w.base)-wkst+7)%7)
+}
+
+// civilDay numbers t's wall-clock date (days since 1970-01-01).
+func civilDay(t time.Time) int64 {
+	y, m, d := t.Date()
+	return floorDiv(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(), 86400)
+}
+
+// wallSeconds numbers t's wall-clock second.
+func wallSeconds(t time.Time) int64 {
+	h, m, s := t.Clock()
+	return civilDay(t)*86400 + int64(h*3600+m*60+s)
+}
+
+// dayStart is midnight of civil day n in loc.
+func dayStart(n int64, loc *time.Location) time.Time {
+	d := time.Unix(n*86400, 0).UTC()
+	return time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, loc)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,451 @@
+package ports
+
+import (
+	"context"
+	"iter"
+	"strconv"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// Stored is a catalog object as the release store keeps it: the value with
+// its compare-and-swap token.
+type Stored[T any] struct {
+	Value T `json:"value"`
+	// Version is the compare-and-swap token: every write bumps it.
+	Version   int64     `json:"version"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// TargetScope selects release targets by the non-empty fields, all of which
+// must match.
+type TargetScope struct {
+	SystemID      string `json:"system_id,omitempty"`
+	DeploymentID  string `json:"deployment_id,omitempty"`
+	EnvironmentID string `json:"environment_id,omitempty"`
+	ResourceID    string `json:"resource_id,omitempty"`
+}
+
+// IsZero reports whether the scope selects every target.
+func (s TargetScope) IsZero() bool { return s == TargetScope{} }
+
+// Contains reports whether target t (of a deployment in systemID) is in s.
+func (s TargetScope) Contains(t release.ReleaseTarget, systemID string) bool {
+	return (s.SystemID == "" || s.SystemID == systemID) &&
+		(s.DeploymentID == "" || s.DeploymentID == t.DeploymentID) &&
+		(s.EnvironmentID == "" || s.EnvironmentID == t.EnvironmentID) &&
+		(s.ResourceID == "" || s.ResourceID == t.ResourceID)
+}
+
+// TargetsReplaceParams replaces the stored targets of Scope by Targets, as
+// recomputed by release.ComputeTargets after a deployment, environment or
+// resource changed.
+type TargetsReplaceParams struct {
+	// Scope is what was recomputed; it must not be zero.
+	Scope TargetScope
+	// Targets are the scope's targets now; each must lie in Scope, name a
+	// stored deployment, environment and resource, and pair a deployment
+	// and an environment of the same system.
+	Targets []release.ReleaseTarget
+}
+
+// TargetsDiff is what a replacement changed, each list sorted by key.
+type TargetsDiff struct {
+	Added   []release.ReleaseTarget `json:"added,omitempty"`
+	Removed []release.ReleaseTarget `json:"removed,omitempty"`
+}
+
+// TargetListParams lists targets of a scope in key order, a page at a time.
+type TargetListParams struct {
+	Scope TargetScope
+	// AfterKey continues a listing after this target key.
+	AfterKey string
+	// Limit is the most targets returned; zero or less means all.
+	Limit int
+}
+
+// TargetDetail is a target with its deployment, environment and resource,
+// read together.
+type TargetDetail struct {
+	Target      release.ReleaseTarget `json:"target"`
+	SystemID    string                `json:"system_id"`
+	Deployment  release.Deployment    `json:"deployment"`
+	Environment release.Environment   `json:"environment"`
+	Resource    release.Resource      `json:"resource"`
+	CreatedAt   time.Time             `json:"created_at"`
+}
+
+// ResourceListParams pages through a workspace's resources by id.
+type ResourceListParams struct {
+	WorkspaceID string
+	AfterID     string
+	// Limit is the most resources returned; zero or less means all.
+	Limit int
+}
+
+// DesiredRelease is the desired-release controller's latest decision for a
+// target: the release it should run, or none with the reasons.
+type DesiredRelease struct {
+	Target release.ReleaseTarget `json:"target"`
+	// ReleaseID is the release to run; empty means "no release".
+	ReleaseID string `json:"release_id,omitempty"`
+	// Reasons explain the decision (for "no release", why not).
+	Reasons []string `json:"reasons,omitempty"`
+	// NextCheckAt is the earliest time a pending rule could change the
+	// decision; zero when only an event can.
+	NextCheckAt time.Time `json:"next_check_at,omitzero"`
+	// UpdatedAt is stamped by the store when the decision last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// JobRow is a stored job with what queries need beside it.
+type JobRow struct {
+	release.Job
+	// VersionID is the deployment version of the job's release.
+	VersionID string `json:"version_id"`
+	// IdempotencyKey made the job's creation idempotent (see JobKey).
+	IdempotencyKey string `json:"idempotency_key"`
+	// Version is the compare-and-swap token: every write bumps it.
+	Version   int64     `json:"version"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Target is the job's release target.
+func (j *JobRow) Target() release.ReleaseTarget {
+	t, _ := release.ParseTargetKey(j.TargetKey)
+	return t
+}
+
+// Record is the job as the policy rules read it.
+func (j *JobRow) Record() policy.JobRecord {
+	return policy.JobRecord{Job: j.Job, VersionID: j.VersionID}
+}
+
+// JobCreateParams creates a job once per idempotency key.
+type JobCreateParams struct {
+	// Job is the job to create; its release must be stored and its
+	// TargetKey must be the release's target.
+	Job release.Job
+	// IdempotencyKey is unique across jobs: a second create with the same
+	// key returns the first job. Use JobKey(releaseID, attempt).
+	IdempotencyKey string
+}
+
+// JobKey is the idempotency key of a release's attempt-th job (1-based), so
+// a retried dispatch of the same attempt never creates a second job.
+func JobKey(releaseID string, attempt int) string {
+	return releaseID + "/" + strconv.Itoa(attempt)
+}
+
+// JobsLatestParams asks for the newest job of each target among the jobs
+// matching every non-empty filter. At least one of DeploymentID, ResourceID
+// and VersionID is required.
+type JobsLatestParams struct {
+	DeploymentID  string
+	EnvironmentID string
+	ResourceID    string
+	// VersionID keeps jobs of releases of this deployment version.
+	VersionID string
+	// Statuses keeps jobs in one of these statuses; empty keeps all.
+	Statuses []release.JobStatus
+}
+
+// JobActiveCounts counts active jobs (release.JobStatus.IsActive) for the
+// concurrency rule.
+type JobActiveCounts struct {
+	// Target counts the target's active jobs.
+	Target int `json:"target"`
+	// Environment counts the active jobs of the target's deployment in the
+	// target's environment, on every resource.
+	Environment int `json:"environment"`
+}
+
+// JobWithVersion is a job with its deployment version.
+type JobWithVersion struct {
+	Job     JobRow                    `json:"job"`
+	Version release.DeploymentVersion `json:"version"`
+}
+
+// TargetJobState is what a target runs: its newest active job and its newest
+// successful job, each with its version; nil when there is none.
+type TargetJobState struct {
+	Active     *JobWithVersion `json:"active,omitempty"`
+	Successful *JobWithVersion `json:"successful,omitempty"`
+}
+
+// DefaultVersionPageSize is the page size of VersionsNewestFirst when the
+// caller gives none; MaxVersionPageSize caps it.
+const (
+	DefaultVersionPageSize = 100
+	MaxVersionPageSize     = 1000
+)
+
+// VersionPageSize normalises a requested page size.
+func VersionPageSize(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultVersionPageSize
+	case n > MaxVersionPageSize:
+		return MaxVersionPageSize
+	}
+	return n
+}
+
+// ReleaseStore stores the release chain: the catalog (workspaces, systems,
+// deployments, environments, resources, job agents, policies), the release
+// targets computed from it, deployment versions with their approvals and
+// policy skips, releases, each target's desired release, and jobs.
+//
+// Invariants (checked by porttest.ReleaseStore):
+//   - Catalog writes (…Put) are compare-and-swap: expectedVersion 0 creates
+//     (an existing id is ErrConflict), n > 0 updates a stored object at
+//     version n (another version is ErrConflict, a missing one
+//     ErrNotFound). Every write bumps Version. A write whose parent
+//     (workspace, system, deployment, version, release) is missing is
+//     ErrNotFound.
+//   - Every write validates first (the domain type's Validate, then the
+//     store's own checks) and refuses bad input with a *release.FieldError
+//     (errors.Is release.ErrInvalid) naming the field, with the CEL line
+//     and column for a bad selector; a refused write changes nothing.
+//   - Versions stream newest first, ordered by (created_at desc, id desc),
+//     in keyset pages read lazily: breaking out of the loop reads no
+//     further page. Each page continues below the last version yielded, so
+//     a version created meanwhile above it is not seen.
+//   - A release is stored once per content-hash ID: upserting identical
+//     content returns the stored release.
+//   - A job is created once per idempotency key, even by concurrent
+//     creates; JobUpdate moves the status only along release.JobEdges and
+//     never changes the release, target or creation time.
+//   - Reads return copies; lists have a stated, deterministic order.
+//     Times are kept in UTC at microsecond precision.
+type ReleaseStore interface {
+	// WorkspacePut creates or updates a workspace; see the invariants.
+	WorkspacePut(ctx context.Context, w release.Workspace, expectedVersion int64) (int64, error)
+	// WorkspaceGet reads one workspace.
+	WorkspaceGet(ctx context.Context, id string) (Stored[release.Workspace], error)
+	// SystemPut creates or updates a system of a stored workspace.
+	SystemPut(ctx context.Context, s release.System, expectedVersion int64) (int64, error)
+	// SystemGet reads one system.
+	SystemGet(ctx context.Context, id string) (Stored[release.System], error)
+	// SystemList lists a workspace's systems by id.
+	SystemList(ctx context.Context, workspaceID string) ([]Stored[release.System], error)
+	// DeploymentPut creates or updates a deployment of a stored system.
+	DeploymentPut(ctx context.Context, d release.Deployment, expectedVersion int64) (int64, error)
+	// DeploymentGet reads one deployment.
+	DeploymentGet(ctx context.Context, id string) (Stored[release.Deployment], error)
+	// DeploymentList lists a system's deployments by id.
+	DeploymentList(ctx context.Context, systemID string) ([]Stored[release.Deployment], error)
+	// EnvironmentPut creates or updates an environment of a stored system.
+	EnvironmentPut(ctx context.Context, e release.Environment, expectedVersion int64) (int64, error)
+	// EnvironmentGet reads one environment.
+	EnvironmentGet(ctx context.Context, id string) (Stored[release.Environment], error)
+	// EnvironmentList lists a system's environments by id.
+	EnvironmentList(ctx context.Context, systemID string) ([]Stored[release.Environment], error)
+	// ResourcePut creates or updates a resource of a stored workspace.
+	ResourcePut(ctx context.Context, r release.Resource, expectedVersion int64) (int64, error)
+	// ResourceGet reads one resource.
+	ResourceGet(ctx context.Context, id string) (Stored[release.Resource], error)
+	// ResourceList pages through a workspace's resources by id.
+	ResourceList(ctx context.Context, p ResourceListParams) ([]Stored[release.Resource], error)
+	// JobAgentPut creates or updates a job agent.
+	JobAgentPut(ctx context.Context, a release.JobAgent, expectedVersion int64) (int64, error)
+	// JobAgentGet reads one job agent.
+	JobAgentGet(ctx context.Context, id string) (Stored[release.JobAgent], error)
+	// JobAgentList lists every job agent by id.
+	JobAgentList(ctx context.Context) ([]Stored[release.JobAgent], error)
+	// PolicyPut creates or updates a policy; policy.Validate runs first.
+	PolicyPut(ctx context.Context, p policy.Policy, expectedVersion int64) (int64, error)
+	// PolicyGet reads one policy.
+	PolicyGet(ctx context.Context, id string) (Stored[policy.Policy], error)
+	// PolicyList lists policies by priority (highest first), then id; with
+	// enabledOnly, only enabled ones.
+	PolicyList(ctx context.Context, enabledOnly bool) ([]Stored[policy.Policy], error)
+
+	// TargetsReplace makes the scope's stored targets exactly p.Targets and
+	// reports the difference, atomically.
+	TargetsReplace(ctx context.Context, p TargetsReplaceParams) (TargetsDiff, error)
+	// TargetGet reads a stored target with its deployment, environment and
+	// resource in one read.
+	TargetGet(ctx context.Context, t release.ReleaseTarget) (TargetDetail, error)
+	// TargetList lists the targets of a scope (zero: all) in key order.
+	TargetList(ctx context.Context, p TargetListParams) ([]release.ReleaseTarget, error)
+	// TargetJobState reads the target's newest active and newest successful
+	// jobs with their versions in one read (cooldown, rollout, rollback).
+	TargetJobState(ctx context.Context, t release.ReleaseTarget) (TargetJobState, error)
+
+	// VersionCreate stores a new version of a stored deployment; an
+	// existing id is ErrConflict.
+	VersionCreate(ctx context.Context, v release.DeploymentVersion) error
+	// VersionGet reads one version.
+	VersionGet(ctx context.Context, id string) (release.DeploymentVersion, error)
+	// VersionUpdateStatus sets a version's status.
+	VersionUpdateStatus(ctx context.Context, id string, status release.VersionStatus) error
+	// VersionsNewestFirst streams a deployment's versions by (created_at
+	// desc, id desc), reading pageSize (see VersionPageSize) at a time and
+	// only when the loop asks for more. An error is yielded once, last.
+	VersionsNewestFirst(ctx context.Context, deploymentID string, pageSize int) iter.Seq2[release.DeploymentVersion, error]
+
+	// ApprovalAdd records an approval of a stored version; it reports false
+	// and keeps the first record when the user already approved the
+	// version in that environment.
+	ApprovalAdd(ctx context.Context, a release.Approval) (bool, error)
+	// ApprovalList lists a version's approvals, in one environment or all
+	// (environmentID empty), by approval time, then environment, then user.
+	ApprovalList(ctx context.Context, versionID, environmentID string) ([]release.Approval, error)
+	// PolicySkipPut creates or replaces a policy skip (by ID, required) of
+	// a stored version.
+	PolicySkipPut(ctx context.Context, s release.PolicySkip) error
+	// PolicySkipList lists a version's skips by id.
+	PolicySkipList(ctx context.Context, versionID string) ([]release.PolicySkip, error)
+	// PolicySkipDelete removes a skip.
+	PolicySkipDelete(ctx context.Context, id string) error
+
+	// ReleaseUpsert stores r (whose ID must be its content hash and whose
+	// version must be a stored version of the target's deployment) unless
+	// a release with that ID exists; it returns the stored release and
+	// whether it was created. A zero CreatedAt is stamped by the store.
+	ReleaseUpsert(ctx context.Context, r release.Release) (release.Release, bool, error)
+	// ReleaseGet reads one release.
+	ReleaseGet(ctx context.Context, id string) (release.Release, error)
+	// DesiredSet records the target's desired release (a stored release of
+	// that target, or none) and reports whether it differs from the stored
+	// decision; an unchanged decision is not rewritten.
+	DesiredSet(ctx context.Context, d DesiredRelease) (bool, error)
+	// DesiredGet reads the target's desired release.
+	DesiredGet(ctx context.Context, t release.ReleaseTarget) (DesiredRelease, error)
+
+	// JobCreate creates p.Job at version 1, or returns the job already
+	// created with p.IdempotencyKey (created false). The key naming a
+	// different release, or the job id being taken, is ErrConflict.
+	JobCreate(ctx context.Context, p JobCreateParams) (JobRow, bool, error)
+	// JobUpdate writes job if the stored version is expectedVersion and
+	// returns the new version.
+	JobUpdate(ctx context.Context, job release.Job, expectedVersion int64) (int64, error)
+	// JobGet reads one job.
+	JobGet(ctx context.Context, id string) (JobRow, error)
+	// JobByExternalID reads the newest job an agent knows by externalID.
+	JobByExternalID(ctx context.Context, agentID, externalID string) (JobRow, error)
+	// JobsByTarget lists the target's newest jobs first, by (created_at
+	// desc, id desc), at most limit (zero or less: all).
+	JobsByTarget(ctx context.Context, t release.ReleaseTarget, limit int) ([]JobRow, error)
+	// JobsActiveByTarget lists the target's active jobs, newest first.
+	JobsActiveByTarget(ctx context.Context, t release.ReleaseTarget) ([]JobRow, error)
+	// JobsActiveCount counts active jobs on the target and in its
+	// deployment's environment in one read.
+	JobsActiveCount(ctx context.Context, t release.ReleaseTarget) (JobActiveCounts, error)
+	// JobsLatest returns, per target, the newest job matching p, in target
+	// key order (progression: p = deployment, version and terminal
+	// statuses; dependency: resource and successful).
+	JobsLatest(ctx context.Context, p JobsLatestParams) ([]JobRow, error)
+}
+
+// TerminalJobStatuses lists the terminal job statuses, for
+// JobsLatestParams.Statuses.
+func TerminalJobStatuses() []release.JobStatus {
+	var out []release.JobStatus
+	for _, s := range release.JobStatuses {
+		if s.IsTerminal() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ValidateTargetsReplace checks the shape of a replacement: a non-zero
+// scope, well-formed targets inside it (the deployment's system is checked
+// by the store), no duplicates.
+func ValidateTargetsReplace(p TargetsReplaceParams) error {
+	if p.Scope.IsZero() {
+		return release.Invalid("scope", "at least one of system_id, deployment_id, environment_id and resource_id is required")
+	}
+	seen := make(map[release.ReleaseTarget]bool, len(p.Targets))
+	for i, t := range p.Targets {
+		path := release.Index("targets", i)
+		if _, err := release.ParseTargetKey(t.Key()); err != nil {
+			return release.Invalid(path, err.Error())
+		}
+		if !p.Scope.Contains(t, p.Scope.SystemID) {
+			return release.Invalid(path, "target "+t.Key()+" lies outside the scope")
+		}
+		if seen[t] {
+			return release.Invalid(path, "duplicate target "+t.Key())
+		}
+		seen[t] = true
+	}
+	return nil
+}
+
+// ValidateTarget checks a target's ids.
+func ValidateTarget(t release.ReleaseTarget) error {
+	if _, err := release.ParseTargetKey(t.Key()); err != nil {
+		return release.Invalid("target", err.Error())
+	}
+	return nil
+}
+
+// ValidateJobCreate checks a job creation: the job's own Validate and a
+// non-empty idempotency key.
+func ValidateJobCreate(p JobCreateParams) error {
+	if err := p.Job.Validate(); err != nil {
+		return err
+	}
+	if p.IdempotencyKey == "" {
+		return release.Invalid("idempotency_key", "is required")
+	}
+	return nil
+}
+
+// CheckJobUpdate checks that next may replace stored: same release, target
+// and creation time, and a status change along release.JobEdges.
+func CheckJobUpdate(stored, next *release.Job) error {
+	switch {
+	case next.ReleaseID != stored.ReleaseID:
+		return release.Invalid("release_id", "cannot change")
+	case next.TargetKey != stored.TargetKey:
+		return release.Invalid("target_key", "cannot change")
+	case !next.CreatedAt.Equal(stored.CreatedAt):
+		return release.Invalid("created_at", "cannot change")
+	case next.Status != stored.Status && !stored.Status.CanBecome(next.Status):
+		return release.Invalid("status", "cannot move from "+string(stored.Status)+" to "+string(next.Status))
+	}
+	return nil
+}
+
+// JobStatusesInto lists the statuses a job may be in to move to next: next
+// itself and every status with an edge to it.
+func JobStatusesInto(next release.JobStatus) []release.JobStatus {
+	out := []release.JobStatus{next}
+	for _, s := range release.JobStatuses {
+		if s != next && s.CanBecome(next) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ValidateJobsLatest checks that a JobsLatest query is narrowed by a
+// deployment, resource or version, and that its statuses are known.
+func ValidateJobsLatest(p JobsLatestParams) error {
+	if p.DeploymentID == "" && p.ResourceID == "" && p.VersionID == "" {
+		return release.Invalid("deployment_id", "one of deployment_id, resource_id and version_id is required")
+	}
+	for i, s := range p.Statuses {
+		if !s.Valid() {
+			return release.Invalid(release.Index("statuses", i), "unknown job status "+strconv.Quote(string(s)))
+		}
+	}
+	return nil
+}
+
+// ValidatePolicySkip checks a skip, whose ID the store requires.
+func ValidatePolicySkip(s *release.PolicySkip) error {
+	if s.ID == "" {
+		return release.Invalid("id", "is required")
+	}
+	return s.Validate()
+}
+
+// ValidateDesired checks a desired-release record's target.
+func ValidateDesired(d *DesiredRelease) error { return ValidateTarget(d.Target) }

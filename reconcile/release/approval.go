@@ -1,0 +1,60 @@
+package release
+
+import "time"
+
+// Approval is a user's approval of a version for an environment.
+type Approval struct {
+	VersionID     string    `json:"version_id"`
+	EnvironmentID string    `json:"environment_id"`
+	User          string    `json:"user"`
+	ApprovedAt    time.Time `json:"approved_at"`
+}
+
+// Validate reports the first invalid field.
+func (a *Approval) Validate() error {
+	if err := checkID("version_id", a.VersionID); err != nil {
+		return err
+	}
+	if err := checkID("environment_id", a.EnvironmentID); err != nil {
+		return err
+	}
+	if err := checkRequired("user", a.User); err != nil {
+		return err
+	}
+	if a.ApprovedAt.IsZero() {
+		return Invalid("approved_at", "is required")
+	}
+	return nil
+}
+
+// PolicySkip waives one policy rule for one version, optionally only in one
+// environment and/or for one resource, optionally until ExpiresAt.
+type PolicySkip struct {
+	ID        string `json:"id,omitempty"`
+	VersionID string `json:"version_id"`
+	RuleID    string `json:"rule_id"`
+	// EnvironmentID and ResourceID narrow the skip; empty means any.
+	EnvironmentID string `json:"environment_id,omitempty"`
+	ResourceID    string `json:"resource_id,omitempty"`
+	// ExpiresAt ends the skip; zero means it never expires.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	Reason    string    `json:"reason,omitempty"`
+	CreatedBy string    `json:"created_by,omitempty"`
+}
+
+// Validate reports the first invalid field.
+func (s *PolicySkip) Validate() error {
+	if err := checkID("version_id", s.VersionID); err != nil {
+		return err
+	}
+	return checkRequired("rule_id", s.RuleID)
+}
+
+// Applies reports whether the skip waives rule ruleID for versionID on
+// target at now: same version and rule, matching scope, not yet expired.
+func (s *PolicySkip) Applies(versionID, ruleID string, target ReleaseTarget, now time.Time) bool {
+	return s.VersionID == versionID && s.RuleID == ruleID &&
+		(s.EnvironmentID == "" || s.EnvironmentID == target.EnvironmentID) &&
+		(s.ResourceID == "" || s.ResourceID == target.ResourceID) &&
+		(s.ExpiresAt.IsZero() || now.Before(s.ExpiresAt))
+}

@@ -1,0 +1,110 @@
+package release
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/reconcilerhq/reconciler/policy/expr"
+)
+
+// ErrInvalid matches every validation failure of this package's types (and
+// of the policy package's); use errors.Is(err, release.ErrInvalid).
+var ErrInvalid = errors.New("invalid")
+
+// FieldError is a validation failure at a field. Field is a dotted path such
+// as "variables[2].values[0].selector". Line and Column locate a CEL syntax
+// or type error inside the field's expression (1-based, zero when unknown).
+type FieldError struct {
+	Field  string
+	Line   int
+	Column int
+	Msg    string
+	// Err is the underlying error, e.g. an *expr.Error; may be nil.
+	Err error
+}
+
+// Error renders "field: msg (line L, column C)".
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Field)
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	if e.Line > 0 {
+		b.WriteString(" (line ")
+		b.WriteString(strconv.Itoa(e.Line))
+		b.WriteString(", column ")
+		b.WriteString(strconv.Itoa(e.Column))
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying error.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Is makes every FieldError match ErrInvalid.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+// Invalid returns a *FieldError for field with message msg.
+func Invalid(field, msg string) *FieldError { return &FieldError{Field: field, Msg: msg} }
+
+// Field joins a path and a child name: Field("rules[0]", "rrule") is
+// "rules[0].rrule"; an empty parent yields the child alone.
+func Field(parent, child string) string {
+	if parent == "" {
+		return child
+	}
+	return parent + "." + child
+}
+
+// Index renders "path[i]".
+func Index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
+// CheckSelector compiles src in the shared selector environment and reports
+// a *FieldError naming field, with the CEL line and column, when it does not
+// compile. An empty selector is valid when allowEmpty is set.
+func CheckSelector(field, src string, allowEmpty bool) error {
+	if src == "" {
+		if allowEmpty {
+			return nil
+		}
+		return Invalid(field, "selector is required")
+	}
+	return CheckExpr(SelectorEnv, field, src)
+}
+
+// CheckExpr compiles src in env and wraps a compile failure in a *FieldError
+// naming field.
+func CheckExpr(env *expr.Env, field, src string) error {
+	if _, err := env.Compile(src); err != nil {
+		fe := &FieldError{Field: field, Msg: err.Error(), Err: err}
+		var ee *expr.Error
+		if errors.As(err, &ee) {
+			fe.Msg = "invalid CEL: " + ee.Message
+			fe.Line, fe.Column = ee.Line, ee.Column
+		}
+		return fe
+	}
+	return nil
+}
+
+// checkID reports an empty ID or one that holds a ':' or white space, which
+// would make target keys ambiguous.
+func checkID(field, id string) error {
+	if id == "" {
+		return Invalid(field, "is required")
+	}
+	if strings.ContainsAny(id, ": \t\r\n") {
+		return Invalid(field, "must not contain ':' or white space")
+	}
+	return nil
+}
+
+// checkRequired reports an empty string.
+func checkRequired(field, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return Invalid(field, "is required")
+	}
+	return nil
+}

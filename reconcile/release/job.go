@@ -1,0 +1,177 @@
+package release
+
+import "time"
+
+// JobStatus is the state of a job run by a job agent.
+type JobStatus string
+
+// The job statuses.
+const (
+	JobPending             JobStatus = "pending"
+	JobQueued              JobStatus = "queued"
+	JobInProgress          JobStatus = "inProgress"
+	JobActionRequired      JobStatus = "actionRequired"
+	JobSuccessful          JobStatus = "successful"
+	JobFailure             JobStatus = "failure"
+	JobCancelled           JobStatus = "cancelled"
+	JobSkipped             JobStatus = "skipped"
+	JobInvalidJobAgent     JobStatus = "invalidJobAgent"
+	JobInvalidIntegration  JobStatus = "invalidIntegration"
+	JobExternalRunNotFound JobStatus = "externalRunNotFound"
+)
+
+// JobStatuses lists every job status.
+var JobStatuses = []JobStatus{
+	JobPending, JobQueued, JobInProgress, JobActionRequired,
+	JobSuccessful, JobFailure, JobCancelled, JobSkipped,
+	JobInvalidJobAgent, JobInvalidIntegration, JobExternalRunNotFound,
+}
+
+// Valid reports whether s is a known status.
+func (s JobStatus) Valid() bool {
+	switch s {
+	case JobPending, JobQueued, JobInProgress, JobActionRequired,
+		JobSuccessful, JobFailure, JobCancelled, JobSkipped,
+		JobInvalidJobAgent, JobInvalidIntegration, JobExternalRunNotFound:
+		return true
+	}
+	return false
+}
+
+// IsActive reports whether a job in status s still occupies its target:
+// pending, queued, inProgress or actionRequired.
+func (s JobStatus) IsActive() bool {
+	switch s {
+	case JobPending, JobQueued, JobInProgress, JobActionRequired:
+		return true
+	}
+	return false
+}
+
+// IsTerminal reports whether s is final. Every known status is either
+// active or terminal; an unknown status is neither.
+func (s JobStatus) IsTerminal() bool { return s.Valid() && !s.IsActive() }
+
+// JobEdges is the job state machine as data: JobEdges[from] lists the
+// statuses a job may move to. Terminal statuses have no edges.
+var JobEdges = map[JobStatus][]JobStatus{
+	JobPending: {JobQueued, JobInProgress, JobActionRequired, JobSuccessful, JobFailure,
+		JobCancelled, JobSkipped, JobInvalidJobAgent, JobInvalidIntegration, JobExternalRunNotFound},
+	JobQueued: {JobInProgress, JobActionRequired, JobSuccessful, JobFailure,
+		JobCancelled, JobSkipped, JobInvalidIntegration, JobExternalRunNotFound},
+	JobInProgress: {JobActionRequired, JobSuccessful, JobFailure,
+		JobCancelled, JobExternalRunNotFound},
+	JobActionRequired: {JobInProgress, JobSuccessful, JobFailure,
+		JobCancelled, JobExternalRunNotFound},
+}
+
+// CanBecome reports whether a job may move from s to next along JobEdges.
+func (s JobStatus) CanBecome(next JobStatus) bool {
+	for _, to := range JobEdges[s] {
+		if to == next {
+			return true
+		}
+	}
+	return false
+}
+
+// VerificationStatus is the outcome of a job's (or release's) verification.
+type VerificationStatus string
+
+// The verification statuses. The empty value means the same as
+// VerificationNone: no verification was configured.
+const (
+	VerificationNone    VerificationStatus = "none"
+	VerificationRunning VerificationStatus = "running"
+	VerificationPassed  VerificationStatus = "passed"
+	VerificationFailed  VerificationStatus = "failed"
+)
+
+// Valid reports whether v is a known status (the empty value included).
+func (v VerificationStatus) Valid() bool {
+	switch v {
+	case "", VerificationNone, VerificationRunning, VerificationPassed, VerificationFailed:
+		return true
+	}
+	return false
+}
+
+// IsNone reports whether no verification ran ("" or "none").
+func (v VerificationStatus) IsNone() bool { return v == "" || v == VerificationNone }
+
+// JobAgent is an integration that runs jobs (GitHub Actions, Argo CD, a
+// test runner).
+type JobAgent struct {
+	ID     string         `json:"id"`
+	Name   string         `json:"name"`
+	Type   string         `json:"type"`
+	Config map[string]any `json:"config,omitempty"`
+}
+
+// Validate reports the first invalid field.
+func (a *JobAgent) Validate() error {
+	if err := checkID("id", a.ID); err != nil {
+		return err
+	}
+	if err := checkRequired("name", a.Name); err != nil {
+		return err
+	}
+	return checkRequired("type", a.Type)
+}
+
+// Job is one attempt to apply a release through a job agent.
+type Job struct {
+	ID        string `json:"id"`
+	ReleaseID string `json:"release_id"`
+	// TargetKey is the release target's Key.
+	TargetKey      string         `json:"target_key"`
+	JobAgentID     string         `json:"job_agent_id,omitempty"`
+	JobAgentConfig map[string]any `json:"job_agent_config,omitempty"`
+	Status         JobStatus      `json:"status"`
+	// Verification is the outcome of the job's post-deploy verification.
+	Verification VerificationStatus `json:"verification,omitempty"`
+	// ExternalID correlates the job with the agent's run.
+	ExternalID string `json:"external_id,omitempty"`
+	// DispatchContext is what the job was dispatched with (resolved
+	// variables, links); secrets in it are redacted.
+	DispatchContext map[string]any `json:"dispatch_context,omitempty"`
+	Message         string         `json:"message,omitempty"`
+	CreatedAt       time.Time      `json:"created_at"`
+	StartedAt       time.Time      `json:"started_at,omitzero"`
+	CompletedAt     time.Time      `json:"completed_at,omitzero"`
+}
+
+// FinishedAt is when the job completed, falling back to when it started or
+// was created when the agent did not report a completion time.
+func (j *Job) FinishedAt() time.Time {
+	switch {
+	case !j.CompletedAt.IsZero():
+		return j.CompletedAt
+	case !j.StartedAt.IsZero():
+		return j.StartedAt
+	}
+	return j.CreatedAt
+}
+
+// Validate reports the first invalid field.
+func (j *Job) Validate() error {
+	if err := checkID("id", j.ID); err != nil {
+		return err
+	}
+	if err := checkRequired("release_id", j.ReleaseID); err != nil {
+		return err
+	}
+	if _, err := ParseTargetKey(j.TargetKey); err != nil {
+		return Invalid("target_key", err.Error())
+	}
+	if !j.Status.Valid() {
+		return Invalid("status", "unknown job status "+quote(string(j.Status)))
+	}
+	if !j.Verification.Valid() {
+		return Invalid("verification", "unknown verification status "+quote(string(j.Verification)))
+	}
+	if j.CreatedAt.IsZero() {
+		return Invalid("created_at", "is required")
+	}
+	return nil
+}

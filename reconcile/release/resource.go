@@ -1,0 +1,46 @@
+package release
+
+// Resource is a deployable place: a cluster, a VM, a namespace, a function.
+type Resource struct {
+	ID          string `json:"id"`
+	WorkspaceID string `json:"workspace_id"`
+	// Kind is the resource's type, e.g. "KubernetesCluster".
+	Kind string `json:"kind"`
+	// Identifier is the resource's unique external name.
+	Identifier string            `json:"identifier"`
+	Name       string            `json:"name"`
+	Version    string            `json:"version,omitempty"`
+	Config     map[string]any    `json:"config,omitempty"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+}
+
+// Validate reports the first invalid field.
+func (r *Resource) Validate() error {
+	if err := checkID("id", r.ID); err != nil {
+		return err
+	}
+	if err := checkID("workspace_id", r.WorkspaceID); err != nil {
+		return err
+	}
+	if err := checkRequired("kind", r.Kind); err != nil {
+		return err
+	}
+	if err := checkRequired("identifier", r.Identifier); err != nil {
+		return err
+	}
+	return checkRequired("name", r.Name)
+}
+
+// CELValue is the resource as the CEL variable `resource`.
+func (r *Resource) CELValue() map[string]any {
+	return map[string]any{
+		"id":           r.ID,
+		"workspace_id": r.WorkspaceID,
+		"kind":         r.Kind,
+		"identifier":   r.Identifier,
+		"name":         r.Name,
+		"version":      r.Version,
+		"config":       anyMap(r.Config),
+		"metadata":     stringMap(r.Metadata),
+	}
+}

@@ -1,0 +1,184 @@
+package release
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// DeploymentVariable is a per-target value of a deployment: the value of the
+// highest-priority entry of Values whose selector matches the target, else
+// Default.
+type DeploymentVariable struct {
+	Key         string          `json:"key"`
+	Description string          `json:"description,omitempty"`
+	Values      []VariableValue `json:"values,omitempty"`
+	Default     *Value          `json:"default,omitempty"`
+}
+
+// VariableValue is one candidate value of a deployment variable.
+type VariableValue struct {
+	// Selector is a CEL expression over resource, environment and
+	// deployment; empty matches nothing (write "true" for everything).
+	Selector string `json:"selector,omitempty"`
+	// Priority orders candidates: the highest matching one wins; equal
+	// priorities keep list order.
+	Priority int   `json:"priority"`
+	Value    Value `json:"value"`
+}
+
+// ValueKind says which arm of a Value is set.
+type ValueKind string
+
+// The value kinds.
+const (
+	ValueLiteral   ValueKind = "literal"
+	ValueReference ValueKind = "reference"
+	ValueSensitive ValueKind = "sensitive"
+)
+
+// Value is a tagged union: a literal JSON value, a reference to a related
+// resource's field, or a sensitive value. At most one arm is set; none set
+// means the literal null. Encoded as {"literal": v}, {"reference": {...}} or
+// {"sensitive": {...}}.
+type Value struct {
+	Literal   any        `json:"literal,omitempty"`
+	Reference *Reference `json:"reference,omitempty"`
+	Sensitive *SecretRef `json:"sensitive,omitempty"`
+}
+
+// Reference points at a field of a resource related to the target's
+// resource: Relation names the relationship, Path the field inside the
+// related resource (e.g. ["metadata", "region"]).
+type Reference struct {
+	Relation string   `json:"relation"`
+	Path     []string `json:"path"`
+}
+
+// Kind reports which arm is set.
+func (v Value) Kind() ValueKind {
+	switch {
+	case v.Sensitive != nil:
+		return ValueSensitive
+	case v.Reference != nil:
+		return ValueReference
+	}
+	return ValueLiteral
+}
+
+func (v Value) validate(path string) error {
+	n := 0
+	if v.Literal != nil {
+		n++
+	}
+	if v.Reference != nil {
+		n++
+		if v.Reference.Relation == "" {
+			return Invalid(Field(path, "reference.relation"), "is required")
+		}
+		if len(v.Reference.Path) == 0 {
+			return Invalid(Field(path, "reference.path"), "is required")
+		}
+	}
+	if v.Sensitive != nil {
+		n++
+		if err := v.Sensitive.validate(Field(path, "sensitive")); err != nil {
+			return err
+		}
+	}
+	if n > 1 {
+		return Invalid(path, "set only one of literal, reference and sensitive")
+	}
+	return nil
+}
+
+// Validate reports the first invalid field.
+func (v *DeploymentVariable) Validate() error { return v.validate("") }
+
+func (v *DeploymentVariable) validate(path string) error {
+	if err := checkRequired(Field(path, "key"), v.Key); err != nil {
+		return err
+	}
+	for i := range v.Values {
+		p := Index(Field(path, "values"), i)
+		if err := CheckSelector(Field(p, "selector"), v.Values[i].Selector, true); err != nil {
+			return err
+		}
+		if err := v.Values[i].Value.validate(Field(p, "value")); err != nil {
+			return err
+		}
+	}
+	if v.Default != nil {
+		return v.Default.validate(Field(path, "default"))
+	}
+	return nil
+}
+
+// Resolve picks the variable's value for subject s: the highest-priority
+// value whose selector matches (list order among equals), else the default.
+// ok is false when neither applies. A selector that fails to evaluate does
+// not match; the first such error is returned alongside the result.
+func (v *DeploymentVariable) Resolve(s *Subject, sel Selector) (val Value, ok bool, err error) {
+	best := -1
+	for i := range v.Values {
+		if best >= 0 && v.Values[i].Priority <= v.Values[best].Priority {
+			continue
+		}
+		m, e := sel.Match(v.Values[i].Selector, s)
+		if e != nil {
+			if err == nil {
+				err = e
+			}
+			continue
+		}
+		if m {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return v.Values[best].Value, true, err
+	}
+	if v.Default != nil {
+		return *v.Default, true, err
+	}
+	return Value{}, false, err
+}
+
+// UnmarshalJSON decodes a value strictly (unknown fields are refused) and
+// keeps integral literal numbers exact: they decode as int64 when they fit,
+// other numbers as float64.
+func (v *Value) UnmarshalJSON(b []byte) error {
+	type plain Value
+	var p plain
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	p.Literal = exactNumbers(p.Literal)
+	*v = Value(p)
+	return nil
+}
+
+// exactNumbers replaces every json.Number in v by an int64 when it is an
+// integer that fits, else by a float64.
+func exactNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return i
+		}
+		f, _ := strconv.ParseFloat(string(x), 64)
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = exactNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = exactNumbers(e)
+		}
+	}
+	return v
+}
