@@ -28,8 +28,10 @@ const defaultMaxReruns = 10
 //     - reviewing, in this order: a new head SHA (PR.HeadSHA != ReviewedSHA)
 //     → re-run or stale (below), because a review of a superseded commit is
 //     obsolete whatever its pod does; ReviewDone → ready ("review-done");
-//     pod missing → failed ("pod-missing"); pod errored, terminated or
-//     unknown → failed ("pod-dead"); else Noop ("review-in-progress").
+//     no pod observed yet → failed when the heartbeat is stale ("stalled"),
+//     else Noop ("awaiting-pod"), since the launch precedes the pod; pod
+//     errored, terminated or unknown → failed ("pod-dead"); else Noop
+//     ("review-in-progress").
 //     - ready: no PR observed → Noop ("pr-missing"); head SHA still equals
 //     ReviewedSHA → SubmitReview ready → submitted ("review-ready"); else
 //     re-run or stale.
@@ -75,7 +77,12 @@ func DecidePRReview(s *PRReviewSnapshot) Action {
 			return Transition{From: ReviewRunning, To: ReviewReady, Reason: "review-done"}
 		}
 		if w.Pod == nil {
-			return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "pod-missing"}
+			// The launch precedes the pod: wait for it, as standalone
+			// runs do, unless the heartbeat went stale meanwhile.
+			if heartbeatStale(w) {
+				return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "stalled"}
+			}
+			return Noop{Reason: "awaiting-pod"}
 		}
 		if w.Pod.Dead() {
 			return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "pod-dead"}

@@ -180,11 +180,17 @@ func TestDecidePRReviewRules(t *testing.T) {
 		}, func(*PRReviewSnapshot) Action {
 			return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "pod-dead"}
 		}},
-		{"reviewing with the pod missing after launch fails", func(s *PRReviewSnapshot) {
+		{"reviewing before its pod is observed waits", func(s *PRReviewSnapshot) {
 			in(ReviewRunning)(s)
 			s.Pod = nil
+			s.Heartbeat = time.Time{}
+		}, func(*PRReviewSnapshot) Action { return Noop{Reason: "awaiting-pod"} }},
+		{"reviewing with no pod and a stale heartbeat fails", func(s *PRReviewSnapshot) {
+			in(ReviewRunning)(s)
+			s.Pod = nil
+			s.Heartbeat = s.Now.Add(-time.Hour)
 		}, func(*PRReviewSnapshot) Action {
-			return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "pod-missing"}
+			return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "stalled"}
 		}},
 		{"reviewing with a live pod waits", func(s *PRReviewSnapshot) {
 			in(ReviewRunning)(s)

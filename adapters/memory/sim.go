@@ -1,0 +1,158 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile"
+)
+
+// Simulator is a ports.AgentRuntime and ports.CodeHost that plays the
+// outside world for the demo daemon: every launched agent gets a pod that
+// becomes ready one step later and finishes its work two steps after that
+// (a repo run opens an approved pull request with passing checks, a
+// standalone run exits 0, an agent turn and a review report done), and a
+// merge lands one step after it was asked for. Each observation is written
+// through the run store, as a pod watcher or PR poller would, and then
+// wake is called so the engine reconciles the run at once.
+//
+// Launches, releases, merges and submissions are idempotent by key. Close
+// stops every pending step.
+type Simulator struct {
+	store ports.RunStore
+	clock ports.Clock
+	step  time.Duration
+	wake  func(context.Context, reconcile.RunRef)
+
+	mu     sync.Mutex
+	seen   map[string]bool
+	prs    map[string]reconcile.RunRef // PR URL → the repo run that opened it
+	timers []*time.Timer
+	closed bool
+}
+
+var (
+	_ ports.AgentRuntime = (*Simulator)(nil)
+	_ ports.CodeHost     = (*Simulator)(nil)
+)
+
+// NewSimulator returns a simulator that writes observations to store,
+// stamped by clock, one step apart, calling wake after each.
+func NewSimulator(store ports.RunStore, clock ports.Clock, step time.Duration, wake func(context.Context, reconcile.RunRef)) *Simulator {
+	return &Simulator{store: store, clock: clock, step: step, wake: wake,
+		seen: map[string]bool{}, prs: map[string]reconcile.RunRef{}}
+}
+
+// Close stops the steps not yet taken; later calls schedule nothing.
+func (s *Simulator) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for _, t := range s.timers {
+		t.Stop()
+	}
+	s.timers = nil
+}
+
+// first reports whether key is new, and records it.
+func (s *Simulator) first(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen[key] {
+		return false
+	}
+	s.seen[key] = true
+	return true
+}
+
+// after observes o on ref after n steps, then wakes the run.
+func (s *Simulator) after(n int, o ports.RunObserveParams) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.timers = append(s.timers, time.AfterFunc(time.Duration(n)*s.step, func() {
+		ctx := context.Background()
+		o.Heartbeat = s.clock.Now()
+		if _, err := s.store.RunObserve(ctx, o); err != nil {
+			return // the run is gone: nothing to observe
+		}
+		s.wake(ctx, o.Ref)
+	}))
+}
+
+// AgentLaunch starts the simulated pod of the run and scripts what the
+// agent in it does.
+func (s *Simulator) AgentLaunch(_ context.Context, p ports.AgentLaunchParams) error {
+	if !s.first(p.IdempotencyKey) {
+		return nil
+	}
+	ref := p.Ref
+	pod := "sim-" + strings.ReplaceAll(p.IdempotencyKey, "/", "-")
+	s.after(1, ports.RunObserveParams{Ref: ref, Pod: &reconcile.Pod{Name: pod, Phase: reconcile.PodReady}})
+	switch ref.Kind {
+	case reconcile.KindRepo:
+		url := "https://git.example.com/demo/" + ref.ID + "/pull/1"
+		s.mu.Lock()
+		s.prs[url] = ref
+		s.mu.Unlock()
+		s.after(3, ports.RunObserveParams{Ref: ref, PR: &reconcile.PullRequest{
+			URL: url, Number: 1, State: reconcile.PROpen, Mergeable: true,
+			Checks: reconcile.ChecksPassing, Review: reconcile.ReviewApproved,
+			HeadSHA: fmt.Sprintf("%040x", len(p.IdempotencyKey)),
+		}})
+	case reconcile.KindStandalone:
+		zero := 0
+		s.after(3, ports.RunObserveParams{Ref: ref, Pod: &reconcile.Pod{Name: pod, Phase: reconcile.PodTerminated, ExitCode: &zero}})
+	case reconcile.KindPersistentAgent:
+		s.after(3, ports.RunObserveParams{Ref: ref, Patch: map[string]any{"turn_done": true, "pending_messages": 0}})
+	case reconcile.KindPRReview:
+		s.after(3, ports.RunObserveParams{Ref: ref, Patch: map[string]any{"review_done": true}})
+	}
+	return nil
+}
+
+// AgentRelease lets the simulated pod go.
+func (s *Simulator) AgentRelease(_ context.Context, ref reconcile.RunRef, key string) error {
+	if s.first(key) {
+		s.after(1, ports.RunObserveParams{Ref: ref, Pod: &reconcile.Pod{Phase: reconcile.PodTerminated}})
+	}
+	return nil
+}
+
+// PRMerge merges a pull request a simulated repo run opened, one step
+// later.
+func (s *Simulator) PRMerge(ctx context.Context, p ports.PRMergeParams) error {
+	s.mu.Lock()
+	ref, ok := s.prs[p.URL]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("merge %s: %w", p.URL, ports.ErrNotFound)
+	}
+	if !s.first(p.IdempotencyKey) {
+		return nil
+	}
+	row, err := s.store.RunGet(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("merge %s: %w", p.URL, err)
+	}
+	if row.PR == nil {
+		return fmt.Errorf("merge %s: run %s has no pull request", p.URL, ref)
+	}
+	pr := *row.PR
+	pr.State, pr.Merged = reconcile.PRMerged, true
+	s.after(1, ports.RunObserveParams{Ref: ref, PR: &pr})
+	return nil
+}
+
+// PRSubmitReview accepts the review; a submitted review needs nothing more
+// from the outside world.
+func (s *Simulator) PRSubmitReview(_ context.Context, p ports.PRSubmitParams) error {
+	s.first(p.IdempotencyKey)
+	return nil
+}
