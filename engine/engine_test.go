@@ -300,3 +300,53 @@ func TestEngineShutdownTimeoutReleasesLease(t *testing.T) {
 	require.Equal(t, ports.WorkPending, it.State, "the lease is released, not left to expire")
 	require.Contains(t, it.LastError, "shutdown")
 }
+
+// TestEngineConcurrencyPerKind: each kind runs at most its Concurrency
+// passes at once, and reaches it, independently of the other kinds.
+func TestEngineConcurrencyPerKind(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	limits := map[string]int{"wide": 3, "narrow": 1}
+	var mu sync.Mutex
+	running, peak := map[string]int{}, map[string]int{}
+	full := make(chan struct{})
+	gate := make(chan struct{})
+	var finished sync.WaitGroup
+	proc := engine.ProcessorFunc(func(_ context.Context, it engine.Item) engine.Outcome {
+		defer finished.Done()
+		k := it.Key.Kind
+		mu.Lock()
+		running[k]++
+		peak[k] = max(peak[k], running[k])
+		if running["wide"] == limits["wide"] && running["narrow"] == limits["narrow"] {
+			select {
+			case <-full:
+			default:
+				close(full)
+			}
+		}
+		mu.Unlock()
+		<-gate
+		mu.Lock()
+		running[k]--
+		mu.Unlock()
+		return engine.Done()
+	})
+	const perKind = 8
+	finished.Add(2 * perKind)
+	for k, n := range limits {
+		b.eng.Register(k, proc, engine.KindOptions{Concurrency: n})
+		for i := range perKind {
+			enqueue(t, b.q, ports.WorkKey{Kind: k, ScopeType: "t", ScopeID: fmt.Sprint(i)})
+		}
+	}
+	run(t, b.eng)
+	waitFor(t, full, "both kinds at their concurrency")
+	close(gate)
+	done := make(chan struct{})
+	go func() { finished.Wait(); close(done) }()
+	waitFor(t, done, "every pass")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, limits, peak, "peak passes in flight per kind")
+}

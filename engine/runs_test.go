@@ -1,8 +1,10 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -235,4 +237,74 @@ func TestRunProcessorLaunchForgetsOldPod(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, reconcile.StandaloneRunning, row.State, "a fresh attempt waits for its pod")
 	require.Len(t, b.agents.Launches(), 1)
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) records(t *testing.T) []map[string]json.RawMessage {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]json.RawMessage
+	for _, line := range bytes.Split(bytes.TrimSpace(b.buf.Bytes()), []byte("\n")) {
+		var rec map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(line, &rec), "%s", line)
+		out = append(out, rec)
+	}
+	return out
+}
+
+// TestRunProcessorLogsDecisionAndSnapshot: every pass logs
+// reconcile.decision with kind, id, action, reason, outcome and duration;
+// at debug level the snapshot it logs replays (as `reconciler decide` reads
+// it) to the same decision.
+func TestRunProcessorLogsDecisionAndSnapshot(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	ctx := context.Background()
+	ref := createAgent(t, b.store, "logged", reconcile.AgentQueued, reconcile.AgentRun{PendingMessages: 1})
+	var sink syncBuffer
+	p := b.proc(reconcile.KindPersistentAgent)
+	p.Logger = slog.New(slog.NewJSONHandler(&sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1, EventTime: time.Now()})
+
+	var snapshot, decision map[string]json.RawMessage
+	for _, rec := range sink.records(t) {
+		switch string(rec["msg"]) {
+		case `"reconcile.snapshot"`:
+			snapshot = rec
+		case `"reconcile.decision"`:
+			decision = rec
+		}
+	}
+	require.NotNil(t, decision, "a reconcile.decision record")
+	for _, k := range []string{"kind", "id", "action", "reason", "outcome", "duration"} {
+		require.Contains(t, decision, k)
+	}
+	str := func(raw json.RawMessage) string {
+		var s string
+		require.NoError(t, json.Unmarshal(raw, &s))
+		return s
+	}
+	require.Equal(t, string(ref.Kind), str(decision["kind"]))
+	require.Equal(t, ref.ID, str(decision["id"]))
+	require.Equal(t, engine.OutcomeApplied, str(decision["outcome"]))
+
+	require.NotNil(t, snapshot, "a reconcile.snapshot record at debug level")
+	snap, err := reconcile.DecodeSnapshot(snapshot["snapshot"])
+	require.NoError(t, err, "the logged snapshot is in the format decide reads")
+	replayed := reconcile.Decide(snap)
+	require.Equal(t, str(decision["action"]), string(replayed.Type()))
+	require.Equal(t, str(decision["reason"]), replayed.Why())
 }

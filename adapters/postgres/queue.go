@@ -36,8 +36,15 @@ type Queue struct {
 // lease, since full) a lease reads them whole, for what a floor can miss:
 // rows skipped while another transaction held them, clocks of other
 // processes running behind.
+//
+// A lease that does not deal with everything it read (it left expired
+// leases for later, hit its scan cap, failed, or ran inside a caller's
+// transaction that may roll back) lowers the floor back to its own and
+// bumps gen: a lease of the same kind that ran beside it may have skipped
+// the rows it held, so that lease must not raise the floor past them.
 type sweep struct {
 	floor, full time.Time
+	gen         uint64
 }
 
 // sweepLag is how far behind a lease's now its kind's floor rises: writes
@@ -161,7 +168,18 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 	kinds := slices.Clone(p.Kinds)
 	slices.Sort(kinds)
 	kinds = slices.Compact(kinds)
-	floors := q.floors(kinds, now, p.Duration)
+	// A lease inside a caller's transaction reads whole and never raises a
+	// floor: what it did is undone if the transaction rolls back.
+	_, inTx := ctx.Value(txKey{}).(*ctxTx)
+	floors, gens := q.floors(kinds, now, p.Duration, inTx)
+	var swept []string
+	settled := false
+	defer func() {
+		if !settled || inTx {
+			swept = nil
+		}
+		q.settleFloors(kinds, floors, gens, swept, now)
+	}()
 	rows, err := q.db.idb(ctx).QueryContext(ctx, sqlLease,
 		pgdialect.Array(kinds), pgdialect.Array(floors), now, p.Limit, p.Owner, exp, ports.LeaseExpiredError, leaseScanCap(p.Limit))
 	if err != nil {
@@ -173,7 +191,6 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 		priority int
 	}
 	out := make([]claimed, 0, p.Limit)
-	var swept []string
 	for rows.Next() {
 		var c claimed
 		l := &c.lease
@@ -191,7 +208,7 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
 	}
-	q.raiseFloors(kinds, floors, swept, now)
+	settled = true
 	// RETURNING has no order: hand the leases out in lease order.
 	slices.SortFunc(out, func(a, b claimed) int {
 		return cmp.Or(cmp.Compare(b.priority, a.priority), a.lease.EventTime.Compare(b.lease.EventTime), keyCmp(a.lease.Key, b.lease.Key))
@@ -210,38 +227,47 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 func leaseScanCap(limit int) int { return max(2*limit, 1000) }
 
 // floors returns the floor each kind's lease reads waiting items and
-// expired leases above: noFloor when the kind was never read whole, not for
-// a quarter of the lease duration, or the clock went back.
-func (q *Queue) floors(kinds []string, now time.Time, d time.Duration) []time.Time {
+// expired leases above, and the kind's gen when it was read: noFloor when
+// the kind was never read whole, not for a quarter of the lease duration,
+// the clock went back, or whole is set.
+func (q *Queue) floors(kinds []string, now time.Time, d time.Duration, whole bool) ([]time.Time, []uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]time.Time, len(kinds))
+	out, gens := make([]time.Time, len(kinds)), make([]uint64, len(kinds))
 	for i, k := range kinds {
 		s, ok := q.sweeps[k]
+		gens[i] = s.gen
 		switch {
-		case !ok, now.Sub(s.full) >= d/4, now.Before(s.full), now.Before(s.floor):
+		case whole, !ok, now.Sub(s.full) >= d/4, now.Before(s.full), now.Before(s.floor):
 			out[i] = noFloor
 		default:
 			out[i] = s.floor
 		}
 	}
-	return out
+	return out, gens
 }
 
-// raiseFloors records that a lease at now dealt with every waiting item
-// and expired lease of the swept kinds above the floors it was given.
-func (q *Queue) raiseFloors(kinds []string, floors []time.Time, swept []string, now time.Time) {
-	if len(swept) == 0 {
-		return
-	}
+// settleFloors records what a lease at now did for each of its kinds. A
+// swept kind (every waiting item and expired lease above its floor was
+// dealt with) raises its floor to now less sweepLag, unless a lease of the
+// kind that ran meanwhile left some behind (its gen moved). Any other kind
+// lowers its floor back to the one this lease used and bumps its gen.
+func (q *Queue) settleFloors(kinds []string, floors []time.Time, gens []uint64, swept []string, now time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, k := range swept {
-		i, found := slices.BinarySearch(kinds, k)
-		if !found {
+	for i, k := range kinds {
+		s := q.sweeps[k]
+		if !slices.Contains(swept, k) {
+			if floors[i].Before(s.floor) {
+				s.floor = floors[i]
+			}
+			s.gen++
+			q.sweeps[k] = s
 			continue
 		}
-		s := q.sweeps[k]
+		if s.gen != gens[i] {
+			continue
+		}
 		if floor := now.Add(-sweepLag); floor.After(s.floor) {
 			s.floor = floor
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
 )
 
 // Tests of what the conformance suite cannot see: SQL quoting, row locks
@@ -159,4 +160,40 @@ func TestQueueBatchesNeverDeadlock(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
+}
+
+// TestQueueLeaseFindsSkippedExpiredLease: an expired lease that a lease
+// skipped because another transaction held its row (here an enqueue onto it
+// that commits later) lies below the floor that lease raised; it is still
+// reclaimed, by the whole read due a quarter of the lease duration later.
+func TestQueueLeaseFindsSkippedExpiredLease(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, _ := openDB(t)
+	clock := porttest.NewFakeClock(time.Now().UTC().Truncate(time.Second))
+	q := newQueue(t, db, clock)
+	const d = 4 * time.Second
+	key := ports.WorkKey{Kind: "k", ScopeType: "t", ScopeID: "x"}
+	lease := func(ctx context.Context) []ports.Lease {
+		ls, err := q.WorkLease(ctx, ports.LeaseParams{Kinds: []string{"k"}, Limit: 10, Duration: d, Owner: "w"})
+		require.NoError(t, err)
+		return ls
+	}
+	require.NoError(t, q.WorkEnqueue(ctx, ports.EnqueueParams{Key: key}))
+	require.Len(t, lease(ctx), 1)
+	clock.Advance(d + time.Second) // the lease expired a second ago
+
+	require.NoError(t, db.InTx(ctx, func(txCtx context.Context) error {
+		require.NoError(t, q.WorkEnqueue(txCtx, ports.EnqueueParams{Key: key}))
+		got := make(chan []ports.Lease, 1)
+		go func() { got <- lease(ctx) }() // outside the transaction
+		require.Empty(t, <-got, "the locked row is skipped")
+		return nil
+	}))
+
+	clock.Advance(d / 4)
+	ls := lease(ctx)
+	require.Len(t, ls, 1, "the skipped expired lease is reclaimed by the next whole read")
+	require.Equal(t, key, ls[0].Key)
+	require.Equal(t, 2, ls[0].Attempt)
 }

@@ -148,3 +148,44 @@ func waitUntil(t *testing.T, limit time.Duration, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestServeStopsOnSIGTERM: serve on the in-memory store starts, and a
+// SIGTERM stops it gracefully with exit status 0.
+func TestServeStopsOnSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	t.Parallel()
+	bin, err := buildBinary()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "RECONCILER_DSN=")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	started, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			switch line := sc.Text(); {
+			case strings.Contains(line, "engine starting") && strings.Contains(line, "store=memory"):
+				close(started)
+			case strings.Contains(line, "engine stopped"):
+				close(stopped)
+			}
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop after SIGTERM")
+	}
+	require.NoError(t, cmd.Wait(), "a graceful stop exits 0")
+}

@@ -34,6 +34,7 @@ type serveOptions struct {
 	repoSlots       int
 	logLevel        string
 	logFormat       string
+	demo            bool
 }
 
 // newServeCmd runs the engine.
@@ -46,7 +47,10 @@ func newServeCmd() *cobra.Command {
 		Long: `serve runs the engine: it leases work by kind, takes pure decisions and applies
 them under compare-and-swap, and sweeps every non-terminal run periodically.
 
-Without --dsn it runs on the embedded in-memory adapters. With --dsn (or
+Without --dsn it runs on the embedded in-memory adapters and, unless
+--demo=false, seeds a demo workspace (one run of each kind, in a simulated
+world of agents and pull requests) whose decisions scroll by in the log.
+With --dsn (or
 RECONCILER_DSN) it runs on PostgreSQL, applying migrations first; several serve
 processes on one database share the work safely.
 
@@ -77,6 +81,7 @@ Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metr
 	f.IntVar(&o.repoSlots, "repo-slots", 0, "most agents running at once per repository (0 = unlimited)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (debug logs every snapshot, replayable with decide)")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	f.BoolVar(&o.demo, "demo", true, "in memory: seed the demo runs and simulate their agents and pull requests (ignored with --dsn)")
 	return cmd
 }
 
@@ -85,8 +90,11 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.concurrency <= 0 || o.maxAutoResumes <= 0 || o.lock <= 0 || o.resyncInterval <= 0 {
-		return usagef("--concurrency, --max-auto-resumes, --lock and --resync-interval must be positive")
+	if o.concurrency <= 0 || o.maxAutoResumes <= 0 || o.lock <= 0 || o.resyncInterval <= 0 || o.shutdownTimeout <= 0 {
+		return usagef("--concurrency, --max-auto-resumes, --lock, --resync-interval and --shutdown-timeout must be positive")
+	}
+	if o.globalSlots < 0 || o.repoSlots < 0 {
+		return usagef("--global-slots and --repo-slots must not be negative (0 = unlimited)")
 	}
 	clock := ports.SystemClock
 	be, err := openBackend(ctx, o.dsn, o.migrate, clock)
@@ -102,7 +110,17 @@ func runServe(ctx context.Context, o serveOptions) error {
 	})
 	cfg := reconcile.Config{Concurrency: o.concurrency, LockDuration: o.lock, ResyncInterval: o.resyncInterval,
 		StallThreshold: o.stallThreshold, MaxAutoResumes: o.maxAutoResumes}
-	agents, code := memory.NewAgentRuntime(), memory.NewCodeHost()
+	var agents ports.AgentRuntime = memory.NewAgentRuntime()
+	var code ports.CodeHost = memory.NewCodeHost()
+	demo := o.demo && o.dsn == ""
+	if demo {
+		sim := newDemoWorld(be.runs, be.queue, clock, demoStep)
+		defer sim.Close()
+		agents, code = sim, sim
+		if err := seedDemo(ctx, be.runs, be.queue); err != nil {
+			return err
+		}
+	}
 	for _, k := range reconcile.Kinds {
 		eng.Register(string(k), &engine.RunProcessor{
 			Kind: k, Store: be.runs, Queue: be.queue, Agents: agents, Code: code, Config: cfg,
@@ -126,7 +144,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}()
 		log.Info("listening", "addr", ln.Addr().String())
 	}
-	log.Info("engine starting", "store", be.name, "kinds", eng.Kinds(), "concurrency", o.concurrency, "lease", o.lock)
+	log.Info("engine starting", "store", be.name, "demo", demo, "kinds", eng.Kinds(), "concurrency", o.concurrency, "lease", o.lock)
 
 	var wg sync.WaitGroup
 	wg.Add(1)
