@@ -1,5 +1,7 @@
 package policy
 
+import "errors"
+
 // maxStackPolicies is how many matching policies Evaluate tracks without a
 // heap allocation.
 const maxStackPolicies = 16
@@ -213,6 +215,45 @@ func skipped(in *Input, ruleID string) bool {
 	for i := range in.Skips {
 		if in.Skips[i].Applies(in.Version.ID, ruleID, t, in.Now) {
 			return true
+		}
+	}
+	return false
+}
+
+// MatchingRules returns the rules of type t in the enabled policies whose
+// selector matches in's target, in Evaluate's order (policy priority, then
+// ID, then rule order). A policy whose selector fails to evaluate is left
+// out and its error returned, so callers fail closed as Evaluate does.
+func MatchingRules(policies []Policy, in Input, t RuleType) ([]Rule, error) {
+	cx := evalContext{in: &in}
+	matched, bad := matchPolicies(policies, &cx, nil)
+	var err error
+	if bad.Status == Denied {
+		err = errors.New(bad.Message)
+	}
+	var out []Rule
+	for _, pi := range matched {
+		for _, r := range policies[pi].Rules {
+			if r.Spec != nil && r.Spec.Type() == t {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, err
+}
+
+// HasRule reports whether any enabled policy has a rule of type t, whatever
+// its selector: a cheap test of whether a caller needs to load what that
+// rule reads.
+func HasRule(policies []Policy, t RuleType) bool {
+	for i := range policies {
+		if !policies[i].Enabled {
+			continue
+		}
+		for _, r := range policies[i].Rules {
+			if r.Spec != nil && r.Spec.Type() == t {
+				return true
+			}
 		}
 	}
 	return false

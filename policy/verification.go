@@ -102,14 +102,9 @@ func (m *MetricSpec) validate(path string) error {
 	return nil
 }
 
-// Measurement is one provider reading.
-type Measurement struct {
-	At     time.Time `json:"at"`
-	Result any       `json:"result,omitempty"`
-	// Error is set when the provider could not measure; it counts as a
-	// failed measurement.
-	Error string `json:"error,omitempty"`
-}
+// Measurement is one provider reading; jobs keep theirs (release.Job's
+// Measurements), so it is the domain type.
+type Measurement = release.Measurement
 
 // outcome of one measurement.
 type outcome int

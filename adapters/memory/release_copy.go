@@ -144,6 +144,17 @@ func copyJob(j *ports.JobRow) ports.JobRow {
 	out := *j
 	out.JobAgentConfig = copyAnyMap(j.JobAgentConfig)
 	out.DispatchContext = copyAnyMap(j.DispatchContext)
+	if j.Measurements != nil {
+		out.Measurements = make(map[string][]release.Measurement, len(j.Measurements))
+		for k, ms := range j.Measurements {
+			cp := make([]release.Measurement, len(ms))
+			for i, m := range ms {
+				cp[i] = m
+				cp[i].Result = copyJSON(m.Result)
+			}
+			out.Measurements[k] = cp
+		}
+	}
 	return out
 }
 

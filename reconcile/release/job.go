@@ -136,9 +136,12 @@ type Job struct {
 	// variables, links); secrets in it are redacted.
 	DispatchContext map[string]any `json:"dispatch_context,omitempty"`
 	Message         string         `json:"message,omitempty"`
-	CreatedAt       time.Time      `json:"created_at"`
-	StartedAt       time.Time      `json:"started_at,omitzero"`
-	CompletedAt     time.Time      `json:"completed_at,omitzero"`
+	// Measurements are the verification readings taken after the job
+	// succeeded, per metric name, oldest first.
+	Measurements map[string][]Measurement `json:"measurements,omitempty"`
+	CreatedAt    time.Time                `json:"created_at"`
+	StartedAt    time.Time                `json:"started_at,omitzero"`
+	CompletedAt  time.Time                `json:"completed_at,omitzero"`
 }
 
 // FinishedAt is when the job completed, falling back to when it started or
@@ -174,4 +177,13 @@ func (j *Job) Validate() error {
 		return Invalid("created_at", "is required")
 	}
 	return nil
+}
+
+// Measurement is one verification provider reading.
+type Measurement struct {
+	At     time.Time `json:"at"`
+	Result any       `json:"result,omitempty"`
+	// Error is set when the provider could not measure; it counts as a
+	// failed measurement.
+	Error string `json:"error,omitempty"`
 }

@@ -1,0 +1,147 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// The work kinds of the release chain, and the scope types of their items.
+const (
+	KindDesiredRelease  = "desired-release"
+	KindJobEligibility  = "job-eligibility"
+	KindJobDispatch     = "job-dispatch"
+	KindJobVerification = "job-verification-metric"
+
+	// ScopeTarget scopes desired-release, job-eligibility and job-dispatch
+	// items: the scope id is the release target's key, so the queue never
+	// runs two passes of one kind for one target at once.
+	ScopeTarget = "release-target"
+	// ScopeJob scopes job-verification-metric items: the scope id is the
+	// job's id.
+	ScopeJob = "job"
+)
+
+// Kinds lists the chain's work kinds in chain order.
+var Kinds = []string{KindDesiredRelease, KindJobEligibility, KindJobDispatch, KindJobVerification}
+
+// historyLimit is how many of a target's newest jobs a pass reads: enough
+// for retry streaks, rollback and progression, never the whole history.
+const historyLimit = 50
+
+// Chain is the release chain: four stateless controllers that move a
+// release target from "a version exists" to "a job ran and was verified",
+// each handing off to the next by enqueueing work (insert-then-lease), and
+// the services that start it (versions, approvals, agents' reports).
+//
+// Every pass re-reads what it needs through the store port and recomputes
+// its answer, so a repeated or retried item changes nothing that was
+// already done: releases are content-addressed, jobs are created once per
+// (release, attempt) key and agents dispatch once per job id.
+type Chain struct {
+	Store ports.ReleaseStore
+	Queue ports.Queue
+	// Agents serve jobs by release.JobAgent.Type.
+	Agents map[string]ports.JobAgent
+	// Verifiers take measurements by policy.Provider.Type.
+	Verifiers map[string]ports.Verifier
+	Clock     ports.Clock
+	Logger    *slog.Logger
+}
+
+// Register registers the four controllers on eng, each with concurrency
+// passes at once.
+func (c *Chain) Register(eng *engine.Engine, concurrency int) {
+	opts := engine.KindOptions{Concurrency: concurrency}
+	eng.Register(KindDesiredRelease, engine.ProcessorFunc(c.desiredRelease), opts)
+	eng.Register(KindJobEligibility, engine.ProcessorFunc(c.jobEligibility), opts)
+	eng.Register(KindJobDispatch, engine.ProcessorFunc(c.jobDispatch), opts)
+	eng.Register(KindJobVerification, engine.ProcessorFunc(c.jobVerification), opts)
+}
+
+// TargetKey is the work key of a chain kind for a release target.
+func TargetKey(kind string, t release.ReleaseTarget) ports.WorkKey {
+	return ports.WorkKey{Kind: kind, ScopeType: ScopeTarget, ScopeID: t.Key()}
+}
+
+// JobKey is the work key of a job's verification.
+func JobKey(jobID string) ports.WorkKey {
+	return ports.WorkKey{Kind: KindJobVerification, ScopeType: ScopeJob, ScopeID: jobID}
+}
+
+// enqueue adds items now, or at notBefore when it is set.
+func (c *Chain) enqueue(ctx context.Context, notBefore time.Time, keys ...ports.WorkKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	items := make([]ports.EnqueueParams, len(keys))
+	for i, k := range keys {
+		items[i] = ports.EnqueueParams{Key: k, NotBefore: notBefore}
+	}
+	if err := c.Queue.WorkEnqueue(ctx, items...); err != nil {
+		return fmt.Errorf("enqueue %s: %w", keys[0], err)
+	}
+	return nil
+}
+
+// EvaluateTargets enqueues desired-release for each target: the entry point
+// of the chain after anything a decision reads has changed.
+func (c *Chain) EvaluateTargets(ctx context.Context, targets ...release.ReleaseTarget) error {
+	keys := make([]ports.WorkKey, len(targets))
+	for i, t := range targets {
+		keys[i] = TargetKey(KindDesiredRelease, t)
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 1000)
+		if err := c.enqueue(ctx, time.Time{}, keys[:n]...); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
+// targetOf parses a target-scoped item; a malformed key can never succeed.
+func targetOf(it engine.Item) (release.ReleaseTarget, error) {
+	t, err := release.ParseTargetKey(it.Key.ScopeID)
+	if err != nil {
+		return t, fmt.Errorf("%s item %s: %w", it.Key.Kind, it.Key.ScopeID, err)
+	}
+	return t, nil
+}
+
+// records converts job rows to the policy's job records.
+func records(rows []ports.JobRow) []policy.JobRecord {
+	out := make([]policy.JobRecord, len(rows))
+	for i := range rows {
+		out[i] = rows[i].Record()
+	}
+	return out
+}
+
+// retryable reports whether err may pass on a later attempt: everything but
+// invalid input.
+func retryable(err error) bool { return !errors.Is(err, release.ErrInvalid) }
+
+// fail turns an error into the outcome of a pass: a retry, or terminal for
+// input that can never be valid.
+func fail(err error) engine.Outcome {
+	if retryable(err) {
+		return engine.Retry(err)
+	}
+	return engine.Terminal(err)
+}
+
+// log records one controller decision with the chain's stable keys.
+func (c *Chain) log(ctx context.Context, kind, id, decision, reason string, start time.Time, attrs ...slog.Attr) {
+	base := []slog.Attr{slog.String("kind", kind), slog.String("id", id), slog.String("action", decision),
+		slog.String("reason", reason), slog.Duration("duration", time.Since(start))}
+	c.Logger.LogAttrs(ctx, slog.LevelInfo, "release.decision", append(base, attrs...)...)
+}

@@ -1,0 +1,286 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// facts is what every controller of one target reads: the target's
+// objects, the enabled policies and the target's newest jobs.
+type facts struct {
+	detail   ports.TargetDetail
+	policies []policy.Policy
+	jobs     []ports.JobRow
+	base     policy.Input
+}
+
+// load reads the facts of target t; ErrNotFound means the target is gone.
+func (c *Chain) load(ctx context.Context, t release.ReleaseTarget) (*facts, error) {
+	det, err := c.Store.TargetGet(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := c.Store.PolicyList(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := c.Store.JobsByTarget(ctx, t, historyLimit)
+	if err != nil {
+		return nil, err
+	}
+	f := &facts{detail: det, jobs: jobs, policies: make([]policy.Policy, len(stored))}
+	for i := range stored {
+		f.policies[i] = stored[i].Value
+	}
+	f.base = policy.Input{Now: c.Clock.Now(), Deployment: det.Deployment, Environment: det.Environment,
+		Resource: det.Resource, Jobs: records(jobs)}
+	return f, nil
+}
+
+// desiredRelease is the desired-release controller: it picks the newest
+// version the policies allow for the target (or, after a rollback
+// trigger, the last good one), resolves the variables, stores the release
+// as the target's desired release and hands off to job-eligibility. When no
+// version passes it stores "no release" with the reasons and wakes itself
+// when a pending rule may change.
+func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outcome {
+	start := time.Now()
+	t, err := targetOf(it)
+	if err != nil {
+		return engine.Terminal(err)
+	}
+	f, err := c.load(ctx, t)
+	if errors.Is(err, ports.ErrNotFound) {
+		return engine.Done() // the target is gone
+	}
+	if err != nil {
+		return engine.Retry(fmt.Errorf("desired release of %s: %w", t, err))
+	}
+	if err := c.loadPolicyFacts(ctx, f); err != nil {
+		return engine.Retry(fmt.Errorf("desired release of %s: %w", t, err))
+	}
+	version, choice, why, err := c.choose(ctx, f)
+	if err != nil {
+		return fail(fmt.Errorf("desired release of %s: %w", t, err))
+	}
+	if version == nil {
+		changed, err := c.Store.DesiredSet(ctx, ports.DesiredRelease{Target: t, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt})
+		if err != nil {
+			return engine.Retry(fmt.Errorf("desired release of %s: %w", t, err))
+		}
+		c.log(ctx, KindDesiredRelease, t.Key(), "no-release", firstOr(choice.Reasons, "no version"), start,
+			slog.Bool("changed", changed), slog.Int("examined", choice.Examined), slog.Time("next_check_at", choice.NextCheckAt))
+		return wakeAt(choice.NextCheckAt)
+	}
+	vars, err := resolveVariables(&f.detail)
+	if err != nil {
+		return fail(fmt.Errorf("desired release of %s: %w", t, err))
+	}
+	rel, _, err := c.Store.ReleaseUpsert(ctx, release.NewRelease(t, version.ID, vars, time.Time{}))
+	if err != nil {
+		return fail(fmt.Errorf("desired release of %s: %w", t, err))
+	}
+	changed, err := c.Store.DesiredSet(ctx, ports.DesiredRelease{Target: t, ReleaseID: rel.ID, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt})
+	if err != nil {
+		return engine.Retry(fmt.Errorf("desired release of %s: %w", t, err))
+	}
+	// Always hand off, changed or not: eligibility is idempotent, and a
+	// retried pass must not lose the hand-off of the one before.
+	if err := c.enqueue(ctx, time.Time{}, TargetKey(KindJobEligibility, t)); err != nil {
+		return engine.Retry(err)
+	}
+	c.log(ctx, KindDesiredRelease, t.Key(), "release", why, start, slog.String("version", version.Tag),
+		slog.String("release", rel.ID), slog.Bool("changed", changed), slog.Int("examined", choice.Examined))
+	return wakeAt(choice.NextCheckAt)
+}
+
+// wakeAt is RequeueAt(t), or Done when t is zero.
+func wakeAt(t time.Time) engine.Outcome {
+	if t.IsZero() {
+		return engine.Done()
+	}
+	return engine.RequeueAt(t)
+}
+
+func firstOr(s []string, def string) string {
+	if len(s) > 0 {
+		return s[0]
+	}
+	return def
+}
+
+// choose applies the rollback rules, then streams the versions newest
+// first through policy.Choose. It returns the version (nil: none), the
+// choice and a reason code for the log.
+func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersion, policy.Choice, string, error) {
+	exclude := map[string]string{}
+	rules, err := policy.MatchingRules(f.policies, f.base, policy.TypeRollback)
+	if err != nil {
+		return nil, policy.Choice{}, "", err
+	}
+	for _, r := range rules {
+		rb := r.Spec.(policy.Rollback)
+		// Every version whose newest job here triggered the rule stays out.
+		seen := map[string]bool{}
+		for _, j := range f.base.Jobs {
+			if seen[j.VersionID] {
+				continue
+			}
+			seen[j.VersionID] = true
+			if rb.Triggered(&j) {
+				exclude[j.VersionID] = "rolled back after job " + j.ID + " ended " + string(j.Status)
+			}
+		}
+		if d := rb.Decide(f.base.Jobs); d.Rollback {
+			v, err := c.Store.VersionGet(ctx, d.VersionID)
+			if err != nil {
+				return nil, policy.Choice{}, "", err
+			}
+			return &v, policy.Choice{Reasons: []string{d.Reason}}, "rollback", nil
+		}
+	}
+	ch, err := policy.Choose(policy.ChooseParams{Policies: f.policies, Base: f.base, Exclude: exclude}, c.candidates(ctx, f.detail.Deployment.ID))
+	if err != nil {
+		return nil, policy.Choice{}, "", err
+	}
+	return ch.Version, ch, "newest-allowed", nil
+}
+
+// candidates streams the deployment's versions newest first with their
+// approvals and skips, read one version at a time as Choose asks.
+func (c *Chain) candidates(ctx context.Context, deploymentID string) iter.Seq2[policy.Candidate, error] {
+	return func(yield func(policy.Candidate, error) bool) {
+		for v, err := range c.Store.VersionsNewestFirst(ctx, deploymentID, 0) {
+			if err != nil {
+				yield(policy.Candidate{}, err)
+				return
+			}
+			cand := policy.Candidate{Version: v}
+			if v.Status == release.VersionReady {
+				if cand.Approvals, err = c.Store.ApprovalList(ctx, v.ID, ""); err == nil {
+					cand.Skips, err = c.Store.PolicySkipList(ctx, v.ID)
+				}
+				if err != nil {
+					yield(policy.Candidate{}, err)
+					return
+				}
+			}
+			if !yield(cand, nil) {
+				return
+			}
+		}
+	}
+}
+
+// loadPolicyFacts reads what the enabled policies' rules need beyond the
+// target itself, and only that: the active and successful versions (cooldown,
+// rollout), the system's environments with their targets' jobs
+// (progression), the deployment's targets (rollout) and the other
+// deployments on the resource (dependency).
+func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
+	in, t := &f.base, f.detail.Target
+	if len(f.policies) == 0 {
+		return nil
+	}
+	st, err := c.Store.TargetJobState(ctx, t)
+	if err != nil {
+		return err
+	}
+	if st.Active != nil {
+		in.ActiveVersion = &st.Active.Version
+	}
+	if st.Successful != nil {
+		in.SuccessfulVersion = &st.Successful.Version
+	}
+	if policy.HasRule(f.policies, policy.TypeEnvironmentProgression) {
+		envs, err := c.Store.EnvironmentList(ctx, f.detail.SystemID)
+		if err != nil {
+			return err
+		}
+		for _, e := range envs {
+			es := policy.EnvironmentState{Environment: e.Value}
+			targets, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: t.DeploymentID, EnvironmentID: e.Value.ID}})
+			if err != nil {
+				return err
+			}
+			for _, ot := range targets {
+				jobs, err := c.Store.JobsByTarget(ctx, ot, historyLimit)
+				if err != nil {
+					return err
+				}
+				es.Targets = append(es.Targets, policy.TargetState{Target: ot, Jobs: records(jobs)})
+			}
+			in.SystemEnvironments = append(in.SystemEnvironments, es)
+		}
+	}
+	if policy.HasRule(f.policies, policy.TypeGradualRollout) {
+		if in.DeploymentTargets, err = c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: t.DeploymentID}}); err != nil {
+			return err
+		}
+	}
+	if policy.HasRule(f.policies, policy.TypeDeploymentDependency) {
+		onResource, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{ResourceID: t.ResourceID}})
+		if err != nil {
+			return err
+		}
+		for _, ot := range onResource {
+			if ot.DeploymentID == t.DeploymentID {
+				continue
+			}
+			d, err := c.Store.DeploymentGet(ctx, ot.DeploymentID)
+			if err != nil {
+				return err
+			}
+			dep := policy.DependencyState{Deployment: d.Value}
+			st, err := c.Store.TargetJobState(ctx, ot)
+			if err != nil {
+				return err
+			}
+			if st.Successful != nil {
+				dep.Version = &st.Successful.Version
+			}
+			in.Dependencies = append(in.Dependencies, dep)
+		}
+	}
+	return nil
+}
+
+// resolveVariables resolves the deployment's variables for the target, in
+// key order: the highest-priority matching value, else the default. A
+// variable with neither is left out. A selector that fails to evaluate is
+// invalid input naming the variable.
+func resolveVariables(det *ports.TargetDetail) (map[string]release.Value, error) {
+	if len(det.Deployment.Variables) == 0 {
+		return nil, nil
+	}
+	s := release.Subject{Deployment: &det.Deployment, Environment: &det.Environment, Resource: &det.Resource}
+	vars := make(map[string]release.Value, len(det.Deployment.Variables))
+	keys := make([]int, len(det.Deployment.Variables))
+	for i := range keys {
+		keys[i] = i
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		return det.Deployment.Variables[keys[a]].Key < det.Deployment.Variables[keys[b]].Key
+	})
+	for _, i := range keys {
+		v := &det.Deployment.Variables[i]
+		val, ok, err := v.Resolve(&s, release.CEL{})
+		if err != nil {
+			return nil, release.Invalid(release.Field(release.Index("variables", i), "values"), err.Error())
+		}
+		if ok {
+			vars[v.Key] = val
+		}
+	}
+	return vars, nil
+}

@@ -1,0 +1,272 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// desired reads the target's facts and its desired release; rel is nil when
+// the target has none (or is gone).
+func (c *Chain) desired(ctx context.Context, t release.ReleaseTarget) (*facts, *release.Release, error) {
+	d, err := c.Store.DesiredGet(ctx, t)
+	if errors.Is(err, ports.ErrNotFound) || (err == nil && d.ReleaseID == "") {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	rel, err := c.Store.ReleaseGet(ctx, d.ReleaseID)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := c.load(ctx, t)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, &rel, nil
+}
+
+// eligible runs the job gates (concurrency, retry) for a new job of rel.
+func (c *Chain) eligible(ctx context.Context, f *facts, rel *release.Release) (policy.Decision, error) {
+	counts, err := c.Store.JobsActiveCount(ctx, rel.Target)
+	if err != nil {
+		return policy.Decision{}, err
+	}
+	in := f.base
+	in.ReleaseID, in.EnvironmentActiveJobs = rel.ID, counts.Environment
+	return policy.EvaluateJob(f.policies, in), nil
+}
+
+// jobEligibility is the job-eligibility controller: may a job for the
+// target's desired release run now (concurrency, retry)? If so it hands
+// off to job-dispatch; if not yet, it wakes itself when the gate may open
+// (a finished job wakes the chain anyway).
+func (c *Chain) jobEligibility(ctx context.Context, it engine.Item) engine.Outcome {
+	start := time.Now()
+	t, err := targetOf(it)
+	if err != nil {
+		return engine.Terminal(err)
+	}
+	f, rel, err := c.desired(ctx, t)
+	if err != nil {
+		return engine.Retry(fmt.Errorf("job eligibility of %s: %w", t, err))
+	}
+	if rel == nil {
+		return engine.Done()
+	}
+	dec, err := c.eligible(ctx, f, rel)
+	if err != nil {
+		return engine.Retry(fmt.Errorf("job eligibility of %s: %w", t, err))
+	}
+	if dec.Status != policy.Allowed {
+		c.log(ctx, KindJobEligibility, t.Key(), "wait", dec.Blocking.Message, start, slog.String("status", string(dec.Status)))
+		return wakeAt(dec.Until)
+	}
+	if err := c.enqueue(ctx, time.Time{}, TargetKey(KindJobDispatch, t)); err != nil {
+		return engine.Retry(err)
+	}
+	c.log(ctx, KindJobEligibility, t.Key(), "eligible", "job-gates-allowed", start, slog.String("release", rel.ID))
+	return engine.Done()
+}
+
+// jobID is the id of a release's attempt-th job: derived from the
+// idempotency key, so a retried create names the same job.
+func jobID(releaseID string, attempt int) string {
+	return releaseID[:min(len(releaseID), 16)] + "-" + strconv.Itoa(attempt)
+}
+
+// jobDispatch is the job-dispatch controller. Items are per target, so one
+// target's dispatches never overlap: it re-checks the job gates, creates
+// the release's next job once per (release, attempt) key with the agent
+// configuration merged agent → deployment → version, hands it to the
+// agent of its type and records the external id. A job whose deployment
+// names no usable agent ends invalidJobAgent. A job created but not yet
+// handed over (a crash in between) is handed over by the next pass; agents
+// dispatch once per job id.
+func (c *Chain) jobDispatch(ctx context.Context, it engine.Item) engine.Outcome {
+	start := time.Now()
+	t, err := targetOf(it)
+	if err != nil {
+		return engine.Terminal(err)
+	}
+	f, rel, err := c.desired(ctx, t)
+	if err != nil {
+		return engine.Retry(fmt.Errorf("job dispatch of %s: %w", t, err))
+	}
+	if rel == nil {
+		return engine.Done()
+	}
+	attempt := 1
+	var undelivered *ports.JobRow
+	for i := range f.jobs {
+		j := &f.jobs[i]
+		if j.ReleaseID != rel.ID {
+			continue
+		}
+		if attempt == 1 && j.Status == release.JobPending && j.ExternalID == "" {
+			undelivered = j
+		}
+		attempt++
+	}
+	row := undelivered
+	if row == nil {
+		dec, err := c.eligible(ctx, f, rel)
+		if err != nil {
+			return engine.Retry(fmt.Errorf("job dispatch of %s: %w", t, err))
+		}
+		if dec.Status != policy.Allowed {
+			c.log(ctx, KindJobDispatch, t.Key(), "wait", dec.Blocking.Message, start, slog.String("status", string(dec.Status)))
+			return wakeAt(dec.Until)
+		}
+		created, err := c.createJob(ctx, f, rel, attempt)
+		if err != nil {
+			return fail(fmt.Errorf("job dispatch of %s: %w", t, err))
+		}
+		row = &created
+	}
+	if row.Status != release.JobPending {
+		// invalidJobAgent: nothing to hand over; the chain moves on.
+		c.log(ctx, KindJobDispatch, t.Key(), "job-"+string(row.Status), row.Message, start, slog.String("job", row.ID))
+		return c.afterJobEnded(ctx, row)
+	}
+	return c.handOver(ctx, f, rel, row, start)
+}
+
+// createJob creates the release's attempt-th job, routed to the
+// deployment's agent, or ended invalidJobAgent when there is none usable.
+func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, attempt int) (ports.JobRow, error) {
+	dep := &f.detail.Deployment
+	job := release.Job{
+		ID: jobID(rel.ID, attempt), ReleaseID: rel.ID, TargetKey: rel.Target.Key(), JobAgentID: dep.JobAgentID,
+		Status: release.JobPending, CreatedAt: c.Clock.Now(),
+		DispatchContext: map[string]any{"release_id": rel.ID, "version_id": rel.VersionID, "attempt": attempt},
+	}
+	agent, msg, err := c.agentFor(ctx, dep)
+	if err != nil {
+		return ports.JobRow{}, err
+	}
+	if agent == nil {
+		job.Status, job.Message, job.CompletedAt = release.JobInvalidJobAgent, msg, job.CreatedAt
+	} else {
+		v, err := c.Store.VersionGet(ctx, rel.VersionID)
+		if err != nil {
+			return ports.JobRow{}, err
+		}
+		job.JobAgentConfig = mergeConfig(agent.Config, dep.JobAgentConfig, v.JobAgentConfig)
+		job.DispatchContext["version_tag"] = v.Tag
+	}
+	row, _, err := c.Store.JobCreate(ctx, ports.JobCreateParams{Job: job, IdempotencyKey: ports.JobKey(rel.ID, attempt)})
+	return row, err
+}
+
+// agentFor finds the deployment's agent record and checks an
+// implementation of its type is registered; nil with a message when not.
+func (c *Chain) agentFor(ctx context.Context, dep *release.Deployment) (*release.JobAgent, string, error) {
+	if dep.JobAgentID == "" {
+		return nil, "deployment " + dep.ID + " names no job agent", nil
+	}
+	a, err := c.Store.JobAgentGet(ctx, dep.JobAgentID)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, "job agent " + dep.JobAgentID + " does not exist", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if _, ok := c.Agents[a.Value.Type]; !ok {
+		return nil, "no agent of type " + strconv.Quote(a.Value.Type) + " is registered", nil
+	}
+	return &a.Value, "", nil
+}
+
+// mergeConfig merges configurations, later ones winning; nested objects
+// merge key by key.
+func mergeConfig(layers ...map[string]any) map[string]any {
+	var out map[string]any
+	for _, l := range layers {
+		for k, v := range l {
+			if out == nil {
+				out = map[string]any{}
+			}
+			if sub, ok := v.(map[string]any); ok {
+				if prev, ok := out[k].(map[string]any); ok {
+					out[k] = mergeConfig(prev, sub)
+					continue
+				}
+				out[k] = mergeConfig(sub)
+				continue
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// handOver dispatches a pending job to its agent and records what the
+// agent said. An agent that already reported (a fast one) wins: only the
+// external id is added then.
+func (c *Chain) handOver(ctx context.Context, f *facts, rel *release.Release, row *ports.JobRow, start time.Time) engine.Outcome {
+	agent, _, err := c.agentFor(ctx, &f.detail.Deployment)
+	if err != nil {
+		return engine.Retry(err)
+	}
+	if agent == nil {
+		return engine.Retry(fmt.Errorf("job %s: its agent went away; retrying", row.ID))
+	}
+	v, err := c.Store.VersionGet(ctx, rel.VersionID)
+	if err != nil {
+		return engine.Retry(err)
+	}
+	res, err := c.Agents[agent.Type].Dispatch(ctx, ports.JobDispatch{Job: row.Job, Agent: *agent, Release: *rel, Version: v,
+		Deployment: f.detail.Deployment, Environment: f.detail.Environment, Resource: f.detail.Resource})
+	if err != nil {
+		return engine.Retry(fmt.Errorf("dispatch job %s to %s: %w", row.ID, agent.ID, err))
+	}
+	if res.Status == "" {
+		res.Status = release.JobInProgress
+	}
+	for range 5 {
+		next := row.Job
+		if next.ExternalID == "" {
+			next.ExternalID = res.ExternalID
+		}
+		if next.Status == release.JobPending && res.Status != release.JobPending {
+			next.Status, next.Message = res.Status, res.Message
+			if next.StartedAt.IsZero() {
+				next.StartedAt = c.Clock.Now()
+			}
+			if next.Status.IsTerminal() {
+				next.CompletedAt = next.StartedAt
+			}
+		}
+		_, err = c.Store.JobUpdate(ctx, next, row.Version)
+		if !errors.Is(err, ports.ErrConflict) {
+			break
+		}
+		fresh, gerr := c.Store.JobGet(ctx, row.ID)
+		if gerr != nil {
+			return engine.Retry(gerr)
+		}
+		row = &fresh
+	}
+	if err != nil {
+		return engine.Retry(fmt.Errorf("record dispatch of job %s: %w", row.ID, err))
+	}
+	c.log(ctx, KindJobDispatch, rel.Target.Key(), "dispatched", "job-created", start, slog.String("job", row.ID),
+		slog.String("agent", agent.ID), slog.String("external_id", res.ExternalID), slog.String("status", string(res.Status)))
+	if res.Status.IsTerminal() {
+		return c.afterJobEnded(ctx, row)
+	}
+	return engine.Done()
+}

@@ -1,0 +1,244 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+var _ ports.JobReporter = (*Chain)(nil)
+
+// ReportJob records an agent's report on a job and wakes what depends on
+// it: a successful job with verification metrics starts its verification;
+// any other ended job wakes desired-release of its target and of the
+// targets whose policies read it. A report of the status the job already
+// has changes nothing; one the job cannot move to is invalid input.
+func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
+	op := "report job " + r.JobID
+	if r.JobID == "" {
+		op = "report job " + r.ExternalID + " of agent " + r.AgentID
+	}
+	if !r.Status.Valid() {
+		return fmt.Errorf("%s: %w", op, release.Invalid("status", "unknown job status "+string(r.Status)))
+	}
+	for range 5 {
+		row, err := c.reportedJob(ctx, r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if row.Status == r.Status {
+			return nil
+		}
+		if !row.Status.CanBecome(r.Status) {
+			return fmt.Errorf("%s: %w", op, release.Invalid("status", "job "+row.ID+" cannot move from "+string(row.Status)+" to "+string(r.Status)))
+		}
+		at := r.At
+		if at.IsZero() {
+			at = c.Clock.Now()
+		}
+		next := row.Job
+		next.Status = r.Status
+		if r.Message != "" {
+			next.Message = r.Message
+		}
+		if next.StartedAt.IsZero() && r.Status != release.JobQueued {
+			next.StartedAt = at
+		}
+		if r.Status.IsTerminal() {
+			next.CompletedAt = at
+		}
+		if _, err := c.Store.JobUpdate(ctx, next, row.Version); errors.Is(err, ports.ErrConflict) {
+			continue // the job moved meanwhile: judge the report again
+		} else if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		row.Job = next
+		c.Logger.LogAttrs(ctx, slog.LevelInfo, "release.job", slog.String("job", row.ID), slog.String("target", row.TargetKey),
+			slog.String("status", string(r.Status)), slog.String("message", r.Message))
+		if r.Status.IsTerminal() {
+			return c.followUp(ctx, &row)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s: the job kept changing: %w", op, ports.ErrConflict)
+}
+
+// reportedJob finds the job a report is about.
+func (c *Chain) reportedJob(ctx context.Context, r ports.JobReport) (ports.JobRow, error) {
+	if r.JobID != "" {
+		return c.Store.JobGet(ctx, r.JobID)
+	}
+	return c.Store.JobByExternalID(ctx, r.AgentID, r.ExternalID)
+}
+
+// followUp enqueues what an ended job wakes: its verification when it
+// succeeded and metrics apply, else desired-release of its target and of
+// the targets that read it.
+func (c *Chain) followUp(ctx context.Context, row *ports.JobRow) error {
+	if row.Status == release.JobSuccessful {
+		metrics, err := c.metricsFor(ctx, row.Target())
+		if err != nil {
+			return err
+		}
+		if len(metrics) > 0 {
+			return c.enqueue(ctx, time.Time{}, JobKey(row.ID))
+		}
+	}
+	return c.wakeDependents(ctx, row.Target())
+}
+
+// afterJobEnded is the outcome of a pass that saw a job end: the follow-up
+// is enqueued, or the pass retries.
+func (c *Chain) afterJobEnded(ctx context.Context, row *ports.JobRow) engine.Outcome {
+	if err := c.followUp(ctx, row); err != nil {
+		return engine.Retry(err)
+	}
+	return engine.Done()
+}
+
+// wakeDependents enqueues desired-release for t, for the deployment's other
+// targets when a progression rule may read t's jobs, and for the other
+// deployments on t's resource when a dependency rule may.
+func (c *Chain) wakeDependents(ctx context.Context, t release.ReleaseTarget) error {
+	targets := []release.ReleaseTarget{t}
+	stored, err := c.Store.PolicyList(ctx, true)
+	if err != nil {
+		return err
+	}
+	policies := make([]policy.Policy, len(stored))
+	for i := range stored {
+		policies[i] = stored[i].Value
+	}
+	if policy.HasRule(policies, policy.TypeEnvironmentProgression) {
+		more, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: t.DeploymentID}})
+		if err != nil {
+			return err
+		}
+		targets = append(targets, more...)
+	}
+	if policy.HasRule(policies, policy.TypeDeploymentDependency) {
+		more, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{ResourceID: t.ResourceID}})
+		if err != nil {
+			return err
+		}
+		targets = append(targets, more...)
+	}
+	return c.EvaluateTargets(ctx, targets...)
+}
+
+// metricsFor returns the verification metrics of the policies matching t.
+func (c *Chain) metricsFor(ctx context.Context, t release.ReleaseTarget) ([]policy.MetricSpec, error) {
+	f, err := c.load(ctx, t)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rules, err := policy.MatchingRules(f.policies, f.base, policy.TypeVerification)
+	if err != nil {
+		return nil, err
+	}
+	var out []policy.MetricSpec
+	for _, r := range rules {
+		out = append(out, r.Spec.(policy.Verification).Metrics...)
+	}
+	return out, nil
+}
+
+// jobVerification is the job-verification-metric controller: for a
+// successful job it takes each metric's due measurements through the
+// verifier of its provider type, judges them (policy.EvaluateMeasurements)
+// and stores them with the verdict on the job. While a metric runs it
+// wakes itself at the next measurement; once the verdict is in it wakes
+// desired-release, closing the loop.
+func (c *Chain) jobVerification(ctx context.Context, it engine.Item) engine.Outcome {
+	start := time.Now()
+	row, err := c.Store.JobGet(ctx, it.Key.ScopeID)
+	if errors.Is(err, ports.ErrNotFound) {
+		return engine.Done()
+	}
+	if err != nil {
+		return engine.Retry(err)
+	}
+	if row.Status != release.JobSuccessful || row.Verification == release.VerificationPassed || row.Verification == release.VerificationFailed {
+		return engine.Done()
+	}
+	metrics, err := c.metricsFor(ctx, row.Target())
+	if err != nil {
+		return engine.Retry(err)
+	}
+	next := row.Job
+	if next.Measurements == nil {
+		next.Measurements = map[string][]release.Measurement{}
+	}
+	now := c.Clock.Now()
+	started := row.FinishedAt()
+	var statuses []release.VerificationStatus
+	var wake time.Time
+	var failMsg string
+	for _, m := range metrics {
+		ms := next.Measurements[m.Name]
+		status, msg := policy.EvaluateMeasurements(m, ms)
+		if status == release.VerificationRunning || status == release.VerificationNone || status == "" {
+			if due, ok := m.NextMeasurementAt(started, ms); ok && !due.After(now) {
+				ms = append(ms, c.measure(ctx, m, &row.Job, len(ms)+1))
+				next.Measurements[m.Name] = ms
+				status, msg = policy.EvaluateMeasurements(m, ms)
+			}
+		}
+		if status == release.VerificationFailed && failMsg == "" {
+			failMsg = m.Name + ": " + msg
+		}
+		if status != release.VerificationPassed && status != release.VerificationFailed {
+			status = release.VerificationRunning
+			if due, ok := m.NextMeasurementAt(started, next.Measurements[m.Name]); ok && (wake.IsZero() || due.Before(wake)) {
+				wake = due
+			}
+		}
+		statuses = append(statuses, status)
+	}
+	next.Verification = policy.AggregateVerification(statuses...)
+	if len(metrics) == 0 {
+		next.Verification = release.VerificationNone
+	}
+	if _, err := c.Store.JobUpdate(ctx, next, row.Version); err != nil {
+		return engine.Retry(fmt.Errorf("verify job %s: %w", row.ID, err))
+	}
+	c.log(ctx, KindJobVerification, row.ID, "verification-"+string(next.Verification), failMsg, start, slog.String("target", row.TargetKey))
+	if next.Verification == release.VerificationRunning {
+		if wake.IsZero() {
+			wake = now.Add(time.Second)
+		}
+		return engine.RequeueAt(wake)
+	}
+	if err := c.wakeDependents(ctx, row.Target()); err != nil {
+		return engine.Retry(err)
+	}
+	return engine.Done()
+}
+
+// measure takes one measurement; a missing verifier or a provider error is
+// a failed measurement.
+func (c *Chain) measure(ctx context.Context, m policy.MetricSpec, job *release.Job, attempt int) release.Measurement {
+	ms := release.Measurement{At: c.Clock.Now()}
+	v, ok := c.Verifiers[m.Provider.Type]
+	if !ok {
+		ms.Error = "no verifier of type " + m.Provider.Type + " is registered"
+		return ms
+	}
+	res, err := v.Measure(ctx, ports.MeasureRequest{Metric: m, Job: *job, Attempt: attempt})
+	if err != nil {
+		ms.Error = err.Error()
+		return ms
+	}
+	ms.Result = res
+	return ms
+}

@@ -1,0 +1,382 @@
+package chain_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/adapters/postgres"
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/internal/pgtest"
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// t0 is Monday 2026-03-02 08:00 UTC.
+var t0 = time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
+
+// backends builds the store and queue of each adapter over a clock.
+var backends = map[string]func(t *testing.T, clock ports.Clock) (ports.ReleaseStore, ports.Queue){
+	"memory": func(_ *testing.T, clock ports.Clock) (ports.ReleaseStore, ports.Queue) {
+		return memory.NewReleaseStore(clock), memory.NewQueue(clock)
+	},
+	"postgres": func(t *testing.T, clock ports.Clock) (ports.ReleaseStore, ports.Queue) {
+		dsn, _ := pgtest.Schema(t)
+		ctx := context.Background()
+		db, err := postgres.Open(ctx, dsn, postgres.WithMaxConns(4))
+		require.NoError(t, err)
+		t.Cleanup(db.Close)
+		require.NoError(t, db.MigrateUp(ctx))
+		q := postgres.NewQueue(db, clock)
+		t.Cleanup(q.Close)
+		return postgres.NewReleaseStore(db, clock), q
+	},
+}
+
+// fakeAgent accepts every job and leaves its outcome to the test, which
+// reports it through the chain.
+type fakeAgent struct {
+	mu         sync.Mutex
+	dispatched map[string]int // job id → dispatch calls
+}
+
+func (a *fakeAgent) Type() string { return "fake" }
+
+func (a *fakeAgent) Dispatch(_ context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.dispatched[d.Job.ID]++
+	return ports.JobDispatchResult{ExternalID: "fake/" + d.Job.ID, Status: release.JobInProgress}, nil
+}
+
+// scriptedVerifier reads result[metric name] from its config's "ok" key.
+type scriptedVerifier struct{}
+
+func (scriptedVerifier) Type() string { return "test" }
+
+func (scriptedVerifier) Measure(_ context.Context, r ports.MeasureRequest) (any, error) {
+	return map[string]any{"ok": r.Metric.Provider.Config["ok"]}, nil
+}
+
+// harness is the chain on one adapter with a fake clock, stepped with
+// engine.Drain.
+type harness struct {
+	t      *testing.T
+	ctx    context.Context
+	clock  *porttest.FakeClock
+	store  ports.ReleaseStore
+	q      ports.Queue
+	chain  *chain.Chain
+	eng    *engine.Engine
+	agent  *fakeAgent
+	envs   map[string]release.Environment
+}
+
+func newHarness(t *testing.T, backend string) *harness {
+	t.Helper()
+	clock := porttest.NewFakeClock(t0)
+	store, q := backends[backend](t, clock)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := &harness{t: t, ctx: t.Context(), clock: clock, store: store, q: q, agent: &fakeAgent{dispatched: map[string]int{}},
+		envs: map[string]release.Environment{}}
+	h.chain = &chain.Chain{Store: store, Queue: q, Clock: clock, Logger: log,
+		Agents: map[string]ports.JobAgent{"fake": h.agent}, Verifiers: map[string]ports.Verifier{"test": scriptedVerifier{}}}
+	h.eng = engine.New(q, engine.Options{Clock: clock, Logger: log, Owner: "test"})
+	h.chain.Register(h.eng, 1)
+	h.seed()
+	return h
+}
+
+// seed stores a workspace with dev, staging and prod, two clusters and the
+// deployment "api" served by the fake agent.
+func (h *harness) seed() {
+	ctx, s, r := h.ctx, h.store, require.New(h.t)
+	_, err := s.WorkspacePut(ctx, release.Workspace{ID: "ws", Name: "acme"}, 0)
+	r.NoError(err)
+	_, err = s.SystemPut(ctx, release.System{ID: "sys", WorkspaceID: "ws", Name: "shop"}, 0)
+	r.NoError(err)
+	for _, name := range []string{"dev", "staging", "prod"} {
+		e := release.Environment{ID: name, SystemID: "sys", Name: name, ResourceSelector: "true"}
+		_, err = s.EnvironmentPut(ctx, e, 0)
+		r.NoError(err)
+		h.envs[name] = e
+	}
+	for _, id := range []string{"c1", "c2"} {
+		_, err = s.ResourcePut(ctx, release.Resource{ID: id, WorkspaceID: "ws", Kind: "cluster", Identifier: id, Name: id}, 0)
+		r.NoError(err)
+	}
+	_, err = s.JobAgentPut(ctx, release.JobAgent{ID: "fake-agent", Name: "fake", Type: "fake", Config: map[string]any{"image": "x", "opts": map[string]any{"a": 1.0}}}, 0)
+	r.NoError(err)
+	_, err = s.DeploymentPut(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", JobAgentID: "fake-agent",
+		JobAgentConfig: map[string]any{"opts": map[string]any{"b": 2.0}}, ResourceSelector: `resource.kind == "cluster"`}, 0)
+	r.NoError(err)
+	diff, err := h.chain.SyncTargets(ctx, "sys")
+	r.NoError(err)
+	r.Len(diff.Added, 6, "3 environments × 2 clusters")
+}
+
+func (h *harness) policy(p policy.Policy) {
+	h.t.Helper()
+	p.Name, p.Enabled = p.ID, true
+	_, err := h.store.PolicyPut(h.ctx, p, 0)
+	require.NoError(h.t, err)
+}
+
+// drain runs every due item; it returns the passes run.
+func (h *harness) drain() int {
+	h.t.Helper()
+	n, err := h.eng.Drain(h.ctx)
+	require.NoError(h.t, err)
+	return n
+}
+
+func (h *harness) version(id string) {
+	h.t.Helper()
+	h.clock.Advance(time.Minute)
+	require.NoError(h.t, h.chain.CreateVersion(h.ctx, release.DeploymentVersion{ID: id, DeploymentID: "api", Tag: id}))
+}
+
+func target(env, res string) release.ReleaseTarget {
+	return release.ReleaseTarget{DeploymentID: "api", EnvironmentID: env, ResourceID: res}
+}
+
+// jobs returns the target's jobs newest first.
+func (h *harness) jobs(env, res string) []ports.JobRow {
+	h.t.Helper()
+	rows, err := h.store.JobsByTarget(h.ctx, target(env, res), 0)
+	require.NoError(h.t, err)
+	return rows
+}
+
+// running returns the version of the target's newest job ("" when none).
+func (h *harness) running(env, res string) string {
+	rows := h.jobs(env, res)
+	if len(rows) == 0 {
+		return ""
+	}
+	return rows[0].VersionID
+}
+
+// finish reports the newest job of each named environment's targets.
+func (h *harness) finish(status release.JobStatus, envs ...string) {
+	h.t.Helper()
+	h.clock.Advance(time.Minute)
+	for _, env := range envs {
+		for _, res := range []string{"c1", "c2"} {
+			rows := h.jobs(env, res)
+			require.NotEmpty(h.t, rows, "no job on %s/%s", env, res)
+			require.NoError(h.t, h.chain.ReportJob(h.ctx, ports.JobReport{AgentID: "fake-agent", ExternalID: rows[0].ExternalID, Status: status}))
+		}
+	}
+}
+
+func (h *harness) requireRunning(version string, envs ...string) {
+	h.t.Helper()
+	for _, env := range envs {
+		for _, res := range []string{"c1", "c2"} {
+			require.Equal(h.t, version, h.running(env, res), "%s/%s", env, res)
+		}
+	}
+}
+
+// progressionPolicies: staging follows dev, prod follows staging and needs
+// one approval.
+func progressionPolicies(h *harness, requireVerification bool) {
+	h.policy(policy.Policy{ID: "staging-after-dev", Selector: `environment.name == "staging"`, Rules: []policy.Rule{
+		{ID: "after-dev", Spec: policy.EnvironmentProgression{DependsOnEnvironmentSelector: `environment.name == "dev"`,
+			MinimumSuccessPercentage: 100, RequireVerificationPassed: requireVerification}}}})
+	h.policy(policy.Policy{ID: "prod-gate", Selector: `environment.name == "prod"`, Rules: []policy.Rule{
+		{ID: "after-staging", Spec: policy.EnvironmentProgression{DependsOnEnvironmentSelector: `environment.name == "staging"`, MinimumSuccessPercentage: 100}},
+		{ID: "approval", Spec: policy.AnyApproval{MinApprovals: 1}}}})
+}
+
+func forEachBackend(t *testing.T, f func(t *testing.T, h *harness)) {
+	for name := range backends {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f(t, newHarness(t, name))
+		})
+	}
+}
+
+// TestScenarioProgressionAndApproval: v1 flows dev → staging → prod as far
+// as progression allows, prod waits for its approval and is released by it;
+// v2 then reaches dev and staging while prod, unapproved for v2, keeps v1:
+// the blocked newest version is skipped for the newest passing one.
+func TestScenarioProgressionAndApproval(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		progressionPolicies(h, false)
+		h.drain()
+		h.version("v1")
+		h.drain()
+		h.requireRunning("v1", "dev")
+		h.requireRunning("", "staging", "prod")
+
+		h.finish(release.JobSuccessful, "dev")
+		h.drain()
+		h.requireRunning("v1", "staging")
+		h.requireRunning("", "prod")
+
+		h.finish(release.JobSuccessful, "staging")
+		h.drain()
+		h.requireRunning("", "prod")
+		d, err := h.store.DesiredGet(h.ctx, target("prod", "c1"))
+		require.NoError(t, err)
+		require.Empty(t, d.ReleaseID)
+		require.Contains(t, d.Reasons[0], "approval")
+
+		ex, err := h.chain.Explain(h.ctx, target("prod", "c1"), 0)
+		require.NoError(t, err)
+		require.Len(t, ex.Versions, 1)
+		require.Equal(t, policy.Pending, ex.Versions[0].Decision.Status)
+		require.Len(t, ex.Versions[0].Verdicts, 2, "every prod rule has a verdict")
+
+		added, err := h.chain.Approve(h.ctx, release.Approval{VersionID: "v1", EnvironmentID: "prod", User: "alice"})
+		require.NoError(t, err)
+		require.True(t, added)
+		h.drain()
+		h.requireRunning("v1", "prod")
+		h.finish(release.JobSuccessful, "prod")
+		h.drain()
+
+		h.version("v2")
+		h.drain()
+		h.requireRunning("v2", "dev")
+		h.finish(release.JobSuccessful, "dev")
+		h.drain()
+		h.requireRunning("v2", "staging")
+		h.finish(release.JobSuccessful, "staging")
+		h.drain()
+		h.requireRunning("v1", "prod")
+		d, err = h.store.DesiredGet(h.ctx, target("prod", "c2"))
+		require.NoError(t, err)
+		rel, err := h.store.ReleaseGet(h.ctx, d.ReleaseID)
+		require.NoError(t, err)
+		require.Equal(t, "v1", rel.VersionID, "prod keeps the newest version it allows")
+		require.Contains(t, d.Reasons[0], "v2: approval pending")
+
+		// Every job was dispatched exactly once, with the merged config.
+		for id, n := range h.agent.dispatched {
+			require.Equal(t, 1, n, "job %s", id)
+		}
+		job := h.jobs("dev", "c1")[0]
+		require.Equal(t, map[string]any{"image": "x", "opts": map[string]any{"a": 1.0, "b": 2.0}}, job.JobAgentConfig)
+
+		// The chain is idempotent: reprocessing every target with unchanged
+		// state creates no new job or release.
+		before := len(h.agent.dispatched)
+		var all []release.ReleaseTarget
+		for _, env := range []string{"dev", "staging", "prod"} {
+			all = append(all, target(env, "c1"), target(env, "c2"))
+		}
+		require.NoError(t, h.chain.EvaluateTargets(h.ctx, all...))
+		h.drain()
+		require.Len(t, h.agent.dispatched, before)
+	})
+}
+
+// TestScenarioFailingVerificationStopsProgression: dev's v1 jobs succeed
+// but their verification fails, so staging (requiring verification) never
+// gets v1.
+func TestScenarioFailingVerificationStopsProgression(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		progressionPolicies(h, true)
+		h.policy(policy.Policy{ID: "verify-dev", Selector: `environment.name == "dev"`, Rules: []policy.Rule{
+			{ID: "smoke", Spec: policy.Verification{Metrics: []policy.MetricSpec{{Name: "smoke", Count: 2, IntervalSeconds: 30,
+				Provider: policy.Provider{Type: "test", Config: map[string]any{"ok": false}}, SuccessCondition: "result.ok"}}}}}})
+		h.version("v1")
+		h.drain()
+		h.finish(release.JobSuccessful, "dev")
+		for range 3 {
+			h.drain()
+			h.clock.Advance(30 * time.Second)
+		}
+		job := h.jobs("dev", "c1")[0]
+		require.Equal(t, release.VerificationFailed, job.Verification)
+		require.NotEmpty(t, job.Measurements["smoke"])
+		h.drain()
+		h.requireRunning("", "staging", "prod")
+	})
+}
+
+// TestScenarioDeploymentWindowDefers: after a first deployment (which
+// ignores windows), v2 arrives outside the allow window and waits; the
+// desired-release item wakes at the window's start and releases it.
+func TestScenarioDeploymentWindowDefers(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		h.policy(policy.Policy{ID: "window", Rules: []policy.Rule{
+			{ID: "nine-to-ten", Spec: policy.DeploymentWindow{RRule: "FREQ=DAILY;BYHOUR=9;BYMINUTE=0;BYSECOND=0", DurationMinutes: 60}}}})
+		h.version("v1")
+		h.drain()
+		h.requireRunning("v1", "dev", "staging", "prod")
+		h.finish(release.JobSuccessful, "dev", "staging", "prod")
+		h.drain()
+
+		h.version("v2") // 08:03, outside the 09:00 window
+		h.drain()
+		h.requireRunning("v1", "dev", "staging", "prod")
+		nine := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+		it, err := h.q.WorkGet(h.ctx, chain.TargetKey(chain.KindDesiredRelease, target("dev", "c1")))
+		require.NoError(t, err)
+		require.Equal(t, nine, it.NotBefore.UTC(), "the item wakes when the window opens")
+
+		h.clock.Set(nine.Add(-time.Second))
+		require.Zero(t, h.drain(), "nothing is due before the window")
+		h.clock.Set(nine)
+		h.drain()
+		h.requireRunning("v2", "dev", "staging", "prod")
+	})
+}
+
+// TestScenarioNoAgentIsInvalidJobAgent: a deployment whose agent type has
+// no implementation gets invalidJobAgent jobs, once per release.
+func TestScenarioNoAgentIsInvalidJobAgent(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		_, err := h.store.JobAgentPut(h.ctx, release.JobAgent{ID: "gha", Name: "gha", Type: "github-actions"}, 0)
+		require.NoError(t, err)
+		d, err := h.store.DeploymentGet(h.ctx, "api")
+		require.NoError(t, err)
+		d.Value.JobAgentID = "gha"
+		_, err = h.store.DeploymentPut(h.ctx, d.Value, d.Version)
+		require.NoError(t, err)
+		h.version("v1")
+		h.drain()
+		h.drain()
+		rows := h.jobs("dev", "c1")
+		require.Len(t, rows, 1, "each release gets exactly one job without a retry rule")
+		require.Equal(t, release.JobInvalidJobAgent, rows[0].Status)
+		require.Contains(t, rows[0].Message, "github-actions")
+		require.Empty(t, h.agent.dispatched)
+	})
+}
+
+// TestReportJobRefusesImpossibleMoves: a report a job cannot take is
+// invalid input and changes nothing; a repeated report is a no-op.
+func TestReportJobRefusesImpossibleMoves(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "memory")
+	h.version("v1")
+	h.drain()
+	job := h.jobs("dev", "c1")[0]
+	rep := ports.JobReport{JobID: job.ID, Status: release.JobSuccessful}
+	require.NoError(t, h.chain.ReportJob(h.ctx, rep))
+	require.NoError(t, h.chain.ReportJob(h.ctx, rep), "the same report twice is a no-op")
+	err := h.chain.ReportJob(h.ctx, ports.JobReport{JobID: job.ID, Status: release.JobInProgress})
+	require.ErrorIs(t, err, release.ErrInvalid)
+	require.Equal(t, release.JobSuccessful, h.jobs("dev", "c1")[0].Status)
+	require.ErrorIs(t, h.chain.ReportJob(h.ctx, ports.JobReport{JobID: "nope", Status: release.JobFailure}), ports.ErrNotFound)
+	require.Error(t, h.chain.ReportJob(h.ctx, ports.JobReport{JobID: job.ID, Status: "exploded"}))
+}

@@ -1,0 +1,173 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// SyncTargets recomputes the release targets of a system from its
+// deployments, environments and the workspace's resources, stores them and
+// starts the chain for every target that appeared. Call it after any of
+// those objects changed. Selectors that fail to evaluate do not match; the
+// targets are stored all the same and the *release.SelectorError is
+// returned with the diff.
+func (c *Chain) SyncTargets(ctx context.Context, systemID string) (ports.TargetsDiff, error) {
+	op := "sync targets of system " + systemID
+	sys, err := c.Store.SystemGet(ctx, systemID)
+	if err != nil {
+		return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, err)
+	}
+	deps, err := c.Store.DeploymentList(ctx, systemID)
+	if err != nil {
+		return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, err)
+	}
+	envs, err := c.Store.EnvironmentList(ctx, systemID)
+	if err != nil {
+		return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, err)
+	}
+	res, err := c.Store.ResourceList(ctx, ports.ResourceListParams{WorkspaceID: sys.Value.WorkspaceID})
+	if err != nil {
+		return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, err)
+	}
+	targets, selErr := release.ComputeTargets([]release.System{sys.Value}, values(deps), values(envs), values(res), release.CEL{})
+	var se *release.SelectorError
+	if selErr != nil && !errors.As(selErr, &se) {
+		return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, selErr)
+	}
+	diff, err := c.Store.TargetsReplace(ctx, ports.TargetsReplaceParams{Scope: ports.TargetScope{SystemID: systemID}, Targets: targets})
+	if err != nil {
+		return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.EvaluateTargets(ctx, diff.Added...); err != nil {
+		return diff, fmt.Errorf("%s: %w", op, err)
+	}
+	return diff, selErr
+}
+
+// values unwraps stored objects.
+func values[T any](s []ports.Stored[T]) []T {
+	out := make([]T, len(s))
+	for i := range s {
+		out[i] = s[i].Value
+	}
+	return out
+}
+
+// CreateVersion stores a new deployment version and starts the chain for
+// every target of its deployment.
+func (c *Chain) CreateVersion(ctx context.Context, v release.DeploymentVersion) error {
+	if v.CreatedAt.IsZero() {
+		v.CreatedAt = c.Clock.Now()
+	}
+	if v.Status == "" {
+		v.Status = release.VersionReady
+	}
+	if err := c.Store.VersionCreate(ctx, v); err != nil {
+		return err
+	}
+	return c.evaluateDeployment(ctx, ports.TargetScope{DeploymentID: v.DeploymentID})
+}
+
+// SetVersionStatus changes a version's status (ready, paused, rejected,
+// ...) and re-evaluates its deployment's targets.
+func (c *Chain) SetVersionStatus(ctx context.Context, versionID string, s release.VersionStatus) error {
+	v, err := c.Store.VersionGet(ctx, versionID)
+	if err != nil {
+		return err
+	}
+	if err := c.Store.VersionUpdateStatus(ctx, versionID, s); err != nil {
+		return err
+	}
+	return c.evaluateDeployment(ctx, ports.TargetScope{DeploymentID: v.DeploymentID})
+}
+
+// Approve records a user's approval of a version in an environment and
+// re-evaluates the version's targets in that environment. Approving twice
+// keeps the first record and reports false.
+func (c *Chain) Approve(ctx context.Context, a release.Approval) (bool, error) {
+	if a.ApprovedAt.IsZero() {
+		a.ApprovedAt = c.Clock.Now()
+	}
+	v, err := c.Store.VersionGet(ctx, a.VersionID)
+	if err != nil {
+		return false, fmt.Errorf("approve %s: %w", a.VersionID, err)
+	}
+	added, err := c.Store.ApprovalAdd(ctx, a)
+	if err != nil {
+		return false, err
+	}
+	return added, c.evaluateDeployment(ctx, ports.TargetScope{DeploymentID: v.DeploymentID, EnvironmentID: a.EnvironmentID})
+}
+
+// evaluateDeployment starts the chain for every target of scope.
+func (c *Chain) evaluateDeployment(ctx context.Context, scope ports.TargetScope) error {
+	after := ""
+	for {
+		page, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: scope, AfterKey: after, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		if err := c.EvaluateTargets(ctx, page...); err != nil {
+			return err
+		}
+		if len(page) < 1000 {
+			return nil
+		}
+		after = page[len(page)-1].Key()
+	}
+}
+
+// VersionVerdicts is one version's rule verdicts for a target.
+type VersionVerdicts struct {
+	Version  release.DeploymentVersion `json:"version"`
+	Decision policy.Decision           `json:"decision"`
+	Verdicts []policy.RuleVerdict      `json:"verdicts"`
+}
+
+// Explanation answers "why is this version (not) deploying here?": the
+// target's desired release and, for its newest versions, every rule's
+// verdict.
+type Explanation struct {
+	Target   release.ReleaseTarget `json:"target"`
+	Desired  *ports.DesiredRelease `json:"desired,omitempty"`
+	Jobs     []ports.JobRow        `json:"jobs,omitempty"`
+	Versions []VersionVerdicts     `json:"versions"`
+}
+
+// Explain computes the per-version, per-rule verdicts of the target's
+// newest limit versions (all when limit ≤ 0), with the same facts the
+// desired-release controller reads.
+func (c *Chain) Explain(ctx context.Context, t release.ReleaseTarget, limit int) (Explanation, error) {
+	op := "explain " + t.Key()
+	f, err := c.load(ctx, t)
+	if err != nil {
+		return Explanation{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.loadPolicyFacts(ctx, f); err != nil {
+		return Explanation{}, fmt.Errorf("%s: %w", op, err)
+	}
+	out := Explanation{Target: t, Jobs: f.jobs}
+	if d, err := c.Store.DesiredGet(ctx, t); err == nil {
+		out.Desired = &d
+	} else if !errors.Is(err, ports.ErrNotFound) {
+		return Explanation{}, fmt.Errorf("%s: %w", op, err)
+	}
+	for cand, err := range c.candidates(ctx, t.DeploymentID) {
+		if err != nil {
+			return Explanation{}, fmt.Errorf("%s: %w", op, err)
+		}
+		in := f.base
+		in.Version, in.Approvals, in.Skips = cand.Version, cand.Approvals, cand.Skips
+		out.Versions = append(out.Versions, VersionVerdicts{Version: cand.Version,
+			Decision: policy.Evaluate(f.policies, in), Verdicts: policy.Explain(f.policies, in)})
+		if limit > 0 && len(out.Versions) >= limit {
+			break
+		}
+	}
+	return out, nil
+}

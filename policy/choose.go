@@ -1,0 +1,113 @@
+package policy
+
+import (
+	"iter"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// Candidate is one version offered to Choose, with the facts that depend on
+// the version: its approvals and policy skips.
+type Candidate struct {
+	Version   release.DeploymentVersion
+	Approvals []release.Approval
+	Skips     []release.PolicySkip
+}
+
+// ChooseParams is the input of Choose besides the candidates.
+type ChooseParams struct {
+	// Policies are every stored policy; Evaluate keeps the enabled ones
+	// whose selector matches the target.
+	Policies []Policy
+	// Base is the target's Input without the per-version fields (Version,
+	// Approvals, Skips), which Choose fills from each candidate.
+	Base Input
+	// Exclude names versions never to choose for this target, with the
+	// reason (a version whose job there triggered a rollback).
+	Exclude map[string]string
+}
+
+// MaxChoiceReasons caps Choice.Reasons: the newest versions' reasons are
+// the useful ones.
+const MaxChoiceReasons = 5
+
+// Choice is what Choose found.
+type Choice struct {
+	// Version is the newest version every rule allows; nil when none does.
+	Version *release.DeploymentVersion `json:"version,omitempty"`
+	// Reasons say why the newest versions examined were passed over,
+	// newest first, at most MaxChoiceReasons ("v3: approvals: 0 of 1
+	// approvals in prod").
+	Reasons []string `json:"reasons,omitempty"`
+	// NextCheckAt is the earliest time a pending verdict of a version newer
+	// than the chosen one may change by time alone; zero when only events
+	// can change the choice.
+	NextCheckAt time.Time `json:"next_check_at,omitzero"`
+	// Examined counts the versions evaluated.
+	Examined int `json:"examined"`
+}
+
+// Choose streams candidates newest first and stops at the first version
+// that Evaluate allows: the desired-release decision.
+//
+//   - Only ready versions are candidates; building, paused, rejected and
+//     failed ones are passed over without evaluation.
+//   - An excluded version is passed over with its reason.
+//   - A denied or pending version is passed over; its blocking verdict is
+//     kept as a reason, and a pending one's Until lowers NextCheckAt.
+//   - The first allowed version is chosen and the stream is not read
+//     further.
+//
+// The stream's first error ends the choice and is returned. Choose does no
+// I/O of its own: what the stream yields is all it reads.
+func Choose(p ChooseParams, candidates iter.Seq2[Candidate, error]) (Choice, error) {
+	var out Choice
+	reason := func(v *release.DeploymentVersion, msg string) {
+		if len(out.Reasons) < MaxChoiceReasons {
+			out.Reasons = append(out.Reasons, v.Tag+": "+msg)
+		}
+	}
+	for c, err := range candidates {
+		if err != nil {
+			return Choice{}, err
+		}
+		v := &c.Version
+		if v.Status != release.VersionReady {
+			reason(v, "version is "+string(v.Status))
+			continue
+		}
+		if why, ok := p.Exclude[v.ID]; ok {
+			reason(v, why)
+			continue
+		}
+		in := p.Base
+		in.Version, in.Approvals, in.Skips = c.Version, c.Approvals, c.Skips
+		out.Examined++
+		d := Evaluate(p.Policies, in)
+		switch d.Status {
+		case Allowed:
+			chosen := c.Version
+			out.Version = &chosen
+			return out, nil
+		case Pending:
+			if !d.Until.IsZero() && (out.NextCheckAt.IsZero() || d.Until.Before(out.NextCheckAt)) {
+				out.NextCheckAt = d.Until
+			}
+		}
+		reason(v, blockingText(&d.Blocking))
+	}
+	return out, nil
+}
+
+// blockingText renders a blocking verdict as "rule: message".
+func blockingText(rv *RuleVerdict) string {
+	name := rv.RuleID
+	if name == "" {
+		name = string(rv.Type)
+	}
+	if name == "" {
+		name = "policy " + rv.PolicyID
+	}
+	return name + " " + string(rv.Status) + ": " + rv.Message
+}

@@ -1,0 +1,106 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// JobDispatch is everything an agent needs to run one job: the job (its
+// JobAgentConfig already merged agent → deployment → version), the agent
+// record it was routed to, and the release with its target's objects.
+// Sensitive variables hold a SecretRef, never plaintext: an agent resolves
+// secrets itself.
+type JobDispatch struct {
+	Job         release.Job
+	Agent       release.JobAgent
+	Release     release.Release
+	Version     release.DeploymentVersion
+	Deployment  release.Deployment
+	Environment release.Environment
+	Resource    release.Resource
+}
+
+// JobDispatchResult is what an agent reports when it accepted a job.
+type JobDispatchResult struct {
+	// ExternalID is the agent's name for the run (a workflow run id, an
+	// Argo CD sync id); later reports find the job by it.
+	ExternalID string
+	// Status is the job's status after the dispatch: queued or inProgress
+	// for push agents that run it, pending for pull-based agents that will
+	// fetch it, or a terminal status when the agent already knows the
+	// outcome.
+	Status release.JobStatus
+	// Message says what happened, for humans.
+	Message string
+}
+
+// JobAgent runs jobs on an external system (GitHub Actions, Argo CD,
+// Terraform Cloud, Argo Workflows, a pull-based agent, the test runner).
+// The chain routes a job to the JobAgent whose Type equals the job's
+// release.JobAgent.Type.
+//
+// Invariants (checked by porttest.JobAgent):
+//   - Dispatch is idempotent by Job.ID: a second dispatch of the same job
+//     (a retried work item) starts nothing new and returns the first
+//     result.
+//   - Outcomes come back later through a JobReporter, by job id or by
+//     (agent id, external id); Dispatch itself never blocks on the run.
+type JobAgent interface {
+	// Type is the release.JobAgent.Type this implementation serves.
+	Type() string
+	// Dispatch hands the job to the agent.
+	Dispatch(ctx context.Context, d JobDispatch) (JobDispatchResult, error)
+}
+
+// JobReport is a job's progress as an agent reports it: by JobID, or by
+// AgentID and ExternalID when the agent only knows its own name for the
+// run.
+type JobReport struct {
+	JobID      string
+	AgentID    string
+	ExternalID string
+	Status     release.JobStatus
+	Message    string
+	// At is when the status was reached; zero means when it is recorded.
+	At time.Time
+}
+
+// JobReporter takes agents' reports. Reporting a status the job already
+// has is a no-op; a status the job cannot move to (release.JobEdges) is
+// refused with an error wrapping release.ErrInvalid.
+type JobReporter interface {
+	ReportJob(ctx context.Context, r JobReport) error
+}
+
+// JobReporterFunc adapts a function to JobReporter.
+type JobReporterFunc func(ctx context.Context, r JobReport) error
+
+// ReportJob calls f.
+func (f JobReporterFunc) ReportJob(ctx context.Context, r JobReport) error { return f(ctx, r) }
+
+// MeasureRequest asks a verifier for one measurement of a metric for a job.
+type MeasureRequest struct {
+	Metric policy.MetricSpec
+	Job    release.Job
+	// Attempt is the 1-based number of this measurement of the metric.
+	Attempt int
+}
+
+// Verifier takes measurements for verification metrics (Datadog, HTTP
+// probes, Terraform Cloud run status, the built-in sleep and scripted
+// providers). The chain routes a metric to the Verifier whose Type equals
+// its Provider.Type.
+//
+// Invariants (checked by porttest.Verifier): Measure returns the provider's
+// result as JSON-like data (maps, slices, strings, float64, bool, nil) that
+// the metric's CEL conditions read as `result`; a provider that cannot
+// measure returns an error, which counts as a failed measurement.
+type Verifier interface {
+	// Type is the policy.Provider.Type this implementation serves.
+	Type() string
+	// Measure takes one measurement.
+	Measure(ctx context.Context, r MeasureRequest) (any, error)
+}
