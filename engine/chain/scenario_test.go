@@ -70,15 +70,15 @@ func (scriptedVerifier) Measure(_ context.Context, r ports.MeasureRequest) (any,
 // harness is the chain on one adapter with a fake clock, stepped with
 // engine.Drain.
 type harness struct {
-	t      *testing.T
-	ctx    context.Context
-	clock  *porttest.FakeClock
-	store  ports.ReleaseStore
-	q      ports.Queue
-	chain  *chain.Chain
-	eng    *engine.Engine
-	agent  *fakeAgent
-	envs   map[string]release.Environment
+	t     *testing.T
+	ctx   context.Context
+	clock *porttest.FakeClock
+	store ports.ReleaseStore
+	q     ports.Queue
+	chain *chain.Chain
+	eng   *engine.Engine
+	agent *fakeAgent
+	envs  map[string]release.Environment
 }
 
 func newHarness(t *testing.T, backend string) *harness {
