@@ -136,11 +136,11 @@ Every change names the --version of the revision it read (shown by get and
 list): a stale version is refused as a conflict, so concurrent edits never
 overwrite each other.
 
-The catalog must be durable to be useful from the command line, so these
-commands need PostgreSQL: set --dsn or RECONCILER_DSN. (Without one,
-` + "`reconciler serve`" + ` keeps a catalog in memory for its own lifetime only.)
-Pending migrations are applied first, as serve does; --migrate=false
-requires ` + "`reconciler migrate up`" + ` to have been run instead.
+The catalog must outlive each command to be useful, so these commands need
+PostgreSQL: set --dsn or RECONCILER_DSN. Without one they refuse (exit 2)
+rather than edit an in-memory catalog that would vanish on exit. Pending
+migrations are applied first, as serve does; --migrate=false requires
+` + "`reconciler migrate up`" + ` to have been run instead.
 ` + catalogExitHelp,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -203,7 +203,8 @@ func (o *catalogOpts) run(cmd *cobra.Command, obj revision.Object, fn func(ctx c
 	}
 	if o.dsn == "" {
 		return usagef("catalog %s: no database: the catalog is stored in PostgreSQL; set --dsn or RECONCILER_DSN "+
-			"(e.g. postgres://user@localhost:5432/reconciler). The in-memory catalog lives only inside `reconciler serve`", cmd.Name())
+			"(e.g. postgres://user@localhost:5432/reconciler). There is no in-memory catalog for these commands: "+
+			"it would vanish when the command exits", cmd.Name())
 	}
 	ctx := cmd.Context()
 	be, err := openBackend(ctx, o.dsn, o.migrate, ports.SystemClock)

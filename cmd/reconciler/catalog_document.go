@@ -7,72 +7,25 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
-	"github.com/spf13/cobra"
-	yaml3 "go.yaml.in/yaml/v3"
-	"sigs.k8s.io/yaml"
-
-	"github.com/reconcilerhq/reconciler/internal/strictjson"
-	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
-	"github.com/reconcilerhq/reconciler/workflow"
+	"github.com/spf13/cobra"
 )
 
 // maxDocumentBytes caps a document read by create or edit.
 const maxDocumentBytes = 4 << 20
 
 // catalogValidators are the per-kind content checks the catalog service
-// runs on every content change, propose and approve: workflow templates
-// are loaded and validated by package workflow, policies decoded strictly
-// and validated by package policy.
+// runs on every content change, propose and approve: the service's
+// defaults, workflow's and policy's own validation.
 func catalogValidators() map[revision.Kind]func(content []byte) error {
-	return map[revision.Kind]func(content []byte) error{
-		revision.KindWorkflowTemplate: validateTemplate,
-		revision.KindPolicy:           validatePolicy,
-	}
-}
-
-// validateTemplate reports every problem of a workflow template document.
-func validateTemplate(content []byte) error { return checkTemplate(content, "") }
-
-// checkTemplate reports every problem of a workflow template document (YAML
-// or JSON, positions in its own lines), and a metadata.name other than name
-// when name is set.
-func checkTemplate(src []byte, name string) error {
-	t, err := workflow.Parse(src)
-	if err != nil {
-		var ie *workflow.InvalidError
-		if errors.As(err, &ie) {
-			return problemErrors(ie.Problems)
-		}
-		return revision.Invalid(fmt.Errorf("content: %w", err))
-	}
-	ps := workflow.Validate(t)
-	if name != "" && t.Metadata.Name != "" && t.Metadata.Name != name {
-		ps = append(ps, workflow.Problem{Path: "metadata.name",
-			Message: fmt.Sprintf("%q must be the catalog object's name %q", t.Metadata.Name, name)})
-	}
-	return problemErrors(ps)
-}
-
-// problemErrors turns workflow problems into one validation error.
-func problemErrors(ps []workflow.Problem) error {
-	errs := make([]error, len(ps))
-	for i, p := range ps {
-		errs[i] = errors.New(p.String())
-	}
-	return revision.Invalid(errs...)
+	return catalog.DefaultValidators()
 }
 
 // validatePolicy decodes a policy document strictly and validates it.
-func validatePolicy(content []byte) error {
-	if _, err := policy.Decode(content); err != nil {
-		return revision.Invalid(err)
-	}
-	return nil
-}
+func validatePolicy(content []byte) error { return catalog.ValidatePolicy(content) }
 
 // readDocument reads -f FILE (- for stdin) for obj and returns the JSON to
 // store: a JSON document as given, a YAML one converted. The document is
@@ -103,14 +56,15 @@ func readDocument(cmd *cobra.Command, obj revision.Object, file string) (json.Ra
 	}
 	switch obj.Kind {
 	case revision.KindWorkflowTemplate:
-		err = checkTemplate(src, obj.Name)
+		err = catalog.CheckWorkflowTemplate(src, obj.Name)
 	case revision.KindPolicy:
-		err = validatePolicy(content)
-		var se *strictjson.Error
-		if fromYAML && errors.As(err, &se) {
-			// The position is in the converted JSON, not the user's file.
-			se.Line, se.Column = 0, 0
+		// JSON is checked as the user wrote it, so strictjson's positions
+		// are the file's; YAML as converted, its positions placed again.
+		checked := content
+		if !fromYAML {
+			checked = src
 		}
+		err = placePolicyProblem(src, fromYAML, validatePolicy(checked))
 	}
 	if err != nil {
 		return fail(err)
@@ -147,37 +101,4 @@ func displayName(file string) string {
 		return "stdin"
 	}
 	return file
-}
-
-// yamlToJSON converts one YAML document holding a mapping to JSON; syntax
-// errors name their line.
-func yamlToJSON(src []byte) (json.RawMessage, error) {
-	dec := yaml3.NewDecoder(bytes.NewReader(src))
-	docs := 0
-	for {
-		var n yaml3.Node
-		err := dec.Decode(&n)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, revision.Invalid(fmt.Errorf("content: syntax error: %s", strings.TrimPrefix(err.Error(), "yaml: ")))
-		}
-		docs++
-		if n.Kind == yaml3.DocumentNode && len(n.Content) == 1 && n.Content[0].Kind != yaml3.MappingNode {
-			return nil, revision.Invalid(fmt.Errorf("content: must be a mapping (an object), line %d", n.Content[0].Line))
-		}
-	}
-	if docs != 1 {
-		return nil, revision.Invalid(fmt.Errorf("content: want exactly one YAML document, got %d", docs))
-	}
-	j, err := yaml.YAMLToJSONStrict(src)
-	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-		return nil, revision.Invalid(fmt.Errorf("content: %s", strings.TrimPrefix(msg, "yaml: ")))
-	}
-	if err := ports.ValidateRevisionContent(j); err != nil {
-		return nil, err
-	}
-	return j, nil
 }

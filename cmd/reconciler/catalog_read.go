@@ -27,7 +27,11 @@ func newCatalogListCmd(o *catalogOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list [--kind KIND] [--name NAME] [--lifecycle L,...]",
 		Short: "List revisions, published ones by number, then open drafts",
-		Args:  argsUsage(cobra.NoArgs),
+		Long: `list shows every revision matching the filters, one per line: published
+ones by number, then each object's open draft, with the version the next
+change must name. No match prints "no revisions match" on stderr (exit 0).
+` + catalogExitHelp,
+		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p := ports.CatalogListParams{Kind: revision.Kind(kind), Name: name}
 			if kind != "" && !p.Kind.Valid() {

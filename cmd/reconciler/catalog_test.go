@@ -275,15 +275,33 @@ func TestCatalogCLIExitStatus(t *testing.T) {
 			code: 2, want: []string{`metadata.name: "deploy" must be the catalog object's name "ship"`},
 		},
 		{
-			name: "policy with a bad selector",
-			args: func(obj string) []string { return []string{"create", obj, "-f", "-"} },
+			name:  "policy with a bad selector",
+			args:  func(obj string) []string { return []string{"create", obj, "-f", "-"} },
 			stdin: `{"id": "g", "name": "G", "selector": "environment.name ==", "rules": []}`,
-			code: 2, want: []string{"selector:", "(line 1, column"},
+			code:  2, want: []string{"selector:", "(line 1, column"},
 		},
 		{
 			name: "policy with an unknown field",
 			args: func(obj string) []string { return []string{"create", obj, "-f", "-"} }, stdin: "id: g\nname: G\npriorty: 3\n",
-			code: 2, want: []string{"priorty"},
+			code: 2, want: []string{`priorty: unknown field "priorty" (line 3)`},
+		},
+		{
+			name:  "policy YAML with a bad CEL names the line and column in the file",
+			args:  func(obj string) []string { return []string{"create", obj, "-f", "-"} },
+			stdin: "id: g\nname: G\nselector: environment.name ==\nrules: []\n",
+			code:  2, want: []string{"selector: invalid CEL", "(line 3, column 30)"},
+		},
+		{
+			name:  "policy YAML with a bad rule names the rule's line",
+			args:  func(obj string) []string { return []string{"create", obj, "-f", "-"} },
+			stdin: "id: g\nname: G\nrules:\n  - id: a\n    type: anyApproval\n    min_approvals: 1\n  - id: b\n    type: nope\n",
+			code:  2, want: []string{"rules[1]", `unknown rule type "nope"`, "(line 7)"},
+		},
+		{
+			name:  "YAML syntax error names the line in the file",
+			args:  func(obj string) []string { return []string{"create", obj, "-f", "-"} },
+			stdin: "id: g\nname: G\nrules: [\n  {id: a, type: anyApproval\n",
+			code:  2, want: []string{"syntax error at line 4: did not find expected ',' or '}'"},
 		},
 		{
 			name: "JSON syntax error",
@@ -321,7 +339,7 @@ func TestCatalogCLIExitStatus(t *testing.T) {
 			code: 2, want: []string{"--reason is required"},
 		},
 		{
-			name: "delete a published revision",
+			name:    "delete a published revision",
 			prepare: func(obj string) { c.publish(obj, policyJSON("v1")) },
 			args: func(obj string) []string {
 				return []string{"delete", obj, "--revision", "1", "--version", "3"}
@@ -476,8 +494,8 @@ func TestCatalogCLIFiles(t *testing.T) {
 		"a JSON document is stored as written")
 }
 
-// TestCatalogCLINoDSN: without a database the commands refuse with exit 2
-// and say where the in-memory catalog lives and how to point at Postgres.
+// TestCatalogCLINoDSN: without a database the commands refuse with exit 2,
+// say how to point at Postgres and why there is no in-memory fallback.
 func TestCatalogCLINoDSN(t *testing.T) {
 	t.Setenv("RECONCILER_DSN", "")
 	for _, args := range [][]string{
@@ -488,7 +506,7 @@ func TestCatalogCLINoDSN(t *testing.T) {
 		r := runCLI(t, "", args...)
 		require.Equal(t, 2, r.code, "%v", r.err)
 		require.ErrorContains(t, r.err, "set --dsn or RECONCILER_DSN")
-		require.ErrorContains(t, r.err, "only inside `reconciler serve`")
+		require.ErrorContains(t, r.err, "no in-memory catalog")
 	}
 }
 
@@ -551,7 +569,18 @@ func TestYAMLToJSON(t *testing.T) {
 		{"mapping", "a: 1\nb: [x, z]\n", `{"a": 1, "b": ["x", "z"]}`, ""},
 		{"two documents", "a: 1\n---\nb: 2\n", "", "exactly one YAML document, got 2"},
 		{"sequence", "- a\n- b\n", "", "must be a mapping"},
-		{"syntax error", "a: 1\nb: [\n", "", "line 3"},
+		// yaml.v3 prints parser errors' lines zero-based; each case names the
+		// line of the user's file that holds the mistake.
+		{"unclosed bracket at the end", "a: 1\nb: [\n", "", "at line 2: did not find expected node content (the document ends there)"},
+		{"unclosed bracket, blank lines after", "a: 1\nb: [\n\n\n# end\n", "", "at line 2: did not find expected node content (the document ends there)"},
+		{"unclosed brace mid-file", "a: 1\nb: {x: 1\nc: 2\n", "", "at line 2: did not find expected ',' or '}'"},
+		{"unclosed bracket on line 1", "a: [1,\n  2\nb: 3\n", "", "at line 3: did not find expected ',' or ']'"},
+		{"bad indentation", "a: 1\nb:\n  - x\n - y\nc: 3\n", "", "at line 4: did not find expected key"},
+		{"scanner error", "a: 1\n  b: 2\nc: 3\n", "", "at line 2: mapping values are not allowed"},
+		{"unterminated string names its start", "a: 1\nb: \"open\nc: 2\n", "", "at line 2: found unexpected end of stream"},
+		{"scanner error on line 1", "@a: 1\n", "", "at line 1: found character that cannot start any token"},
+		{"control character", "a: 1\nb: x\x01\n", "", "at line 2: control characters are not allowed"},
+		{"invalid UTF-8", "a: 1\nb: 2\nc: \xff\n", "", "at line 3: invalid"},
 		{"duplicate key", "a: 1\na: 2\n", "", "already set"},
 	}
 	for _, tt := range tests {

@@ -16,7 +16,7 @@ import (
 func benchService(b *testing.B) (*catalog.Service, ports.Revision) {
 	b.Helper()
 	ctx := context.Background()
-	s := catalog.New(memory.NewCatalog(ports.SystemClock), catalog.Config{})
+	s := catalog.New(memory.NewCatalog(ports.SystemClock), schemaOnly)
 	obj := wt("bench")
 	for n := range 20 {
 		r, err := s.Create(ctx, catalog.CreateParams{Kind: obj.Kind, Name: obj.Name, Content: doc(n)})

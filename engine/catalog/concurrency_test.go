@@ -65,7 +65,7 @@ func TestConcurrentChanges(t *testing.T) {
 	for name, newStore := range storeFactories {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			concurrentChanges(t, catalog.New(newStore(t), catalog.Config{}))
+			concurrentChanges(t, catalog.New(newStore(t), schemaOnly))
 		})
 	}
 }
@@ -117,7 +117,7 @@ func TestConcurrentObjectsIndependent(t *testing.T) {
 	for name, newStore := range storeFactories {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			concurrentObjects(t, catalog.New(newStore(t), catalog.Config{}))
+			concurrentObjects(t, catalog.New(newStore(t), schemaOnly))
 		})
 	}
 }

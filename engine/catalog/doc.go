@@ -6,7 +6,9 @@
 // Invariants:
 //   - Every change is a draft-commit: the service reads the revision, applies
 //     the operation to a private working copy, validates it (the JSON-object
-//     schema, then the kind's injected validator) and commits it in ONE
+//     schema, then the kind's validator: by default DefaultValidators, the
+//     workflow package's template checks including the task DAG, and the
+//     policy package's checks including CEL compilation) and commits it in ONE
 //     compare-and-swap write. Any failure before that write changes nothing;
 //     the write itself is atomic.
 //   - Every mutation takes the object's try-lock (LockKey) first and fails

@@ -56,7 +56,7 @@ func TestServicesOnSeparatePools(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(db.Close)
 		require.NoError(t, db.MigrateUp(ctx))
-		svcs = append(svcs, catalog.New(newPostgresCatalog(t, db), catalog.Config{}))
+		svcs = append(svcs, catalog.New(newPostgresCatalog(t, db), schemaOnly))
 	}
 	for round := range 10 {
 		obj := wt("pools")

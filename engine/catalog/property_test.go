@@ -30,7 +30,7 @@ func TestLifecycleProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := context.Background()
 		store := memory.NewCatalog(ports.SystemClock)
-		s := catalog.New(store, catalog.Config{})
+		s := catalog.New(store, schemaOnly)
 		objs := []revision.Object{wt("a"), wt("b"), {Kind: revision.KindPolicy, Name: "a"}}
 		published := map[string]ports.Revision{}
 		highest := map[revision.Object]int{}

@@ -22,8 +22,8 @@ type Validator = func(content []byte) error
 type Config struct {
 	// Validators holds each kind's own validation, run after the schema
 	// check on every content change and again on propose and approve. A
-	// nil map means DefaultValidators; a kind missing from the map gets the
-	// schema check only.
+	// nil map means DefaultValidators (workflow's and policy's full checks);
+	// a kind missing from a non-nil map gets the schema check only.
 	Validators map[revision.Kind]func(content []byte) error
 	// NewID returns a fresh revision id; nil means random hex ids.
 	NewID func() string
@@ -401,18 +401,6 @@ func validateMetadata(labels, annotations map[string]string) error {
 	}
 	return revision.Invalid(ps...)
 }
-
-// DefaultValidators is the validation shipped by default: every kind's
-// content must be a JSON object.
-func DefaultValidators() map[revision.Kind]func(content []byte) error {
-	return map[revision.Kind]func(content []byte) error{
-		revision.KindWorkflowTemplate: JSONObject,
-		revision.KindPolicy:           JSONObject,
-	}
-}
-
-// JSONObject is the default validator: content must be a JSON object.
-func JSONObject(content []byte) error { return ports.ValidateRevisionContent(content) }
 
 // asConflict makes a conflict match both revision.ErrConflict and
 // ports.ErrConflict, whichever side it came from.

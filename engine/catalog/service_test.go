@@ -27,7 +27,11 @@ func wt(name string) revision.Object {
 	return revision.Object{Kind: revision.KindWorkflowTemplate, Name: name}
 }
 
-// doc is a small valid content document.
+// schemaOnly configures a service for the toy documents doc makes: an
+// empty validator map leaves every kind the schema check alone.
+var schemaOnly = catalog.Config{Validators: map[revision.Kind]func([]byte) error{}}
+
+// doc is a small valid content document (not a valid template or policy).
 func doc(n int) json.RawMessage { return json.RawMessage(fmt.Sprintf(`{"spec":{"n":%d}}`, n)) }
 
 // create opens a draft of obj with doc(n).
@@ -69,7 +73,7 @@ func requireSame(t *testing.T, s *catalog.Service, want ports.Revision) {
 }
 
 func TestCreateIsDraftWithoutNumber(t *testing.T) {
-	s, _ := setup(t, catalog.Config{})
+	s, _ := setup(t, schemaOnly)
 	r, err := s.Create(t.Context(), catalog.CreateParams{
 		Kind: revision.KindPolicy, Name: "guard", Content: doc(1),
 		Labels: map[string]string{"team": "infra"},
@@ -83,7 +87,7 @@ func TestCreateIsDraftWithoutNumber(t *testing.T) {
 }
 
 func TestCreateOneOpenDraft(t *testing.T) {
-	s, _ := setup(t, catalog.Config{})
+	s, _ := setup(t, schemaOnly)
 	ctx := t.Context()
 	d := create(t, s, wt("one"), 1)
 	_, err := s.Create(ctx, catalog.CreateParams{Kind: revision.KindWorkflowTemplate, Name: "one", Content: doc(2)})
@@ -101,7 +105,7 @@ func TestCreateOneOpenDraft(t *testing.T) {
 }
 
 func TestCreateFromPublished(t *testing.T) {
-	s, _ := setup(t, catalog.Config{})
+	s, _ := setup(t, schemaOnly)
 	ctx := t.Context()
 	v1 := publish(t, s, wt("copy"), 7)
 	d, err := s.Create(ctx, catalog.CreateParams{Kind: revision.KindWorkflowTemplate, Name: "copy", From: 1})
@@ -116,7 +120,7 @@ func TestCreateFromPublished(t *testing.T) {
 }
 
 func TestCreateRejectsBadInput(t *testing.T) {
-	s, store := setup(t, catalog.Config{})
+	s, store := setup(t, schemaOnly)
 	cases := []struct {
 		name  string
 		p     catalog.CreateParams
@@ -208,7 +212,7 @@ func TestNothingChangesOnFailure(t *testing.T) {
 }
 
 func TestStaleVersionConflicts(t *testing.T) {
-	s, _ := setup(t, catalog.Config{})
+	s, _ := setup(t, schemaOnly)
 	ctx := t.Context()
 	d := create(t, s, wt("stale"), 1)
 	e, err := s.Edit(ctx, catalog.EditParams{Ref: d.Ref(), Version: d.Version, Content: doc(2)})
@@ -223,7 +227,7 @@ func TestStaleVersionConflicts(t *testing.T) {
 }
 
 func TestHeldLockConflictsAndReadsDoNotWait(t *testing.T) {
-	s, store := setup(t, catalog.Config{})
+	s, store := setup(t, schemaOnly)
 	ctx := t.Context()
 	d := create(t, s, wt("locked"), 1)
 	unlock, err := store.CatalogTryLock(ctx, catalog.LockKey(wt("locked")))
@@ -250,7 +254,7 @@ func TestHeldLockConflictsAndReadsDoNotWait(t *testing.T) {
 }
 
 func TestApproveAndReject(t *testing.T) {
-	s, _ := setup(t, catalog.Config{})
+	s, _ := setup(t, schemaOnly)
 	ctx := t.Context()
 	d := create(t, s, wt("review"), 1)
 	p, err := s.Propose(ctx, at(d))
@@ -281,7 +285,7 @@ func TestApproveAndReject(t *testing.T) {
 }
 
 func TestPinnedRevisionsOutliveNewerOnes(t *testing.T) {
-	s, _ := setup(t, catalog.Config{})
+	s, _ := setup(t, schemaOnly)
 	ctx := t.Context()
 	obj := wt("pinned")
 	v1 := publish(t, s, obj, 1)
@@ -315,7 +319,7 @@ func TestPinnedRevisionsOutliveNewerOnes(t *testing.T) {
 }
 
 func TestUpdateMetadataInEveryState(t *testing.T) {
-	s, _ := setup(t, catalog.Config{})
+	s, _ := setup(t, schemaOnly)
 	ctx := t.Context()
 	for _, l := range revision.Lifecycles {
 		r := reach(t, s, wt("meta-"+string(l)), l)

@@ -109,7 +109,7 @@ func TestTransitionTable(t *testing.T) {
 	for _, from := range revision.Lifecycles {
 		for _, op := range serviceOps {
 			t.Run(fmt.Sprintf("%s/%s", from, op.name), func(t *testing.T) {
-				s, _ := setup(t, catalog.Config{})
+				s, _ := setup(t, schemaOnly)
 				ctx := t.Context()
 				r := reach(t, s, wt("obj"), from)
 				expect := want[from][op.name]
