@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -41,6 +42,7 @@ func relJob(j release.Job) (release.Job, string, error) {
 	j.CreatedAt = relTime(j.CreatedAt)
 	j.StartedAt = relTime(j.StartedAt)
 	j.CompletedAt = relTime(j.CompletedAt)
+	j.Measurements = relMeasurements(j.Measurements)
 	doc, err := relEncode("dispatch_context", &j)
 	if err != nil {
 		return j, "", err
@@ -51,6 +53,23 @@ func relJob(j release.Job) (release.Job, string, error) {
 		return j, "", release.Invalid("dispatch_context", err.Error())
 	}
 	return out, doc, nil
+}
+
+// relMeasurements returns a copy of m with every reading's time in UTC at
+// microsecond precision; the caller's slices are not changed.
+func relMeasurements(m map[string][]release.Measurement) map[string][]release.Measurement {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string][]release.Measurement, len(m))
+	for k, ms := range m {
+		c := slices.Clone(ms)
+		for i := range c {
+			c[i].At = relTime(c[i].At)
+		}
+		out[k] = c
+	}
+	return out
 }
 
 // queryJobs runs a query selecting jobColumns and decodes every row.

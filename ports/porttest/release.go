@@ -1,0 +1,360 @@
+package porttest
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// ReleaseStoreDeps is what the release suite hands its factory: the clock
+// the store must stamp writes with, and the hook its VersionsNewestFirst
+// must call with the row count of every page it reads (the adapters'
+// WithVersionPageHook), so the suite can count page reads.
+type ReleaseStoreDeps struct {
+	Clock  ports.Clock
+	OnPage func(rows int)
+}
+
+// ReleaseStore is the conformance suite of ports.ReleaseStore: every
+// invariant of the interface's doc comment. newStore is called once per
+// subtest and must return an empty store wired to deps; subtests run in
+// parallel.
+func ReleaseStore(t *testing.T, newStore func(t *testing.T, deps ReleaseStoreDeps) ports.ReleaseStore) {
+	t.Helper()
+	setup := func(t *testing.T) (*testing.T, *relEnv) {
+		t.Helper()
+		t.Parallel()
+		env := &relEnv{ctx: t.Context(), clock: NewFakeClock(relT0)}
+		env.s = newStore(t, ReleaseStoreDeps{Clock: env.clock, OnPage: func(rows int) {
+			env.pages.Add(1)
+			env.rows.Add(int64(rows))
+		}})
+		return t, env
+	}
+	t.Run("CatalogCompareAndSwap", func(t *testing.T) { relCatalogCAS(t, setup) })
+	t.Run("CatalogRoundTrip", func(t *testing.T) { relCatalogRoundTrip(setup(t)) })
+	t.Run("CatalogStoreChecks", func(t *testing.T) { relCatalogStoreChecks(setup(t)) })
+	t.Run("CatalogSelectorPosition", func(t *testing.T) { relCatalogSelectorPosition(setup(t)) })
+	t.Run("CatalogLists", func(t *testing.T) { relCatalogLists(setup(t)) })
+	t.Run("CatalogReadsAreCopies", func(t *testing.T) { relCatalogCopies(setup(t)) })
+	t.Run("TargetsReplace", func(t *testing.T) { relTargetsReplace(setup(t)) })
+	t.Run("TargetsReplaceMoved", func(t *testing.T) { relTargetsMoved(setup(t)) })
+	t.Run("TargetsReplaceRefused", func(t *testing.T) { relTargetsRefused(setup(t)) })
+	t.Run("TargetListAndGet", func(t *testing.T) { relTargetListGet(setup(t)) })
+	t.Run("VersionCreateGet", func(t *testing.T) { relVersionCreateGet(setup(t)) })
+	t.Run("VersionUpdateStatus", func(t *testing.T) { relVersionUpdateStatus(setup(t)) })
+	t.Run("VersionsNewestFirstOrder", func(t *testing.T) { relVersionsOrder(setup(t)) })
+	t.Run("VersionsNewestFirstLazy", func(t *testing.T) { relVersionsLazy(setup(t)) })
+	t.Run("VersionsNewestFirstCursor", func(t *testing.T) { relVersionsCursor(setup(t)) })
+	t.Run("VersionsNewestFirstError", func(t *testing.T) { relVersionsError(setup(t)) })
+	t.Run("Approvals", func(t *testing.T) { relApprovals(setup(t)) })
+	t.Run("PolicySkips", func(t *testing.T) { relPolicySkips(setup(t)) })
+	t.Run("ReleaseUpsert", func(t *testing.T) { relReleaseUpsert(setup(t)) })
+	t.Run("ReleaseUpsertRefused", func(t *testing.T) { relReleaseRefused(setup(t)) })
+	t.Run("Desired", func(t *testing.T) { relDesired(setup(t)) })
+	t.Run("JobCreateIdempotent", func(t *testing.T) { relJobCreate(setup(t)) })
+	t.Run("JobCreateRefused", func(t *testing.T) { relJobCreateRefused(setup(t)) })
+	t.Run("JobCreateConcurrent", func(t *testing.T) { relJobCreateConcurrent(setup(t)) })
+	t.Run("JobUpdateCompareAndSwap", func(t *testing.T) { relJobUpdateCAS(setup(t)) })
+	t.Run("JobUpdateConcurrent", func(t *testing.T) { relJobUpdateConcurrent(setup(t)) })
+	t.Run("JobUpdateEdges", func(t *testing.T) { relJobUpdateEdges(setup(t)) })
+	t.Run("JobUpdateImmutable", func(t *testing.T) { relJobUpdateImmutable(setup(t)) })
+	t.Run("JobRoundTripAndCopies", func(t *testing.T) { relJobRoundTrip(setup(t)) })
+	t.Run("JobByExternalID", func(t *testing.T) { relJobByExternalID(setup(t)) })
+	t.Run("JobsByTarget", func(t *testing.T) { relJobsByTarget(setup(t)) })
+	t.Run("JobsActive", func(t *testing.T) { relJobsActive(setup(t)) })
+	t.Run("JobsLatest", func(t *testing.T) { relJobsLatest(setup(t)) })
+	t.Run("TargetJobState", func(t *testing.T) { relTargetJobState(setup(t)) })
+}
+
+// relT0 is the suite's clock start: nanoseconds in a non-UTC zone, so every
+// stamp checks the UTC microsecond normalisation.
+var relT0 = time.Date(2026, 5, 6, 7, 8, 9, 123456789, time.FixedZone("X", 5*3600))
+
+// relNorm is t as stores keep it: UTC at microsecond precision.
+func relNorm(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// relAt is a time i minutes after relT0 in the caller's zone, with
+// sub-microsecond noise.
+func relAt(i int) time.Time { return relT0.Add(time.Duration(i)*time.Minute + 789) }
+
+// relEnv is one subtest's store with its collaborators.
+type relEnv struct {
+	ctx   context.Context
+	s     ports.ReleaseStore
+	clock *FakeClock
+	// pages and rows count the version pages read and their rows.
+	pages, rows atomic.Int64
+}
+
+// The world the fixtures build: workspace ws1; systems sys1 (deployments
+// d1, d2; environments e1, e2) and sys2 (d3, e3); resources r1..r3; job
+// agent agent1.
+const (
+	relWS                 = "ws1"
+	relSys1, relSys2      = "sys1", "sys2"
+	relD1, relD2, relD3   = "d1", "d2", "d3"
+	relE1, relE2, relE3   = "e1", "e2", "e3"
+	relR1, relR2, relR3   = "r1", "r2", "r3"
+	relAgent              = "agent1"
+	relSelectorBad        = "resource.name == \n  )"
+	relSelectorBadLine    = 2
+	relSelectorAllMatched = "true"
+)
+
+// tgt builds a target.
+func tgt(d, e, r string) release.ReleaseTarget {
+	return release.ReleaseTarget{DeploymentID: d, EnvironmentID: e, ResourceID: r}
+}
+
+// must fails the test on err.
+func must(t testT, err error, msgAndArgs ...any) {
+	t.Helper()
+	require.NoError(t, err, msgAndArgs...)
+}
+
+// requireInvalid asserts err is a *release.FieldError naming field.
+func requireInvalid(t testT, err error, field string) {
+	t.Helper()
+	require.ErrorIs(t, err, release.ErrInvalid)
+	var fe *release.FieldError
+	require.True(t, errors.As(err, &fe), "want a *release.FieldError, got %T: %v", err, err)
+	require.Equal(t, field, fe.Field, "field of %v", err)
+}
+
+// relWorld stores the fixture catalog.
+func relWorld(t testT, e *relEnv) {
+	t.Helper()
+	ctx, s := e.ctx, e.s
+	_, err := s.WorkspacePut(ctx, release.Workspace{ID: relWS, Name: "Workspace"}, 0)
+	must(t, err)
+	for _, sys := range []string{relSys1, relSys2} {
+		_, err = s.SystemPut(ctx, release.System{ID: sys, WorkspaceID: relWS, Name: sys}, 0)
+		must(t, err)
+	}
+	for _, d := range []struct{ id, sys string }{{relD1, relSys1}, {relD2, relSys1}, {relD3, relSys2}} {
+		_, err = s.DeploymentPut(ctx, release.Deployment{ID: d.id, SystemID: d.sys, Name: "Deployment " + d.id, Slug: d.id,
+			JobAgentID: relAgent, ResourceSelector: relSelectorAllMatched}, 0)
+		must(t, err)
+	}
+	for _, en := range []struct{ id, sys string }{{relE1, relSys1}, {relE2, relSys1}, {relE3, relSys2}} {
+		_, err = s.EnvironmentPut(ctx, release.Environment{ID: en.id, SystemID: en.sys, Name: "Environment " + en.id,
+			ResourceSelector: relSelectorAllMatched}, 0)
+		must(t, err)
+	}
+	for _, r := range []string{relR1, relR2, relR3} {
+		_, err = s.ResourcePut(ctx, release.Resource{ID: r, WorkspaceID: relWS, Kind: "Cluster", Identifier: "id-" + r, Name: "Resource " + r}, 0)
+		must(t, err)
+	}
+	_, err = s.JobAgentPut(ctx, release.JobAgent{ID: relAgent, Name: "Agent", Type: "test"}, 0)
+	must(t, err)
+}
+
+// relCatalogKind drives the compare-and-swap checks of one catalog kind
+// through closures: put writes object id labelled label under the kind's
+// fixture parent (or under parent when not empty), get reads its label.
+type relCatalogKind struct {
+	name string
+	// parent is the fixture parent; missingParent names none.
+	parent, missingParent string
+	put                   func(e *relEnv, id, parent, label string, expected int64) (int64, error)
+	get                   func(e *relEnv, id string) (label string, version int64, updatedAt time.Time, err error)
+	// putInvalid writes an invalid object; invalidField is the field named.
+	putInvalid   func(e *relEnv, id, parent string, expected int64) (int64, error)
+	invalidField string
+}
+
+// getter adapts a typed Get to relCatalogKind.get.
+func getter[T any](read func(context.Context, string) (ports.Stored[T], error), label func(*T) string) func(context.Context, string) (string, int64, time.Time, error) {
+	return func(ctx context.Context, id string) (string, int64, time.Time, error) {
+		st, err := read(ctx, id)
+		if err != nil {
+			return "", 0, time.Time{}, err
+		}
+		return label(&st.Value), st.Version, st.UpdatedAt, nil
+	}
+}
+
+// relCatalogKinds lists every catalog kind.
+func relCatalogKinds() []relCatalogKind {
+	get := func(f func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error)) func(e *relEnv, id string) (string, int64, time.Time, error) {
+		return func(e *relEnv, id string) (string, int64, time.Time, error) { return f(e.s)(e.ctx, id) }
+	}
+	return []relCatalogKind{
+		{
+			name: "workspace",
+			put: func(e *relEnv, id, _, label string, exp int64) (int64, error) {
+				return e.s.WorkspacePut(e.ctx, release.Workspace{ID: id, Name: label}, exp)
+			},
+			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
+				return getter(s.WorkspaceGet, func(v *release.Workspace) string { return v.Name })
+			}),
+			putInvalid: func(e *relEnv, id, _ string, exp int64) (int64, error) {
+				return e.s.WorkspacePut(e.ctx, release.Workspace{ID: id, Name: "  "}, exp)
+			},
+			invalidField: "name",
+		},
+		{
+			name: "system", parent: relWS, missingParent: "ws-missing",
+			put: func(e *relEnv, id, parent, label string, exp int64) (int64, error) {
+				return e.s.SystemPut(e.ctx, release.System{ID: id, WorkspaceID: parent, Name: label}, exp)
+			},
+			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
+				return getter(s.SystemGet, func(v *release.System) string { return v.Name })
+			}),
+			putInvalid: func(e *relEnv, id, parent string, exp int64) (int64, error) {
+				return e.s.SystemPut(e.ctx, release.System{ID: id, WorkspaceID: parent, Name: ""}, exp)
+			},
+			invalidField: "name",
+		},
+		{
+			name: "deployment", parent: relSys1, missingParent: "sys-missing",
+			put: func(e *relEnv, id, parent, label string, exp int64) (int64, error) {
+				return e.s.DeploymentPut(e.ctx, release.Deployment{ID: id, SystemID: parent, Name: label, Slug: "slug"}, exp)
+			},
+			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
+				return getter(s.DeploymentGet, func(v *release.Deployment) string { return v.Name })
+			}),
+			putInvalid: func(e *relEnv, id, parent string, exp int64) (int64, error) {
+				return e.s.DeploymentPut(e.ctx, release.Deployment{ID: id, SystemID: parent, Name: "n", Slug: "Not A Slug"}, exp)
+			},
+			invalidField: "slug",
+		},
+		{
+			name: "environment", parent: relSys1, missingParent: "sys-missing",
+			put: func(e *relEnv, id, parent, label string, exp int64) (int64, error) {
+				return e.s.EnvironmentPut(e.ctx, release.Environment{ID: id, SystemID: parent, Name: label}, exp)
+			},
+			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
+				return getter(s.EnvironmentGet, func(v *release.Environment) string { return v.Name })
+			}),
+			putInvalid: func(e *relEnv, id, parent string, exp int64) (int64, error) {
+				return e.s.EnvironmentPut(e.ctx, release.Environment{ID: id, SystemID: parent, Name: "n", ResourceSelector: relSelectorBad}, exp)
+			},
+			invalidField: "resource_selector",
+		},
+		{
+			name: "resource", parent: relWS, missingParent: "ws-missing",
+			put: func(e *relEnv, id, parent, label string, exp int64) (int64, error) {
+				return e.s.ResourcePut(e.ctx, release.Resource{ID: id, WorkspaceID: parent, Kind: "Cluster", Identifier: id, Name: label}, exp)
+			},
+			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
+				return getter(s.ResourceGet, func(v *release.Resource) string { return v.Name })
+			}),
+			putInvalid: func(e *relEnv, id, parent string, exp int64) (int64, error) {
+				return e.s.ResourcePut(e.ctx, release.Resource{ID: id, WorkspaceID: parent, Kind: "", Identifier: id, Name: "n"}, exp)
+			},
+			invalidField: "kind",
+		},
+		{
+			name: "job agent",
+			put: func(e *relEnv, id, _, label string, exp int64) (int64, error) {
+				return e.s.JobAgentPut(e.ctx, release.JobAgent{ID: id, Name: label, Type: "test"}, exp)
+			},
+			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
+				return getter(s.JobAgentGet, func(v *release.JobAgent) string { return v.Name })
+			}),
+			putInvalid: func(e *relEnv, id, _ string, exp int64) (int64, error) {
+				return e.s.JobAgentPut(e.ctx, release.JobAgent{ID: id, Name: "n"}, exp)
+			},
+			invalidField: "type",
+		},
+		{
+			name: "policy",
+			put: func(e *relEnv, id, _, label string, exp int64) (int64, error) {
+				return e.s.PolicyPut(e.ctx, policy.Policy{ID: id, Name: label, Enabled: true}, exp)
+			},
+			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
+				return getter(s.PolicyGet, func(v *policy.Policy) string { return v.Name })
+			}),
+			putInvalid: func(e *relEnv, id, _ string, exp int64) (int64, error) {
+				return e.s.PolicyPut(e.ctx, policy.Policy{ID: id, Name: "n", Selector: relSelectorBad}, exp)
+			},
+			invalidField: "selector",
+		},
+	}
+}
+
+// relCatalogCAS runs the compare-and-swap checks for every catalog kind.
+func relCatalogCAS(t *testing.T, setup func(*testing.T) (*testing.T, *relEnv)) {
+	for _, k := range relCatalogKinds() {
+		t.Run(k.name, func(t *testing.T) {
+			t, e := setup(t)
+			relWorld(t, e)
+			const id = "obj1"
+			requireLabel := func(want string, wantVersion int64, wantAt time.Time) {
+				t.Helper()
+				label, v, at, err := k.get(e, id)
+				require.NoError(t, err)
+				require.Equal(t, want, label)
+				require.Equal(t, wantVersion, v, "version")
+				require.Equal(t, relNorm(wantAt), at, "updated_at in UTC at microsecond precision")
+			}
+
+			_, _, _, err := k.get(e, id)
+			require.ErrorIs(t, err, ports.ErrNotFound, "get before create")
+			_, err = k.putInvalid(e, id, k.parent, 0)
+			requireInvalid(t, err, k.invalidField)
+			_, _, _, err = k.get(e, id)
+			require.ErrorIs(t, err, ports.ErrNotFound, "a refused create stores nothing")
+
+			t0 := e.clock.Now()
+			v, err := k.put(e, id, k.parent, "first", 0)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), v, "expected 0 creates at version 1")
+			requireLabel("first", 1, t0)
+
+			e.clock.Advance(time.Minute)
+			_, err = k.put(e, id, k.parent, "again", 0)
+			require.ErrorIs(t, err, ports.ErrConflict, "creating an existing id")
+			requireLabel("first", 1, t0)
+
+			t1 := e.clock.Advance(time.Minute)
+			v, err = k.put(e, id, k.parent, "second", 1)
+			require.NoError(t, err)
+			require.Equal(t, int64(2), v, "every write bumps the version")
+			requireLabel("second", 2, t1)
+
+			e.clock.Advance(time.Minute)
+			for _, stale := range []int64{1, 3} {
+				_, err = k.put(e, id, k.parent, "stale", stale)
+				require.ErrorIs(t, err, ports.ErrConflict, "write at version %d of a version-2 object", stale)
+			}
+			_, err = k.put(e, id, k.parent, "neg", -1)
+			require.ErrorIs(t, err, release.ErrInvalid, "negative expected version")
+			_, err = k.putInvalid(e, id, k.parent, 2)
+			requireInvalid(t, err, k.invalidField)
+			requireLabel("second", 2, t1)
+
+			_, err = k.put(e, "obj-missing", k.parent, "x", 1)
+			require.ErrorIs(t, err, ports.ErrNotFound, "update of a missing object")
+			_, _, _, err = k.get(e, "obj-missing")
+			require.ErrorIs(t, err, ports.ErrNotFound)
+
+			t3 := e.clock.Advance(time.Minute)
+			v, err = k.put(e, id, k.parent, "third", 2)
+			require.NoError(t, err)
+			require.Equal(t, int64(3), v)
+			requireLabel("third", 3, t3)
+
+			if k.missingParent == "" {
+				return
+			}
+			_, err = k.put(e, "obj2", k.missingParent, "orphan", 0)
+			require.ErrorIs(t, err, ports.ErrNotFound, "create under a missing parent")
+			_, _, _, err = k.get(e, "obj2")
+			require.ErrorIs(t, err, ports.ErrNotFound, "the orphan was not stored")
+			_, err = k.put(e, id, k.missingParent, "moved", 3)
+			require.ErrorIs(t, err, ports.ErrNotFound, "update onto a missing parent")
+			requireLabel("third", 3, t3)
+		})
+	}
+}

@@ -1,0 +1,203 @@
+package porttest
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// relFullDeployment sets every deployment field.
+func relFullDeployment() release.Deployment {
+	return release.Deployment{
+		ID: "dfull", SystemID: relSys1, Name: "Full", Slug: "full", JobAgentID: relAgent,
+		JobAgentConfig:   map[string]any{"workflow": "deploy.yml", "inputs": map[string]any{"n": 2, "list": []any{"a", 1.5}}},
+		ResourceSelector: `resource.kind == "Cluster"`,
+		Metadata:         map[string]string{"team": "core"},
+		Variables: []release.DeploymentVariable{{
+			Key: "replicas", Description: "pods",
+			Values: []release.VariableValue{
+				{Selector: `environment.name == "prod"`, Priority: 2, Value: release.Value{Literal: 5}},
+				{Selector: "true", Priority: 1, Value: release.Value{Reference: &release.Reference{Relation: "vpc", Path: []string{"metadata", "region"}}}},
+			},
+			Default: &release.Value{Sensitive: &release.SecretRef{Ref: "vault://x"}},
+		}},
+		WorkflowTemplate: &release.WorkflowTemplateRef{Name: "deploy", Scope: "system"},
+	}
+}
+
+func relCatalogRoundTrip(t *testing.T, e *relEnv) {
+	relWorld(t, e)
+	d := relFullDeployment()
+	_, err := e.s.DeploymentPut(e.ctx, d, 0)
+	require.NoError(t, err)
+	got, err := e.s.DeploymentGet(e.ctx, d.ID)
+	require.NoError(t, err)
+	want := d
+	// JSON numbers read back as float64 in free-form maps and as int64 in
+	// variable literals, in every adapter.
+	want.JobAgentConfig = map[string]any{"workflow": "deploy.yml", "inputs": map[string]any{"n": float64(2), "list": []any{"a", 1.5}}}
+	want.Variables = []release.DeploymentVariable{d.Variables[0]}
+	want.Variables[0].Values = []release.VariableValue{d.Variables[0].Values[0], d.Variables[0].Values[1]}
+	want.Variables[0].Values[0].Value = release.Value{Literal: int64(5)}
+	require.Equal(t, want, got.Value)
+
+	r := release.Resource{ID: "rfull", WorkspaceID: relWS, Kind: "Cluster", Identifier: "x", Name: "X", Version: "v1",
+		Config: map[string]any{"replicas": 3, "labels": map[string]any{"a": "b"}, "on": true, "nil": nil}, Metadata: map[string]string{"region": "eu"}}
+	_, err = e.s.ResourcePut(e.ctx, r, 0)
+	require.NoError(t, err)
+	gotR, err := e.s.ResourceGet(e.ctx, r.ID)
+	require.NoError(t, err)
+	r.Config = map[string]any{"replicas": float64(3), "labels": map[string]any{"a": "b"}, "on": true, "nil": nil}
+	require.Equal(t, r, gotR.Value)
+
+	p := policy.Policy{ID: "pfull", Name: "P", Description: "d", Selector: `environment.name == "prod"`, Priority: 7, Enabled: true}
+	_, err = e.s.PolicyPut(e.ctx, p, 0)
+	require.NoError(t, err)
+	gotP, err := e.s.PolicyGet(e.ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, p, gotP.Value)
+}
+
+// relCatalogStoreChecks: input the domain Validate accepts but no store can
+// keep is refused as invalid too, and changes nothing.
+func relCatalogStoreChecks(t *testing.T, e *relEnv) {
+	relWorld(t, e)
+	bad := release.Resource{ID: relR1, WorkspaceID: relWS, Kind: "Cluster", Identifier: "x", Name: "nan", Config: map[string]any{"x": math.NaN()}}
+	_, err := e.s.ResourcePut(e.ctx, bad, 1)
+	require.ErrorIs(t, err, release.ErrInvalid, "a NaN cannot be stored")
+	got, err := e.s.ResourceGet(e.ctx, relR1)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), got.Version)
+	require.Equal(t, "Resource "+relR1, got.Value.Name)
+}
+
+// relCatalogSelectorPosition: a selector that does not compile is refused
+// with its field, line and column.
+func relCatalogSelectorPosition(t *testing.T, e *relEnv) {
+	relWorld(t, e)
+	d := release.Deployment{ID: "dsel", SystemID: relSys1, Name: "n", Slug: "n", ResourceSelector: relSelectorBad}
+	_, err := e.s.DeploymentPut(e.ctx, d, 0)
+	requireInvalid(t, err, "resource_selector")
+	var fe *release.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, relSelectorBadLine, fe.Line, "CEL line")
+	require.Positive(t, fe.Column, "CEL column")
+	_, err = e.s.DeploymentGet(e.ctx, d.ID)
+	require.ErrorIs(t, err, ports.ErrNotFound)
+}
+
+func relCatalogLists(t *testing.T, e *relEnv) {
+	relWorld(t, e)
+	ctx, s := e.ctx, e.s
+	ids := func(n int, id func(i int) string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = id(i)
+		}
+		return out
+	}
+	systems, err := s.SystemList(ctx, relWS)
+	require.NoError(t, err)
+	require.Equal(t, []string{relSys1, relSys2}, ids(len(systems), func(i int) string { return systems[i].Value.ID }))
+	systems, err = s.SystemList(ctx, "ws-none")
+	require.NoError(t, err)
+	require.Empty(t, systems)
+
+	// Ids list in byte order: "D" < "d".
+	_, err = s.DeploymentPut(ctx, release.Deployment{ID: "D0", SystemID: relSys1, Name: "upper", Slug: "upper"}, 0)
+	require.NoError(t, err)
+	deps, err := s.DeploymentList(ctx, relSys1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"D0", relD1, relD2}, ids(len(deps), func(i int) string { return deps[i].Value.ID }))
+	envs, err := s.EnvironmentList(ctx, relSys2)
+	require.NoError(t, err)
+	require.Equal(t, []string{relE3}, ids(len(envs), func(i int) string { return envs[i].Value.ID }))
+
+	// A deployment moved to another system lists there only.
+	_, err = s.DeploymentPut(ctx, release.Deployment{ID: relD2, SystemID: relSys2, Name: "moved", Slug: "d2"}, 1)
+	require.NoError(t, err)
+	deps, err = s.DeploymentList(ctx, relSys1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"D0", relD1}, ids(len(deps), func(i int) string { return deps[i].Value.ID }))
+	deps, err = s.DeploymentList(ctx, relSys2)
+	require.NoError(t, err)
+	require.Equal(t, []string{relD2, relD3}, ids(len(deps), func(i int) string { return deps[i].Value.ID }))
+
+	for _, c := range []struct {
+		p    ports.ResourceListParams
+		want []string
+	}{
+		{ports.ResourceListParams{WorkspaceID: relWS}, []string{relR1, relR2, relR3}},
+		{ports.ResourceListParams{WorkspaceID: relWS, Limit: 2}, []string{relR1, relR2}},
+		{ports.ResourceListParams{WorkspaceID: relWS, AfterID: relR1, Limit: 1}, []string{relR2}},
+		{ports.ResourceListParams{WorkspaceID: relWS, AfterID: "r10"}, []string{relR2, relR3}},
+		{ports.ResourceListParams{WorkspaceID: relWS, AfterID: relR3}, []string{}},
+		{ports.ResourceListParams{WorkspaceID: "ws-none"}, []string{}},
+	} {
+		res, err := s.ResourceList(ctx, c.p)
+		require.NoError(t, err)
+		require.Equal(t, c.want, ids(len(res), func(i int) string { return res[i].Value.ID }), "%+v", c.p)
+	}
+
+	_, err = s.JobAgentPut(ctx, release.JobAgent{ID: "a0", Name: "A0", Type: "t"}, 0)
+	require.NoError(t, err)
+	agents, err := s.JobAgentList(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a0", relAgent}, ids(len(agents), func(i int) string { return agents[i].Value.ID }))
+
+	for _, p := range []policy.Policy{
+		{ID: "p-b", Name: "b", Priority: 5, Enabled: true},
+		{ID: "p-a", Name: "a", Priority: 5, Enabled: false},
+		{ID: "p-c", Name: "c", Priority: 9, Enabled: true},
+		{ID: "p-d", Name: "d", Priority: -1, Enabled: true},
+	} {
+		_, err := s.PolicyPut(ctx, p, 0)
+		require.NoError(t, err)
+	}
+	pols, err := s.PolicyList(ctx, false)
+	require.NoError(t, err)
+	require.Equal(t, []string{"p-c", "p-a", "p-b", "p-d"}, ids(len(pols), func(i int) string { return pols[i].Value.ID }), "priority desc, then id")
+	pols, err = s.PolicyList(ctx, true)
+	require.NoError(t, err)
+	require.Equal(t, []string{"p-c", "p-b", "p-d"}, ids(len(pols), func(i int) string { return pols[i].Value.ID }))
+}
+
+// relCatalogCopies: changing what a read returned changes nothing stored.
+func relCatalogCopies(t *testing.T, e *relEnv) {
+	relWorld(t, e)
+	d := relFullDeployment()
+	_, err := e.s.DeploymentPut(e.ctx, d, 0)
+	require.NoError(t, err)
+	first, err := e.s.DeploymentGet(e.ctx, d.ID)
+	require.NoError(t, err)
+	want, err := e.s.DeploymentGet(e.ctx, d.ID)
+	require.NoError(t, err)
+	first.Value.Metadata["team"] = "changed"
+	first.Value.JobAgentConfig["inputs"].(map[string]any)["n"] = "changed"
+	first.Value.Variables[0].Values[0].Value.Literal = "changed"
+	first.Value.Variables[0].Values[1].Value.Reference.Path[0] = "changed"
+	first.Value.Variables[0].Default.Sensitive.Ref = "changed"
+	first.Value.WorkflowTemplate.Name = "changed"
+	got, err := e.s.DeploymentGet(e.ctx, d.ID)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+
+	// Nor does changing what a write was given.
+	r := release.Resource{ID: "rc", WorkspaceID: relWS, Kind: "k", Identifier: "i", Name: "n", Config: map[string]any{"a": "b"}, Metadata: map[string]string{"m": "1"}}
+	_, err = e.s.ResourcePut(e.ctx, r, 0)
+	require.NoError(t, err)
+	r.Config["a"], r.Metadata["m"] = "changed", "changed"
+	gotR, err := e.s.ResourceGet(e.ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"a": "b"}, gotR.Value.Config)
+	require.Equal(t, map[string]string{"m": "1"}, gotR.Value.Metadata)
+	gotR.Value.Config["a"] = "changed"
+	again, err := e.s.ResourceGet(e.ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"a": "b"}, again.Value.Config)
+}
