@@ -48,6 +48,13 @@ type JobDispatchResult struct {
 //     result.
 //   - Outcomes come back later through a JobReporter, by job id or by
 //     (agent id, external id); Dispatch itself never blocks on the run.
+//     At most one terminal report is sent per job (the reporter ignores a
+//     repeated status, so a report retried after an ambiguous error is
+//     harmless).
+//   - A Dispatch that returns an error started nothing, so a retry may
+//     succeed; with a cancelled context it returns promptly. An error
+//     wrapping release.ErrInvalid is a configuration error that no retry
+//     can fix: the chain ends the job invalidIntegration.
 type JobAgent interface {
 	// Type is the release.JobAgent.Type this implementation serves.
 	Type() string
@@ -85,7 +92,8 @@ func (f JobReporterFunc) ReportJob(ctx context.Context, r JobReport) error { ret
 type MeasureRequest struct {
 	Metric policy.MetricSpec
 	Job    release.Job
-	// Attempt is the 1-based number of this measurement of the metric.
+	// Attempt is the 1-based number of this measurement of the metric;
+	// below 1 is a malformed request, refused with an error.
 	Attempt int
 }
 

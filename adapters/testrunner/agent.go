@@ -1,0 +1,214 @@
+package testrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// Type is the release.JobAgent.Type the test runner serves.
+const Type = "test-runner"
+
+// ErrClosed is returned by Dispatch after Close.
+var ErrClosed = errors.New("testrunner: agent closed")
+
+// Default report retry policy: attempts in all, and the wait before the
+// first retry (doubled before each further one).
+const (
+	defaultReportAttempts = 4
+	defaultReportBackoff  = 100 * time.Millisecond
+)
+
+// Agent is the built-in test-runner job agent: it accepts every job with a
+// valid config and reports the configured outcome after the configured
+// delay. It is goroutine-safe. Create it with New and stop it with Close.
+type Agent struct {
+	reporter ports.JobReporter
+	clock    ports.Clock
+	log      *slog.Logger
+	attempts int
+	backoff  time.Duration
+
+	// ctx lives until Close; reports and their backoffs run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	closed  bool
+	results map[string]ports.JobDispatchResult // by job id, kept for idempotency
+	timers  map[string]*time.Timer             // pending reports by job id
+	wg      sync.WaitGroup                     // running reports; Add only under mu while open
+}
+
+var _ ports.JobAgent = (*Agent)(nil)
+
+// Option configures an Agent.
+type Option func(*Agent)
+
+// WithLogger sets the logger for dropped reports; the default is
+// slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(a *Agent) {
+		if l != nil {
+			a.log = l
+		}
+	}
+}
+
+// WithReportRetry sets how many times a report is attempted in all
+// (at least 1; default 4) and the wait before the first retry, doubled
+// before each further one (default 100ms).
+func WithReportRetry(attempts int, backoff time.Duration) Option {
+	return func(a *Agent) {
+		a.attempts = max(attempts, 1)
+		a.backoff = max(backoff, 0)
+	}
+}
+
+// New returns a test runner that reports outcomes through reporter and
+// stamps them with clock. Call Close when done with it.
+func New(reporter ports.JobReporter, clock ports.Clock, opts ...Option) *Agent {
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &Agent{
+		reporter: reporter,
+		clock:    clock,
+		log:      slog.Default(),
+		attempts: defaultReportAttempts,
+		backoff:  defaultReportBackoff,
+		ctx:      ctx,
+		cancel:   cancel,
+		results:  map[string]ports.JobDispatchResult{},
+		timers:   map[string]*time.Timer{},
+	}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// Type returns "test-runner".
+func (a *Agent) Type() string { return Type }
+
+// Dispatch accepts the job: it returns ExternalID "test-runner/<job id>"
+// and status inProgress, and schedules the configured outcome's report
+// after the configured delay. Dispatching a job again returns the first
+// result and schedules nothing. A bad config is an error wrapping a
+// *release.FieldError that names the key (job_agent_config.delay, ...).
+func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
+	id := d.Job.ID
+	if id == "" {
+		return ports.JobDispatchResult{}, fmt.Errorf("testrunner: dispatch: %w", release.Invalid("job.id", "is required"))
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if res, ok := a.results[id]; ok {
+		return res, nil
+	}
+	if a.closed {
+		return ports.JobDispatchResult{}, fmt.Errorf("testrunner: dispatch job %s: %w", id, ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return ports.JobDispatchResult{}, fmt.Errorf("testrunner: dispatch job %s: %w", id, err)
+	}
+	cfg, err := parseConfig(d.Job.JobAgentConfig)
+	if err != nil {
+		return ports.JobDispatchResult{}, fmt.Errorf("testrunner: dispatch job %s: %w", id, err)
+	}
+	res := ports.JobDispatchResult{
+		ExternalID: Type + "/" + id,
+		Status:     dispatchStatus,
+		Message:    fmt.Sprintf("test runner will report %s after %s", cfg.outcome, cfg.delay),
+	}
+	report := ports.JobReport{
+		JobID:      id,
+		AgentID:    d.Agent.ID,
+		ExternalID: res.ExternalID,
+		Status:     cfg.outcome,
+		Message:    cfg.message,
+	}
+	a.results[id] = res
+	// The timer's function runs on its own goroutine, after this lock is
+	// released, even when the delay is zero.
+	a.timers[id] = time.AfterFunc(cfg.delay, func() { a.fire(report) })
+	return res, nil
+}
+
+// fire runs when a job's delay has passed: it reports the outcome unless
+// the agent was closed.
+func (a *Agent) fire(r ports.JobReport) {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
+	delete(a.timers, r.JobID)
+	a.wg.Add(1)
+	a.mu.Unlock()
+	defer a.wg.Done()
+	a.report(r)
+}
+
+// report delivers r, retrying failures with a doubling backoff, and logs
+// and drops it once the attempts are spent or the agent is closed.
+func (a *Agent) report(r ports.JobReport) {
+	backoff := a.backoff
+	var err error
+	attempt := 0
+	for attempt < a.attempts {
+		if attempt > 0 {
+			t := time.NewTimer(backoff)
+			select {
+			case <-a.ctx.Done():
+				t.Stop()
+				a.drop(r, attempt, fmt.Errorf("testrunner: agent closed while retrying: %w", err))
+				return
+			case <-t.C:
+			}
+			backoff *= 2
+		}
+		attempt++
+		r.At = a.clock.Now()
+		if err = a.reporter.ReportJob(a.ctx, r); err == nil {
+			return
+		}
+	}
+	a.drop(r, attempt, err)
+}
+
+// drop logs a report that could not be delivered.
+func (a *Agent) drop(r ports.JobReport, attempts int, err error) {
+	a.log.Error("testrunner: dropped job report",
+		slog.String("id", r.JobID),
+		slog.String("outcome", string(r.Status)),
+		slog.Int("attempts", attempts),
+		slog.Any("err", err))
+}
+
+// Close stops pending reports, cancels the ones in flight and waits for
+// them to return. The agent refuses new jobs afterwards (ErrClosed); jobs
+// it already accepted still return their first result. Close is
+// idempotent.
+func (a *Agent) Close() {
+	a.mu.Lock()
+	a.closed = true
+	for id, t := range a.timers {
+		t.Stop()
+		delete(a.timers, id)
+	}
+	a.mu.Unlock()
+	a.cancel()
+	a.wg.Wait()
+}
+
+// pending is the number of scheduled, not yet fired reports.
+func (a *Agent) pending() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.timers)
+}
