@@ -22,6 +22,8 @@ type backend struct {
 	name  string
 	queue ports.Queue
 	runs  ports.RunStore
+	// releases stores the release chain: workspaces to jobs.
+	releases ports.ReleaseStore
 	// catalog stores workflow templates and policies; in memory it lives
 	// only as long as the process.
 	catalog ports.Catalog
@@ -34,11 +36,12 @@ type backend struct {
 func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Clock) (*backend, error) {
 	if dsn == "" {
 		return &backend{
-			name:    "memory",
-			queue:   memory.NewQueue(clock),
-			runs:    memory.NewRunStore(clock),
-			catalog: memory.NewCatalog(clock),
-			close:   func() {},
+			name:     "memory",
+			queue:    memory.NewQueue(clock),
+			runs:     memory.NewRunStore(clock),
+			releases: memory.NewReleaseStore(clock),
+			catalog:  memory.NewCatalog(clock),
+			close:    func() {},
 		}, nil
 	}
 	db, err := postgres.Open(ctx, dsn)
@@ -54,11 +57,12 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 	q := postgres.NewQueue(db, clock)
 	cat := postgres.NewCatalog(db, clock)
 	return &backend{
-		name:    "postgres",
-		queue:   q,
-		runs:    postgres.NewRunStore(db, clock),
-		catalog: cat,
-		db:      db,
+		name:     "postgres",
+		queue:    q,
+		runs:     postgres.NewRunStore(db, clock),
+		releases: postgres.NewReleaseStore(db, clock),
+		catalog:  cat,
+		db:       db,
 		// The catalog's lock pool closes before the DB it was copied from.
 		close: func() { q.Close(); cat.Close(); db.Close() },
 	}, nil

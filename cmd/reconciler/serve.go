@@ -15,7 +15,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/adapters/testrunner"
+	"github.com/reconcilerhq/reconciler/adapters/verifiers"
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
@@ -126,6 +129,21 @@ func runServe(ctx context.Context, o serveOptions) error {
 			Kind: k, Store: be.runs, Queue: be.queue, Agents: agents, Code: code, Config: cfg,
 			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots,
 		}, engine.KindOptions{Concurrency: o.concurrency})
+	}
+	// The test runner reports back into the chain it serves.
+	var ch *chain.Chain
+	runner := testrunner.New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error {
+		return ch.ReportJob(ctx, r)
+	}), clock, testrunner.WithLogger(log))
+	defer runner.Close()
+	ch = &chain.Chain{Store: be.releases, Queue: be.queue, Clock: clock, Logger: log,
+		Agents:    map[string]ports.JobAgent{testrunner.Type: runner},
+		Verifiers: map[string]ports.Verifier{verifiers.SleepType: verifiers.Sleep{}, verifiers.ScriptedType: verifiers.Scripted{}}}
+	ch.Register(eng, o.concurrency)
+	if demo {
+		if err := seedReleaseDemo(ctx, ch); err != nil {
+			return err
+		}
 	}
 	resync := &engine.Resync{Queue: be.queue, Interval: o.resyncInterval, Clock: clock, Logger: log,
 		Sources: []engine.ResyncSource{engine.NonTerminalRuns(be.runs, reconcile.Kinds...)}}

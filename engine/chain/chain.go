@@ -139,9 +139,18 @@ func fail(err error) engine.Outcome {
 	return engine.Terminal(err)
 }
 
-// log records one controller decision with the chain's stable keys.
-func (c *Chain) log(ctx context.Context, kind, id, decision, reason string, start time.Time, attrs ...slog.Attr) {
+// log records one controller decision with the chain's stable keys: at
+// info level when it changed something, at debug level when a pass only
+// confirmed what was already so (level-based passes repeat a lot).
+func (c *Chain) log(ctx context.Context, changed bool, kind, id, decision, reason string, start time.Time, attrs ...slog.Attr) {
+	lvl := slog.LevelDebug
+	if changed {
+		lvl = slog.LevelInfo
+	}
+	if !c.Logger.Enabled(ctx, lvl) {
+		return
+	}
 	base := []slog.Attr{slog.String("kind", kind), slog.String("id", id), slog.String("action", decision),
 		slog.String("reason", reason), slog.Duration("duration", time.Since(start))}
-	c.Logger.LogAttrs(ctx, slog.LevelInfo, "release.decision", append(base, attrs...)...)
+	c.Logger.LogAttrs(ctx, lvl, "release.decision", append(base, attrs...)...)
 }

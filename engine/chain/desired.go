@@ -78,8 +78,8 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 		if err != nil {
 			return engine.Retry(fmt.Errorf("desired release of %s: %w", t, err))
 		}
-		c.log(ctx, KindDesiredRelease, t.Key(), "no-release", firstOr(choice.Reasons, "no version"), start,
-			slog.Bool("changed", changed), slog.Int("examined", choice.Examined), slog.Time("next_check_at", choice.NextCheckAt))
+		c.log(ctx, changed, KindDesiredRelease, t.Key(), "no-release", firstOr(choice.Reasons, "no version"), start,
+			slog.Int("examined", choice.Examined), slog.Time("next_check_at", choice.NextCheckAt))
 		return wakeAt(choice.NextCheckAt)
 	}
 	vars, err := resolveVariables(&f.detail)
@@ -99,8 +99,8 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 	if err := c.enqueue(ctx, time.Time{}, TargetKey(KindJobEligibility, t)); err != nil {
 		return engine.Retry(err)
 	}
-	c.log(ctx, KindDesiredRelease, t.Key(), "release", why, start, slog.String("version", version.Tag),
-		slog.String("release", rel.ID), slog.Bool("changed", changed), slog.Int("examined", choice.Examined))
+	c.log(ctx, changed, KindDesiredRelease, t.Key(), "release", why, start, slog.String("version", version.Tag),
+		slog.String("release", rel.ID), slog.Int("examined", choice.Examined))
 	return wakeAt(choice.NextCheckAt)
 }
 

@@ -71,13 +71,13 @@ func (c *Chain) jobEligibility(ctx context.Context, it engine.Item) engine.Outco
 		return engine.Retry(fmt.Errorf("job eligibility of %s: %w", t, err))
 	}
 	if dec.Status != policy.Allowed {
-		c.log(ctx, KindJobEligibility, t.Key(), "wait", dec.Blocking.Message, start, slog.String("status", string(dec.Status)))
+		c.log(ctx, false, KindJobEligibility, t.Key(), "wait", dec.Blocking.Message, start, slog.String("status", string(dec.Status)))
 		return wakeAt(dec.Until)
 	}
 	if err := c.enqueue(ctx, time.Time{}, TargetKey(KindJobDispatch, t)); err != nil {
 		return engine.Retry(err)
 	}
-	c.log(ctx, KindJobEligibility, t.Key(), "eligible", "job-gates-allowed", start, slog.String("release", rel.ID))
+	c.log(ctx, false, KindJobEligibility, t.Key(), "eligible", "job-gates-allowed", start, slog.String("release", rel.ID))
 	return engine.Done()
 }
 
@@ -127,7 +127,7 @@ func (c *Chain) jobDispatch(ctx context.Context, it engine.Item) engine.Outcome 
 			return engine.Retry(fmt.Errorf("job dispatch of %s: %w", t, err))
 		}
 		if dec.Status != policy.Allowed {
-			c.log(ctx, KindJobDispatch, t.Key(), "wait", dec.Blocking.Message, start, slog.String("status", string(dec.Status)))
+			c.log(ctx, false, KindJobDispatch, t.Key(), "wait", dec.Blocking.Message, start, slog.String("status", string(dec.Status)))
 			return wakeAt(dec.Until)
 		}
 		created, err := c.createJob(ctx, f, rel, attempt)
@@ -138,7 +138,7 @@ func (c *Chain) jobDispatch(ctx context.Context, it engine.Item) engine.Outcome 
 	}
 	if row.Status != release.JobPending {
 		// invalidJobAgent: nothing to hand over; the chain moves on.
-		c.log(ctx, KindJobDispatch, t.Key(), "job-"+string(row.Status), row.Message, start, slog.String("job", row.ID))
+		c.log(ctx, true, KindJobDispatch, t.Key(), "job-"+string(row.Status), row.Message, start, slog.String("job", row.ID))
 		return c.afterJobEnded(ctx, row)
 	}
 	return c.handOver(ctx, f, rel, row, start)
@@ -230,7 +230,10 @@ func (c *Chain) handOver(ctx context.Context, f *facts, rel *release.Release, ro
 	}
 	res, err := c.Agents[agent.Type].Dispatch(ctx, ports.JobDispatch{Job: row.Job, Agent: *agent, Release: *rel, Version: v,
 		Deployment: f.detail.Deployment, Environment: f.detail.Environment, Resource: f.detail.Resource})
-	if err != nil {
+	if errors.Is(err, release.ErrInvalid) {
+		// A configuration no retry can fix: end the job, the chain moves on.
+		res = ports.JobDispatchResult{Status: release.JobInvalidIntegration, Message: err.Error()}
+	} else if err != nil {
 		return engine.Retry(fmt.Errorf("dispatch job %s to %s: %w", row.ID, agent.ID, err))
 	}
 	if res.Status == "" {
@@ -263,7 +266,7 @@ func (c *Chain) handOver(ctx context.Context, f *facts, rel *release.Release, ro
 	if err != nil {
 		return engine.Retry(fmt.Errorf("record dispatch of job %s: %w", row.ID, err))
 	}
-	c.log(ctx, KindJobDispatch, rel.Target.Key(), "dispatched", "job-created", start, slog.String("job", row.ID),
+	c.log(ctx, true, KindJobDispatch, rel.Target.Key(), "dispatched", "job-created", start, slog.String("job", row.ID),
 		slog.String("agent", agent.ID), slog.String("external_id", res.ExternalID), slog.String("status", string(res.Status)))
 	if res.Status.IsTerminal() {
 		return c.afterJobEnded(ctx, row)

@@ -212,7 +212,7 @@ func (c *Chain) jobVerification(ctx context.Context, it engine.Item) engine.Outc
 	if _, err := c.Store.JobUpdate(ctx, next, row.Version); err != nil {
 		return engine.Retry(fmt.Errorf("verify job %s: %w", row.ID, err))
 	}
-	c.log(ctx, KindJobVerification, row.ID, "verification-"+string(next.Verification), failMsg, start, slog.String("target", row.TargetKey))
+	c.log(ctx, next.Verification != row.Verification, KindJobVerification, row.ID, "verification-"+string(next.Verification), failMsg, start, slog.String("target", row.TargetKey))
 	if next.Verification == release.VerificationRunning {
 		if wake.IsZero() {
 			wake = now.Add(time.Second)
