@@ -22,6 +22,9 @@ func newRootCmd() *cobra.Command {
 		newMigrateCmd(),
 		newBenchCmd(),
 		newCatalogCmd(),
+		newVersionCmd(),
+		newApproveCmd(),
+		newExplainCmd(),
 	// subcommands: one line each
 	)
 	return root

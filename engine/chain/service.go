@@ -161,10 +161,17 @@ func (c *Chain) Explain(ctx context.Context, t release.ReleaseTarget, limit int)
 		if err != nil {
 			return Explanation{}, fmt.Errorf("%s: %w", op, err)
 		}
-		in := f.base
-		in.Version, in.Approvals, in.Skips = cand.Version, cand.Approvals, cand.Skips
-		out.Versions = append(out.Versions, VersionVerdicts{Version: cand.Version,
-			Decision: policy.Evaluate(f.policies, in), Verdicts: policy.Explain(f.policies, in)})
+		vv := VersionVerdicts{Version: cand.Version}
+		if cand.Version.Status != release.VersionReady {
+			// Only ready versions are candidates; their rules do not matter.
+			vv.Decision = policy.Decision{Status: policy.Denied,
+				Blocking: policy.RuleVerdict{Verdict: policy.Verdict{Status: policy.Denied, Message: "version is " + string(cand.Version.Status)}}}
+		} else {
+			in := f.base
+			in.Version, in.Approvals, in.Skips = cand.Version, cand.Approvals, cand.Skips
+			vv.Decision, vv.Verdicts = policy.Evaluate(f.policies, in), policy.Explain(f.policies, in)
+		}
+		out.Versions = append(out.Versions, vv)
 		if limit > 0 && len(out.Versions) >= limit {
 			break
 		}
