@@ -67,10 +67,16 @@ func (scriptedVerifier) Measure(_ context.Context, r ports.MeasureRequest) (any,
 	return map[string]any{"ok": r.Metric.Provider.Config["ok"]}, nil
 }
 
+// tb is what the harness needs of *testing.T and *rapid.T.
+type tb interface {
+	require.TestingT
+	Helper()
+}
+
 // harness is the chain on one adapter with a fake clock, stepped with
 // engine.Drain.
 type harness struct {
-	t     *testing.T
+	t     tb
 	ctx   context.Context
 	clock *porttest.FakeClock
 	store ports.ReleaseStore
@@ -85,8 +91,14 @@ func newHarness(t *testing.T, backend string) *harness {
 	t.Helper()
 	clock := porttest.NewFakeClock(t0)
 	store, q := backends[backend](t, clock)
+	return newHarnessOn(t, t.Context(), clock, store, q)
+}
+
+// newHarnessOn builds the harness over a store and queue.
+func newHarnessOn(t tb, ctx context.Context, clock *porttest.FakeClock, store ports.ReleaseStore, q ports.Queue) *harness {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := &harness{t: t, ctx: t.Context(), clock: clock, store: store, q: q, agent: &fakeAgent{dispatched: map[string]int{}},
+	h := &harness{t: t, ctx: ctx, clock: clock, store: store, q: q, agent: &fakeAgent{dispatched: map[string]int{}},
 		envs: map[string]release.Environment{}}
 	h.chain = &chain.Chain{Store: store, Queue: q, Clock: clock, Logger: log,
 		Agents: map[string]ports.JobAgent{"fake": h.agent}, Verifiers: map[string]ports.Verifier{"test": scriptedVerifier{}}}
