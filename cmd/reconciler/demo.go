@@ -26,10 +26,10 @@ type demoRun struct {
 // tasks that each open and auto-merge a pull request, a standalone run, a persistent agent with messages in its inbox
 // and a review of an external pull request.
 func demoRuns() []demoRun {
-	repo := func(id string, deps ...string) demoRun {
+	repo := func(id string) demoRun {
 		return demoRun{
 			row: ports.RunRow{Ref: reconcile.RunRef{Kind: reconcile.KindRepo, ID: id}, State: reconcile.RepoPending,
-				Repo: "demo/api", DependsOn: deps, Settings: reconcile.Settings{AutoMerge: true, AutoResume: true}},
+				Repo: "demo/api", Settings: reconcile.Settings{AutoMerge: true, AutoResume: true}},
 			body: reconcile.RepoRun{ID: id, State: reconcile.RepoPending, Repo: "demo/api", MaxRetries: 2},
 		}
 	}

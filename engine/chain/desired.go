@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"sort"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/engine"
@@ -30,7 +29,7 @@ func (c *Chain) load(ctx context.Context, t release.ReleaseTarget) (*facts, erro
 	if err != nil {
 		return nil, err
 	}
-	stored, err := c.Store.PolicyList(ctx, true)
+	policies, err := c.enabledPolicies(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -38,13 +37,23 @@ func (c *Chain) load(ctx context.Context, t release.ReleaseTarget) (*facts, erro
 	if err != nil {
 		return nil, err
 	}
-	f := &facts{detail: det, jobs: jobs, policies: make([]policy.Policy, len(stored))}
-	for i := range stored {
-		f.policies[i] = stored[i].Value
-	}
-	f.base = policy.Input{Now: c.Clock.Now(), Deployment: det.Deployment, Environment: det.Environment,
-		Resource: det.Resource, Jobs: records(jobs)}
+	f := &facts{detail: det, jobs: jobs, policies: policies, base: targetInput(c.Clock.Now(), &det)}
+	f.base.Jobs = records(jobs)
 	return f, nil
+}
+
+// enabledPolicies reads the enabled policies.
+func (c *Chain) enabledPolicies(ctx context.Context) ([]policy.Policy, error) {
+	stored, err := c.Store.PolicyList(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	return values(stored), nil
+}
+
+// targetInput is the policy input of a target's objects at now.
+func targetInput(now time.Time, det *ports.TargetDetail) policy.Input {
+	return policy.Input{Now: now, Deployment: det.Deployment, Environment: det.Environment, Resource: det.Resource}
 }
 
 // desiredRelease is the desired-release controller: it picks the newest
@@ -256,7 +265,7 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 }
 
 // resolveVariables resolves the deployment's variables for the target, in
-// key order: the highest-priority matching value, else the default. A
+// declared order: the highest-priority matching value, else the default. A
 // variable with neither is left out. A selector that fails to evaluate is
 // invalid input naming the variable.
 func resolveVariables(det *ports.TargetDetail) (map[string]release.Value, error) {
@@ -265,14 +274,7 @@ func resolveVariables(det *ports.TargetDetail) (map[string]release.Value, error)
 	}
 	s := release.Subject{Deployment: &det.Deployment, Environment: &det.Environment, Resource: &det.Resource}
 	vars := make(map[string]release.Value, len(det.Deployment.Variables))
-	keys := make([]int, len(det.Deployment.Variables))
-	for i := range keys {
-		keys[i] = i
-	}
-	sort.Slice(keys, func(a, b int) bool {
-		return det.Deployment.Variables[keys[a]].Key < det.Deployment.Variables[keys[b]].Key
-	})
-	for _, i := range keys {
+	for i := range det.Deployment.Variables {
 		v := &det.Deployment.Variables[i]
 		val, ok, err := v.Resolve(&s, release.CEL{})
 		if err != nil {

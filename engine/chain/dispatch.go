@@ -130,7 +130,13 @@ func (c *Chain) jobDispatch(ctx context.Context, it engine.Item) engine.Outcome 
 			c.log(ctx, false, KindJobDispatch, t.Key(), "wait", dec.Blocking.Message, start, slog.String("status", string(dec.Status)))
 			return wakeAt(dec.Until)
 		}
-		created, err := c.createJob(ctx, f, rel, attempt)
+	}
+	rt, err := c.routeOf(ctx, &f.detail.Deployment, rel)
+	if err != nil {
+		return fail(fmt.Errorf("job dispatch of %s: %w", t, err))
+	}
+	if row == nil {
+		created, err := c.createJob(ctx, f, rel, attempt, rt)
 		if err != nil {
 			return fail(fmt.Errorf("job dispatch of %s: %w", t, err))
 		}
@@ -141,31 +147,45 @@ func (c *Chain) jobDispatch(ctx context.Context, it engine.Item) engine.Outcome 
 		c.log(ctx, true, KindJobDispatch, t.Key(), "job-"+string(row.Status), row.Message, start, slog.String("job", row.ID))
 		return c.afterJobEnded(ctx, row)
 	}
-	return c.handOver(ctx, f, rel, row, start)
+	return c.handOver(ctx, f, rel, row, rt, start)
 }
 
-// createJob creates the release's attempt-th job, routed to the
-// deployment's agent, or ended invalidJobAgent when there is none usable.
-func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, attempt int) (ports.JobRow, error) {
+// route is where a release's jobs go: the deployment's agent record (nil
+// when none is usable, why says so) and the release's version.
+type route struct {
+	agent   *release.JobAgent
+	why     string
+	version release.DeploymentVersion
+}
+
+// routeOf reads the route of rel's jobs; the version only when an agent
+// will take them.
+func (c *Chain) routeOf(ctx context.Context, dep *release.Deployment, rel *release.Release) (route, error) {
+	agent, why, err := c.agentFor(ctx, dep)
+	if err != nil || agent == nil {
+		return route{why: why}, err
+	}
+	v, err := c.Store.VersionGet(ctx, rel.VersionID)
+	if err != nil {
+		return route{}, err
+	}
+	return route{agent: agent, version: v}, nil
+}
+
+// createJob creates the release's attempt-th job on route rt, or ended
+// invalidJobAgent when it names no usable agent.
+func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, attempt int, rt route) (ports.JobRow, error) {
 	dep := &f.detail.Deployment
 	job := release.Job{
 		ID: jobID(rel.ID, attempt), ReleaseID: rel.ID, TargetKey: rel.Target.Key(), JobAgentID: dep.JobAgentID,
 		Status: release.JobPending, CreatedAt: c.Clock.Now(),
 		DispatchContext: map[string]any{"release_id": rel.ID, "version_id": rel.VersionID, "attempt": attempt},
 	}
-	agent, msg, err := c.agentFor(ctx, dep)
-	if err != nil {
-		return ports.JobRow{}, err
-	}
-	if agent == nil {
-		job.Status, job.Message, job.CompletedAt = release.JobInvalidJobAgent, msg, job.CreatedAt
+	if rt.agent == nil {
+		job.Status, job.Message, job.CompletedAt = release.JobInvalidJobAgent, rt.why, job.CreatedAt
 	} else {
-		v, err := c.Store.VersionGet(ctx, rel.VersionID)
-		if err != nil {
-			return ports.JobRow{}, err
-		}
-		job.JobAgentConfig = mergeConfig(agent.Config, dep.JobAgentConfig, v.JobAgentConfig)
-		job.DispatchContext["version_tag"] = v.Tag
+		job.JobAgentConfig = mergeConfig(rt.agent.Config, dep.JobAgentConfig, rt.version.JobAgentConfig)
+		job.DispatchContext["version_tag"] = rt.version.Tag
 	}
 	row, _, err := c.Store.JobCreate(ctx, ports.JobCreateParams{Job: job, IdempotencyKey: ports.JobKey(rel.ID, attempt)})
 	return row, err
@@ -216,19 +236,12 @@ func mergeConfig(layers ...map[string]any) map[string]any {
 // handOver dispatches a pending job to its agent and records what the
 // agent said. An agent that already reported (a fast one) wins: only the
 // external id is added then.
-func (c *Chain) handOver(ctx context.Context, f *facts, rel *release.Release, row *ports.JobRow, start time.Time) engine.Outcome {
-	agent, _, err := c.agentFor(ctx, &f.detail.Deployment)
-	if err != nil {
-		return engine.Retry(err)
-	}
+func (c *Chain) handOver(ctx context.Context, f *facts, rel *release.Release, row *ports.JobRow, rt route, start time.Time) engine.Outcome {
+	agent := rt.agent
 	if agent == nil {
 		return engine.Retry(fmt.Errorf("job %s: its agent went away; retrying", row.ID))
 	}
-	v, err := c.Store.VersionGet(ctx, rel.VersionID)
-	if err != nil {
-		return engine.Retry(err)
-	}
-	res, err := c.Agents[agent.Type].Dispatch(ctx, ports.JobDispatch{Job: row.Job, Agent: *agent, Release: *rel, Version: v,
+	res, err := c.Agents[agent.Type].Dispatch(ctx, ports.JobDispatch{Job: row.Job, Agent: *agent, Release: *rel, Version: rt.version,
 		Deployment: f.detail.Deployment, Environment: f.detail.Environment, Resource: f.detail.Resource})
 	if errors.Is(err, release.ErrInvalid) {
 		// A configuration no retry can fix: end the job, the chain moves on.

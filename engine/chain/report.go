@@ -82,8 +82,12 @@ func (c *Chain) reportedJob(ctx context.Context, r ports.JobReport) (ports.JobRo
 // succeeded and metrics apply, else desired-release of its target and of
 // the targets that read it.
 func (c *Chain) followUp(ctx context.Context, row *ports.JobRow) error {
+	policies, err := c.enabledPolicies(ctx)
+	if err != nil {
+		return err
+	}
 	if row.Status == release.JobSuccessful {
-		metrics, err := c.metricsFor(ctx, row.Target())
+		metrics, err := c.metricsFor(ctx, row.Target(), policies)
 		if err != nil {
 			return err
 		}
@@ -91,7 +95,7 @@ func (c *Chain) followUp(ctx context.Context, row *ports.JobRow) error {
 			return c.enqueue(ctx, time.Time{}, JobKey(row.ID))
 		}
 	}
-	return c.wakeDependents(ctx, row.Target())
+	return c.wakeDependents(ctx, row.Target(), policies)
 }
 
 // afterJobEnded is the outcome of a pass that saw a job end: the follow-up
@@ -106,16 +110,8 @@ func (c *Chain) afterJobEnded(ctx context.Context, row *ports.JobRow) engine.Out
 // wakeDependents enqueues desired-release for t, for the deployment's other
 // targets when a progression rule may read t's jobs, and for the other
 // deployments on t's resource when a dependency rule may.
-func (c *Chain) wakeDependents(ctx context.Context, t release.ReleaseTarget) error {
+func (c *Chain) wakeDependents(ctx context.Context, t release.ReleaseTarget, policies []policy.Policy) error {
 	targets := []release.ReleaseTarget{t}
-	stored, err := c.Store.PolicyList(ctx, true)
-	if err != nil {
-		return err
-	}
-	policies := make([]policy.Policy, len(stored))
-	for i := range stored {
-		policies[i] = stored[i].Value
-	}
 	if policy.HasRule(policies, policy.TypeEnvironmentProgression) {
 		more, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: t.DeploymentID}})
 		if err != nil {
@@ -134,15 +130,15 @@ func (c *Chain) wakeDependents(ctx context.Context, t release.ReleaseTarget) err
 }
 
 // metricsFor returns the verification metrics of the policies matching t.
-func (c *Chain) metricsFor(ctx context.Context, t release.ReleaseTarget) ([]policy.MetricSpec, error) {
-	f, err := c.load(ctx, t)
+func (c *Chain) metricsFor(ctx context.Context, t release.ReleaseTarget, policies []policy.Policy) ([]policy.MetricSpec, error) {
+	det, err := c.Store.TargetGet(ctx, t)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	rules, err := policy.MatchingRules(f.policies, f.base, policy.TypeVerification)
+	rules, err := policy.MatchingRules(policies, targetInput(c.Clock.Now(), &det), policy.TypeVerification)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +167,11 @@ func (c *Chain) jobVerification(ctx context.Context, it engine.Item) engine.Outc
 	if row.Status != release.JobSuccessful || row.Verification == release.VerificationPassed || row.Verification == release.VerificationFailed {
 		return engine.Done()
 	}
-	metrics, err := c.metricsFor(ctx, row.Target())
+	policies, err := c.enabledPolicies(ctx)
+	if err != nil {
+		return engine.Retry(err)
+	}
+	metrics, err := c.metricsFor(ctx, row.Target(), policies)
 	if err != nil {
 		return engine.Retry(err)
 	}
@@ -219,7 +219,7 @@ func (c *Chain) jobVerification(ctx context.Context, it engine.Item) engine.Outc
 		}
 		return engine.RequeueAt(wake)
 	}
-	if err := c.wakeDependents(ctx, row.Target()); err != nil {
+	if err := c.wakeDependents(ctx, row.Target(), policies); err != nil {
 		return engine.Retry(err)
 	}
 	return engine.Done()
