@@ -34,19 +34,8 @@ func Evaluate(policies []Policy, in Input) Decision {
 				if rule.Spec == nil || rule.Spec.Type() != t {
 					continue
 				}
-				rv := cx.run(p, rule)
-				dec.Evaluated++
-				switch rv.Status {
-				case Denied:
-					dec.Status, dec.Until, dec.Blocking = Denied, timeZero, rv
+				if !dec.merge(cx.run(p, rule)) {
 					return dec
-				case Pending:
-					if dec.Status != Pending {
-						dec.Status, dec.Blocking = Pending, rv
-					}
-					if !rv.Until.IsZero() && (dec.Until.IsZero() || rv.Until.Before(dec.Until)) {
-						dec.Until = rv.Until
-					}
 				}
 			}
 		}
@@ -93,22 +82,6 @@ func EvaluateJob(policies []Policy, in Input) Decision {
 		return Decision{Status: Denied, Blocking: bad}
 	}
 	dec := Decision{Status: Allowed}
-	merge := func(rv RuleVerdict) bool {
-		dec.Evaluated++
-		switch rv.Status {
-		case Denied:
-			dec.Status, dec.Until, dec.Blocking = Denied, timeZero, rv
-			return false
-		case Pending:
-			if dec.Status != Pending {
-				dec.Status, dec.Blocking = Pending, rv
-			}
-			if !rv.Until.IsZero() && (dec.Until.IsZero() || rv.Until.Before(dec.Until)) {
-				dec.Until = rv.Until
-			}
-		}
-		return true
-	}
 	for _, t := range JobGates {
 		found := false
 		for _, pi := range matched {
@@ -119,7 +92,7 @@ func EvaluateJob(policies []Policy, in Input) Decision {
 					continue
 				}
 				found = true
-				if !merge(cx.run(p, rule)) {
+				if !dec.merge(cx.run(p, rule)) {
 					return dec
 				}
 			}
@@ -134,11 +107,31 @@ func EvaluateJob(policies []Policy, in Input) Decision {
 		case TypeRetry:
 			v = MayCreateJob(nil, &in)
 		}
-		if !merge(RuleVerdict{Type: t, Verdict: v}) {
+		if !dec.merge(RuleVerdict{Type: t, Verdict: v}) {
 			return dec
 		}
 	}
 	return dec
+}
+
+// merge folds one verdict into the decision: a denial ends it (merge
+// reports false), a pending verdict makes it pending (the first one
+// blocking) and lowers Until to the earliest non-zero one.
+func (dec *Decision) merge(rv RuleVerdict) bool {
+	dec.Evaluated++
+	switch rv.Status {
+	case Denied:
+		dec.Status, dec.Until, dec.Blocking = Denied, timeZero, rv
+		return false
+	case Pending:
+		if dec.Status != Pending {
+			dec.Status, dec.Blocking = Pending, rv
+		}
+		if !rv.Until.IsZero() && (dec.Until.IsZero() || rv.Until.Before(dec.Until)) {
+			dec.Until = rv.Until
+		}
+	}
+	return true
 }
 
 // matchPolicies appends to idx the indexes of the enabled policies matching
