@@ -251,3 +251,29 @@ func HasRule(policies []Policy, t RuleType) bool {
 	}
 	return false
 }
+
+// EnvironmentJobCap is the per-environment cap on active jobs that applies
+// to a new job on in's target: the smallest positive
+// Concurrency.MaxActivePerEnvironment among the matching policies' rules
+// that no policy skip waives, or 0 when nothing caps the environment. The
+// caller enforces it where jobs are created (ports.JobCreateParams), since
+// one target's evaluation cannot see concurrent creates on other targets.
+func EnvironmentJobCap(policies []Policy, in Input) int {
+	cx := evalContext{in: &in}
+	var buf [maxStackPolicies]int
+	matched, _ := matchPolicies(policies, &cx, buf[:0])
+	limit := 0
+	for _, pi := range matched {
+		for ri := range policies[pi].Rules {
+			rule := &policies[pi].Rules[ri]
+			c, ok := rule.Spec.(Concurrency)
+			if !ok || c.MaxActivePerEnvironment <= 0 || skipped(&in, rule.ID) {
+				continue
+			}
+			if limit == 0 || c.MaxActivePerEnvironment < limit {
+				limit = c.MaxActivePerEnvironment
+			}
+		}
+	}
+	return limit
+}

@@ -77,6 +77,25 @@ type TargetDetail struct {
 	CreatedAt   time.Time             `json:"created_at"`
 }
 
+// TargetFacts is what one pass of a release-chain controller reads about a
+// target, returned by one call so a pass costs one round trip.
+type TargetFacts struct {
+	Detail TargetDetail `json:"detail"`
+	// Jobs are the target's newest jobs first, as JobsByTarget.
+	Jobs []JobRow `json:"jobs,omitempty"`
+	// Desired is the target's stored decision; nil when none is stored.
+	Desired *DesiredRelease `json:"desired,omitempty"`
+	// Release is the desired release and Version its deployment version;
+	// nil when the decision is "no release".
+	Release *release.Release           `json:"release,omitempty"`
+	Version *release.DeploymentVersion `json:"version,omitempty"`
+	// Agent is the deployment's job agent; nil when the deployment names
+	// none or it does not exist.
+	Agent *Stored[release.JobAgent] `json:"agent,omitempty"`
+	// Policies are the enabled policies, as PolicyList(ctx, true).
+	Policies []Stored[policy.Policy] `json:"policies,omitempty"`
+}
+
 // ResourceListParams pages through a workspace's resources by id.
 type ResourceListParams struct {
 	WorkspaceID string
@@ -131,6 +150,14 @@ type JobCreateParams struct {
 	// IdempotencyKey is unique across jobs: a second create with the same
 	// key returns the first job. Use JobKey(releaseID, attempt).
 	IdempotencyKey string
+	// MaxActiveInEnvironment, when > 0, caps the active jobs of the job's
+	// deployment in its environment (policy.Concurrency's per-environment
+	// limit): an active job is created only while fewer are active, checked
+	// atomically with the insert, so concurrent creates for different
+	// targets of one environment never exceed it. At the cap nothing is
+	// created and the error is ErrLimitReached (a job already created with
+	// the key is still returned).
+	MaxActiveInEnvironment int
 }
 
 // JobKey is the idempotency key of a release's attempt-th job (1-based), so
@@ -269,6 +296,10 @@ type ReleaseStore interface {
 	// TargetGet reads a stored target with its deployment, environment and
 	// resource in one read.
 	TargetGet(ctx context.Context, t release.ReleaseTarget) (TargetDetail, error)
+	// TargetFactsGet reads t's TargetFacts with its newest jobLimit jobs
+	// (zero or less: all). A missing target is ErrNotFound. Postgres reads
+	// it in one statement, hence from one snapshot.
+	TargetFactsGet(ctx context.Context, t release.ReleaseTarget, jobLimit int) (TargetFacts, error)
 	// TargetList lists the targets of a scope (zero: all) in key order.
 	TargetList(ctx context.Context, p TargetListParams) ([]release.ReleaseTarget, error)
 	// TargetJobState reads the target's newest active and newest successful
@@ -318,7 +349,8 @@ type ReleaseStore interface {
 
 	// JobCreate creates p.Job at version 1, or returns the job already
 	// created with p.IdempotencyKey (created false). The key naming a
-	// different release, or the job id being taken, is ErrConflict.
+	// different release, or the job id being taken, is ErrConflict; a full
+	// environment (p.MaxActiveInEnvironment) is ErrLimitReached.
 	JobCreate(ctx context.Context, p JobCreateParams) (JobRow, bool, error)
 	// JobUpdate writes job if the stored version is expectedVersion and
 	// returns the new version.

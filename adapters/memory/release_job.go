@@ -171,6 +171,13 @@ func (s *ReleaseStore) JobCreate(_ context.Context, p ports.JobCreateParams) (po
 	if _, ok := s.jobs.byID[job.ID]; ok {
 		return ports.JobRow{}, false, fmt.Errorf("%s: id already taken: %w", op, ports.ErrConflict)
 	}
+	if limit := p.MaxActiveInEnvironment; limit > 0 && job.Status.IsActive() {
+		t := rel.Target
+		if n := s.jobs.activeByEnv[envRef{t.DeploymentID, t.EnvironmentID}]; n >= limit {
+			return ports.JobRow{}, false, fmt.Errorf("%s: %d active jobs of deployment %s in environment %s (limit %d): %w",
+				op, n, t.DeploymentID, t.EnvironmentID, limit, ports.ErrLimitReached)
+		}
+	}
 	row := &ports.JobRow{Job: job, VersionID: rel.VersionID, IdempotencyKey: p.IdempotencyKey, Version: 1, UpdatedAt: s.now()}
 	s.jobs.insert(row)
 	return copyJob(row), true, nil

@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -250,4 +251,46 @@ func (s *ReleaseStore) TargetList(_ context.Context, p ports.TargetListParams) (
 		}
 	}
 	return out, nil
+}
+
+// TargetFactsGet reads t's facts through the other reads, one after the
+// other (each is consistent on its own; the chain recomputes anyway).
+func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarget, jobLimit int) (ports.TargetFacts, error) {
+	var f ports.TargetFacts
+	var err error
+	if f.Detail, err = s.TargetGet(ctx, t); err != nil {
+		return ports.TargetFacts{}, err
+	}
+	if f.Jobs, err = s.JobsByTarget(ctx, t, jobLimit); err != nil {
+		return ports.TargetFacts{}, err
+	}
+	if f.Policies, err = s.PolicyList(ctx, true); err != nil {
+		return ports.TargetFacts{}, err
+	}
+	if id := f.Detail.Deployment.JobAgentID; id != "" {
+		if a, err := s.JobAgentGet(ctx, id); err == nil {
+			f.Agent = &a
+		}
+	}
+	d, err := s.DesiredGet(ctx, t)
+	if errors.Is(err, ports.ErrNotFound) {
+		return f, nil
+	}
+	if err != nil {
+		return ports.TargetFacts{}, err
+	}
+	f.Desired = &d
+	if d.ReleaseID == "" {
+		return f, nil
+	}
+	rel, err := s.ReleaseGet(ctx, d.ReleaseID)
+	if err != nil {
+		return ports.TargetFacts{}, err
+	}
+	v, err := s.VersionGet(ctx, rel.VersionID)
+	if err != nil {
+		return ports.TargetFacts{}, err
+	}
+	f.Release, f.Version = &rel, &v
+	return f, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +21,8 @@ type DB struct {
 	bun   *bun.DB
 	sqldb *sql.DB
 	pool  *pgxpool.Pool
+	// hotMode is how hot-path statements (hotQuery) are sent.
+	hotMode pgx.QueryExecMode
 }
 
 // Option tunes Open.
@@ -36,14 +40,26 @@ func WithMaxConns(n int32) Option {
 // bun renders every argument into the SQL text, so statements reach pgx
 // without parameters; they are sent with the simple protocol (one round
 // trip, no per-text prepared statement) unless the DSN sets
-// default_query_exec_mode.
+// default_query_exec_mode. The few statements on the hot path (hotQuery)
+// are written with $n parameters instead and sent as cached prepared
+// statements with plan_cache_mode=force_generic_plan (unless the DSN sets
+// it), so Postgres plans each once per connection; a DSN that sets
+// default_query_exec_mode (for a transaction-pooling proxy, say) sends
+// them in that mode too.
 func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse dsn: %w", err)
 	}
+	hot := cfg.ConnConfig.DefaultQueryExecMode
 	if !strings.Contains(dsn, "default_query_exec_mode") {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+		hot = pgx.QueryExecModeCacheStatement
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		// Only the hot statements are prepared, and their plans do not
+		// depend on the values: plan each once, not on every call.
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
 	for _, o := range opts {
 		o(cfg)
@@ -57,7 +73,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("connect %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	sqldb := stdlib.OpenDBFromPool(pool)
-	return &DB{bun: bun.NewDB(sqldb, pgdialect.New()), sqldb: sqldb, pool: pool}, nil
+	return &DB{bun: bun.NewDB(sqldb, pgdialect.New()), sqldb: sqldb, pool: pool, hotMode: hot}, nil
 }
 
 // Close closes the database and its pool. Adapters over it must not be used
@@ -73,6 +89,38 @@ func (db *DB) Ping(ctx context.Context) error {
 		return fmt.Errorf("ping postgres: %w", err)
 	}
 	return nil
+}
+
+// hotQuery runs q, a statement written with $n parameters, in the context's
+// transaction if any, sent in hotMode: a cached prepared statement whose
+// plan Postgres reuses, for statements that run on every pass.
+func (db *DB) hotQuery(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	args = append([]any{db.hotMode}, args...)
+	if t, ok := ctx.Value(txKey{}).(*ctxTx); ok && t.db == db {
+		return t.tx.Tx.QueryContext(ctx, q, args...)
+	}
+	return db.sqldb.QueryContext(ctx, q, args...)
+}
+
+// dollarParams rewrites bun's indexed placeholders ?N as Postgres's $N+1,
+// so one statement text serves bun and hotQuery. The statements it is used
+// on have no other question marks.
+func dollarParams(q string) string {
+	return indexedParam.ReplaceAllStringFunc(q, func(m string) string {
+		n, _ := strconv.Atoi(m[1:])
+		return "$" + strconv.Itoa(n+1)
+	})
+}
+
+var indexedParam = regexp.MustCompile(`\?[0-9]+`)
+
+// hotExec is hotQuery for a statement whose rows are not read.
+func (db *DB) hotExec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	args = append([]any{db.hotMode}, args...)
+	if t, ok := ctx.Value(txKey{}).(*ctxTx); ok && t.db == db {
+		return t.tx.Tx.ExecContext(ctx, q, args...)
+	}
+	return db.sqldb.ExecContext(ctx, q, args...)
 }
 
 // txKey is the context key of the transaction InTx opened.

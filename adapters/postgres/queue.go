@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/uptrace/bun/dialect/pgdialect"
-
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
@@ -142,10 +140,7 @@ func (q *Queue) WorkEnqueue(ctx context.Context, items ...ports.EnqueueParams) e
 		prios[i], maxes[i] = p.Priority, p.MaxAttempts
 		events[i], notBefores[i] = p.EventTime, p.NotBefore
 	}
-	_, err := q.db.idb(ctx).ExecContext(ctx, sqlEnqueue,
-		pgdialect.Array(kinds), pgdialect.Array(types), pgdialect.Array(ids), pgdialect.Array(prios),
-		pgdialect.Array(events), pgdialect.Array(notBefores), pgdialect.Array(maxes),
-		ports.DefaultMaxAttempts, now)
+	_, err := q.db.hotExec(ctx, hotEnqueue, kinds, types, ids, prios, events, notBefores, maxes, ports.DefaultMaxAttempts, now)
 	if err != nil {
 		if n == 1 {
 			return fmt.Errorf("enqueue %s: %w", merged[0].Key, err)
@@ -180,8 +175,7 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 		}
 		q.settleFloors(kinds, floors, gens, swept, now)
 	}()
-	rows, err := q.db.idb(ctx).QueryContext(ctx, sqlLease,
-		pgdialect.Array(kinds), pgdialect.Array(floors), now, p.Limit, p.Owner, exp, ports.LeaseExpiredError, leaseScanCap(p.Limit))
+	rows, err := q.db.hotQuery(ctx, hotLease, kinds, floors, now, p.Limit, p.Owner, exp, ports.LeaseExpiredError, leaseScanCap(p.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
 	}
@@ -320,8 +314,7 @@ func (q *Queue) WorkHeartbeat(ctx context.Context, d time.Duration, refs ...port
 	}
 	kinds, types, ids, tokens, ords := refArrays(refs)
 	exp := pgTime(q.now().Add(d))
-	rows, err := q.db.idb(ctx).QueryContext(ctx, sqlHeartbeat,
-		pgdialect.Array(kinds), pgdialect.Array(types), pgdialect.Array(ids), pgdialect.Array(tokens), pgdialect.Array(ords), exp)
+	rows, err := q.db.hotQuery(ctx, hotHeartbeat, kinds, types, ids, tokens, ords, exp)
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat %d leases: %w", len(refs), err)
 	}
@@ -355,9 +348,7 @@ func (q *Queue) WorkAck(ctx context.Context, acks ...ports.AckParams) ([]error, 
 		}
 	}
 	kinds, types, ids, tokens, ords := refArrays(refs)
-	rows, err := q.db.idb(ctx).QueryContext(ctx, sqlAck,
-		pgdialect.Array(kinds), pgdialect.Array(types), pgdialect.Array(ids), pgdialect.Array(tokens),
-		pgdialect.Array(requeueAt), pgdialect.Array(ords), q.now())
+	rows, err := q.db.hotQuery(ctx, hotAck, kinds, types, ids, tokens, requeueAt, ords, q.now())
 	if err != nil {
 		return nil, fmt.Errorf("ack %d leases: %w", len(acks), err)
 	}

@@ -1,7 +1,8 @@
 package postgres
 
 // The queue's statements. Placeholders are bun's indexed ?N, rendered into
-// the text; arrays arrive through pgdialect.Array. Every statement that
+// the text by bun; the hot ones (enqueue, lease, heartbeat, ack) run through
+// hotQuery as prepared statements, rewritten to $N by dollarParams. Every statement that
 // makes an item due also fires pg_notify(notifyChannel, kind), delivered
 // when its transaction commits.
 
@@ -259,3 +260,11 @@ LIMIT ?1`
 
 // sqlStats counts items by state.
 const sqlStats = `SELECT state, count(*) FROM reconcile_work_scope GROUP BY state`
+
+// The hot statements, with $N parameters (see DB.hotQuery).
+var (
+	hotEnqueue   = dollarParams(sqlEnqueue)
+	hotLease     = dollarParams(sqlLease)
+	hotHeartbeat = dollarParams(sqlHeartbeat)
+	hotAck       = dollarParams(sqlAck)
+)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/policy"
@@ -73,6 +74,50 @@ func (s *ReleaseStore) exec(ctx context.Context, q string, args ...any) (int64, 
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// hotScan runs q, written with bun's ?N placeholders, as a hot statement
+// (DB.hotQuery) and scans its first row into dest; no row is
+// sql.ErrNoRows. For the statements every chain pass runs.
+func (s *ReleaseStore) hotScan(ctx context.Context, q string, args []any, dest ...any) error {
+	rows, err := s.db.hotQuery(ctx, hotText(q), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+// hotExecN is hotScan for a statement without rows; it returns the rows
+// affected.
+func (s *ReleaseStore) hotExecN(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := s.db.hotExec(ctx, hotText(q), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// hotTexts caches dollarParams per statement text.
+var hotTexts sync.Map
+
+// hotText is dollarParams(q), computed once per text.
+func hotText(q string) string {
+	if v, ok := hotTexts.Load(q); ok {
+		return v.(string)
+	}
+	h := dollarParams(q)
+	hotTexts.Store(q, h)
+	return h
 }
 
 // scan runs a query into dest; no row is sql.ErrNoRows for a single-row

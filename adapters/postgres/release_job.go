@@ -95,7 +95,8 @@ func (s *ReleaseStore) queryJobs(ctx context.Context, q string, args ...any) ([]
 const sqlJobCreate = `
 INSERT INTO release_jobs (id, idempotency_key, release_id, target_key, deployment_id, environment_id, resource_id,
 	version_id, job_agent_id, external_id, status, active, created_at, doc, version, updated_at)
-SELECT ?0, ?1, r.id, r.target_key, ?2, ?3, ?4, r.version_id, ?5, ?6, ?7, ?8, ?9, ?10::jsonb, 1, ?11
+SELECT ?0::text, ?1::text, r.id, r.target_key, ?2::text, ?3::text, ?4::text, r.version_id, ?5::text, ?6::text,
+	?7::text, ?8::boolean, ?9::timestamptz, ?10::jsonb, 1, ?11::timestamptz
 FROM release_releases r WHERE r.id = ?12 AND r.target_key = ?13
 ON CONFLICT DO NOTHING
 RETURNING version_id`
@@ -114,9 +115,19 @@ func (s *ReleaseStore) JobCreate(ctx context.Context, p ports.JobCreateParams) (
 	t, _ := release.ParseTargetKey(job.TargetKey) // checked by Validate
 	now := s.now()
 	var versionID string
-	err = s.scan(ctx, sqlJobCreate, []any{job.ID, p.IdempotencyKey, t.DeploymentID, t.EnvironmentID, t.ResourceID,
-		job.JobAgentID, job.ExternalID, job.Status, job.Status.IsActive(), job.CreatedAt, doc, now,
-		job.ReleaseID, job.TargetKey}, &versionID)
+	insert := func(ctx context.Context) error {
+		return s.hotScan(ctx, sqlJobCreate, []any{job.ID, p.IdempotencyKey, t.DeploymentID, t.EnvironmentID, t.ResourceID,
+			job.JobAgentID, job.ExternalID, job.Status, job.Status.IsActive(), job.CreatedAt, doc, now,
+			job.ReleaseID, job.TargetKey}, &versionID)
+	}
+	if limit := p.MaxActiveInEnvironment; limit > 0 && job.Status.IsActive() {
+		err = s.db.InTx(ctx, func(ctx context.Context) error { return s.createCapped(ctx, t, p.IdempotencyKey, limit, insert) })
+	} else {
+		err = insert(ctx)
+	}
+	if errors.Is(err, ports.ErrLimitReached) {
+		return ports.JobRow{}, false, fmt.Errorf("%s: %w", op, err)
+	}
 	if err == nil {
 		return ports.JobRow{Job: job, VersionID: versionID, IdempotencyKey: p.IdempotencyKey, Version: 1, UpdatedAt: now}, true, nil
 	}
@@ -150,6 +161,31 @@ func (s *ReleaseStore) JobCreate(ctx context.Context, p ports.JobCreateParams) (
 	return ports.JobRow{}, false, fmt.Errorf("%s: id already taken: %w", op, ports.ErrConflict)
 }
 
+// createCapped runs insert, inside the caller's transaction, only while
+// fewer than limit jobs of t's deployment are active in t's environment.
+// A transaction-scoped advisory lock per (deployment, environment)
+// serializes capped creates there, so the count cannot go stale before the
+// insert; a job already created with key is left to insert's conflict path.
+func (s *ReleaseStore) createCapped(ctx context.Context, t release.ReleaseTarget, key string, limit int, insert func(context.Context) error) error {
+	if _, err := s.db.idb(ctx).ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('release-env-cap'), hashtext(?0))`,
+		t.DeploymentID+"/"+t.EnvironmentID); err != nil {
+		return err
+	}
+	var n int
+	var exists bool
+	if err := s.scan(ctx, `SELECT count(*) FILTER (WHERE active),
+		coalesce(bool_or(idempotency_key = ?0), false) FROM release_jobs
+		WHERE deployment_id = ?1 AND environment_id = ?2 AND (active OR idempotency_key = ?0)`,
+		[]any{key, t.DeploymentID, t.EnvironmentID}, &n, &exists); err != nil {
+		return err
+	}
+	if n >= limit && !exists {
+		return fmt.Errorf("%d active jobs of deployment %s in environment %s (limit %d): %w",
+			n, t.DeploymentID, t.EnvironmentID, limit, ports.ErrLimitReached)
+	}
+	return insert(ctx)
+}
+
 // sqlJobUpdate writes a job at version ?0 whose release, target and creation
 // time are unchanged and whose status may move to the new one (?1: the
 // statuses allowed before it).
@@ -171,9 +207,13 @@ func (s *ReleaseStore) JobUpdate(ctx context.Context, job release.Job, expected 
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
-	from := ports.JobStatusesInto(next.Status)
+	into := ports.JobStatusesInto(next.Status)
+	from := make([]string, len(into))
+	for i, st := range into {
+		from[i] = string(st)
+	}
 	var version int64
-	err = s.scan(ctx, sqlJobUpdate, []any{expected, pgdialect.Array(from), next.JobAgentID, next.ExternalID, next.Status,
+	err = s.hotScan(ctx, sqlJobUpdate, []any{expected, from, next.JobAgentID, next.ExternalID, next.Status,
 		next.Status.IsActive(), doc, s.now(), next.ID, next.ReleaseID, next.TargetKey, next.CreatedAt}, &version)
 	if err == nil {
 		return version, nil

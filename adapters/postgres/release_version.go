@@ -92,11 +92,11 @@ func (s *ReleaseStore) VersionsNewestFirst(ctx context.Context, deploymentID str
 			docs = docs[:0]
 			var err error
 			if after == nil {
-				err = s.scan(ctx, `SELECT doc FROM release_versions WHERE deployment_id = ?
-					ORDER BY created_at DESC, id DESC LIMIT ?`, []any{deploymentID, size}, &docs)
+				docs, err = s.versionDocs(ctx, docs, `SELECT doc FROM release_versions WHERE deployment_id = $1
+					ORDER BY created_at DESC, id DESC LIMIT $2`, deploymentID, size)
 			} else {
-				err = s.scan(ctx, `SELECT doc FROM release_versions WHERE deployment_id = ? AND (created_at, id) < (?, ?)
-					ORDER BY created_at DESC, id DESC LIMIT ?`, []any{deploymentID, after.CreatedAt, after.ID, size}, &docs)
+				docs, err = s.versionDocs(ctx, docs, `SELECT doc FROM release_versions WHERE deployment_id = $1
+					AND (created_at, id) < ($2, $3) ORDER BY created_at DESC, id DESC LIMIT $4`, deploymentID, after.CreatedAt, after.ID, size)
 			}
 			if err != nil {
 				yield(release.DeploymentVersion{}, fmt.Errorf("versions of %s: %w", deploymentID, err))
@@ -126,7 +126,24 @@ func (s *ReleaseStore) VersionsNewestFirst(ctx context.Context, deploymentID str
 
 // versionDoc is one row of a version page.
 type versionDoc struct {
-	Doc []byte `bun:"doc"`
+	Doc []byte
+}
+
+// versionDocs runs a page query (hot) and appends its documents to docs.
+func (s *ReleaseStore) versionDocs(ctx context.Context, docs []versionDoc, q string, args ...any) ([]versionDoc, error) {
+	rows, err := s.db.hotQuery(ctx, q, args...)
+	if err != nil {
+		return docs, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d versionDoc
+		if err := rows.Scan(&d.Doc); err != nil {
+			return docs, err
+		}
+		docs = append(docs, d)
+	}
+	return docs, rows.Err()
 }
 
 // ApprovalAdd inserts an approval once per (version, environment, user)
@@ -251,8 +268,8 @@ func (s *ReleaseStore) ReleaseUpsert(ctx context.Context, r release.Release) (re
 	if err != nil {
 		return release.Release{}, false, fmt.Errorf("%s: %w", op, err)
 	}
-	n, err := s.exec(ctx, `INSERT INTO release_releases (id, target_key, version_id, doc, created_at)
-		SELECT ?0, ?1, ?2, ?3::jsonb, ?4 FROM release_versions v WHERE v.id = ?2 AND v.deployment_id = ?5
+	n, err := s.hotExecN(ctx, `INSERT INTO release_releases (id, target_key, version_id, doc, created_at)
+		SELECT ?0, ?1, ?2::text, ?3::jsonb, ?4::timestamptz FROM release_versions v WHERE v.id = ?2 AND v.deployment_id = ?5
 		ON CONFLICT (id) DO NOTHING`, r.ID, r.Target.Key(), r.VersionID, doc, r.CreatedAt, r.Target.DeploymentID)
 	if err != nil {
 		return release.Release{}, false, fmt.Errorf("%s: %w", op, err)
@@ -300,7 +317,7 @@ func (s *ReleaseStore) ReleaseGet(ctx context.Context, id string) (release.Relea
 // and its release (if any) is a stored release of the target.
 const sqlDesiredSet = `
 INSERT INTO release_desired AS d (target_key, release_id, reasons, next_check_at, updated_at)
-SELECT ?0, ?1, ?2::jsonb, ?3::timestamptz, ?4
+SELECT ?0::text, ?1::text, ?2::jsonb, ?3::timestamptz, ?4::timestamptz
 WHERE ?1 = '' OR EXISTS (SELECT 1 FROM release_releases WHERE id = ?1 AND target_key = ?0)
 ON CONFLICT (target_key) DO UPDATE SET release_id = excluded.release_id, reasons = excluded.reasons,
 	next_check_at = excluded.next_check_at, updated_at = excluded.updated_at
@@ -322,7 +339,7 @@ func (s *ReleaseStore) DesiredSet(ctx context.Context, d ports.DesiredRelease) (
 		reasons = string(b)
 	}
 	key := d.Target.Key()
-	n, err := s.exec(ctx, sqlDesiredSet, key, d.ReleaseID, reasons, relNullTime(d.NextCheckAt), s.now())
+	n, err := s.hotExecN(ctx, sqlDesiredSet, key, d.ReleaseID, reasons, relNullTime(d.NextCheckAt), s.now())
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
@@ -344,12 +361,7 @@ func (s *ReleaseStore) DesiredSet(ctx context.Context, d ports.DesiredRelease) (
 
 // DesiredGet reads the target's decision.
 func (s *ReleaseStore) DesiredGet(ctx context.Context, t release.ReleaseTarget) (ports.DesiredRelease, error) {
-	var row struct {
-		ReleaseID   string       `bun:"release_id"`
-		Reasons     []byte       `bun:"reasons"`
-		NextCheckAt sql.NullTime `bun:"next_check_at"`
-		UpdatedAt   time.Time    `bun:"updated_at"`
-	}
+	var row desiredRow
 	err := s.scan(ctx, `SELECT release_id, reasons, next_check_at, updated_at FROM release_desired WHERE target_key = ?`, []any{t.Key()}, &row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ports.DesiredRelease{}, fmt.Errorf("get desired release of %s: %w", t, ports.ErrNotFound)
@@ -357,12 +369,29 @@ func (s *ReleaseStore) DesiredGet(ctx context.Context, t release.ReleaseTarget) 
 	if err != nil {
 		return ports.DesiredRelease{}, fmt.Errorf("get desired release of %s: %w", t, err)
 	}
+	out, err := row.decode(t)
+	if err != nil {
+		return ports.DesiredRelease{}, fmt.Errorf("get desired release of %s: %w", t, err)
+	}
+	return out, nil
+}
+
+// desiredRow is a stored decision.
+type desiredRow struct {
+	ReleaseID   string       `bun:"release_id"`
+	Reasons     []byte       `bun:"reasons"`
+	NextCheckAt sql.NullTime `bun:"next_check_at"`
+	UpdatedAt   time.Time    `bun:"updated_at"`
+}
+
+// decode returns t's decision from the row.
+func (row *desiredRow) decode(t release.ReleaseTarget) (ports.DesiredRelease, error) {
 	out := ports.DesiredRelease{Target: t, ReleaseID: row.ReleaseID, UpdatedAt: row.UpdatedAt.UTC()}
 	if row.NextCheckAt.Valid {
 		out.NextCheckAt = row.NextCheckAt.Time.UTC()
 	}
 	if err := json.Unmarshal(row.Reasons, &out.Reasons); err != nil {
-		return ports.DesiredRelease{}, fmt.Errorf("get desired release of %s: decode reasons: %w", t, err)
+		return ports.DesiredRelease{}, fmt.Errorf("decode reasons: %w", err)
 	}
 	out.Reasons = slices.Clip(out.Reasons)
 	if len(out.Reasons) == 0 {

@@ -14,31 +14,23 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// facts is what every controller of one target reads: the target's
-// objects, the enabled policies and the target's newest jobs.
+// facts is what every controller of one target reads, in one store read
+// (ports.TargetFacts): the target's objects, the enabled policies, the
+// target's newest jobs, its desired release and the deployment's agent.
 type facts struct {
-	detail   ports.TargetDetail
+	ports.TargetFacts
 	policies []policy.Policy
-	jobs     []ports.JobRow
 	base     policy.Input
 }
 
 // load reads the facts of target t; ErrNotFound means the target is gone.
 func (c *Chain) load(ctx context.Context, t release.ReleaseTarget) (*facts, error) {
-	det, err := c.Store.TargetGet(ctx, t)
+	tf, err := c.Store.TargetFactsGet(ctx, t, historyLimit)
 	if err != nil {
 		return nil, err
 	}
-	policies, err := c.enabledPolicies(ctx)
-	if err != nil {
-		return nil, err
-	}
-	jobs, err := c.Store.JobsByTarget(ctx, t, historyLimit)
-	if err != nil {
-		return nil, err
-	}
-	f := &facts{detail: det, jobs: jobs, policies: policies, base: targetInput(c.Clock.Now(), &det)}
-	f.base.Jobs = records(jobs)
+	f := &facts{TargetFacts: tf, policies: values(tf.Policies), base: targetInput(c.Clock.Now(), &tf.Detail)}
+	f.base.Jobs = records(tf.Jobs)
 	return f, nil
 }
 
@@ -91,7 +83,7 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 			slog.Int("examined", choice.Examined), slog.Time("next_check_at", choice.NextCheckAt))
 		return wakeAt(choice.NextCheckAt)
 	}
-	vars, err := resolveVariables(&f.detail)
+	vars, err := resolveVariables(&f.Detail)
 	if err != nil {
 		return fail(fmt.Errorf("desired release of %s: %w", t, err))
 	}
@@ -158,7 +150,7 @@ func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersio
 			return &v, policy.Choice{Reasons: []string{d.Reason}}, "rollback", nil
 		}
 	}
-	ch, err := policy.Choose(policy.ChooseParams{Policies: f.policies, Base: f.base, Exclude: exclude}, c.candidates(ctx, f.detail.Deployment.ID))
+	ch, err := policy.Choose(policy.ChooseParams{Policies: f.policies, Base: f.base, Exclude: exclude}, c.candidates(ctx, f.Detail.Deployment.ID, f.policies))
 	if err != nil {
 		return nil, policy.Choice{}, "", err
 	}
@@ -166,8 +158,9 @@ func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersio
 }
 
 // candidates streams the deployment's versions newest first with their
-// approvals and skips, read one version at a time as Choose asks.
-func (c *Chain) candidates(ctx context.Context, deploymentID string) iter.Seq2[policy.Candidate, error] {
+// approvals and skips, read one version at a time as Choose asks; without
+// policies no rule reads approvals or skips, so they are not read.
+func (c *Chain) candidates(ctx context.Context, deploymentID string, policies []policy.Policy) iter.Seq2[policy.Candidate, error] {
 	return func(yield func(policy.Candidate, error) bool) {
 		for v, err := range c.Store.VersionsNewestFirst(ctx, deploymentID, 0) {
 			if err != nil {
@@ -175,7 +168,7 @@ func (c *Chain) candidates(ctx context.Context, deploymentID string) iter.Seq2[p
 				return
 			}
 			cand := policy.Candidate{Version: v}
-			if v.Status == release.VersionReady {
+			if v.Status == release.VersionReady && len(policies) > 0 {
 				if cand.Approvals, err = c.Store.ApprovalList(ctx, v.ID, ""); err == nil {
 					cand.Skips, err = c.Store.PolicySkipList(ctx, v.ID)
 				}
@@ -197,7 +190,7 @@ func (c *Chain) candidates(ctx context.Context, deploymentID string) iter.Seq2[p
 // (progression), the deployment's targets (rollout) and the other
 // deployments on the resource (dependency).
 func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
-	in, t := &f.base, f.detail.Target
+	in, t := &f.base, f.Detail.Target
 	if len(f.policies) == 0 {
 		return nil
 	}
@@ -212,7 +205,7 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 		in.SuccessfulVersion = &st.Successful.Version
 	}
 	if policy.HasRule(f.policies, policy.TypeEnvironmentProgression) {
-		envs, err := c.Store.EnvironmentList(ctx, f.detail.SystemID)
+		envs, err := c.Store.EnvironmentList(ctx, f.Detail.SystemID)
 		if err != nil {
 			return err
 		}

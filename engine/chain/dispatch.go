@@ -17,17 +17,6 @@ import (
 // desired reads the target's facts and its desired release; rel is nil when
 // the target has none (or is gone).
 func (c *Chain) desired(ctx context.Context, t release.ReleaseTarget) (*facts, *release.Release, error) {
-	d, err := c.Store.DesiredGet(ctx, t)
-	if errors.Is(err, ports.ErrNotFound) || (err == nil && d.ReleaseID == "") {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	rel, err := c.Store.ReleaseGet(ctx, d.ReleaseID)
-	if err != nil {
-		return nil, nil, err
-	}
 	f, err := c.load(ctx, t)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, nil, nil
@@ -35,18 +24,25 @@ func (c *Chain) desired(ctx context.Context, t release.ReleaseTarget) (*facts, *
 	if err != nil {
 		return nil, nil, err
 	}
-	return f, &rel, nil
+	return f, f.Release, nil
 }
 
-// eligible runs the job gates (concurrency, retry) for a new job of rel.
-func (c *Chain) eligible(ctx context.Context, f *facts, rel *release.Release) (policy.Decision, error) {
-	counts, err := c.Store.JobsActiveCount(ctx, rel.Target)
-	if err != nil {
-		return policy.Decision{}, err
-	}
+// eligible runs the job gates (concurrency, retry) for a new job of rel and
+// reports the environment's active-job cap (0: none) for the create. The
+// environment's active jobs are counted only when a cap applies: the
+// target's own come with its job history.
+func (c *Chain) eligible(ctx context.Context, f *facts, rel *release.Release) (policy.Decision, int, error) {
 	in := f.base
-	in.ReleaseID, in.EnvironmentActiveJobs = rel.ID, counts.Environment
-	return policy.EvaluateJob(f.policies, in), nil
+	in.ReleaseID = rel.ID
+	limit := policy.EnvironmentJobCap(f.policies, in)
+	if limit > 0 {
+		counts, err := c.Store.JobsActiveCount(ctx, rel.Target)
+		if err != nil {
+			return policy.Decision{}, 0, err
+		}
+		in.EnvironmentActiveJobs = counts.Environment
+	}
+	return policy.EvaluateJob(f.policies, in), limit, nil
 }
 
 // jobEligibility is the job-eligibility controller: may a job for the
@@ -66,7 +62,7 @@ func (c *Chain) jobEligibility(ctx context.Context, it engine.Item) engine.Outco
 	if rel == nil {
 		return engine.Done()
 	}
-	dec, err := c.eligible(ctx, f, rel)
+	dec, _, err := c.eligible(ctx, f, rel)
 	if err != nil {
 		return engine.Retry(fmt.Errorf("job eligibility of %s: %w", t, err))
 	}
@@ -110,8 +106,8 @@ func (c *Chain) jobDispatch(ctx context.Context, it engine.Item) engine.Outcome 
 	}
 	attempt := 1
 	var undelivered *ports.JobRow
-	for i := range f.jobs {
-		j := &f.jobs[i]
+	for i := range f.Jobs {
+		j := &f.Jobs[i]
 		if j.ReleaseID != rel.ID {
 			continue
 		}
@@ -121,8 +117,10 @@ func (c *Chain) jobDispatch(ctx context.Context, it engine.Item) engine.Outcome 
 		attempt++
 	}
 	row := undelivered
+	envCap := 0
 	if row == nil {
-		dec, err := c.eligible(ctx, f, rel)
+		dec, limit, err := c.eligible(ctx, f, rel)
+		envCap = limit
 		if err != nil {
 			return engine.Retry(fmt.Errorf("job dispatch of %s: %w", t, err))
 		}
@@ -131,12 +129,15 @@ func (c *Chain) jobDispatch(ctx context.Context, it engine.Item) engine.Outcome 
 			return wakeAt(dec.Until)
 		}
 	}
-	rt, err := c.routeOf(ctx, &f.detail.Deployment, rel)
-	if err != nil {
-		return fail(fmt.Errorf("job dispatch of %s: %w", t, err))
-	}
+	rt := c.routeOf(f)
 	if row == nil {
-		created, err := c.createJob(ctx, f, rel, attempt, rt)
+		created, err := c.createJob(ctx, f, rel, attempt, rt, envCap)
+		if errors.Is(err, ports.ErrLimitReached) {
+			// Other targets filled the environment meanwhile; a finished
+			// job there wakes this target again.
+			c.log(ctx, false, KindJobDispatch, t.Key(), "wait", err.Error(), start, slog.String("status", string(policy.Pending)))
+			return engine.Done()
+		}
 		if err != nil {
 			return fail(fmt.Errorf("job dispatch of %s: %w", t, err))
 		}
@@ -158,24 +159,28 @@ type route struct {
 	version release.DeploymentVersion
 }
 
-// routeOf reads the route of rel's jobs; the version only when an agent
-// will take them.
-func (c *Chain) routeOf(ctx context.Context, dep *release.Deployment, rel *release.Release) (route, error) {
-	agent, why, err := c.agentFor(ctx, dep)
-	if err != nil || agent == nil {
-		return route{why: why}, err
+// routeOf is the route of rel's jobs, from the facts: the deployment's
+// agent when an implementation of its type is registered, and the
+// release's version.
+func (c *Chain) routeOf(f *facts) route {
+	dep := &f.Detail.Deployment
+	switch {
+	case dep.JobAgentID == "":
+		return route{why: "deployment " + dep.ID + " names no job agent"}
+	case f.Agent == nil:
+		return route{why: "job agent " + dep.JobAgentID + " does not exist"}
 	}
-	v, err := c.Store.VersionGet(ctx, rel.VersionID)
-	if err != nil {
-		return route{}, err
+	if _, ok := c.Agents[f.Agent.Value.Type]; !ok {
+		return route{why: "no agent of type " + strconv.Quote(f.Agent.Value.Type) + " is registered"}
 	}
-	return route{agent: agent, version: v}, nil
+	return route{agent: &f.Agent.Value, version: *f.Version}
 }
 
 // createJob creates the release's attempt-th job on route rt, or ended
-// invalidJobAgent when it names no usable agent.
-func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, attempt int, rt route) (ports.JobRow, error) {
-	dep := &f.detail.Deployment
+// invalidJobAgent when it names no usable agent; envCap > 0 caps the
+// environment's active jobs atomically (ports.ErrLimitReached).
+func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, attempt int, rt route, envCap int) (ports.JobRow, error) {
+	dep := &f.Detail.Deployment
 	job := release.Job{
 		ID: jobID(rel.ID, attempt), ReleaseID: rel.ID, TargetKey: rel.Target.Key(), JobAgentID: dep.JobAgentID,
 		Status: release.JobPending, CreatedAt: c.Clock.Now(),
@@ -187,27 +192,9 @@ func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, a
 		job.JobAgentConfig = mergeConfig(rt.agent.Config, dep.JobAgentConfig, rt.version.JobAgentConfig)
 		job.DispatchContext["version_tag"] = rt.version.Tag
 	}
-	row, _, err := c.Store.JobCreate(ctx, ports.JobCreateParams{Job: job, IdempotencyKey: ports.JobKey(rel.ID, attempt)})
+	row, _, err := c.Store.JobCreate(ctx, ports.JobCreateParams{Job: job, IdempotencyKey: ports.JobKey(rel.ID, attempt),
+		MaxActiveInEnvironment: envCap})
 	return row, err
-}
-
-// agentFor finds the deployment's agent record and checks an
-// implementation of its type is registered; nil with a message when not.
-func (c *Chain) agentFor(ctx context.Context, dep *release.Deployment) (*release.JobAgent, string, error) {
-	if dep.JobAgentID == "" {
-		return nil, "deployment " + dep.ID + " names no job agent", nil
-	}
-	a, err := c.Store.JobAgentGet(ctx, dep.JobAgentID)
-	if errors.Is(err, ports.ErrNotFound) {
-		return nil, "job agent " + dep.JobAgentID + " does not exist", nil
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	if _, ok := c.Agents[a.Value.Type]; !ok {
-		return nil, "no agent of type " + strconv.Quote(a.Value.Type) + " is registered", nil
-	}
-	return &a.Value, "", nil
 }
 
 // mergeConfig merges configurations, later ones winning; nested objects
@@ -242,7 +229,7 @@ func (c *Chain) handOver(ctx context.Context, f *facts, rel *release.Release, ro
 		return engine.Retry(fmt.Errorf("job %s: its agent went away; retrying", row.ID))
 	}
 	res, err := c.Agents[agent.Type].Dispatch(ctx, ports.JobDispatch{Job: row.Job, Agent: *agent, Release: *rel, Version: rt.version,
-		Deployment: f.detail.Deployment, Environment: f.detail.Environment, Resource: f.detail.Resource})
+		Deployment: f.Detail.Deployment, Environment: f.Detail.Environment, Resource: f.Detail.Resource})
 	if errors.Is(err, release.ErrInvalid) {
 		// A configuration no retry can fix: end the job, the chain moves on.
 		res = ports.JobDispatchResult{Status: release.JobInvalidIntegration, Message: err.Error()}

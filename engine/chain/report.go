@@ -108,12 +108,23 @@ func (c *Chain) afterJobEnded(ctx context.Context, row *ports.JobRow) engine.Out
 }
 
 // wakeDependents enqueues desired-release for t, for the deployment's other
-// targets when a progression rule may read t's jobs, and for the other
-// deployments on t's resource when a dependency rule may.
+// targets when a progression rule may read t's jobs, for the targets of
+// t's environment when a per-environment concurrency cap may be waiting on
+// t's job, and for the other deployments on t's resource when a dependency
+// rule may.
 func (c *Chain) wakeDependents(ctx context.Context, t release.ReleaseTarget, policies []policy.Policy) error {
 	targets := []release.ReleaseTarget{t}
 	if policy.HasRule(policies, policy.TypeEnvironmentProgression) {
 		more, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: t.DeploymentID}})
+		if err != nil {
+			return err
+		}
+		targets = append(targets, more...)
+	}
+	if envCapped(policies) {
+		// A job ended: a target of its environment may be waiting for room
+		// under a per-environment cap.
+		more, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: t.DeploymentID, EnvironmentID: t.EnvironmentID}})
 		if err != nil {
 			return err
 		}
@@ -127,6 +138,18 @@ func (c *Chain) wakeDependents(ctx context.Context, t release.ReleaseTarget, pol
 		targets = append(targets, more...)
 	}
 	return c.EvaluateTargets(ctx, targets...)
+}
+
+// envCapped reports whether any policy caps active jobs per environment.
+func envCapped(policies []policy.Policy) bool {
+	for i := range policies {
+		for _, r := range policies[i].Rules {
+			if c, ok := r.Spec.(policy.Concurrency); ok && c.MaxActivePerEnvironment > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // metricsFor returns the verification metrics of the policies matching t.

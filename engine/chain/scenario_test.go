@@ -392,3 +392,29 @@ func TestReportJobRefusesImpossibleMoves(t *testing.T) {
 	require.ErrorIs(t, h.chain.ReportJob(h.ctx, ports.JobReport{JobID: "nope", Status: release.JobFailure}), ports.ErrNotFound)
 	require.Error(t, h.chain.ReportJob(h.ctx, ports.JobReport{JobID: job.ID, Status: "exploded"}))
 }
+
+// TestScenarioEnvironmentCap: a per-environment cap of 1 admits one job in
+// dev at a time across its targets; when it finishes, the environment's
+// next target is woken and dispatched without a resync.
+func TestScenarioEnvironmentCap(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		h.policy(policy.Policy{ID: "dev-cap", Selector: `environment.name == "dev"`, Rules: []policy.Rule{
+			{ID: "one-at-a-time", Spec: policy.Concurrency{MaxActivePerEnvironment: 1}}}})
+		h.drain()
+		h.version("v1")
+		h.drain()
+		first, second := h.running("dev", "c1"), h.running("dev", "c2")
+		require.True(t, (first == "") != (second == ""), "exactly one dev target runs: c1=%q c2=%q", first, second)
+		h.requireRunning("v1", "staging", "prod")
+		waiting := "c2"
+		if first == "" {
+			waiting = "c1"
+		}
+		other := map[string]string{"c1": "c2", "c2": "c1"}[waiting]
+		rows := h.jobs("dev", other)
+		require.NoError(t, h.chain.ReportJob(h.ctx, ports.JobReport{AgentID: "fake-agent", ExternalID: rows[0].ExternalID, Status: release.JobSuccessful}))
+		h.drain()
+		require.Equal(t, "v1", h.running("dev", waiting), "the waiting target runs once the environment has room")
+	})
+}

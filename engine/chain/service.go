@@ -151,13 +151,8 @@ func (c *Chain) Explain(ctx context.Context, t release.ReleaseTarget, limit int)
 	if err := c.loadPolicyFacts(ctx, f); err != nil {
 		return Explanation{}, fmt.Errorf("%s: %w", op, err)
 	}
-	out := Explanation{Target: t, Jobs: f.jobs}
-	if d, err := c.Store.DesiredGet(ctx, t); err == nil {
-		out.Desired = &d
-	} else if !errors.Is(err, ports.ErrNotFound) {
-		return Explanation{}, fmt.Errorf("%s: %w", op, err)
-	}
-	for cand, err := range c.candidates(ctx, t.DeploymentID) {
+	out := Explanation{Target: t, Jobs: f.Jobs, Desired: f.Desired}
+	for cand, err := range c.candidates(ctx, t.DeploymentID, f.policies) {
 		if err != nil {
 			return Explanation{}, fmt.Errorf("%s: %w", op, err)
 		}

@@ -73,6 +73,8 @@ func ReleaseStore(t *testing.T, newStore func(t *testing.T, deps ReleaseStoreDep
 	t.Run("JobsActive", func(t *testing.T) { relJobsActive(setup(t)) })
 	t.Run("JobsLatest", func(t *testing.T) { relJobsLatest(setup(t)) })
 	t.Run("TargetJobState", func(t *testing.T) { relTargetJobState(setup(t)) })
+	t.Run("TargetFacts", func(t *testing.T) { relTargetFacts(setup(t)) })
+	t.Run("JobCreateEnvironmentCap", func(t *testing.T) { relJobCreateEnvironmentCap(setup(t)) })
 }
 
 // relT0 is the suite's clock start: nanoseconds in a non-UTC zone, so every

@@ -1,0 +1,165 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// sqlTargetFacts reads everything a chain pass needs about one target in
+// one statement (one snapshot): the target's objects, its decision with the
+// release and version, the deployment's agent, its newest jobs (LIMIT $2;
+// NULL is all) and the enabled policies, the last two as JSON arrays.
+const sqlTargetFacts = `
+SELECT t.system_id, t.created_at, d.doc AS d_doc, e.doc AS e_doc, r.doc AS r_doc,
+	ds.release_id AS ds_release, ds.reasons AS ds_reasons, ds.next_check_at AS ds_next, ds.updated_at AS ds_updated,
+	rel.doc AS rel_doc, v.doc AS v_doc,
+	a.doc AS a_doc, a.version AS a_version, a.updated_at AS a_updated,
+	(SELECT coalesce(json_agg(json_build_object('doc', j.doc, 'version_id', j.version_id,
+			'idempotency_key', j.idempotency_key, 'version', j.version, 'updated_at', j.updated_at)
+			ORDER BY j.created_at DESC, j.id DESC), '[]')
+		FROM (SELECT * FROM release_jobs j WHERE j.deployment_id = t.deployment_id AND j.target_key = t.key
+			ORDER BY j.created_at DESC, j.id DESC LIMIT $2) j) AS jobs,
+	(SELECT coalesce(json_agg(json_build_object('doc', p.doc, 'version', p.version, 'updated_at', p.updated_at)
+			ORDER BY p.priority DESC, p.id), '[]')
+		FROM release_policies p WHERE p.enabled) AS policies
+FROM release_targets t
+JOIN release_deployments d ON d.id = t.deployment_id
+JOIN release_environments e ON e.id = t.environment_id
+JOIN release_resources r ON r.id = t.resource_id
+LEFT JOIN release_desired ds ON ds.target_key = t.key
+LEFT JOIN release_releases rel ON rel.id = ds.release_id AND ds.release_id <> ''
+LEFT JOIN release_versions v ON v.id = rel.version_id
+LEFT JOIN release_job_agents a ON a.id = d.doc->>'job_agent_id'
+WHERE t.key = $1`
+
+// factsRow is one row of sqlTargetFacts.
+type factsRow struct {
+	SystemID  string
+	CreatedAt time.Time
+	DDoc      []byte
+	EDoc      []byte
+	RDoc      []byte
+	DsRelease sql.NullString
+	DsReasons []byte
+	DsNext    sql.NullTime
+	DsUpdated sql.NullTime
+	RelDoc    []byte
+	VDoc      []byte
+	ADoc      []byte
+	AVersion  sql.NullInt64
+	AUpdated  sql.NullTime
+	Jobs      []byte
+	Policies  []byte
+}
+
+// TargetFactsGet reads t's facts in one statement.
+func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarget, jobLimit int) (ports.TargetFacts, error) {
+	op := "get facts of target " + t.Key()
+	var limit any // NULL: no limit
+	if jobLimit > 0 {
+		limit = jobLimit
+	}
+	var row factsRow
+	err := s.scanFacts(ctx, t, limit, &row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.TargetFacts{}, fmt.Errorf("%s: %w", op, ports.ErrNotFound)
+	}
+	if err != nil {
+		return ports.TargetFacts{}, fmt.Errorf("%s: %w", op, err)
+	}
+	f, err := row.facts(t)
+	if err != nil {
+		return ports.TargetFacts{}, fmt.Errorf("%s: decode: %w", op, err)
+	}
+	return f, nil
+}
+
+// scanFacts runs sqlTargetFacts as a hot statement into row.
+func (s *ReleaseStore) scanFacts(ctx context.Context, t release.ReleaseTarget, limit any, row *factsRow) error {
+	return s.hotScan(ctx, sqlTargetFacts, []any{t.Key(), limit}, &row.SystemID, &row.CreatedAt, &row.DDoc, &row.EDoc, &row.RDoc,
+		&row.DsRelease, &row.DsReasons, &row.DsNext, &row.DsUpdated, &row.RelDoc, &row.VDoc,
+		&row.ADoc, &row.AVersion, &row.AUpdated, &row.Jobs, &row.Policies)
+}
+
+// facts decodes the row.
+func (r *factsRow) facts(t release.ReleaseTarget) (ports.TargetFacts, error) {
+	f := ports.TargetFacts{Detail: ports.TargetDetail{Target: t, SystemID: r.SystemID, CreatedAt: r.CreatedAt.UTC()}}
+	if err := errors.Join(json.Unmarshal(r.DDoc, &f.Detail.Deployment), json.Unmarshal(r.EDoc, &f.Detail.Environment),
+		json.Unmarshal(r.RDoc, &f.Detail.Resource)); err != nil {
+		return f, err
+	}
+	if r.DsRelease.Valid {
+		d := desiredRow{ReleaseID: r.DsRelease.String, Reasons: r.DsReasons, NextCheckAt: r.DsNext, UpdatedAt: r.DsUpdated.Time}
+		dr, err := d.decode(t)
+		if err != nil {
+			return f, err
+		}
+		f.Desired = &dr
+	}
+	if r.RelDoc != nil && r.VDoc != nil {
+		var rel release.Release
+		var v release.DeploymentVersion
+		if err := errors.Join(json.Unmarshal(r.RelDoc, &rel), json.Unmarshal(r.VDoc, &v)); err != nil {
+			return f, err
+		}
+		f.Release, f.Version = &rel, &v
+	}
+	if r.ADoc != nil {
+		a, err := relStored[release.JobAgent](&docRow{Doc: r.ADoc, Version: r.AVersion.Int64, UpdatedAt: r.AUpdated.Time})
+		if err != nil {
+			return f, err
+		}
+		f.Agent = &a
+	}
+	var jobs []struct {
+		Doc            json.RawMessage `json:"doc"`
+		VersionID      string          `json:"version_id"`
+		IdempotencyKey string          `json:"idempotency_key"`
+		Version        int64           `json:"version"`
+		UpdatedAt      time.Time       `json:"updated_at"`
+	}
+	if err := json.Unmarshal(r.Jobs, &jobs); err != nil {
+		return f, fmt.Errorf("jobs: %w", err)
+	}
+	if len(jobs) > 0 {
+		f.Jobs = make([]ports.JobRow, len(jobs))
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		row, err := (&jobRowScan{Doc: j.Doc, VersionID: j.VersionID, IdempotencyKey: j.IdempotencyKey,
+			Version: j.Version, UpdatedAt: j.UpdatedAt}).row()
+		if err != nil {
+			return f, err
+		}
+		f.Jobs[i] = row
+	}
+	var policies []struct {
+		Doc       json.RawMessage `json:"doc"`
+		Version   int64           `json:"version"`
+		UpdatedAt time.Time       `json:"updated_at"`
+	}
+	if err := json.Unmarshal(r.Policies, &policies); err != nil {
+		return f, fmt.Errorf("policies: %w", err)
+	}
+	if len(policies) > 0 {
+		f.Policies = make([]ports.Stored[policy.Policy], len(policies))
+	}
+	for i := range policies {
+		p := &policies[i]
+		st, err := relStored[policy.Policy](&docRow{Doc: p.Doc, Version: p.Version, UpdatedAt: p.UpdatedAt})
+		if err != nil {
+			return f, fmt.Errorf("policies[%s]: %w", strconv.Itoa(i), err)
+		}
+		f.Policies[i] = st
+	}
+	return f, nil
+}

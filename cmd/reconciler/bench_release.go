@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+type benchReleaseOptions struct {
+	dsn         string
+	targets     int
+	workers     int
+	concurrency int
+	timeout     time.Duration
+	cpuProfile  string
+}
+
+func newBenchReleaseCmd() *cobra.Command {
+	o := benchReleaseOptions{}
+	cmd := &cobra.Command{
+		Use:   "release",
+		Short: "Time a new version reaching dispatched jobs on every release target",
+		Long: `bench release measures the release chain end to end.
+
+It stores one deployment in one environment over --targets resources (one
+release target each) and an agent that accepts every job at once. Then it
+creates a version and times the chain (desired-release, job-eligibility,
+job-dispatch) until a job of that version was dispatched on every target.
+--workers engines share the queue, like separate processes.
+
+It runs in memory unless --dsn (or RECONCILER_DSN) names a PostgreSQL
+database; the benchmark uses its own schema there and drops it afterwards.
+The last line is JSON:
+{"bench":"release","targets":N,"seconds":X,"targets_per_sec":X}`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := envFallback(cmd); err != nil {
+				return err
+			}
+			if o.targets <= 0 || o.workers <= 0 || o.concurrency <= 0 || o.timeout <= 0 {
+				return usagef("--targets, --workers, --concurrency and --timeout must be positive")
+			}
+			return benchRelease(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	f := cmd.Flags()
+	dsnFlag(f, &o.dsn)
+	f.IntVar(&o.targets, "targets", 10000, "release targets (one resource each)")
+	f.IntVar(&o.workers, "workers", 2, "engines running the chain (like separate processes)")
+	f.IntVar(&o.concurrency, "concurrency", 32, "passes in flight per kind and engine")
+	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "longest the timed phase may run")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phase to this file")
+	return cmd
+}
+
+// countingAgent accepts every job and counts the distinct ones; done closes
+// when want jobs were dispatched.
+type countingAgent struct {
+	want int64
+	n    atomic.Int64
+	seen sync.Map
+	once sync.Once
+	done chan struct{}
+}
+
+func (a *countingAgent) Type() string { return "bench" }
+
+func (a *countingAgent) Dispatch(_ context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
+	if _, dup := a.seen.LoadOrStore(d.Job.ID, true); !dup && a.n.Add(1) == a.want {
+		a.once.Do(func() { close(a.done) })
+	}
+	return ports.JobDispatchResult{ExternalID: "bench-" + d.Job.ID, Status: release.JobInProgress}, nil
+}
+
+func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseOptions) error {
+	be, cleanup, err := openBenchBackend(ctx, o.dsn)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	agent := &countingAgent{want: int64(o.targets), done: make(chan struct{})}
+	ch := &chain.Chain{Store: be.releases, Queue: be.queue, Clock: ports.SystemClock, Logger: quiet,
+		Agents: map[string]ports.JobAgent{agent.Type(): agent}}
+
+	fmt.Fprintf(stderr, "bench release (%s): storing %d resources\n", be.name, o.targets)
+	if err := seedBenchRelease(ctx, be.releases, o.targets); err != nil {
+		return err
+	}
+	diff, err := ch.SyncTargets(ctx, "bench")
+	if err != nil {
+		return err
+	}
+	if len(diff.Added) != o.targets {
+		return fmt.Errorf("bench release: %d targets computed, want %d", len(diff.Added), o.targets)
+	}
+	// Let the chain settle on "no version yet" first, so the timed phase
+	// measures only the new version's way through it.
+	if err := runChainUntil(ctx, be.queue, ch, o, nil, func() bool { return queueEmpty(ctx, be.queue) }); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(stderr, "bench release: creating a version for %d targets\n", o.targets)
+	if o.cpuProfile != "" {
+		stop, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	start := time.Now()
+	if err := ch.CreateVersion(ctx, release.DeploymentVersion{ID: "bench-v1", DeploymentID: "api", Tag: "v1"}); err != nil {
+		return err
+	}
+	timedOut := false
+	if err := runChainUntil(ctx, be.queue, ch, o, agent.done, nil); err != nil {
+		timedOut = true
+		fmt.Fprintf(stderr, "bench release: %v\n", err)
+	}
+	elapsed := time.Since(start)
+	n := agent.n.Load()
+	perSec := float64(n) / elapsed.Seconds()
+	fmt.Fprintf(stderr, "dispatched %d of %d jobs in %s = %.0f targets/s\n", n, o.targets, elapsed.Round(time.Millisecond), perSec)
+	if err := json.NewEncoder(stdout).Encode(map[string]any{
+		"bench": "release", "store": be.name, "workers": o.workers, "targets": n,
+		"seconds": round3(elapsed.Seconds()), "targets_per_sec": round1(perSec),
+	}); err != nil {
+		return err
+	}
+	if timedOut {
+		return fmt.Errorf("bench release: only %d of %d targets dispatched", n, o.targets)
+	}
+	return nil
+}
+
+// startCPUProfile writes a CPU profile to path until the returned function
+// is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
+
+// seedBenchRelease stores the benchmark's workspace: one system, one
+// environment, one deployment on the bench agent and n resources.
+func seedBenchRelease(ctx context.Context, s ports.ReleaseStore, n int) error {
+	step := func(what string, err error) error {
+		if err != nil {
+			return fmt.Errorf("bench release: store %s: %w", what, err)
+		}
+		return nil
+	}
+	if _, err := s.WorkspacePut(ctx, release.Workspace{ID: "bench", Name: "Bench"}, 0); err != nil {
+		return step("workspace", err)
+	}
+	if _, err := s.SystemPut(ctx, release.System{ID: "bench", WorkspaceID: "bench", Name: "Bench"}, 0); err != nil {
+		return step("system", err)
+	}
+	if _, err := s.EnvironmentPut(ctx, release.Environment{ID: "prod", SystemID: "bench", Name: "prod", ResourceSelector: "true"}, 0); err != nil {
+		return step("environment", err)
+	}
+	if _, err := s.JobAgentPut(ctx, release.JobAgent{ID: "bench", Name: "Bench", Type: "bench"}, 0); err != nil {
+		return step("job agent", err)
+	}
+	dep := release.Deployment{ID: "api", SystemID: "bench", Name: "API", Slug: "api", JobAgentID: "bench", ResourceSelector: `resource.kind == "Node"`}
+	if _, err := s.DeploymentPut(ctx, dep, 0); err != nil {
+		return step("deployment", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := range n {
+		g.Go(func() error {
+			id := fmt.Sprintf("node-%06d", i)
+			r := release.Resource{ID: id, WorkspaceID: "bench", Kind: "Node", Identifier: id, Name: id}
+			_, err := s.ResourcePut(gctx, r, 0)
+			return step("resource "+id, err)
+		})
+	}
+	return g.Wait()
+}
+
+// queueEmpty reports whether the queue holds no item at all.
+func queueEmpty(ctx context.Context, q ports.Queue) bool {
+	st, err := q.WorkStats(ctx)
+	if err != nil {
+		return false
+	}
+	return st[ports.WorkPending]+st[ports.WorkLeased] == 0
+}
+
+// runChainUntil runs o.workers engines with the chain registered until done
+// closes or until returns true (polled), or o.timeout passes.
+func runChainUntil(ctx context.Context, q ports.Queue, ch *chain.Chain, o benchReleaseOptions, done <-chan struct{}, until func() bool) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range o.workers {
+		e := engine.New(q, engine.Options{Owner: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: ch.Logger, PollInterval: 50 * time.Millisecond})
+		ch.Register(e, o.concurrency)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = e.Run(ctx) }()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	deadline := time.After(o.timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-deadline:
+			return fmt.Errorf("timed out after %s", o.timeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			if until != nil && until() {
+				return nil
+			}
+		}
+	}
+}
