@@ -61,8 +61,8 @@ The last line is JSON:
 	f := cmd.Flags()
 	dsnFlag(f, &o.dsn)
 	f.IntVar(&o.targets, "targets", 10000, "release targets (one resource each)")
-	f.IntVar(&o.workers, "workers", 2, "engines running the chain (like separate processes)")
-	f.IntVar(&o.concurrency, "concurrency", 32, "passes in flight per kind and engine")
+	f.IntVar(&o.workers, "workers", 1, "engines running the chain (like separate processes)")
+	f.IntVar(&o.concurrency, "concurrency", 64, "passes in flight per kind and engine")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "longest the timed phase may run")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phase to this file")
 	return cmd

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/engine"
@@ -54,6 +55,9 @@ type Chain struct {
 	Verifiers map[string]ports.Verifier
 	Clock     ports.Clock
 	Logger    *slog.Logger
+
+	batchOnce sync.Once
+	batcher   *engine.EnqueueBatcher
 }
 
 // Register registers the four controllers on eng, each with concurrency
@@ -76,7 +80,8 @@ func JobKey(jobID string) ports.WorkKey {
 	return ports.WorkKey{Kind: KindJobVerification, ScopeType: ScopeJob, ScopeID: jobID}
 }
 
-// enqueue adds items now, or at notBefore when it is set.
+// enqueue adds items now, or at notBefore when it is set; concurrent
+// passes' enqueues share queue calls (engine.EnqueueBatcher).
 func (c *Chain) enqueue(ctx context.Context, notBefore time.Time, keys ...ports.WorkKey) error {
 	if len(keys) == 0 {
 		return nil
@@ -85,7 +90,8 @@ func (c *Chain) enqueue(ctx context.Context, notBefore time.Time, keys ...ports.
 	for i, k := range keys {
 		items[i] = ports.EnqueueParams{Key: k, NotBefore: notBefore}
 	}
-	if err := c.Queue.WorkEnqueue(ctx, items...); err != nil {
+	c.batchOnce.Do(func() { c.batcher = engine.NewEnqueueBatcher(c.Queue) })
+	if err := c.batcher.WorkEnqueue(ctx, items...); err != nil {
 		return fmt.Errorf("enqueue %s: %w", keys[0], err)
 	}
 	return nil
