@@ -70,7 +70,7 @@ type TargetListParams struct {
 // read together.
 type TargetDetail struct {
 	Target      release.ReleaseTarget `json:"target"`
-	SystemID    string                `json:"system_id"`
+	System      release.System        `json:"system"`
 	Deployment  release.Deployment    `json:"deployment"`
 	Environment release.Environment   `json:"environment"`
 	Resource    release.Resource      `json:"resource"`

@@ -72,7 +72,29 @@ func copyValue(v release.Value) release.Value {
 
 func copyWorkspace(w *release.Workspace) release.Workspace { return *w }
 
-func copySystem(s *release.System) release.System { return *s }
+func copySystem(s *release.System) release.System {
+	out := *s
+	if s.VariableSets != nil {
+		out.VariableSets = make([]release.VariableSet, len(s.VariableSets))
+		for i, vs := range s.VariableSets {
+			vs.Values = copyValues(vs.Values)
+			out.VariableSets[i] = vs
+		}
+	}
+	return out
+}
+
+// copyValues deep-copies a map of variable values.
+func copyValues(m map[string]release.Value) map[string]release.Value {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]release.Value, len(m))
+	for k, v := range m {
+		out[k] = copyValue(v)
+	}
+	return out
+}
 
 func copyDeployment(d *release.Deployment) release.Deployment {
 	out := *d
@@ -112,6 +134,7 @@ func copyResource(r *release.Resource) release.Resource {
 	out := *r
 	out.Config = copyAnyMap(r.Config)
 	out.Metadata = maps.Clone(r.Metadata)
+	out.Variables = copyValues(r.Variables)
 	return out
 }
 

@@ -221,7 +221,7 @@ func (s *ReleaseStore) TargetGet(_ context.Context, t release.ReleaseTarget) (po
 	}
 	return ports.TargetDetail{
 		Target:      t,
-		SystemID:    r.systemID,
+		System:      copySystem(&s.systems.rows[r.systemID].Value),
 		Deployment:  copyDeployment(&s.deployments.rows[t.DeploymentID].Value),
 		Environment: copyEnvironment(&s.environments.rows[t.EnvironmentID].Value),
 		Resource:    copyResource(&s.resources.rows[t.ResourceID].Value),

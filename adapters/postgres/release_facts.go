@@ -19,7 +19,7 @@ import (
 // release and version, the deployment's agent, its newest jobs (LIMIT $2;
 // NULL is all) and the enabled policies, the last two as JSON arrays.
 const sqlTargetFacts = `
-SELECT t.system_id, t.created_at, d.doc AS d_doc, e.doc AS e_doc, r.doc AS r_doc,
+SELECT s.doc AS s_doc, t.created_at, d.doc AS d_doc, e.doc AS e_doc, r.doc AS r_doc,
 	ds.release_id AS ds_release, ds.reasons AS ds_reasons, ds.next_check_at AS ds_next, ds.updated_at AS ds_updated,
 	rel.doc AS rel_doc, v.doc AS v_doc,
 	a.doc AS a_doc, a.version AS a_version, a.updated_at AS a_updated,
@@ -32,6 +32,7 @@ SELECT t.system_id, t.created_at, d.doc AS d_doc, e.doc AS e_doc, r.doc AS r_doc
 			ORDER BY p.priority DESC, p.id), '[]')
 		FROM release_policies p WHERE p.enabled) AS policies
 FROM release_targets t
+JOIN release_systems s ON s.id = t.system_id
 JOIN release_deployments d ON d.id = t.deployment_id
 JOIN release_environments e ON e.id = t.environment_id
 JOIN release_resources r ON r.id = t.resource_id
@@ -43,7 +44,7 @@ WHERE t.key = $1`
 
 // factsRow is one row of sqlTargetFacts.
 type factsRow struct {
-	SystemID  string
+	SDoc      []byte
 	CreatedAt time.Time
 	DDoc      []byte
 	EDoc      []byte
@@ -85,15 +86,15 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 
 // scanFacts runs sqlTargetFacts as a hot statement into row.
 func (s *ReleaseStore) scanFacts(ctx context.Context, t release.ReleaseTarget, limit any, row *factsRow) error {
-	return s.hotScan(ctx, sqlTargetFacts, []any{t.Key(), limit}, &row.SystemID, &row.CreatedAt, &row.DDoc, &row.EDoc, &row.RDoc,
+	return s.hotScan(ctx, sqlTargetFacts, []any{t.Key(), limit}, &row.SDoc, &row.CreatedAt, &row.DDoc, &row.EDoc, &row.RDoc,
 		&row.DsRelease, &row.DsReasons, &row.DsNext, &row.DsUpdated, &row.RelDoc, &row.VDoc,
 		&row.ADoc, &row.AVersion, &row.AUpdated, &row.Jobs, &row.Policies)
 }
 
 // facts decodes the row.
 func (r *factsRow) facts(t release.ReleaseTarget) (ports.TargetFacts, error) {
-	f := ports.TargetFacts{Detail: ports.TargetDetail{Target: t, SystemID: r.SystemID, CreatedAt: r.CreatedAt.UTC()}}
-	if err := errors.Join(json.Unmarshal(r.DDoc, &f.Detail.Deployment), json.Unmarshal(r.EDoc, &f.Detail.Environment),
+	f := ports.TargetFacts{Detail: ports.TargetDetail{Target: t, CreatedAt: r.CreatedAt.UTC()}}
+	if err := errors.Join(json.Unmarshal(r.SDoc, &f.Detail.System), json.Unmarshal(r.DDoc, &f.Detail.Deployment), json.Unmarshal(r.EDoc, &f.Detail.Environment),
 		json.Unmarshal(r.RDoc, &f.Detail.Resource)); err != nil {
 		return f, err
 	}

@@ -170,14 +170,15 @@ func relSortTargets(ts []release.ReleaseTarget) {
 // resource.
 func (s *ReleaseStore) TargetGet(ctx context.Context, t release.ReleaseTarget) (ports.TargetDetail, error) {
 	var row struct {
-		SystemID  string    `bun:"system_id"`
+		SDoc      []byte    `bun:"s_doc"`
 		CreatedAt time.Time `bun:"created_at"`
 		DDoc      []byte    `bun:"d_doc"`
 		EDoc      []byte    `bun:"e_doc"`
 		RDoc      []byte    `bun:"r_doc"`
 	}
-	err := s.scan(ctx, `SELECT t.system_id, t.created_at, d.doc AS d_doc, e.doc AS e_doc, r.doc AS r_doc
+	err := s.scan(ctx, `SELECT s.doc AS s_doc, t.created_at, d.doc AS d_doc, e.doc AS e_doc, r.doc AS r_doc
 		FROM release_targets t
+		JOIN release_systems s ON s.id = t.system_id
 		JOIN release_deployments d ON d.id = t.deployment_id
 		JOIN release_environments e ON e.id = t.environment_id
 		JOIN release_resources r ON r.id = t.resource_id
@@ -188,8 +189,8 @@ func (s *ReleaseStore) TargetGet(ctx context.Context, t release.ReleaseTarget) (
 	if err != nil {
 		return ports.TargetDetail{}, fmt.Errorf("get target %s: %w", t, err)
 	}
-	out := ports.TargetDetail{Target: t, SystemID: row.SystemID, CreatedAt: row.CreatedAt.UTC()}
-	if err := errors.Join(json.Unmarshal(row.DDoc, &out.Deployment), json.Unmarshal(row.EDoc, &out.Environment),
+	out := ports.TargetDetail{Target: t, CreatedAt: row.CreatedAt.UTC()}
+	if err := errors.Join(json.Unmarshal(row.SDoc, &out.System), json.Unmarshal(row.DDoc, &out.Deployment), json.Unmarshal(row.EDoc, &out.Environment),
 		json.Unmarshal(row.RDoc, &out.Resource)); err != nil {
 		return ports.TargetDetail{}, fmt.Errorf("get target %s: decode: %w", t, err)
 	}

@@ -205,7 +205,7 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 		in.SuccessfulVersion = &st.Successful.Version
 	}
 	if policy.HasRule(f.policies, policy.TypeEnvironmentProgression) {
-		envs, err := c.Store.EnvironmentList(ctx, f.Detail.SystemID)
+		envs, err := c.Store.EnvironmentList(ctx, f.Detail.System.ID)
 		if err != nil {
 			return err
 		}
@@ -257,25 +257,11 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 	return nil
 }
 
-// resolveVariables resolves the deployment's variables for the target, in
-// declared order: the highest-priority matching value, else the default. A
-// variable with neither is left out. A selector that fails to evaluate is
-// invalid input naming the variable.
+// resolveVariables resolves the deployment's variables for the target
+// (release.ResolveVariables: resource, deployment value, variable set,
+// default).
 func resolveVariables(det *ports.TargetDetail) (map[string]release.Value, error) {
-	if len(det.Deployment.Variables) == 0 {
-		return nil, nil
-	}
 	s := release.Subject{Deployment: &det.Deployment, Environment: &det.Environment, Resource: &det.Resource}
-	vars := make(map[string]release.Value, len(det.Deployment.Variables))
-	for i := range det.Deployment.Variables {
-		v := &det.Deployment.Variables[i]
-		val, ok, err := v.Resolve(&s, release.CEL{})
-		if err != nil {
-			return nil, release.Invalid(release.Field(release.Index("variables", i), "values"), err.Error())
-		}
-		if ok {
-			vars[v.Key] = val
-		}
-	}
-	return vars, nil
+	vars, _, err := release.ResolveVariables(&s, &det.System, release.CEL{})
+	return vars, err
 }

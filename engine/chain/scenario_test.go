@@ -1,6 +1,7 @@
 package chain_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -417,4 +418,82 @@ func TestScenarioEnvironmentCap(t *testing.T) {
 		h.drain()
 		require.Equal(t, "v1", h.running("dev", waiting), "the waiting target runs once the environment has room")
 	})
+}
+
+// TestScenarioVariables: the release carries each variable from its first
+// source (resource, deployment value, variable set, default); changing a
+// resource's value makes a new release; a sensitive value is kept as its
+// reference and never appears in the log.
+func TestScenarioVariables(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		var logs lockedBuffer
+		h.chain.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		ctx, s := h.ctx, h.store
+		sys, err := s.SystemGet(ctx, "sys")
+		require.NoError(t, err)
+		sys.Value.VariableSets = []release.VariableSet{{Name: "prod", Selector: `environment.name == "prod"`, Priority: 1,
+			Values: map[string]release.Value{"region": {Literal: "eu-prod"}, "db": {Sensitive: &release.SecretRef{Ciphertext: "v1:SECRETCIPHER"}}}}}
+		_, err = s.SystemPut(ctx, sys.Value, sys.Version)
+		require.NoError(t, err)
+		dep, err := s.DeploymentGet(ctx, "api")
+		require.NoError(t, err)
+		dep.Value.Variables = []release.DeploymentVariable{
+			{Key: "replicas", Default: &release.Value{Literal: 1}, Values: []release.VariableValue{{Selector: `environment.name == "staging"`, Value: release.Value{Literal: 2}}}},
+			{Key: "region", Default: &release.Value{Literal: "default"}},
+			{Key: "db"},
+		}
+		_, err = s.DeploymentPut(ctx, dep.Value, dep.Version)
+		require.NoError(t, err)
+		res, err := s.ResourceGet(ctx, "c1")
+		require.NoError(t, err)
+		res.Value.Variables = map[string]release.Value{"replicas": {Literal: 7}}
+		_, err = s.ResourcePut(ctx, res.Value, res.Version)
+		require.NoError(t, err)
+
+		h.drain()
+		h.version("v1")
+		h.drain()
+		vars := func(env, resID string) map[string]release.Value {
+			d, err := s.DesiredGet(ctx, target(env, resID))
+			require.NoError(t, err)
+			rel, err := s.ReleaseGet(ctx, d.ReleaseID)
+			require.NoError(t, err)
+			return rel.Variables
+		}
+		require.Equal(t, map[string]release.Value{"replicas": {Literal: int64(7)}, "region": {Literal: "eu-prod"},
+			"db": {Sensitive: &release.SecretRef{Ciphertext: "v1:SECRETCIPHER"}}}, vars("prod", "c1"), "resource, then set")
+		require.Equal(t, map[string]release.Value{"replicas": {Literal: int64(2)}, "region": {Literal: "default"}}, vars("staging", "c2"),
+			"deployment value, then default")
+		before := vars("dev", "c1")
+
+		res, err = s.ResourceGet(ctx, "c1")
+		require.NoError(t, err)
+		res.Value.Variables = map[string]release.Value{"replicas": {Literal: 8}}
+		_, err = s.ResourcePut(ctx, res.Value, res.Version)
+		require.NoError(t, err)
+		require.NoError(t, h.chain.EvaluateTargets(ctx, target("dev", "c1")))
+		h.drain()
+		require.NotEqual(t, before, vars("dev", "c1"))
+		require.Equal(t, release.Value{Literal: int64(8)}, vars("dev", "c1")["replicas"])
+		require.NotContains(t, logs.String(), "SECRETCIPHER", "sensitive values are never logged")
+	})
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

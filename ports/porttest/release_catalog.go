@@ -47,13 +47,26 @@ func relCatalogRoundTrip(t *testing.T, e *relEnv) {
 	require.Equal(t, want, got.Value)
 
 	r := release.Resource{ID: "rfull", WorkspaceID: relWS, Kind: "Cluster", Identifier: "x", Name: "X", Version: "v1",
-		Config: map[string]any{"replicas": 3, "labels": map[string]any{"a": "b"}, "on": true, "nil": nil}, Metadata: map[string]string{"region": "eu"}}
+		Config: map[string]any{"replicas": 3, "labels": map[string]any{"a": "b"}, "on": true, "nil": nil}, Metadata: map[string]string{"region": "eu"},
+		Variables: map[string]release.Value{"replicas": {Literal: 9}, "token": {Sensitive: &release.SecretRef{Ciphertext: "v1:abc"}}}}
 	_, err = e.s.ResourcePut(e.ctx, r, 0)
 	require.NoError(t, err)
 	gotR, err := e.s.ResourceGet(e.ctx, r.ID)
 	require.NoError(t, err)
 	r.Config = map[string]any{"replicas": float64(3), "labels": map[string]any{"a": "b"}, "on": true, "nil": nil}
+	r.Variables = map[string]release.Value{"replicas": {Literal: int64(9)}, "token": r.Variables["token"]}
 	require.Equal(t, r, gotR.Value)
+
+	sys := release.System{ID: "sysfull", WorkspaceID: relWS, Name: "Full", VariableSets: []release.VariableSet{
+		{Name: "prod", Selector: `environment.name == "prod"`, Priority: 2, Values: map[string]release.Value{"replicas": {Literal: 4}}},
+		{Name: "all", Values: map[string]release.Value{"region": {Literal: "eu"}}},
+	}}
+	_, err = e.s.SystemPut(e.ctx, sys, 0)
+	require.NoError(t, err)
+	gotS, err := e.s.SystemGet(e.ctx, sys.ID)
+	require.NoError(t, err)
+	sys.VariableSets[0].Values = map[string]release.Value{"replicas": {Literal: int64(4)}}
+	require.Equal(t, sys, gotS.Value)
 
 	p := policy.Policy{ID: "pfull", Name: "P", Description: "d", Selector: `environment.name == "prod"`, Priority: 7, Enabled: true}
 	_, err = e.s.PolicyPut(e.ctx, p, 0)

@@ -87,7 +87,7 @@ func relTargetsMoved(t *testing.T, e *relEnv) {
 	require.Equal(t, []release.ReleaseTarget{moved, tgt(relD3, relE3, relR1)}, list(relSys2))
 	got, err := e.s.TargetGet(e.ctx, moved)
 	require.NoError(t, err)
-	require.Equal(t, relSys2, got.SystemID)
+	require.Equal(t, relSys2, got.System.ID)
 	require.Equal(t, relNorm(t0), got.CreatedAt)
 
 	d = relReplace(t, e, ports.TargetScope{SystemID: relSys1}, kept)
@@ -158,7 +158,7 @@ func relTargetListGet(t *testing.T, e *relEnv) {
 	got, err := e.s.TargetGet(e.ctx, all[2])
 	require.NoError(t, err)
 	require.Equal(t, all[2], got.Target)
-	require.Equal(t, relSys1, got.SystemID)
+	require.Equal(t, relSys1, got.System.ID)
 	require.Equal(t, relD1, got.Deployment.ID)
 	require.Equal(t, "Environment "+relE2, got.Environment.Name)
 	require.Equal(t, "Resource "+relR1, got.Resource.Name)

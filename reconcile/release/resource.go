@@ -12,6 +12,9 @@ type Resource struct {
 	Version    string            `json:"version,omitempty"`
 	Config     map[string]any    `json:"config,omitempty"`
 	Metadata   map[string]string `json:"metadata,omitempty"`
+	// Variables are the resource's own values for deployment variables;
+	// they win over every other source (see ResolveVariables).
+	Variables map[string]Value `json:"variables,omitempty"`
 }
 
 // Validate reports the first invalid field.
@@ -28,7 +31,15 @@ func (r *Resource) Validate() error {
 	if err := checkRequired("identifier", r.Identifier); err != nil {
 		return err
 	}
-	return checkRequired("name", r.Name)
+	if err := checkRequired("name", r.Name); err != nil {
+		return err
+	}
+	for _, k := range sortedKeys(r.Variables) {
+		if err := r.Variables[k].validate(Field("variables", k)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CELValue is the resource as the CEL variable `resource`.

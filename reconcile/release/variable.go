@@ -119,6 +119,15 @@ func (v *DeploymentVariable) validate(path string) error {
 // ok is false when neither applies. A selector that fails to evaluate does
 // not match; the first such error is returned alongside the result.
 func (v *DeploymentVariable) Resolve(s *Subject, sel Selector) (val Value, ok bool, err error) {
+	val, ok, err = v.resolveValues(s, sel)
+	if !ok && v.Default != nil {
+		return *v.Default, true, err
+	}
+	return val, ok, err
+}
+
+// resolveValues is Resolve without the default.
+func (v *DeploymentVariable) resolveValues(s *Subject, sel Selector) (val Value, ok bool, err error) {
 	best := -1
 	for i := range v.Values {
 		if best >= 0 && v.Values[i].Priority <= v.Values[best].Priority {
@@ -137,9 +146,6 @@ func (v *DeploymentVariable) Resolve(s *Subject, sel Selector) (val Value, ok bo
 	}
 	if best >= 0 {
 		return v.Values[best].Value, true, err
-	}
-	if v.Default != nil {
-		return *v.Default, true, err
 	}
 	return Value{}, false, err
 }
@@ -181,4 +187,124 @@ func exactNumbers(v any) any {
 		}
 	}
 	return v
+}
+
+// VariableSet is a named group of variable values of a system, applied to
+// the targets its selector matches.
+type VariableSet struct {
+	Name string `json:"name"`
+	// Selector is a CEL expression over resource, environment and
+	// deployment; empty matches every target.
+	Selector string `json:"selector,omitempty"`
+	// Priority orders sets: among matching sets that hold a key, the
+	// highest wins; equal priorities keep list order.
+	Priority int              `json:"priority"`
+	Values   map[string]Value `json:"values"`
+}
+
+func (v *VariableSet) validate(path string) error {
+	if err := checkRequired(Field(path, "name"), v.Name); err != nil {
+		return err
+	}
+	if err := CheckSelector(Field(path, "selector"), v.Selector, true); err != nil {
+		return err
+	}
+	for _, k := range sortedKeys(v.Values) {
+		if err := v.Values[k].validate(Field(Field(path, "values"), k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// VariableSource names where a resolved variable came from.
+type VariableSource string
+
+// The variable sources, in the order ResolveVariables consults them.
+const (
+	SourceResource    VariableSource = "resource"
+	SourceDeployment  VariableSource = "deployment"
+	SourceVariableSet VariableSource = "variable-set"
+	SourceDefault     VariableSource = "default"
+)
+
+// ResolveVariables resolves each variable the deployment declares for
+// subject s (its Deployment, Environment and Resource must be set), the
+// first source that has it winning:
+//
+//  1. the resource's own value (Resource.Variables[key]);
+//  2. the deployment variable's highest-priority value whose selector
+//     matches;
+//  3. the highest-priority matching variable set of sys that holds the key;
+//  4. the deployment variable's default.
+//
+// A variable none of them has is left out. Values are returned as stored:
+// a sensitive value stays a SecretRef (ciphertext or reference, never
+// plain text) and a reference stays a reference. The sources say where
+// each came from. A selector that fails to evaluate is invalid input
+// naming its field.
+func ResolveVariables(s *Subject, sys *System, sel Selector) (map[string]Value, map[string]VariableSource, error) {
+	dep := s.Deployment
+	if len(dep.Variables) == 0 {
+		return nil, nil, nil
+	}
+	vals := make(map[string]Value, len(dep.Variables))
+	srcs := make(map[string]VariableSource, len(dep.Variables))
+	var sets []int // matching variable sets, best first
+	setsDone := false
+	for i := range dep.Variables {
+		v := &dep.Variables[i]
+		if val, ok := s.Resource.Variables[v.Key]; ok {
+			vals[v.Key], srcs[v.Key] = val, SourceResource
+			continue
+		}
+		if val, ok, err := v.resolveValues(s, sel); err != nil {
+			return nil, nil, Invalid(Field(Index("variables", i), "values"), err.Error())
+		} else if ok {
+			vals[v.Key], srcs[v.Key] = val, SourceDeployment
+			continue
+		}
+		if !setsDone && sys != nil {
+			var err error
+			if sets, err = matchingSets(sys, s, sel); err != nil {
+				return nil, nil, err
+			}
+			setsDone = true
+		}
+		found := false
+		for _, si := range sets {
+			if val, ok := sys.VariableSets[si].Values[v.Key]; ok {
+				vals[v.Key], srcs[v.Key], found = val, SourceVariableSet, true
+				break
+			}
+		}
+		if !found && v.Default != nil {
+			vals[v.Key], srcs[v.Key] = *v.Default, SourceDefault
+		}
+	}
+	return vals, srcs, nil
+}
+
+// matchingSets lists the indexes of sys's variable sets whose selector
+// matches s, highest priority first (list order among equals).
+func matchingSets(sys *System, s *Subject, sel Selector) ([]int, error) {
+	var out []int
+	for i := range sys.VariableSets {
+		vs := &sys.VariableSets[i]
+		if vs.Selector != "" {
+			m, err := sel.Match(vs.Selector, s)
+			if err != nil {
+				return nil, Invalid(Field(Index("variable_sets", i), "selector"), err.Error())
+			}
+			if !m {
+				continue
+			}
+		}
+		j := len(out)
+		out = append(out, i)
+		for ; j > 0 && sys.VariableSets[out[j-1]].Priority < vs.Priority; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out, nil
 }

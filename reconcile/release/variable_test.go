@@ -62,3 +62,87 @@ func TestValueJSON(t *testing.T) {
 	require.Equal(t, ValueLiteral, v.Kind())
 	require.Equal(t, false, v.Literal)
 }
+
+// TestResolveVariablesOrder: resource value → deployment value → variable
+// set (priority, then list order) → default; undeclared keys are ignored.
+func TestResolveVariablesOrder(t *testing.T) {
+	t.Parallel()
+	secret := Value{Sensitive: &SecretRef{Ref: "vault://db"}}
+	dep := Deployment{ID: "d", Variables: []DeploymentVariable{
+		{Key: "from-resource", Values: []VariableValue{{Selector: "true", Value: Value{Literal: "deployment"}}}, Default: &Value{Literal: "default"}},
+		{Key: "from-deployment", Values: []VariableValue{{Selector: `environment.name == "prod"`, Value: Value{Literal: "deployment"}}},
+			Default: &Value{Literal: "default"}},
+		{Key: "from-set", Values: []VariableValue{{Selector: `environment.name == "dev"`, Value: Value{Literal: "deployment"}}},
+			Default: &Value{Literal: "default"}},
+		{Key: "from-default", Default: &Value{Literal: "default"}},
+		{Key: "secret"},
+		{Key: "missing"},
+	}}
+	res := Resource{ID: "r", Kind: "cluster", Variables: map[string]Value{"from-resource": {Literal: "resource"}, "undeclared": {Literal: "x"}}}
+	sys := System{ID: "s", VariableSets: []VariableSet{
+		{Name: "low", Priority: 1, Values: map[string]Value{"from-set": {Literal: "low-set"}, "secret": secret}},
+		{Name: "other-env", Selector: `environment.name == "dev"`, Priority: 9, Values: map[string]Value{"from-set": {Literal: "dev-set"}}},
+		{Name: "high", Selector: `resource.kind == "cluster"`, Priority: 5, Values: map[string]Value{"from-set": {Literal: "high-set"}}},
+		{Name: "high-later", Priority: 5, Values: map[string]Value{"from-set": {Literal: "later"}, "from-default": {Literal: "set"}}},
+	}}
+	// from-default is in a set, so the default only applies without sets.
+	env := Environment{ID: "e", Name: "prod"}
+	s := Subject{Deployment: &dep, Environment: &env, Resource: &res}
+	vals, srcs, err := ResolveVariables(&s, &sys, CEL{})
+	require.NoError(t, err)
+	require.Equal(t, map[string]Value{
+		"from-resource":   {Literal: "resource"},
+		"from-deployment": {Literal: "deployment"},
+		"from-set":        {Literal: "high-set"},
+		"from-default":    {Literal: "set"},
+		"secret":          secret,
+	}, vals)
+	require.Equal(t, map[string]VariableSource{
+		"from-resource": SourceResource, "from-deployment": SourceDeployment, "from-set": SourceVariableSet,
+		"from-default": SourceVariableSet, "secret": SourceVariableSet,
+	}, srcs)
+
+	vals, srcs, err = ResolveVariables(&s, &System{ID: "s"}, CEL{})
+	require.NoError(t, err)
+	require.Equal(t, Value{Literal: "default"}, vals["from-default"], "no sets: the default")
+	require.Equal(t, SourceDefault, srcs["from-set"])
+	require.NotContains(t, vals, "missing", "a variable no source has is left out")
+	require.NotContains(t, vals, "undeclared", "only declared variables resolve")
+}
+
+// TestResolveVariablesSelectorErrors name the failing field.
+func TestResolveVariablesSelectorErrors(t *testing.T) {
+	t.Parallel()
+	dep := Deployment{ID: "d", Variables: []DeploymentVariable{{Key: "k"}}}
+	sys := System{ID: "s", VariableSets: []VariableSet{{Name: "ok", Values: map[string]Value{}},
+		{Name: "bad", Selector: `resource.metadata.missing == "x"`, Values: map[string]Value{"k": {Literal: 1}}}}}
+	s := Subject{Deployment: &dep, Environment: &Environment{}, Resource: &Resource{}}
+	_, _, err := ResolveVariables(&s, &sys, CEL{})
+	requireField(t, err, "variable_sets[1].selector")
+
+	dep.Variables[0].Values = []VariableValue{{Selector: `resource.metadata.missing == "x"`, Value: Value{Literal: 1}}}
+	_, _, err = ResolveVariables(&s, &sys, CEL{})
+	requireField(t, err, "variables[0].values")
+}
+
+// TestSystemAndResourceVariablesValidate: bad sets and values are refused
+// with their field.
+func TestSystemAndResourceVariablesValidate(t *testing.T) {
+	t.Parallel()
+	sys := System{ID: "s", WorkspaceID: "w", Name: "S", VariableSets: []VariableSet{{Name: "x", Selector: "resource.name ==", Values: nil}}}
+	requireField(t, sys.Validate(), "variable_sets[0].selector")
+	sys.VariableSets[0] = VariableSet{Selector: "true"}
+	requireField(t, sys.Validate(), "variable_sets[0].name")
+	sys.VariableSets[0] = VariableSet{Name: "x", Values: map[string]Value{"k": {Literal: 1, Reference: &Reference{Relation: "a", Path: []string{"b"}}}}}
+	requireField(t, sys.Validate(), "variable_sets[0].values.k")
+	r := Resource{ID: "r", WorkspaceID: "w", Kind: "k", Identifier: "i", Name: "n", Variables: map[string]Value{"v": {Reference: &Reference{}}}}
+	requireField(t, r.Validate(), "variables.v.reference.relation")
+}
+
+// requireField requires err to be a *FieldError naming field.
+func requireField(t *testing.T, err error, field string) {
+	t.Helper()
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, field, fe.Field, err.Error())
+}
