@@ -54,7 +54,10 @@ func runBatched(t *testing.T, g *gatedQueue, n int) []error {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); errs[0] = b.WorkEnqueue(context.Background(), ports.EnqueueParams{Key: batchKey(0)}) }()
+	go func() {
+		defer wg.Done()
+		errs[0] = b.WorkEnqueue(context.Background(), ports.EnqueueParams{Key: batchKey(0)})
+	}()
 	<-g.entered
 	var waiting sync.WaitGroup
 	for i := 1; i < n; i++ {
