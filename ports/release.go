@@ -94,6 +94,10 @@ type TargetFacts struct {
 	Agent *Stored[release.JobAgent] `json:"agent,omitempty"`
 	// Policies are the enabled policies, as PolicyList(ctx, true).
 	Policies []Stored[policy.Policy] `json:"policies,omitempty"`
+	// Forced are the force-deploy skips (release.ForceDeployRule) of the
+	// deployment's versions whose scope covers the target, expired ones
+	// included (the caller judges expiry by its clock), by id.
+	Forced []release.PolicySkip `json:"forced,omitempty"`
 }
 
 // ResourceListParams pages through a workspace's resources by id.

@@ -267,6 +267,7 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 	if f.Policies, err = s.PolicyList(ctx, true); err != nil {
 		return ports.TargetFacts{}, err
 	}
+	f.Forced = s.forced(t)
 	if id := f.Detail.Deployment.JobAgentID; id != "" {
 		if a, err := s.JobAgentGet(ctx, id); err == nil {
 			f.Agent = &a
@@ -293,4 +294,21 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 	}
 	f.Release, f.Version = &rel, &v
 	return f, nil
+}
+
+// forced lists the force-deploy skips covering t, by id.
+func (s *ReleaseStore) forced(t release.ReleaseTarget) []release.PolicySkip {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []release.PolicySkip
+	for _, sk := range s.skips {
+		v, ok := s.versions[sk.VersionID]
+		if !sk.IsForceDeploy() || !ok || v.DeploymentID != t.DeploymentID ||
+			(sk.EnvironmentID != "" && sk.EnvironmentID != t.EnvironmentID) || (sk.ResourceID != "" && sk.ResourceID != t.ResourceID) {
+			continue
+		}
+		out = append(out, *sk)
+	}
+	slices.SortFunc(out, func(a, b release.PolicySkip) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }

@@ -30,7 +30,12 @@ SELECT s.doc AS s_doc, t.created_at, d.doc AS d_doc, e.doc AS e_doc, r.doc AS r_
 			ORDER BY j.created_at DESC, j.id DESC LIMIT $2) j) AS jobs,
 	(SELECT coalesce(json_agg(json_build_object('doc', p.doc, 'version', p.version, 'updated_at', p.updated_at)
 			ORDER BY p.priority DESC, p.id), '[]')
-		FROM release_policies p WHERE p.enabled) AS policies
+		FROM release_policies p WHERE p.enabled) AS policies,
+	(SELECT coalesce(json_agg(ps.doc ORDER BY ps.id), '[]')
+		FROM release_policy_skips ps JOIN release_versions fv ON fv.id = ps.version_id
+		WHERE ps.doc->>'rule_id' = '*' AND fv.deployment_id = t.deployment_id
+			AND coalesce(ps.doc->>'environment_id', '') IN ('', t.environment_id)
+			AND coalesce(ps.doc->>'resource_id', '') IN ('', t.resource_id)) AS forced
 FROM release_targets t
 JOIN release_systems s ON s.id = t.system_id
 JOIN release_deployments d ON d.id = t.deployment_id
@@ -60,6 +65,7 @@ type factsRow struct {
 	AUpdated  sql.NullTime
 	Jobs      []byte
 	Policies  []byte
+	Forced    []byte
 }
 
 // TargetFactsGet reads t's facts in one statement.
@@ -88,7 +94,7 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 func (s *ReleaseStore) scanFacts(ctx context.Context, t release.ReleaseTarget, limit any, row *factsRow) error {
 	return s.hotScan(ctx, sqlTargetFacts, []any{t.Key(), limit}, &row.SDoc, &row.CreatedAt, &row.DDoc, &row.EDoc, &row.RDoc,
 		&row.DsRelease, &row.DsReasons, &row.DsNext, &row.DsUpdated, &row.RelDoc, &row.VDoc,
-		&row.ADoc, &row.AVersion, &row.AUpdated, &row.Jobs, &row.Policies)
+		&row.ADoc, &row.AVersion, &row.AUpdated, &row.Jobs, &row.Policies, &row.Forced)
 }
 
 // facts decodes the row.
@@ -161,6 +167,12 @@ func (r *factsRow) facts(t release.ReleaseTarget) (ports.TargetFacts, error) {
 			return f, fmt.Errorf("policies[%s]: %w", strconv.Itoa(i), err)
 		}
 		f.Policies[i] = st
+	}
+	if err := json.Unmarshal(r.Forced, &f.Forced); err != nil {
+		return f, fmt.Errorf("forced: %w", err)
+	}
+	if len(f.Forced) == 0 {
+		f.Forced = nil
 	}
 	return f, nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -80,7 +81,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Create deployment versions (the start of the release chain)",
 		Args:  argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usagef("version: want a subcommand (create)")
+			return usagef("version: want a subcommand (create, force-deploy)")
 		},
 	}
 	var o releaseOpts
@@ -116,7 +117,56 @@ Exit status: 0 created, 1 not found or failed, 2 invalid input, 3 the id exists.
 	create.Flags().StringVar(&id, "id", "", "version id (default DEPLOYMENT-TAG)")
 	create.Flags().StringVar(&name, "name", "", "human-readable name")
 	create.Flags().StringVar(&status, "status", string(release.VersionReady), "building, ready, paused, rejected or failed")
-	cmd.AddCommand(create)
+	cmd.AddCommand(create, newForceDeployCmd())
+	return cmd
+}
+
+// newForceDeployCmd force-deploys a version.
+func newForceDeployCmd() *cobra.Command {
+	var o releaseOpts
+	var skip release.PolicySkip
+	var expires time.Duration
+	cmd := &cobra.Command{
+		Use:   "force-deploy VERSION",
+		Short: "Deploy a version whatever the policies say (it still waits for active jobs)",
+		Long: `force-deploy pins VERSION on its deployment's targets, narrowed by --environment
+and --resource: every policy's version gates are skipped for it there, so it
+becomes the desired release even if it is not the newest. Concurrency and retry
+still hold, so a target's active job finishes first. The force is a policy skip
+with rule "*"; it lasts until --expires passes or it is deleted. The newest
+force-deployed version wins where several apply.
+
+Exit status: 0 forced, 1 not found or failed, 2 invalid input.`,
+		Example: `  reconciler version force-deploy web-v1.4.1 --environment prod --reason "roll back" --dsn "$RECONCILER_DSN"`,
+		Args:    argsUsage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if expires < 0 {
+				return usagef("--expires must not be negative")
+			}
+			return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
+				skip.VersionID = args[0]
+				if skip.CreatedBy == "" {
+					skip.CreatedBy = os.Getenv("USER")
+				}
+				if expires > 0 {
+					skip.ExpiresAt = ch.Clock.Now().Add(expires)
+				}
+				s, err := ch.ForceDeploy(ctx, skip)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "force-deployed %s (skip %s)\n", s.VersionID, s.ID)
+				return nil
+			})
+		},
+	}
+	o.bind(cmd, false)
+	f := cmd.Flags()
+	f.StringVar(&skip.EnvironmentID, "environment", "", "only this environment's targets")
+	f.StringVar(&skip.ResourceID, "resource", "", "only this resource's targets")
+	f.StringVar(&skip.Reason, "reason", "", "why, for the decision log and explain")
+	f.StringVar(&skip.CreatedBy, "user", "", "who forces (default $USER)")
+	f.DurationVar(&expires, "expires", 0, "end the force after this long (default: never)")
 	return cmd
 }
 
@@ -209,6 +259,9 @@ func explainText(ex *chain.Explanation) string {
 		for _, r := range d.Reasons {
 			fmt.Fprintf(&b, "  %s\n", r)
 		}
+	}
+	if ex.Forced != "" {
+		fmt.Fprintf(&b, "forced: %s (policies skipped for it)\n", ex.Forced)
 	}
 	if len(ex.Jobs) > 0 {
 		b.WriteString("jobs (newest first):\n")

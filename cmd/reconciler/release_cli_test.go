@@ -96,6 +96,18 @@ func TestReleaseCLI(t *testing.T) {
 	require.Contains(t, out, "v9 (web-v9, ready): pending")
 	require.Contains(t, out, "after-staging")
 
+	out, err = runRoot(t, "version", "force-deploy", "web-v9", "--environment", "prod", "--resource", "eu-1",
+		"--user", "carol", "--reason", "hotfix", "--expires", "1h", "--dsn", dsn)
+	require.NoError(t, err)
+	require.Contains(t, out, "force-deployed web-v9")
+	out, err = runRoot(t, "explain", "web:prod:eu-1", "--dsn", dsn)
+	require.NoError(t, err)
+	require.Contains(t, out, "forced: force-deployed v9 by carol: hotfix")
+	_, err = runRoot(t, "version", "force-deploy", "web-v404", "--dsn", dsn)
+	requireExit(t, err, 1, "not found")
+	_, err = runRoot(t, "version", "force-deploy", "web-v9", "--expires", "-1h", "--dsn", dsn)
+	requireExit(t, err, 2, "expires")
+
 	_, err = runRoot(t, "explain", "web-prod", "--dsn", dsn)
 	requireExit(t, err, 2, "DEPLOYMENT:ENVIRONMENT:RESOURCE")
 	_, err = runRoot(t, "explain", "web:prod:nowhere", "--dsn", dsn)
@@ -106,7 +118,7 @@ func TestReleaseCLI(t *testing.T) {
 // error that says what to set.
 func TestReleaseCLINoDSN(t *testing.T) {
 	t.Setenv("RECONCILER_DSN", "")
-	for _, args := range [][]string{{"version", "create", "web", "v1"}, {"approve", "v", "prod"}, {"explain", "a:b:c"}} {
+	for _, args := range [][]string{{"version", "create", "web", "v1"}, {"version", "force-deploy", "v"}, {"approve", "v", "prod"}, {"explain", "a:b:c"}} {
 		_, err := runRoot(t, args...)
 		requireExit(t, err, 2, "RECONCILER_DSN")
 	}

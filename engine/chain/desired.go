@@ -49,8 +49,8 @@ func targetInput(now time.Time, det *ports.TargetDetail) policy.Input {
 }
 
 // desiredRelease is the desired-release controller: it picks the newest
-// version the policies allow for the target (or, after a rollback
-// trigger, the last good one), resolves the variables, stores the release
+// version the policies allow for the target (or a force-deployed version,
+// or after a rollback trigger the last good one), resolves the variables, stores the release
 // as the target's desired release and hands off to job-eligibility. When no
 // version passes it stores "no release" with the reasons and wakes itself
 // when a pending rule may change.
@@ -120,10 +120,45 @@ func firstOr(s []string, def string) string {
 	return def
 }
 
-// choose applies the rollback rules, then streams the versions newest
+// forcedVersion is the newest version force-deployed on the target at now
+// (nil: none), with the reason for the log and the decision.
+func (c *Chain) forcedVersion(ctx context.Context, f *facts) (*release.DeploymentVersion, string, error) {
+	var best *release.DeploymentVersion
+	var why string
+	t, now := f.Detail.Target, f.base.Now
+	for i := range f.Forced {
+		sk := &f.Forced[i]
+		if !sk.Applies(sk.VersionID, release.ForceDeployRule, t, now) || (best != nil && best.ID == sk.VersionID) {
+			continue
+		}
+		v, err := c.Store.VersionGet(ctx, sk.VersionID)
+		if errors.Is(err, ports.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if best == nil || v.CreatedAt.After(best.CreatedAt) || (v.CreatedAt.Equal(best.CreatedAt) && v.ID > best.ID) {
+			best = &v
+			why = "force-deployed " + v.Tag
+			if sk.CreatedBy != "" {
+				why += " by " + sk.CreatedBy
+			}
+			if sk.Reason != "" {
+				why += ": " + sk.Reason
+			}
+		}
+	}
+	return best, why, nil
+}
+
+// choose applies a force-deploy, then the rollback rules, then streams the versions newest
 // first through policy.Choose. It returns the version (nil: none), the
 // choice and a reason code for the log.
 func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersion, policy.Choice, string, error) {
+	if v, why, err := c.forcedVersion(ctx, f); err != nil || v != nil {
+		return v, policy.Choice{Reasons: []string{why}}, "force-deploy", err
+	}
 	exclude := map[string]string{}
 	rules, err := policy.MatchingRules(f.policies, f.base, policy.TypeRollback)
 	if err != nil {

@@ -497,3 +497,51 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestScenarioForceDeploy: forcing an older version on prod bypasses the
+// approval and progression there, waits for the target's active job, is
+// explained, and deleting the force lets the policies decide again.
+func TestScenarioForceDeploy(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		progressionPolicies(h, false)
+		h.drain()
+		h.version("v1")
+		h.drain()
+		h.requireRunning("v1", "dev")
+		h.requireRunning("", "prod")
+
+		// dev runs v1 (active); v2 appears; force v1... on prod: no job yet
+		// there, so it dispatches at once despite approval and progression.
+		h.version("v2")
+		sk, err := h.chain.ForceDeploy(h.ctx, release.PolicySkip{VersionID: "v1", EnvironmentID: "prod", Reason: "hotfix", CreatedBy: "alice"})
+		require.NoError(t, err)
+		h.drain()
+		h.requireRunning("v1", "prod")
+		ex, err := h.chain.Explain(h.ctx, target("prod", "c1"), 1)
+		require.NoError(t, err)
+		require.Equal(t, "force-deployed v1 by alice: hotfix", ex.Forced)
+
+		// Force v2 on dev, where v1's job is still active: it waits.
+		_, err = h.chain.ForceDeploy(h.ctx, release.PolicySkip{VersionID: "v2", EnvironmentID: "dev", ResourceID: "c1"})
+		require.NoError(t, err)
+		h.drain()
+		require.Equal(t, "v1", h.running("dev", "c1"), "the forced version waits for the active job")
+		h.finish(release.JobSuccessful, "dev")
+		h.drain()
+		require.Equal(t, "v2", h.running("dev", "c1"), "then it deploys")
+
+		// Ending the prod force hands prod back to the policies: v2 is not
+		// approved and staging has nothing, so prod gets no new job.
+		require.NoError(t, h.store.PolicySkipDelete(h.ctx, sk.ID))
+		require.NoError(t, h.chain.EvaluateTargets(h.ctx, target("prod", "c1")))
+		h.drain()
+		d, err := h.store.DesiredGet(h.ctx, target("prod", "c1"))
+		require.NoError(t, err)
+		require.Empty(t, d.ReleaseID, "without the force the policies hold prod back")
+		require.Len(t, h.jobs("prod", "c1"), 1)
+
+		_, err = h.chain.ForceDeploy(h.ctx, release.PolicySkip{VersionID: "nope"})
+		require.ErrorIs(t, err, ports.ErrNotFound)
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -133,10 +134,13 @@ type VersionVerdicts struct {
 // target's desired release and, for its newest versions, every rule's
 // verdict.
 type Explanation struct {
-	Target   release.ReleaseTarget `json:"target"`
-	Desired  *ports.DesiredRelease `json:"desired,omitempty"`
-	Jobs     []ports.JobRow        `json:"jobs,omitempty"`
-	Versions []VersionVerdicts     `json:"versions"`
+	Target  release.ReleaseTarget `json:"target"`
+	Desired *ports.DesiredRelease `json:"desired,omitempty"`
+	Jobs    []ports.JobRow        `json:"jobs,omitempty"`
+	// Forced says which force-deploy pins the target, when one does: the
+	// policies below are then skipped for that version.
+	Forced   string            `json:"forced,omitempty"`
+	Versions []VersionVerdicts `json:"versions"`
 }
 
 // Explain computes the per-version, per-rule verdicts of the target's
@@ -152,6 +156,11 @@ func (c *Chain) Explain(ctx context.Context, t release.ReleaseTarget, limit int)
 		return Explanation{}, fmt.Errorf("%s: %w", op, err)
 	}
 	out := Explanation{Target: t, Jobs: f.Jobs, Desired: f.Desired}
+	if _, why, err := c.forcedVersion(ctx, f); err != nil {
+		return Explanation{}, fmt.Errorf("%s: %w", op, err)
+	} else {
+		out.Forced = why
+	}
 	for cand, err := range c.candidates(ctx, t.DeploymentID, f.policies) {
 		if err != nil {
 			return Explanation{}, fmt.Errorf("%s: %w", op, err)
@@ -172,4 +181,27 @@ func (c *Chain) Explain(ctx context.Context, t release.ReleaseTarget, limit int)
 		}
 	}
 	return out, nil
+}
+
+// ForceDeploy deploys a version to the targets of its deployment in scope
+// (environment and resource narrow it; empty means all) whatever the
+// policies say: it stores a force-deploy skip (release.ForceDeployRule;
+// ID, RuleID and version are filled in) and re-evaluates those targets.
+// The version is pinned there while the skip applies; job gates still
+// hold, so it waits for the targets' active jobs. It returns the stored
+// skip; PolicySkipDelete with its ID ends the force.
+func (c *Chain) ForceDeploy(ctx context.Context, s release.PolicySkip) (release.PolicySkip, error) {
+	op := "force-deploy " + s.VersionID
+	v, err := c.Store.VersionGet(ctx, s.VersionID)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", op, err)
+	}
+	s.RuleID = release.ForceDeployRule
+	if s.ID == "" {
+		s.ID = "force-" + s.VersionID + "-" + strconv.FormatInt(c.Clock.Now().UnixNano(), 36)
+	}
+	if err := c.Store.PolicySkipPut(ctx, s); err != nil {
+		return s, fmt.Errorf("%s: %w", op, err)
+	}
+	return s, c.evaluateDeployment(ctx, ports.TargetScope{DeploymentID: v.DeploymentID, EnvironmentID: s.EnvironmentID, ResourceID: s.ResourceID})
 }

@@ -97,6 +97,27 @@ func relTargetFacts(t *testing.T, e *relEnv) {
 	got = check("job limit", 1)
 	require.Equal(t, []string{"j2"}, relJobIDs(got.Jobs))
 
+	// Force-deploy skips covering the target, by id; not other rules' skips,
+	// other scopes or other deployments' versions.
+	for _, sk := range []release.PolicySkip{
+		{ID: "f-all", VersionID: "v1", RuleID: release.ForceDeployRule},
+		{ID: "f-env", VersionID: "v2", RuleID: release.ForceDeployRule, EnvironmentID: relE1, ExpiresAt: relAt(1)},
+		{ID: "f-other-env", VersionID: "v2", RuleID: release.ForceDeployRule, EnvironmentID: relE2},
+		{ID: "f-other-res", VersionID: "v2", RuleID: release.ForceDeployRule, ResourceID: relR2},
+		{ID: "f-other-dep", VersionID: "v3", RuleID: release.ForceDeployRule},
+		{ID: "not-force", VersionID: "v1", RuleID: "approval"},
+	} {
+		require.NoError(t, s.PolicySkipPut(ctx, sk))
+	}
+	got, err = s.TargetFactsGet(ctx, target, 0)
+	require.NoError(t, err)
+	var forced []string
+	for _, sk := range got.Forced {
+		forced = append(forced, sk.ID)
+	}
+	require.Equal(t, []string{"f-all", "f-env"}, forced)
+	require.Equal(t, relNorm(relAt(1)), got.Forced[1].ExpiresAt, "expired ones are included, with their expiry")
+
 	// A deployment whose agent does not exist has no agent in its facts.
 	dep, err := s.DeploymentGet(ctx, relD1)
 	require.NoError(t, err)

@@ -50,6 +50,17 @@ func (s *PolicySkip) Validate() error {
 	return checkRequired("rule_id", s.RuleID)
 }
 
+// ForceDeployRule is the RuleID of a force-deploy: a policy skip that waives
+// every version gate for its version in its scope and pins the targets
+// there to that version while it applies (the newest such version wins).
+// Job gates (concurrency, retry) still hold: a forced version waits for the
+// target's active jobs. Delete the skip, or let it expire, to release the
+// pin.
+const ForceDeployRule = "*"
+
+// IsForceDeploy reports whether the skip is a force-deploy.
+func (s *PolicySkip) IsForceDeploy() bool { return s.RuleID == ForceDeployRule }
+
 // Applies reports whether the skip waives rule ruleID for versionID on
 // target at now: same version and rule, matching scope, not yet expired.
 func (s *PolicySkip) Applies(versionID, ruleID string, target ReleaseTarget, now time.Time) bool {

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS release_policy_skips_force_idx;
