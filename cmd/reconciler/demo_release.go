@@ -2,91 +2,178 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
-	"github.com/reconcilerhq/reconciler/adapters/testrunner"
+	"github.com/reconcilerhq/reconciler"
 	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/internal/strictjson"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
+
+// demoReleaseFile is the release demo's file inside the demo directory.
+const demoReleaseFile = "release.yaml"
+
+// demoWorkspace is the release demo as written in testdata/demo.
+type demoWorkspace struct {
+	Workspace    release.Workspace     `json:"workspace"`
+	Systems      []release.System      `json:"systems"`
+	Environments []release.Environment `json:"environments"`
+	Resources    []release.Resource    `json:"resources"`
+	JobAgents    []release.JobAgent    `json:"job_agents"`
+	Deployments  []release.Deployment  `json:"deployments"`
+	Policies     []policy.Policy       `json:"policies"`
+	Versions     []demoVersion         `json:"versions"`
+	Approvals    []release.Approval    `json:"approvals"`
+}
+
+// demoVersion is a version pushed After the demo starts.
+type demoVersion struct {
+	ID           string    `json:"id"`
+	DeploymentID string    `json:"deployment_id"`
+	Tag          string    `json:"tag"`
+	After        demoDelay `json:"after"`
+}
+
+// demoDelay is a Go duration string ("15s").
+type demoDelay time.Duration
+
+func (d *demoDelay) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return errors.New("want a duration such as \"15s\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("want a non-negative duration such as \"15s\", got %q", s)
+	}
+	*d = demoDelay(v)
+	return nil
+}
+
+// demoFS is where the demo files come from: dir on disk when set, else the
+// copy of testdata/demo built into the binary.
+func demoFS(dir string) (fs.FS, string, error) {
+	if dir != "" {
+		return os.DirFS(dir), dir, nil
+	}
+	sub, err := fs.Sub(reconciler.DemoFiles, "testdata/demo")
+	return sub, "testdata/demo (built in)", err
+}
+
+// loadReleaseDemo reads and strictly decodes the release demo; an error
+// names the file, the field and its line.
+func loadReleaseDemo(fsys fs.FS, where string) (*demoWorkspace, error) {
+	name := where + "/" + demoReleaseFile
+	src, err := fs.ReadFile(fsys, demoReleaseFile)
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	doc, err := yamlToJSON(src)
+	if err != nil {
+		return nil, fmt.Errorf("demo %s: %w", name, err)
+	}
+	var w demoWorkspace
+	if err := strictjson.Decode(doc, &w); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) && se.Path != "" {
+			if key, val, ok := locateField(src, se.Path); ok {
+				line := val.Line
+				if key != nil {
+					line = key.Line
+				}
+				return nil, fmt.Errorf("demo %s:%d: %s: %s", name, line, se.Path, se.Msg)
+			}
+		}
+		return nil, fmt.Errorf("demo %s: %w", name, err)
+	}
+	return &w, nil
+}
 
 // seedReleaseDemo stores the demo workspace of the release chain and pushes
 // two versions: dev, staging and prod on three clusters; staging follows
 // dev, prod follows staging and needs one approval. v1 is approved for
 // prod, v2 is not, so v1 rolls out to every environment while v2 stops
 // before prod, and the log says why. Jobs run on the built-in test runner.
-func seedReleaseDemo(ctx context.Context, ch *chain.Chain) error {
+func seedReleaseDemo(ctx context.Context, ch *chain.Chain, w *demoWorkspace) error {
 	s := ch.Store
-	step := func(what string, err error) error {
+	step := func(what, id string, err error) error {
 		if err != nil {
-			return fmt.Errorf("demo %s: %w", what, err)
+			return fmt.Errorf("demo %s %s: %w", what, id, err)
 		}
 		return nil
 	}
-	if _, err := s.WorkspacePut(ctx, release.Workspace{ID: "demo", Name: "Demo"}, 0); err != nil {
-		return step("workspace", err)
+	if _, err := s.WorkspacePut(ctx, w.Workspace, 0); err != nil {
+		return step("workspace", w.Workspace.ID, err)
 	}
-	if _, err := s.SystemPut(ctx, release.System{ID: "shop", WorkspaceID: "demo", Name: "Shop"}, 0); err != nil {
-		return step("system", err)
-	}
-	for _, env := range []string{"dev", "staging", "prod"} {
-		e := release.Environment{ID: env, SystemID: "shop", Name: env, ResourceSelector: `resource.kind == "KubernetesCluster"`}
-		if _, err := s.EnvironmentPut(ctx, e, 0); err != nil {
-			return step("environment "+env, err)
+	for _, x := range w.Systems {
+		if _, err := s.SystemPut(ctx, x, 0); err != nil {
+			return step("system", x.ID, err)
 		}
 	}
-	for _, c := range []string{"eu-1", "us-1", "ap-1"} {
-		r := release.Resource{ID: c, WorkspaceID: "demo", Kind: "KubernetesCluster", Identifier: "k8s/" + c, Name: c,
-			Metadata: map[string]string{"region": c}}
-		if _, err := s.ResourcePut(ctx, r, 0); err != nil {
-			return step("resource "+c, err)
+	for _, x := range w.Environments {
+		if _, err := s.EnvironmentPut(ctx, x, 0); err != nil {
+			return step("environment", x.ID, err)
 		}
 	}
-	agent := release.JobAgent{ID: "runner", Name: "Test runner", Type: testrunner.Type, Config: map[string]any{"delay": "3s"}}
-	if _, err := s.JobAgentPut(ctx, agent, 0); err != nil {
-		return step("job agent", err)
-	}
-	dep := release.Deployment{ID: "web", SystemID: "shop", Name: "Web", Slug: "web", JobAgentID: "runner",
-		ResourceSelector: `resource.kind == "KubernetesCluster"`,
-		Variables: []release.DeploymentVariable{{Key: "replicas", Default: &release.Value{Literal: 2.0},
-			Values: []release.VariableValue{{Selector: `environment.name == "prod"`, Priority: 1, Value: release.Value{Literal: 5.0}}}}}}
-	if _, err := s.DeploymentPut(ctx, dep, 0); err != nil {
-		return step("deployment", err)
-	}
-	policies := []policy.Policy{
-		{ID: "staging-after-dev", Name: "Staging after dev", Selector: `environment.name == "staging"`, Enabled: true, Rules: []policy.Rule{
-			{ID: "after-dev", Spec: policy.EnvironmentProgression{DependsOnEnvironmentSelector: `environment.name == "dev"`, MinimumSuccessPercentage: 100}}}},
-		{ID: "prod-gate", Name: "Prod gate", Selector: `environment.name == "prod"`, Enabled: true, Rules: []policy.Rule{
-			{ID: "after-staging", Spec: policy.EnvironmentProgression{DependsOnEnvironmentSelector: `environment.name == "staging"`, MinimumSuccessPercentage: 100}},
-			{ID: "approval", Spec: policy.AnyApproval{MinApprovals: 1}}}},
-	}
-	for _, p := range policies {
-		if _, err := s.PolicyPut(ctx, p, 0); err != nil {
-			return step("policy "+p.ID, err)
+	for _, x := range w.Resources {
+		if _, err := s.ResourcePut(ctx, x, 0); err != nil {
+			return step("resource", x.ID, err)
 		}
 	}
-	if _, err := ch.SyncTargets(ctx, "shop"); err != nil {
-		return step("targets", err)
+	for _, x := range w.JobAgents {
+		if _, err := s.JobAgentPut(ctx, x, 0); err != nil {
+			return step("job agent", x.ID, err)
+		}
 	}
-	if err := ch.CreateVersion(ctx, release.DeploymentVersion{ID: "web-v1", DeploymentID: "web", Tag: "v1"}); err != nil {
-		return step("version v1", err)
+	for _, x := range w.Deployments {
+		if _, err := s.DeploymentPut(ctx, x, 0); err != nil {
+			return step("deployment", x.ID, err)
+		}
 	}
-	if _, err := ch.Approve(ctx, release.Approval{VersionID: "web-v1", EnvironmentID: "prod", User: "demo-approver"}); err != nil {
-		return step("approval", err)
+	for _, x := range w.Policies {
+		if _, err := s.PolicyPut(ctx, x, 0); err != nil {
+			return step("policy", x.ID, err)
+		}
 	}
-	// v2 comes once v1 had time to reach prod; it stops before prod.
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-time.After(demoV2After):
-			if err := ch.CreateVersion(ctx, release.DeploymentVersion{ID: "web-v2", DeploymentID: "web", Tag: "v2"}); err != nil && ctx.Err() == nil {
-				ch.Logger.Error("demo version v2", "error", err)
+	for _, x := range w.Systems {
+		if _, err := ch.SyncTargets(ctx, x.ID); err != nil {
+			return step("targets of system", x.ID, err)
+		}
+	}
+	push := func(v demoVersion) error {
+		return ch.CreateVersion(ctx, release.DeploymentVersion{ID: v.ID, DeploymentID: v.DeploymentID, Tag: v.Tag})
+	}
+	var later []demoVersion
+	for _, v := range w.Versions {
+		if v.After > 0 {
+			later = append(later, v)
+			continue
+		}
+		if err := push(v); err != nil {
+			return step("version", v.ID, err)
+		}
+	}
+	for _, a := range w.Approvals {
+		if _, err := ch.Approve(ctx, a); err != nil {
+			return step("approval of", a.VersionID, err)
+		}
+	}
+	for _, v := range later {
+		go func() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(v.After)):
+				if err := push(v); err != nil && ctx.Err() == nil {
+					ch.Logger.Error("demo version", "version", v.ID, "error", err)
+				}
 			}
-		}
-	}()
+		}()
+	}
 	return nil
 }
-
-// demoV2After is when the demo pushes its second version.
-const demoV2After = 15 * time.Second

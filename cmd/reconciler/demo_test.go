@@ -5,15 +5,20 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
 // TestDemoRunsFinish drives the demo workspace through the real engine on
@@ -74,4 +79,81 @@ func TestDemoRunsFinish(t *testing.T) {
 	require.NotEqual(t, first.PR.URL, second.PR.URL, "each task opened its own pull request")
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestDemoReleaseRollsOut loads testdata/demo as serve does and runs it
+// through the chain and the test runner (sped up): v1 reaches prod, v2
+// reaches staging but stops before prod, which it is not approved for.
+func TestDemoReleaseRollsOut(t *testing.T) {
+	t.Parallel()
+	fsys, where, err := demoFS("")
+	require.NoError(t, err)
+	w, err := loadReleaseDemo(fsys, where)
+	require.NoError(t, err)
+	require.Len(t, w.Environments, 3)
+	for i := range w.JobAgents {
+		w.JobAgents[i].Config = map[string]any{"delay": "5ms"}
+	}
+	for i := range w.Versions {
+		if w.Versions[i].After > 0 {
+			w.Versions[i].After = demoDelay(300 * time.Millisecond)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	clock := ports.SystemClock
+	store, q := memory.NewReleaseStore(clock), memory.NewQueue(clock)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var ch *chain.Chain
+	runner := testrunner.New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error { return ch.ReportJob(ctx, r) }), clock)
+	defer runner.Close()
+	ch = &chain.Chain{Store: store, Queue: q, Clock: clock, Logger: log, Agents: map[string]ports.JobAgent{testrunner.Type: runner}}
+	eng := engine.New(q, engine.Options{Logger: log, PollInterval: 10 * time.Millisecond})
+	ch.Register(eng, 4)
+	require.NoError(t, seedReleaseDemo(ctx, ch, w))
+	go func() { _ = eng.Run(ctx) }()
+
+	latest := func(env, res string) (string, release.JobStatus) {
+		rows, err := store.JobsByTarget(ctx, release.ReleaseTarget{DeploymentID: "web", EnvironmentID: env, ResourceID: res}, 1)
+		require.NoError(t, err)
+		if len(rows) == 0 {
+			return "", ""
+		}
+		return rows[0].VersionID, rows[0].Status
+	}
+	require.Eventually(t, func() bool {
+		for _, res := range []string{"eu-1", "us-1", "ap-1"} {
+			if v, st := latest("staging", res); v != "web-v2" || st != release.JobSuccessful {
+				return false
+			}
+			if v, st := latest("prod", res); v != "web-v1" || st != release.JobSuccessful {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 20*time.Millisecond, "v1 in prod and v2 in staging")
+	d, err := store.DesiredGet(ctx, release.ReleaseTarget{DeploymentID: "web", EnvironmentID: "prod", ResourceID: "eu-1"})
+	require.NoError(t, err)
+	rel, err := store.ReleaseGet(ctx, d.ReleaseID)
+	require.NoError(t, err)
+	require.Equal(t, "web-v1", rel.VersionID, "prod keeps v1: v2 is not approved there")
+}
+
+// TestDemoReleaseBadFile: a demo file with a mistake is refused with its
+// file, field and line, and serve exits 2.
+func TestDemoReleaseBadFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := "workspace: {id: demo, name: Demo}\nsystems:\n  - {id: shop, workspace_id: demo, name: Shop}\nversions:\n  - {id: v1, deployment_id: web, tag: v1, after: soon}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, demoReleaseFile), []byte(src), 0o600))
+	_, err := loadReleaseDemo(os.DirFS(dir), dir)
+	require.ErrorContains(t, err, dir+"/release.yaml:5: versions[0].after")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, demoReleaseFile), []byte("workspace: {id: demo, nmae: Demo}\n"), 0o600))
+	_, err = loadReleaseDemo(os.DirFS(dir), dir)
+	require.ErrorContains(t, err, "release.yaml:1: workspace.nmae")
+
+	res := runCLI(t, "", "serve", "--demo-dir", dir, "--listen", "")
+	require.Equal(t, 2, res.code, res.stderr)
+	res = runCLI(t, "", "serve", "--demo-dir", t.TempDir(), "--listen", "")
+	require.Equal(t, 2, res.code, "a directory without release.yaml: %s", res.stderr)
 }

@@ -56,7 +56,11 @@ func TestReleaseCLI(t *testing.T) {
 	ch := &chain.Chain{Store: be.releases, Queue: be.queue, Clock: ports.SystemClock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	seedCtx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel) // stops the demo's delayed v2
-	require.NoError(t, seedReleaseDemo(seedCtx, ch))
+	fsys, where, err := demoFS("")
+	require.NoError(t, err)
+	w, err := loadReleaseDemo(fsys, where)
+	require.NoError(t, err)
+	require.NoError(t, seedReleaseDemo(seedCtx, ch, w))
 
 	out, err := runRoot(t, "version", "create", "web", "v9", "--dsn", dsn)
 	require.NoError(t, err)

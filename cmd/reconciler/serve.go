@@ -38,6 +38,7 @@ type serveOptions struct {
 	logLevel        string
 	logFormat       string
 	demo            bool
+	demoDir         string
 }
 
 // newServeCmd runs the engine.
@@ -51,8 +52,10 @@ func newServeCmd() *cobra.Command {
 them under compare-and-swap, and sweeps every non-terminal run periodically.
 
 Without --dsn it runs on the embedded in-memory adapters and, unless
---demo=false, seeds a demo workspace (one run of each kind, in a simulated
-world of agents and pull requests) whose decisions scroll by in the log.
+--demo=false, seeds a demo: one run of each kind, in a simulated world of
+agents and pull requests, and the release workspace of testdata/demo
+(dev, staging and prod; v1 rolls out, v2 stops before prod for want of an
+approval). Their decisions scroll by in the log.
 With --dsn (or
 RECONCILER_DSN) it runs on PostgreSQL, applying migrations first; several serve
 processes on one database share the work safely.
@@ -84,7 +87,8 @@ Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metr
 	f.IntVar(&o.repoSlots, "repo-slots", 0, "most agents running at once per repository (0 = unlimited)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (debug logs every snapshot, replayable with decide)")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
-	f.BoolVar(&o.demo, "demo", true, "in memory: seed the demo runs and simulate their agents and pull requests (ignored with --dsn)")
+	f.BoolVar(&o.demo, "demo", true, "in memory: seed the demo runs and release workspace (ignored with --dsn)")
+	f.StringVar(&o.demoDir, "demo-dir", "", "load the release demo from this directory's release.yaml (default: testdata/demo, built in)")
 	return cmd
 }
 
@@ -116,6 +120,16 @@ func runServe(ctx context.Context, o serveOptions) error {
 	var agents ports.AgentRuntime = memory.NewAgentRuntime()
 	var code ports.CodeHost = memory.NewCodeHost()
 	demo := o.demo && o.dsn == ""
+	var demoRelease *demoWorkspace
+	if demo {
+		fsys, where, err := demoFS(o.demoDir)
+		if err != nil {
+			return err
+		}
+		if demoRelease, err = loadReleaseDemo(fsys, where); err != nil {
+			return usageError{err}
+		}
+	}
 	if demo {
 		sim := newDemoWorld(be.runs, be.queue, clock, demoStep)
 		defer sim.Close()
@@ -141,7 +155,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		Verifiers: map[string]ports.Verifier{verifiers.SleepType: verifiers.Sleep{}, verifiers.ScriptedType: verifiers.Scripted{}}}
 	ch.Register(eng, o.concurrency)
 	if demo {
-		if err := seedReleaseDemo(ctx, ch); err != nil {
+		if err := seedReleaseDemo(ctx, ch, demoRelease); err != nil {
 			return err
 		}
 	}

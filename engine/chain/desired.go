@@ -79,8 +79,11 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 		if err != nil {
 			return engine.Retry(fmt.Errorf("desired release of %s: %w", t, err))
 		}
-		c.log(ctx, changed, KindDesiredRelease, t.Key(), "no-release", firstOr(choice.Reasons, "no version"), start,
-			slog.Int("examined", choice.Examined), slog.Time("next_check_at", choice.NextCheckAt))
+		attrs := []slog.Attr{slog.Int("examined", choice.Examined)}
+		if !choice.NextCheckAt.IsZero() {
+			attrs = append(attrs, slog.Time("next_check_at", choice.NextCheckAt))
+		}
+		c.log(ctx, changed, KindDesiredRelease, t.Key(), "no-release", firstOr(choice.Reasons, "no version"), start, attrs...)
 		return wakeAt(choice.NextCheckAt)
 	}
 	vars, err := resolveVariables(&f.Detail)
