@@ -40,6 +40,13 @@ func Decode(data []byte) (Policy, error) {
 // policy with an invalid CEL expression or RRULE is refused, never saved
 // with the rule dropped.
 func (p *Policy) Validate() error {
+	if err := p.validateFields(); err != nil {
+		return err
+	}
+	return release.CheckText(p)
+}
+
+func (p *Policy) validateFields() error {
 	if p.ID == "" {
 		return release.Invalid("id", "is required")
 	}

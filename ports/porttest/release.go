@@ -44,6 +44,7 @@ func ReleaseStore(t *testing.T, newStore func(t *testing.T, deps ReleaseStoreDep
 	t.Run("CatalogStoreChecks", func(t *testing.T) { relCatalogStoreChecks(setup(t)) })
 	t.Run("CatalogSelectorPosition", func(t *testing.T) { relCatalogSelectorPosition(setup(t)) })
 	t.Run("CatalogLists", func(t *testing.T) { relCatalogLists(setup(t)) })
+	t.Run("RefusesNUL", func(t *testing.T) { relRefusesNUL(setup(t)) })
 	t.Run("CatalogReadsAreCopies", func(t *testing.T) { relCatalogCopies(setup(t)) })
 	t.Run("TargetsReplace", func(t *testing.T) { relTargetsReplace(setup(t)) })
 	t.Run("TargetsReplaceMoved", func(t *testing.T) { relTargetsMoved(setup(t)) })

@@ -214,3 +214,36 @@ func relCatalogCopies(t *testing.T, e *relEnv) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"a": "b"}, again.Value.Config)
 }
+
+// relRefusesNUL: a NUL character anywhere (a name, a config key or value,
+// a policy, a version, a job) is invalid input naming its field in every
+// store (Postgres can keep none), and nothing is stored.
+func relRefusesNUL(t *testing.T, e *relEnv) {
+	f := relJobWorld(t, e)
+	ctx, s := e.ctx, e.s
+	_, err := s.ResourcePut(ctx, release.Resource{ID: "rn", WorkspaceID: relWS, Kind: "k", Identifier: "i", Name: "a\x00b"}, 0)
+	requireInvalid(t, err, "name")
+	_, err = s.ResourceGet(ctx, "rn")
+	require.ErrorIs(t, err, ports.ErrNotFound)
+	_, err = s.ResourcePut(ctx, release.Resource{ID: "r\x00n", WorkspaceID: relWS, Kind: "k", Identifier: "i", Name: "n"}, 0)
+	requireInvalid(t, err, "id")
+	_, err = s.JobAgentPut(ctx, release.JobAgent{ID: "an", Name: "A", Type: "t", Config: map[string]any{"env": map[string]any{"K\x00": "v"}}}, 0)
+	requireInvalid(t, err, `config.env."K\x00"`)
+	_, err = s.PolicyPut(ctx, policy.Policy{ID: "pn", Name: "P", Description: "x\x00", Selector: "true", Enabled: true}, 0)
+	requireInvalid(t, err, "description")
+	err = s.VersionCreate(ctx, release.DeploymentVersion{ID: "vn", DeploymentID: relD1, Tag: "v", Status: release.VersionReady,
+		CreatedAt: relAt(1), Config: map[string]any{"list": []any{"ok", "no\x00"}}})
+	requireInvalid(t, err, "config.list[1]")
+	_, err = s.VersionGet(ctx, "vn")
+	require.ErrorIs(t, err, ports.ErrNotFound)
+	r := f.release(tgt(relD1, relE1, relR1), "v1")
+	row := relCreateJob(t, e, relJob("jn", r, release.JobPending, relAt(2)))
+	next := row.Job
+	next.Status, next.Message = release.JobFailure, "boom\x00"
+	next.CompletedAt = relAt(3)
+	_, err = s.JobUpdate(ctx, next, row.Version)
+	requireInvalid(t, err, "message")
+	require.Equal(t, row, relGetJob(t, e, "jn"), "the job is unchanged")
+	_, err = s.ApprovalAdd(ctx, release.Approval{VersionID: "v1", EnvironmentID: relE1, User: "u\x00", ApprovedAt: relAt(4)})
+	requireInvalid(t, err, "user")
+}

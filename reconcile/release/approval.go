@@ -12,6 +12,13 @@ type Approval struct {
 
 // Validate reports the first invalid field.
 func (a *Approval) Validate() error {
+	if err := a.validateFields(); err != nil {
+		return err
+	}
+	return CheckText(a)
+}
+
+func (a *Approval) validateFields() error {
 	if err := checkID("version_id", a.VersionID); err != nil {
 		return err
 	}
@@ -44,6 +51,13 @@ type PolicySkip struct {
 
 // Validate reports the first invalid field.
 func (s *PolicySkip) Validate() error {
+	if err := s.validateFields(); err != nil {
+		return err
+	}
+	return CheckText(s)
+}
+
+func (s *PolicySkip) validateFields() error {
 	if err := checkID("version_id", s.VersionID); err != nil {
 		return err
 	}

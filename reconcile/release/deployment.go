@@ -36,6 +36,13 @@ var slugRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 // Validate reports the first invalid field, including a resource selector or
 // variable selector that does not compile.
 func (d *Deployment) Validate() error {
+	if err := d.validateFields(); err != nil {
+		return err
+	}
+	return CheckText(d)
+}
+
+func (d *Deployment) validateFields() error {
 	if err := checkID("id", d.ID); err != nil {
 		return err
 	}

@@ -14,6 +14,13 @@ type Environment struct {
 
 // Validate reports the first invalid field.
 func (e *Environment) Validate() error {
+	if err := e.validateFields(); err != nil {
+		return err
+	}
+	return CheckText(e)
+}
+
+func (e *Environment) validateFields() error {
 	if err := checkID("id", e.ID); err != nil {
 		return err
 	}

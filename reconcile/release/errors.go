@@ -1,6 +1,8 @@
 package release
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -95,8 +97,8 @@ func checkID(field, id string) error {
 	if id == "" {
 		return Invalid(field, "is required")
 	}
-	if strings.ContainsAny(id, ": \t\r\n") {
-		return Invalid(field, "must not contain ':' or white space")
+	if strings.ContainsAny(id, ": \t\r\n\x00") {
+		return Invalid(field, "must not contain ':', white space or NUL")
 	}
 	return nil
 }
@@ -107,4 +109,47 @@ func checkRequired(field, v string) error {
 		return Invalid(field, "is required")
 	}
 	return nil
+}
+
+// CheckText refuses a value holding a NUL character in any string or key:
+// PostgreSQL can store none in text or jsonb, so every store refuses it
+// alike, as invalid input naming the field. v is checked through its JSON
+// encoding (what the stores keep).
+func CheckText(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil || !bytes.Contains(b, []byte(`\u0000`)) {
+		return nil // an encoding problem is the store's to report
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var doc any
+	if dec.Decode(&doc) != nil {
+		return Invalid("", "contains a NUL character, which cannot be stored")
+	}
+	p, _ := nulPath(doc, "")
+	return Invalid(p, "contains a NUL character, which cannot be stored")
+}
+
+// nulPath is the path of the first string or key holding a NUL in doc.
+func nulPath(doc any, path string) (string, bool) {
+	switch x := doc.(type) {
+	case string:
+		return path, strings.ContainsRune(x, 0)
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			if strings.ContainsRune(k, 0) {
+				return Field(path, strconv.Quote(k)), true
+			}
+			if p, ok := nulPath(x[k], Field(path, k)); ok {
+				return p, true
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if p, ok := nulPath(e, Index(path, i)); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }

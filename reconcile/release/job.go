@@ -110,6 +110,13 @@ type JobAgent struct {
 
 // Validate reports the first invalid field.
 func (a *JobAgent) Validate() error {
+	if err := a.validateFields(); err != nil {
+		return err
+	}
+	return CheckText(a)
+}
+
+func (a *JobAgent) validateFields() error {
 	if err := checkID("id", a.ID); err != nil {
 		return err
 	}
@@ -158,6 +165,13 @@ func (j *Job) FinishedAt() time.Time {
 
 // Validate reports the first invalid field.
 func (j *Job) Validate() error {
+	if err := j.validateFields(); err != nil {
+		return err
+	}
+	return CheckText(j)
+}
+
+func (j *Job) validateFields() error {
 	if err := checkID("id", j.ID); err != nil {
 		return err
 	}

@@ -39,6 +39,13 @@ func NewRelease(target ReleaseTarget, versionID string, vars map[string]Value, c
 // Validate reports the first invalid field, including an ID that does not
 // match the content.
 func (r *Release) Validate() error {
+	if err := r.validateFields(); err != nil {
+		return err
+	}
+	return CheckText(r)
+}
+
+func (r *Release) validateFields() error {
 	if _, err := ParseTargetKey(r.Target.Key()); err != nil {
 		return Invalid("target", err.Error())
 	}

@@ -2,6 +2,7 @@ package release
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,7 +64,8 @@ func TestReleaseIDProperty(t *testing.T) {
 		vars := map[string]Value{}
 		for _, k := range keys {
 			vars[k] = Value{Literal: rapid.OneOf(rapid.Just[any](nil), rapid.Map(rapid.Int(), func(i int) any { return i }),
-				rapid.Map(rapid.String(), func(s string) any { return s })).Draw(t, "lit")}
+				rapid.Map(rapid.String().Filter(func(s string) bool { return !strings.ContainsRune(s, 0) }), // no store keeps NUL
+					func(s string) any { return s })).Draw(t, "lit")}
 		}
 		tgt := ReleaseTarget{"d", "e", rapid.StringMatching(`r[0-9]`).Draw(t, "r")}
 		a := NewRelease(tgt, "v", vars, time.Time{})

@@ -19,6 +19,13 @@ type Resource struct {
 
 // Validate reports the first invalid field.
 func (r *Resource) Validate() error {
+	if err := r.validateFields(); err != nil {
+		return err
+	}
+	return CheckText(r)
+}
+
+func (r *Resource) validateFields() error {
 	if err := checkID("id", r.ID); err != nil {
 		return err
 	}

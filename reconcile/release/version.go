@@ -39,6 +39,13 @@ type DeploymentVersion struct {
 
 // Validate reports the first invalid field.
 func (v *DeploymentVersion) Validate() error {
+	if err := v.validateFields(); err != nil {
+		return err
+	}
+	return CheckText(v)
+}
+
+func (v *DeploymentVersion) validateFields() error {
 	if err := checkID("id", v.ID); err != nil {
 		return err
 	}

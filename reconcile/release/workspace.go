@@ -8,6 +8,13 @@ type Workspace struct {
 
 // Validate reports the first invalid field.
 func (w *Workspace) Validate() error {
+	if err := w.validateFields(); err != nil {
+		return err
+	}
+	return CheckText(w)
+}
+
+func (w *Workspace) validateFields() error {
 	if err := checkID("id", w.ID); err != nil {
 		return err
 	}
@@ -28,6 +35,13 @@ type System struct {
 
 // Validate reports the first invalid field.
 func (s *System) Validate() error {
+	if err := s.validateFields(); err != nil {
+		return err
+	}
+	return CheckText(s)
+}
+
+func (s *System) validateFields() error {
 	if err := checkID("id", s.ID); err != nil {
 		return err
 	}
