@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS workflow_task_runs;
+DROP TABLE IF EXISTS workflows;

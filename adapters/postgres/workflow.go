@@ -1,0 +1,261 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// WorkflowStore is ports.WorkflowStore on PostgreSQL: one row per workflow
+// and per TaskRun, each a JSON document with a version column.
+type WorkflowStore struct {
+	db *DB
+}
+
+// NewWorkflowStore returns the store over db.
+func NewWorkflowStore(db *DB) *WorkflowStore { return &WorkflowStore{db: db} }
+
+var _ ports.WorkflowStore = (*WorkflowStore)(nil)
+
+// WorkflowCreate stores w at version 1.
+func (s *WorkflowStore) WorkflowCreate(ctx context.Context, w ports.WorkflowRecord) error {
+	op := "create workflow " + w.ID
+	if err := ports.ValidateWorkflow(&w); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	w.Version = 1
+	doc, err := json.Marshal(&w)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	res, err := s.db.hotExec(ctx, `INSERT INTO workflows (id, doc, version) VALUES ($1, $2::jsonb, 1) ON CONFLICT DO NOTHING`, w.ID, string(doc))
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%s: %w", op, ports.ErrConflict)
+	}
+	return nil
+}
+
+// WorkflowGet reads one workflow.
+func (s *WorkflowStore) WorkflowGet(ctx context.Context, id string) (ports.WorkflowRecord, error) {
+	var doc []byte
+	err := scanOne(s.db.hotQuery(ctx, `SELECT doc FROM workflows WHERE id = $1`, id))(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.WorkflowRecord{}, fmt.Errorf("get workflow %s: %w", id, ports.ErrNotFound)
+	}
+	if err != nil {
+		return ports.WorkflowRecord{}, fmt.Errorf("get workflow %s: %w", id, err)
+	}
+	var w ports.WorkflowRecord
+	if err := json.Unmarshal(doc, &w); err != nil {
+		return ports.WorkflowRecord{}, fmt.Errorf("get workflow %s: decode: %w", id, err)
+	}
+	return w, nil
+}
+
+// WorkflowUpdate writes w at the expected version, keeping the pinned
+// template and creation time.
+func (s *WorkflowStore) WorkflowUpdate(ctx context.Context, w ports.WorkflowRecord, expected int64) (int64, error) {
+	op := "update workflow " + w.ID
+	if err := ports.ValidateWorkflow(&w); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	w.Version = expected + 1
+	doc, err := json.Marshal(&w)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	res, err := s.db.hotExec(ctx, `UPDATE workflows SET version = version + 1,
+		doc = $2::jsonb || jsonb_build_object('template', doc->'template', 'template_name', doc->'template_name',
+			'template_revision', doc->'template_revision', 'created_at', doc->'created_at')
+		WHERE id = $1 AND version = $3`, w.ID, string(doc), expected)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return w.Version, nil
+	}
+	cur, err := s.WorkflowGet(ctx, w.ID)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	return 0, fmt.Errorf("%s: expected version %d, stored %d: %w", op, expected, cur.Version, ports.ErrConflict)
+}
+
+// WorkflowList lists workflows by id.
+func (s *WorkflowStore) WorkflowList(ctx context.Context, afterID string, limit int) ([]ports.WorkflowRecord, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := s.db.hotQuery(ctx, `SELECT doc FROM workflows WHERE id > $1 ORDER BY id LIMIT $2`, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list workflows: %w", err)
+	}
+	return scanDocs[ports.WorkflowRecord](rows, "list workflows")
+}
+
+// TaskRunsList lists a workflow's TaskRuns by id.
+func (s *WorkflowStore) TaskRunsList(ctx context.Context, workflowID string) ([]ports.TaskRunRecord, error) {
+	op := "list task runs of " + workflowID
+	rows, err := s.db.hotQuery(ctx, `SELECT r.doc FROM workflows w LEFT JOIN workflow_task_runs r ON r.workflow_id = w.id
+		WHERE w.id = $1 ORDER BY r.id`, workflowID)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	var docs [][]byte
+	for rows.Next() {
+		var d []byte
+		if err := rows.Scan(&d); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		docs = append(docs, d)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%s: %w", op, ports.ErrNotFound)
+	}
+	out := make([]ports.TaskRunRecord, 0, len(docs))
+	for _, d := range docs {
+		if d == nil { // the workflow has no TaskRuns yet
+			continue
+		}
+		var r ports.TaskRunRecord
+		if err := json.Unmarshal(d, &r); err != nil {
+			return nil, fmt.Errorf("%s: decode: %w", op, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// TaskRunGet reads one TaskRun.
+func (s *WorkflowStore) TaskRunGet(ctx context.Context, workflowID, id string) (ports.TaskRunRecord, error) {
+	var doc []byte
+	err := scanOne(s.db.hotQuery(ctx, `SELECT doc FROM workflow_task_runs WHERE workflow_id = $1 AND id = $2`, workflowID, id))(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.TaskRunRecord{}, fmt.Errorf("get task run %s/%s: %w", workflowID, id, ports.ErrNotFound)
+	}
+	if err != nil {
+		return ports.TaskRunRecord{}, fmt.Errorf("get task run %s/%s: %w", workflowID, id, err)
+	}
+	var r ports.TaskRunRecord
+	if err := json.Unmarshal(doc, &r); err != nil {
+		return ports.TaskRunRecord{}, fmt.Errorf("get task run %s/%s: decode: %w", workflowID, id, err)
+	}
+	return r, nil
+}
+
+// TaskRunsSave creates and updates the batch in one transaction of two
+// statements; a count short of the batch rolls it all back as a conflict.
+func (s *WorkflowStore) TaskRunsSave(ctx context.Context, workflowID string, runs []ports.TaskRunRecord) error {
+	op := fmt.Sprintf("save %d task runs of %s", len(runs), workflowID)
+	var newIDs, newDocs, upIDs, upDocs []string
+	var upVersions []int64
+	seen := make(map[string]bool, len(runs))
+	for i := range runs {
+		r := runs[i]
+		if err := ports.ValidateTaskRun(workflowID, &r); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if seen[r.ID] {
+			return fmt.Errorf("%s: task run %s twice in one batch: %w", op, r.ID, ports.ErrConflict)
+		}
+		seen[r.ID] = true
+		expected := r.Version
+		r.Version++
+		doc, err := json.Marshal(&r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if expected == 0 {
+			newIDs, newDocs = append(newIDs, r.ID), append(newDocs, string(doc))
+		} else {
+			upIDs, upDocs, upVersions = append(upIDs, r.ID), append(upDocs, string(doc)), append(upVersions, expected)
+		}
+	}
+	errShort := errors.New("short")
+	err := s.db.InTx(ctx, func(ctx context.Context) error {
+		if len(newIDs) > 0 {
+			res, err := s.db.hotExec(ctx, `INSERT INTO workflow_task_runs (workflow_id, id, doc, version)
+				SELECT $1, n.id, n.doc::jsonb, 1 FROM unnest($2::text[], $3::text[]) AS n(id, doc)
+				WHERE EXISTS (SELECT 1 FROM workflows WHERE id = $1)
+				ON CONFLICT DO NOTHING`, workflowID, newIDs, newDocs)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != int64(len(newIDs)) {
+				return errShort
+			}
+		}
+		if len(upIDs) > 0 {
+			res, err := s.db.hotExec(ctx, `UPDATE workflow_task_runs r SET doc = u.doc::jsonb, version = r.version + 1
+				FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(id, doc, expected)
+				WHERE r.workflow_id = $1 AND r.id = u.id AND r.version = u.expected`, workflowID, upIDs, upDocs, upVersions)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != int64(len(upIDs)) {
+				return errShort
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errShort) {
+		if _, gerr := s.WorkflowGet(ctx, workflowID); errors.Is(gerr, ports.ErrNotFound) {
+			return fmt.Errorf("%s: %w", op, ports.ErrNotFound)
+		}
+		return fmt.Errorf("%s: a task run was created or changed meanwhile, or is missing: %w", op, ports.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// scanOne returns a function scanning the first row of rows into dest;
+// no row is sql.ErrNoRows.
+func scanOne(rows *sql.Rows, err error) func(dest ...any) error {
+	return func(dest ...any) error {
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			return sql.ErrNoRows
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		return rows.Close()
+	}
+}
+
+// scanDocs decodes every row's single JSON column.
+func scanDocs[T any](rows *sql.Rows, op string) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var d []byte
+		if err := rows.Scan(&d); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		var v T
+		if err := json.Unmarshal(d, &v); err != nil {
+			return nil, fmt.Errorf("%s: decode: %w", op, err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Close()
+}

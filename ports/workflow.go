@@ -1,0 +1,141 @@
+package ports
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/workflow"
+)
+
+// WorkflowRecord is a stored workflow instance: the template revision it
+// was started from (pinned: its document is kept, so later revisions never
+// change a running workflow), its resolved inputs and its phase.
+type WorkflowRecord struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// TemplateName and TemplateRevision say which catalog revision it was
+	// started from (revision 0: given inline); Template is that revision's
+	// document, as JSON.
+	TemplateName     string          `json:"template_name"`
+	TemplateRevision int             `json:"template_revision,omitempty"`
+	Template         json.RawMessage `json:"template"`
+	// Parameters are the resolved value parameters; a secret is kept as
+	// workflow.Redacted here and never in plain text.
+	Parameters map[string]any `json:"parameters,omitempty"`
+	// Matrix holds each matrix parameter's items, expanded at creation.
+	Matrix map[string][]any `json:"matrix,omitempty"`
+	// Release and Variables are readable in the template as release.* and
+	// variables.*; a sensitive variable holds its reference
+	// (release.SecretRef), never a plain value.
+	Release   map[string]any `json:"release,omitempty"`
+	Variables map[string]any `json:"variables,omitempty"`
+	// Secrets names the variables that are sensitive: the scheduler
+	// treats them as workflow.SecretValue (stored configs show Redacted).
+	Secrets []string `json:"secrets,omitempty"`
+	// ReleaseID and TargetKey are set for a release-triggered workflow.
+	ReleaseID string `json:"release_id,omitempty"`
+	TargetKey string `json:"target_key,omitempty"`
+
+	Phase           workflow.WorkflowPhase `json:"phase"`
+	Message         string                 `json:"message,omitempty"`
+	CancelRequested bool                   `json:"cancel_requested,omitempty"`
+	CreatedAt       time.Time              `json:"created_at"`
+	StartedAt       time.Time              `json:"started_at,omitzero"`
+	FinishedAt      time.Time              `json:"finished_at,omitzero"`
+	// Version is the compare-and-swap version (1 after creation).
+	Version int64 `json:"version"`
+}
+
+// TaskRunRecord is a stored TaskRun with what its executor needs.
+type TaskRunRecord struct {
+	workflow.TaskRun
+	WorkflowID string            `json:"workflow_id"`
+	Type       workflow.TaskType `json:"type"`
+	// Config is the resolved config as shown and logged, secrets Redacted.
+	Config map[string]any `json:"config,omitempty"`
+	// Dispatch is the resolved config handed to the executor: secrets are
+	// in it as their references (release.SecretRef), never in plain text.
+	Dispatch map[string]any `json:"dispatch,omitempty"`
+	// ApprovedBy lists the users who approved an approval task's run.
+	ApprovedBy []string `json:"approved_by,omitempty"`
+	// Version is the compare-and-swap version: 0 on a record not stored
+	// yet, n after its n-th write.
+	Version int64 `json:"version"`
+}
+
+// WorkflowStore stores workflow instances and their TaskRuns.
+//
+// Invariants (checked by porttest.WorkflowStore):
+//   - WorkflowCreate stores a new workflow at version 1; an existing id is
+//     ErrConflict. WorkflowUpdate is compare-and-swap on Version and never
+//     changes the pinned template or the creation time.
+//   - TaskRunsSave writes a batch of one workflow's TaskRuns atomically:
+//     a record at Version 0 is created (an existing id is ErrConflict),
+//     any other is updated only at that stored Version (else ErrConflict,
+//     and nothing of the batch is written). Written records are at
+//     Version+1.
+//   - Lists are in id order; reads return copies.
+type WorkflowStore interface {
+	// WorkflowCreate stores w (Version is set to 1).
+	WorkflowCreate(ctx context.Context, w WorkflowRecord) error
+	// WorkflowGet reads one workflow.
+	WorkflowGet(ctx context.Context, id string) (WorkflowRecord, error)
+	// WorkflowUpdate writes w if the stored version is expected and returns
+	// the new version.
+	WorkflowUpdate(ctx context.Context, w WorkflowRecord, expected int64) (int64, error)
+	// WorkflowList lists workflows by id, at most limit after afterID.
+	WorkflowList(ctx context.Context, afterID string, limit int) ([]WorkflowRecord, error)
+	// TaskRunsList lists a workflow's TaskRuns by id.
+	TaskRunsList(ctx context.Context, workflowID string) ([]TaskRunRecord, error)
+	// TaskRunGet reads one TaskRun.
+	TaskRunGet(ctx context.Context, workflowID, id string) (TaskRunRecord, error)
+	// TaskRunsSave creates and updates TaskRuns of one workflow in one
+	// atomic step; see the invariants.
+	TaskRunsSave(ctx context.Context, workflowID string, runs []TaskRunRecord) error
+}
+
+// ValidateWorkflow checks what every store requires of a workflow record.
+func ValidateWorkflow(w *WorkflowRecord) error {
+	if err := validateWorkflowID("id", w.ID); err != nil {
+		return err
+	}
+	if len(w.Template) == 0 {
+		return release.Invalid("template", "is required")
+	}
+	switch w.Phase {
+	case workflow.WorkflowPending, workflow.WorkflowRunning, workflow.WorkflowSucceeded, workflow.WorkflowFailed, workflow.WorkflowCancelled:
+	default:
+		return release.Invalid("phase", "unknown workflow phase "+strconv.Quote(string(w.Phase)))
+	}
+	return release.CheckText(w)
+}
+
+// ValidateTaskRun checks what every store requires of a TaskRun record.
+func ValidateTaskRun(workflowID string, r *TaskRunRecord) error {
+	if err := validateWorkflowID("id", r.ID); err != nil {
+		return err
+	}
+	if r.WorkflowID != workflowID {
+		return release.Invalid("workflow_id", "is "+strconv.Quote(r.WorkflowID)+", not the batch's "+strconv.Quote(workflowID))
+	}
+	if r.Version < 0 {
+		return release.Invalid("version", "must not be negative")
+	}
+	return release.CheckText(r)
+}
+
+// validateWorkflowID refuses empty ids and ids with "/" (job ids join
+// workflow and TaskRun ids with it), white space or NUL.
+func validateWorkflowID(field, id string) error {
+	if id == "" {
+		return release.Invalid(field, "is required")
+	}
+	if strings.ContainsAny(id, "/ \t\r\n\x00") {
+		return release.Invalid(field, "must not contain '/', white space or NUL")
+	}
+	return nil
+}
