@@ -38,7 +38,7 @@ func wfRecord(id string) ports.WorkflowRecord {
 		Parameters: map[string]any{"replicas": float64(3), "token": workflow.Redacted},
 		Matrix:     map[string][]any{"clusters": {map[string]any{"item": "a"}}},
 		Variables:  map[string]any{"db": map[string]any{"ref": "vault://db"}}, Secrets: []string{"db"},
-		Phase:      workflow.WorkflowPending, CreatedAt: wfT0}
+		Phase: workflow.WorkflowPending, CreatedAt: wfT0}
 }
 
 func wfRun(wf, id string, version int64) ports.TaskRunRecord {
