@@ -73,6 +73,9 @@ type JobReport struct {
 	Message    string
 	// At is when the status was reached; zero means when it is recorded.
 	At time.Time
+	// Outputs are what the job produced (an image tag, a URL), for later
+	// workflow tasks (tasks.NAME.outputs.*); nil when none.
+	Outputs map[string]any
 }
 
 // JobReporter takes agents' reports. Reporting a status the job already

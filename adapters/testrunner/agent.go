@@ -131,6 +131,7 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		ExternalID: res.ExternalID,
 		Status:     cfg.outcome,
 		Message:    cfg.message,
+		Outputs:    cfg.outputs,
 	}
 	a.results[id] = res
 	// The timer's function runs on its own goroutine, after this lock is

@@ -14,6 +14,7 @@ const (
 	keyDelay   = "delay"
 	keyOutcome = "outcome"
 	keyMessage = "message"
+	keyOutputs = "outputs"
 )
 
 // Defaults of a job's behaviour.
@@ -30,6 +31,7 @@ type jobConfig struct {
 	delay   time.Duration
 	outcome release.JobStatus
 	message string
+	outputs map[string]any
 }
 
 // outcomes lists the statuses a job may be configured to end in: the
@@ -87,6 +89,13 @@ func parseConfig(cfg map[string]any) (jobConfig, error) {
 			return c, release.Invalid(configField(keyMessage), fmt.Sprintf("want a string, got %T", v))
 		}
 		c.message = s
+	}
+	if v, ok := cfg[keyOutputs]; ok && v != nil {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return c, release.Invalid(configField(keyOutputs), fmt.Sprintf("want an object, got %T", v))
+		}
+		c.outputs = m
 	}
 	return c, nil
 }

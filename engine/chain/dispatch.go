@@ -189,35 +189,12 @@ func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, a
 	if rt.agent == nil {
 		job.Status, job.Message, job.CompletedAt = release.JobInvalidJobAgent, rt.why, job.CreatedAt
 	} else {
-		job.JobAgentConfig = mergeConfig(rt.agent.Config, dep.JobAgentConfig, rt.version.JobAgentConfig)
+		job.JobAgentConfig = release.MergeConfig(rt.agent.Config, dep.JobAgentConfig, rt.version.JobAgentConfig)
 		job.DispatchContext["version_tag"] = rt.version.Tag
 	}
 	row, _, err := c.Store.JobCreate(ctx, ports.JobCreateParams{Job: job, IdempotencyKey: ports.JobKey(rel.ID, attempt),
 		MaxActiveInEnvironment: envCap})
 	return row, err
-}
-
-// mergeConfig merges configurations, later ones winning; nested objects
-// merge key by key.
-func mergeConfig(layers ...map[string]any) map[string]any {
-	var out map[string]any
-	for _, l := range layers {
-		for k, v := range l {
-			if out == nil {
-				out = map[string]any{}
-			}
-			if sub, ok := v.(map[string]any); ok {
-				if prev, ok := out[k].(map[string]any); ok {
-					out[k] = mergeConfig(prev, sub)
-					continue
-				}
-				out[k] = mergeConfig(sub)
-				continue
-			}
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // handOver dispatches a pending job to its agent and records what the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -205,7 +206,7 @@ func (f *jobAgentFixture) checkReports() {
 		terminal := 0
 		for _, r := range f.reportsOf(all, id) {
 			for i := range all {
-				if all[i] == r {
+				if reflect.DeepEqual(all[i], r) {
 					claimed[i] = true
 				}
 			}

@@ -201,3 +201,27 @@ type Measurement struct {
 	// failed measurement.
 	Error string `json:"error,omitempty"`
 }
+
+// MergeConfig merges job agent configurations, later layers winning
+// (agent → deployment → version for release jobs); nested objects merge
+// key by key. It returns nil when every layer is empty.
+func MergeConfig(layers ...map[string]any) map[string]any {
+	var out map[string]any
+	for _, l := range layers {
+		for k, v := range l {
+			if out == nil {
+				out = map[string]any{}
+			}
+			if sub, ok := v.(map[string]any); ok {
+				if prev, ok := out[k].(map[string]any); ok {
+					out[k] = MergeConfig(prev, sub)
+					continue
+				}
+				out[k] = MergeConfig(sub)
+				continue
+			}
+			out[k] = v
+		}
+	}
+	return out
+}

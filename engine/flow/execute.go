@@ -1,0 +1,303 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/workflow"
+)
+
+// execute does the outside work of the running TaskRuns, level-based: a
+// job task without a job gets one, a webhook task sends its request, a
+// verification task takes the measurements due, an approval task with
+// enough approvals succeeds. What it changes is written in one batch. It
+// returns when a verification next needs a pass.
+func (c *Controller) execute(ctx context.Context, w *ports.WorkflowRecord, t *workflow.Template, runs []ports.TaskRunRecord) (time.Time, error) {
+	var batch []ports.TaskRunRecord
+	var wake time.Time
+	now := c.Clock.Now()
+	for i := range runs {
+		r := runs[i]
+		if r.Phase != workflow.TaskRunning || w.CancelRequested {
+			continue
+		}
+		var changed bool
+		switch r.Type {
+		case workflow.TaskJob:
+			if r.JobID == "" {
+				changed = c.dispatchJob(ctx, w, t, &r, now)
+			}
+		case workflow.TaskWebhook:
+			changed = c.sendWebhook(ctx, w, &r, now)
+		case workflow.TaskApproval:
+			changed = c.approved(ctx, w, &r, now)
+		case workflow.TaskVerification:
+			var next time.Time
+			changed, next = c.verify(ctx, w, &r, now)
+			wake = earliest(wake, next)
+		}
+		if changed {
+			batch = append(batch, r)
+		}
+	}
+	if len(batch) == 0 {
+		return wake, nil
+	}
+	if err := c.Store.TaskRunsSave(ctx, w.ID, batch); err != nil {
+		return wake, err
+	}
+	return now, nil // something moved: the scheduler goes on at once
+}
+
+// block decodes the type's block of a run's dispatch config into v, with
+// its secrets revealed (see reveal): v goes to the executor only.
+func (c *Controller) block(ctx context.Context, w *ports.WorkflowRecord, r *ports.TaskRunRecord, key string, v any) error {
+	raw, err := c.reveal(ctx, w, r.Dispatch[key])
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// end moves a running run to a final phase.
+func end(r *ports.TaskRunRecord, phase workflow.TaskPhase, at time.Time, msg string) {
+	r.Phase, r.FinishedAt, r.Message = phase, at, msg
+}
+
+// dispatchJob hands a job task's run to the agent its task names, once
+// per job id; a missing agent or a refused config fails the run.
+func (c *Controller) dispatchJob(ctx context.Context, w *ports.WorkflowRecord, t *workflow.Template, r *ports.TaskRunRecord, now time.Time) bool {
+	var ref string
+	for i := range t.Spec.Tasks {
+		if t.Spec.Tasks[i].Name == r.Task {
+			ref = t.Spec.Tasks[i].JobAgentRef
+		}
+	}
+	agent, err := c.Releases.JobAgentGet(ctx, ref)
+	if err != nil {
+		end(r, workflow.TaskFailed, now, "job agent "+strconv.Quote(ref)+": "+err.Error())
+		return true
+	}
+	impl, ok := c.Agents[agent.Value.Type]
+	if !ok {
+		end(r, workflow.TaskFailed, now, "no agent of type "+strconv.Quote(agent.Value.Type)+" is registered")
+		return true
+	}
+	revealed, err := c.reveal(ctx, w, r.Dispatch["config"])
+	if err != nil {
+		end(r, workflow.TaskFailed, now, err.Error())
+		return true
+	}
+	cfg, _ := revealed.(map[string]any)
+	job := release.Job{ID: JobID(w.ID, r.ID, r.Attempt), JobAgentID: agent.Value.ID, Status: release.JobPending, CreatedAt: now,
+		JobAgentConfig:  release.MergeConfig(agent.Value.Config, cfg),
+		DispatchContext: map[string]any{"workflow_id": w.ID, "task_run_id": r.ID, "attempt": r.Attempt}}
+	res, err := impl.Dispatch(ctx, ports.JobDispatch{Job: job, Agent: agent.Value})
+	if err != nil {
+		if errors.Is(err, release.ErrInvalid) {
+			end(r, workflow.TaskFailed, now, err.Error())
+			return true
+		}
+		c.Logger.Warn("workflow job dispatch failed; the next pass retries", "workflow", w.ID, "task_run", r.ID, "error", err)
+		return false
+	}
+	r.JobID = job.ID
+	if res.Status.IsTerminal() {
+		end(r, jobPhase(res.Status), now, res.Message)
+	}
+	return true
+}
+
+// jobPhase maps a terminal job status to a TaskRun phase.
+func jobPhase(s release.JobStatus) workflow.TaskPhase {
+	switch s {
+	case release.JobSuccessful:
+		return workflow.TaskSucceeded
+	case release.JobCancelled:
+		return workflow.TaskCancelled
+	case release.JobSkipped:
+		return workflow.TaskSkipped
+	}
+	return workflow.TaskFailed
+}
+
+// sendWebhook sends a webhook task's request: a 2xx response succeeds (a
+// JSON object body becomes the outputs, with the status), anything else
+// fails the run.
+func (c *Controller) sendWebhook(ctx context.Context, w *ports.WorkflowRecord, r *ports.TaskRunRecord, now time.Time) bool {
+	var hook workflow.Webhook
+	if err := c.block(ctx, w, r, "webhook", &hook); err != nil {
+		end(r, workflow.TaskFailed, now, "webhook: "+err.Error())
+		return true
+	}
+	if c.Webhooks == nil {
+		end(r, workflow.TaskFailed, now, "no webhook sender is configured")
+		return true
+	}
+	resp, err := c.Webhooks.Send(ctx, ports.WebhookRequest{URL: hook.URL, Method: hook.Method, Headers: hook.Headers, Body: hook.Body})
+	if err != nil {
+		end(r, workflow.TaskFailed, now, err.Error())
+		return true
+	}
+	out := map[string]any{}
+	if len(resp.Body) > 0 {
+		_ = json.Unmarshal(resp.Body, &out) // a body that is not an object gives no outputs
+	}
+	out["status"] = resp.Status
+	r.Outputs = out
+	if resp.Status < 200 || resp.Status > 299 {
+		end(r, workflow.TaskFailed, now, "webhook answered "+strconv.Itoa(resp.Status))
+		return true
+	}
+	end(r, workflow.TaskSucceeded, now, "webhook answered "+strconv.Itoa(resp.Status))
+	return true
+}
+
+// approved succeeds an approval task's run once enough of its approvers
+// (anyone when it names none) approved; minApprovals defaults to 1.
+func (c *Controller) approved(ctx context.Context, w *ports.WorkflowRecord, r *ports.TaskRunRecord, now time.Time) bool {
+	var a workflow.Approval
+	if err := c.block(ctx, w, r, "approval", &a); err != nil {
+		end(r, workflow.TaskFailed, now, "approval: "+err.Error())
+		return true
+	}
+	need := max(a.MinApprovals, 1)
+	if countApprovals(&a, r.ApprovedBy) < need {
+		return false
+	}
+	end(r, workflow.TaskSucceeded, now, "approved by "+fmt.Sprint(r.ApprovedBy))
+	return true
+}
+
+// countApprovals counts the users who may approve.
+func countApprovals(a *workflow.Approval, users []string) int {
+	if len(a.Approvers) == 0 {
+		return len(users)
+	}
+	n := 0
+	for _, u := range users {
+		for _, ok := range a.Approvers {
+			if u == ok {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// verify takes a verification task's due measurements through the
+// verifiers and judges them as the release chain does; the outputs keep
+// the measurements. It returns whether the run changed and when the next
+// measurement is due.
+func (c *Controller) verify(ctx context.Context, w *ports.WorkflowRecord, r *ports.TaskRunRecord, now time.Time) (bool, time.Time) {
+	var v workflow.Verification
+	if err := c.block(ctx, w, r, "verification", &v); err != nil {
+		end(r, workflow.TaskFailed, now, "verification: "+err.Error())
+		return true, time.Time{}
+	}
+	var taken map[string][]release.Measurement
+	if b, err := json.Marshal(r.Outputs["measurements"]); err == nil {
+		_ = json.Unmarshal(b, &taken)
+	}
+	if taken == nil {
+		taken = map[string][]release.Measurement{}
+	}
+	changed := false
+	var wake time.Time
+	var statuses []release.VerificationStatus
+	failMsg := ""
+	for _, m := range v.Metrics {
+		spec := metricSpec(&m)
+		ms := taken[m.Name]
+		st, msg := policy.EvaluateMeasurements(spec, ms)
+		if st == release.VerificationRunning || st.IsNone() {
+			if due, ok := spec.NextMeasurementAt(r.AttemptStartedAt, ms); ok && !due.After(now) {
+				ms = append(ms, c.measure(ctx, spec, w, r, len(ms)+1))
+				taken[m.Name], changed = ms, true
+				st, msg = policy.EvaluateMeasurements(spec, ms)
+			}
+		}
+		if st == release.VerificationFailed && failMsg == "" {
+			failMsg = msg
+		}
+		if st != release.VerificationPassed && st != release.VerificationFailed {
+			st = release.VerificationRunning
+			if due, ok := spec.NextMeasurementAt(r.AttemptStartedAt, taken[m.Name]); ok {
+				wake = earliest(wake, due)
+			}
+		}
+		statuses = append(statuses, st)
+	}
+	if changed {
+		out := map[string]any{}
+		for k, v := range r.Outputs {
+			out[k] = v
+		}
+		out["measurements"] = taken
+		r.Outputs = out
+	}
+	switch policy.AggregateVerification(statuses...) {
+	case release.VerificationFailed:
+		end(r, workflow.TaskFailed, now, failMsg)
+		return true, time.Time{}
+	case release.VerificationRunning:
+		return changed, wake
+	}
+	end(r, workflow.TaskSucceeded, now, "verification passed")
+	return true, time.Time{}
+}
+
+// metricSpec is a workflow metric as the policy package judges it.
+func metricSpec(m *workflow.Metric) policy.MetricSpec {
+	spec := policy.MetricSpec{Name: m.Name, Count: max(m.Count, 1), SuccessCondition: m.SuccessCondition,
+		FailureCondition: m.FailureCondition, FailureLimit: m.FailureLimit,
+		Provider: policy.Provider{Type: m.Provider.Type, Config: map[string]any{}}}
+	if m.Interval != nil {
+		spec.IntervalSeconds = int64(m.Interval.Std() / time.Second)
+	}
+	p := m.Provider
+	for k, v := range map[string]string{"query": p.Query, "address": p.Address, "url": p.URL, "method": p.Method, "body": p.Body} {
+		if v != "" {
+			spec.Provider.Config[k] = v
+		}
+	}
+	if len(p.Headers) > 0 {
+		h := map[string]any{}
+		for k, v := range p.Headers {
+			h[k] = v
+		}
+		spec.Provider.Config["headers"] = h
+	}
+	return spec
+}
+
+// measure takes one measurement; a missing verifier or a provider error is
+// a failed measurement.
+func (c *Controller) measure(ctx context.Context, spec policy.MetricSpec, w *ports.WorkflowRecord, r *ports.TaskRunRecord, attempt int) release.Measurement {
+	ms := release.Measurement{At: c.Clock.Now()}
+	v, ok := c.Verifiers[spec.Provider.Type]
+	if !ok {
+		ms.Error = "no verifier of type " + spec.Provider.Type + " is registered"
+		return ms
+	}
+	res, err := v.Measure(ctx, ports.MeasureRequest{Metric: spec, Attempt: attempt,
+		Job: release.Job{ID: JobID(w.ID, r.ID, r.Attempt), Status: release.JobSuccessful}})
+	if err != nil {
+		ms.Error = err.Error()
+		return ms
+	}
+	ms.Result = res
+	return ms
+}

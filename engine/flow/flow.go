@@ -1,0 +1,262 @@
+// Package flow runs workflows on the engine: one stateless controller per
+// workflow instance (work kind "workflow"), which on every pass reads the
+// stored workflow and its TaskRuns, asks the pure scheduler
+// (workflow.Schedule) what to do, writes the result under compare-and-swap
+// and executes what was dispatched through the ports: jobs through
+// ports.JobAgent, measurements through ports.Verifier, requests through
+// ports.Webhook; approval tasks wait for Approve, wait tasks for time.
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/workflow"
+)
+
+// Kind is the work kind of workflow passes; Scope the scope type of their
+// items, whose scope id is the workflow id.
+const (
+	Kind  = "workflow"
+	Scope = "workflow"
+)
+
+// Key is the work key of a workflow's passes.
+func Key(workflowID string) ports.WorkKey {
+	return ports.WorkKey{Kind: Kind, ScopeType: Scope, ScopeID: workflowID}
+}
+
+// Controller runs workflows. Every pass recomputes from the store, so a
+// repeated or retried pass changes nothing already done: TaskRuns are
+// created once per (task, matrix index) id, writes are compare-and-swap,
+// agents dispatch once per job id.
+type Controller struct {
+	Store ports.WorkflowStore
+	Queue ports.Queue
+	// Releases holds the job agents that job tasks name (jobAgentRef).
+	Releases ports.ReleaseStore
+	// Agents serve job tasks by release.JobAgent.Type.
+	Agents map[string]ports.JobAgent
+	// Verifiers take verification tasks' measurements by provider type.
+	Verifiers map[string]ports.Verifier
+	// Webhooks sends webhook tasks' requests; nil fails them.
+	Webhooks ports.Webhook
+	// Secrets resolves sensitive variables at the moment a job or request
+	// is sent (nil: their references are sent as they are). Stored state
+	// only ever holds the placeholder ${secret:NAME}.
+	Secrets ports.SecretResolver
+	Clock   ports.Clock
+	Logger  *slog.Logger
+
+	mu        sync.Mutex
+	templates map[string]*workflow.Template // by workflow id; pinned, so never stale
+}
+
+// Register registers the controller on eng with concurrency passes at once.
+func (c *Controller) Register(eng *engine.Engine, concurrency int) {
+	eng.Register(Kind, engine.ProcessorFunc(c.pass), engine.KindOptions{Concurrency: concurrency})
+}
+
+// wake enqueues a pass of the workflow now.
+func (c *Controller) wake(ctx context.Context, id string) error {
+	if err := c.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: Key(id)}); err != nil {
+		return fmt.Errorf("wake workflow %s: %w", id, err)
+	}
+	return nil
+}
+
+// template returns the workflow's parsed template, parsed once per
+// process (the template is pinned, so a cached copy never goes stale and
+// keeps the scheduler's compiled plan).
+func (c *Controller) template(w *ports.WorkflowRecord) (*workflow.Template, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.templates[w.ID]; ok {
+		return t, nil
+	}
+	t, err := workflow.Load(w.Template)
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: pinned template: %w", w.ID, err)
+	}
+	if c.templates == nil {
+		c.templates = map[string]*workflow.Template{}
+	}
+	c.templates[w.ID] = t
+	return t, nil
+}
+
+// forget drops a finished workflow's cached template.
+func (c *Controller) forget(id string) {
+	c.mu.Lock()
+	delete(c.templates, id)
+	c.mu.Unlock()
+}
+
+// runID is the id of a task's TaskRun (of one matrix item).
+func runID(task string, index int) string {
+	if index == workflow.NoMatrix {
+		return task
+	}
+	return task + "." + strconv.Itoa(index)
+}
+
+// JobID is the id of the job of a TaskRun's attempt: it names the workflow,
+// the TaskRun and the attempt, so an agent's report finds its way back and
+// a report of an older attempt is recognised as stale.
+func JobID(workflowID, taskRunID string, attempt int) string {
+	return "wf/" + workflowID + "/" + taskRunID + "/" + strconv.Itoa(attempt)
+}
+
+// IsJobID reports whether a job id is a workflow job's (see JobID).
+func IsJobID(id string) bool { return strings.HasPrefix(id, "wf/") }
+
+// parseJobID splits a JobID.
+func parseJobID(id string) (workflowID, taskRunID string, attempt int, ok bool) {
+	parts := strings.Split(id, "/")
+	if len(parts) != 4 || parts[0] != "wf" {
+		return "", "", 0, false
+	}
+	n, err := strconv.Atoi(parts[3])
+	if err != nil {
+		return "", "", 0, false
+	}
+	return parts[1], parts[2], n, true
+}
+
+// input builds the scheduler's input from the stored state, its values
+// normalized (workflow.Normalize: JSON storage turns every number into a
+// float64; the template's expressions expect integers to stay integers).
+func (c *Controller) input(w *ports.WorkflowRecord, t *workflow.Template, runs []ports.TaskRunRecord) workflow.ScheduleInput {
+	vars := normMap(w.Variables)
+	if len(w.Secrets) > 0 {
+		for _, k := range w.Secrets {
+			if _, ok := vars[k]; ok {
+				vars[k] = workflow.SecretValue{Value: secretPlaceholder(k)}
+			}
+		}
+	}
+	in := workflow.ScheduleInput{
+		Now:      c.Clock.Now(),
+		Workflow: workflow.WorkflowState{ID: w.ID, Name: w.Name, Phase: w.Phase, Parameters: normMap(w.Parameters), CancelRequested: w.CancelRequested},
+		Template: t, Release: normMap(w.Release), Variables: vars,
+		TaskRuns: make([]workflow.TaskRun, len(runs)),
+	}
+	if w.Matrix != nil {
+		in.Matrix = make(map[string][]any, len(w.Matrix))
+		for k, items := range w.Matrix {
+			in.Matrix[k] = workflow.Normalize(items).([]any)
+		}
+	}
+	for i := range runs {
+		in.TaskRuns[i] = runs[i].TaskRun
+		in.TaskRuns[i].Outputs = normMap(runs[i].Outputs)
+	}
+	return in
+}
+
+// normMap is workflow.Normalize of a map (nil stays nil).
+func normMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	return workflow.Normalize(m).(map[string]any)
+}
+
+// pass is one reconciliation of a workflow.
+func (c *Controller) pass(ctx context.Context, it engine.Item) engine.Outcome {
+	start := time.Now()
+	id := it.Key.ScopeID
+	w, err := c.Store.WorkflowGet(ctx, id)
+	if errors.Is(err, ports.ErrNotFound) {
+		return engine.Done()
+	}
+	if err != nil {
+		return engine.Retry(err)
+	}
+	if w.Phase.Terminal() {
+		c.forget(id)
+		return engine.Done()
+	}
+	t, err := c.template(&w)
+	if err != nil {
+		return c.failWorkflow(ctx, &w, err)
+	}
+	runs, err := c.Store.TaskRunsList(ctx, id)
+	if err != nil {
+		return engine.Retry(err)
+	}
+	in := c.input(&w, t, runs)
+	acts := workflow.Schedule(in)
+	res, err := c.apply(ctx, &w, runs, acts, in.Now)
+	if errors.Is(err, ports.ErrConflict) {
+		return engine.RequeueAt(in.Now) // another pass or a report won: recompute
+	}
+	if err != nil {
+		return engine.Retry(fmt.Errorf("workflow %s: %w", id, err))
+	}
+	wake, err := c.execute(ctx, &w, t, res.runs)
+	if errors.Is(err, ports.ErrConflict) {
+		return engine.RequeueAt(in.Now)
+	}
+	if err != nil {
+		return engine.Retry(fmt.Errorf("workflow %s: %w", id, err))
+	}
+	c.log(ctx, &w, res, start)
+	if w.Phase.Terminal() {
+		c.forget(id)
+		return engine.Done()
+	}
+	wake = earliest(wake, res.wakeAt)
+	if res.changed {
+		// What was applied may let the scheduler go further at once.
+		return engine.RequeueAt(in.Now)
+	}
+	if wake.IsZero() {
+		return engine.Done() // reports, approvals and cancels wake it
+	}
+	return engine.RequeueAt(wake)
+}
+
+// failWorkflow ends a workflow that cannot run (its pinned template no
+// longer loads).
+func (c *Controller) failWorkflow(ctx context.Context, w *ports.WorkflowRecord, cause error) engine.Outcome {
+	next := *w
+	next.Phase, next.Message, next.FinishedAt = workflow.WorkflowFailed, cause.Error(), c.Clock.Now()
+	if _, err := c.Store.WorkflowUpdate(ctx, next, w.Version); err != nil {
+		return engine.Retry(err)
+	}
+	return engine.Done()
+}
+
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
+}
+
+// log records a pass that changed something at info level, others at
+// debug level.
+func (c *Controller) log(ctx context.Context, w *ports.WorkflowRecord, res applied, start time.Time) {
+	lvl := slog.LevelDebug
+	if res.changed {
+		lvl = slog.LevelInfo
+	}
+	if !c.Logger.Enabled(ctx, lvl) {
+		return
+	}
+	c.Logger.LogAttrs(ctx, lvl, "workflow.decision", slog.String("kind", Kind), slog.String("id", w.ID),
+		slog.String("phase", string(w.Phase)), slog.Int("created", res.created), slog.Int("dispatched", res.dispatched),
+		slog.Int("finished", res.finished), slog.String("reason", res.reason), slog.Duration("duration", time.Since(start)))
+}
