@@ -27,8 +27,10 @@ type backend struct {
 	// catalog stores workflow templates and policies; in memory it lives
 	// only as long as the process.
 	catalog ports.Catalog
-	db      *postgres.DB
-	close   func()
+	// workflows stores workflow instances and their TaskRuns.
+	workflows ports.WorkflowStore
+	db        *postgres.DB
+	close     func()
 }
 
 // openBackend opens Postgres (migrating it when migrate is set) or builds
@@ -36,12 +38,13 @@ type backend struct {
 func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Clock) (*backend, error) {
 	if dsn == "" {
 		return &backend{
-			name:     "memory",
-			queue:    memory.NewQueue(clock),
-			runs:     memory.NewRunStore(clock),
-			releases: memory.NewReleaseStore(clock),
-			catalog:  memory.NewCatalog(clock),
-			close:    func() {},
+			name:      "memory",
+			queue:     memory.NewQueue(clock),
+			runs:      memory.NewRunStore(clock),
+			releases:  memory.NewReleaseStore(clock),
+			catalog:   memory.NewCatalog(clock),
+			workflows: memory.NewWorkflowStore(),
+			close:     func() {},
 		}, nil
 	}
 	db, err := postgres.Open(ctx, dsn)
@@ -57,12 +60,13 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 	q := postgres.NewQueue(db, clock)
 	cat := postgres.NewCatalog(db, clock)
 	return &backend{
-		name:     "postgres",
-		queue:    q,
-		runs:     postgres.NewRunStore(db, clock),
-		releases: postgres.NewReleaseStore(db, clock),
-		catalog:  cat,
-		db:       db,
+		name:      "postgres",
+		queue:     q,
+		runs:      postgres.NewRunStore(db, clock),
+		releases:  postgres.NewReleaseStore(db, clock),
+		catalog:   cat,
+		workflows: postgres.NewWorkflowStore(db),
+		db:        db,
 		// The catalog's lock pool closes before the DB it was copied from.
 		close: func() { q.Close(); cat.Close(); db.Close() },
 	}, nil

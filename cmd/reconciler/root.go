@@ -24,6 +24,7 @@ func newRootCmd() *cobra.Command {
 		newCatalogCmd(),
 		newVersionCmd(),
 		newApproveCmd(),
+		newWorkflowCmd(),
 		newExplainCmd(),
 	// subcommands: one line each
 	)

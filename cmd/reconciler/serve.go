@@ -14,11 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/reconcilerhq/reconciler/adapters/httphook"
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/adapters/verifiers"
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/engine/flow"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
@@ -144,9 +146,14 @@ func runServe(ctx context.Context, o serveOptions) error {
 			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots,
 		}, engine.KindOptions{Concurrency: o.concurrency})
 	}
-	// The test runner reports back into the chain it serves.
+	// The test runner reports back into the chain or the workflow that
+	// dispatched the job.
 	var ch *chain.Chain
+	var flows *flow.Controller
 	runner := testrunner.New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error {
+		if flow.IsJobID(r.JobID) {
+			return flows.ReportJob(ctx, r)
+		}
 		return ch.ReportJob(ctx, r)
 	}), clock, testrunner.WithLogger(log))
 	defer runner.Close()
@@ -154,6 +161,9 @@ func runServe(ctx context.Context, o serveOptions) error {
 		Agents:    map[string]ports.JobAgent{testrunner.Type: runner},
 		Verifiers: map[string]ports.Verifier{verifiers.SleepType: verifiers.Sleep{}, verifiers.ScriptedType: verifiers.Scripted{}}}
 	ch.Register(eng, o.concurrency)
+	flows = &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Clock: clock, Logger: log,
+		Agents: ch.Agents, Verifiers: ch.Verifiers, Webhooks: httphook.Client{}}
+	flows.Register(eng, o.concurrency)
 	if demo {
 		if err := seedReleaseDemo(ctx, ch, demoRelease); err != nil {
 			return err

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/revision"
+	"github.com/reconcilerhq/reconciler/workflow"
+)
+
+// newWorkflowCmd groups the workflow commands.
+func newWorkflowCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "workflow",
+		Short: "Validate workflow templates; run workflows and follow them",
+		Args:  argsUsage(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error {
+			return usagef("workflow: want a subcommand (validate, run, status, approve, cancel)")
+		},
+	}
+	cmd.AddCommand(newWorkflowValidateCmd(), newWorkflowRunCmd(), newWorkflowStatusCmd(), newWorkflowApproveCmd(), newWorkflowCancelCmd())
+	return cmd
+}
+
+// readFileOrStdin reads path, or standard input for "-".
+func readFileOrStdin(cmd *cobra.Command, path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(cmd.InOrStdin())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return b, nil
+}
+
+func newWorkflowValidateCmd() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "validate FILE",
+		Short: "Check a WorkflowTemplate (YAML or JSON) and list every problem",
+		Long: `validate decodes FILE strictly and checks it, listing every problem at once
+with its path and line: unknown fields, duplicate task names, unknown
+dependencies, cycles (named), matrix references to non-matrix parameters, bad
+expressions, values outside an enum. FILE "-" reads standard input.
+
+Exit status: 0 valid, 2 problems found or unreadable.`,
+		Example: `  reconciler workflow validate testdata/workflows/multi-cluster-deployment.yaml`,
+		Args:    argsUsage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return usagef("--output: want text or json, got %q", output)
+			}
+			src, err := readFileOrStdin(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			t, err := workflow.Load(src)
+			var inv *workflow.InvalidError
+			if err != nil && !errors.As(err, &inv) {
+				return usageError{err}
+			}
+			out := cmd.OutOrStdout()
+			if output == "json" {
+				res := map[string]any{"valid": inv == nil, "problems": []workflow.Problem{}}
+				if inv != nil {
+					res["problems"] = inv.Problems
+				}
+				if err := json.NewEncoder(out).Encode(res); err != nil {
+					return err
+				}
+			} else if inv == nil {
+				fmt.Fprintf(out, "%s: valid WorkflowTemplate %q (%d tasks)\n", args[0], t.Metadata.Name, len(t.Spec.Tasks))
+			} else {
+				for _, p := range inv.Problems {
+					fmt.Fprintf(out, "%s: %s\n", args[0], p)
+				}
+			}
+			if inv != nil {
+				return usageError{fmt.Errorf("%s: %d problems", args[0], len(inv.Problems))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+// workflowOpts are the flags of the commands that work on a database.
+type workflowOpts struct{ releaseOpts }
+
+// run opens the workflow controller on the configured database.
+func (o *workflowOpts) run(cmd *cobra.Command, fn func(ctx context.Context, c *flow.Controller, be *backend) error) error {
+	if err := envFallback(cmd); err != nil {
+		return err
+	}
+	if o.output != "" && o.output != "text" && o.output != "json" {
+		return usagef("--output: want text or json, got %q", o.output)
+	}
+	if o.dsn == "" {
+		return usagef("%s: no database: workflows are stored in PostgreSQL, where `reconciler serve --dsn` runs them; "+
+			"set --dsn or RECONCILER_DSN", cmd.CommandPath())
+	}
+	ctx := cmd.Context()
+	be, err := openBackend(ctx, o.dsn, true, ports.SystemClock)
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	c := &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Clock: ports.SystemClock,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	err = fn(ctx, c, be)
+	var inv *workflow.InvalidError
+	if errors.As(err, &inv) {
+		return usageError{err}
+	}
+	return releaseExit(err)
+}
+
+// parseParams reads --param k=v pairs; a value that is JSON (a number, a
+// boolean, an object, a list, a quoted string) is taken as such, anything
+// else as a string.
+func parseParams(pairs []string) (map[string]any, error) {
+	out := map[string]any{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, usagef("--param %q: want NAME=VALUE", p)
+		}
+		var x any
+		if err := json.Unmarshal([]byte(v), &x); err != nil {
+			x = v
+		}
+		out[k] = workflow.Normalize(x)
+	}
+	return out, nil
+}
+
+func newWorkflowRunCmd() *cobra.Command {
+	var o workflowOpts
+	var params []string
+	var id string
+	cmd := &cobra.Command{
+		Use:   "run TEMPLATE",
+		Short: "Start a workflow from a published catalog template or a file",
+		Long: `run starts a workflow and prints its id. TEMPLATE is the name of a
+workflow-template in the catalog (its latest published revision is pinned) or
+a file (YAML or JSON). Parameters come from --param NAME=VALUE (JSON values are
+parsed: --param replicas=3 is a number). Every problem with the template or
+the parameters is listed and nothing is started. A running
+` + "`reconciler serve --dsn`" + ` executes it; follow it with ` + "`reconciler workflow status ID`" + `.
+
+Exit status: 0 started, 1 not found or failed, 2 invalid template or parameters.`,
+		Example: `  reconciler workflow run deploy --param replicas=3 --dsn "$RECONCILER_DSN"
+  reconciler workflow run ./deploy.yaml --param region=eu-west-1`,
+		Args: argsUsage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			explicit, err := parseParams(params)
+			if err != nil {
+				return err
+			}
+			return o.run(cmd, func(ctx context.Context, c *flow.Controller, be *backend) error {
+				p := flow.StartParams{ID: id, Parameters: explicit}
+				if src, err := os.ReadFile(args[0]); err == nil {
+					p.Template = src
+				} else {
+					rev, err := be.catalog.CatalogLatestPublished(ctx, revision.KindWorkflowTemplate, args[0])
+					if err != nil {
+						return fmt.Errorf("template %s: no such file, and no published workflow-template of that name: %w", args[0], err)
+					}
+					p.Template, p.TemplateRevision = rev.Content, rev.Revision
+				}
+				w, err := c.Start(ctx, p)
+				if err != nil {
+					return err
+				}
+				if o.output == "json" {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(w)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "started workflow %s (template %s", w.ID, w.TemplateName)
+				if w.TemplateRevision > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), " revision %d", w.TemplateRevision)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), ")")
+				return nil
+			})
+		},
+	}
+	o.bind(cmd, true)
+	cmd.Flags().StringArrayVar(&params, "param", nil, "NAME=VALUE; repeat for several")
+	cmd.Flags().StringVar(&id, "id", "", "workflow id (default: template name and a time stamp)")
+	return cmd
+}
+
+func newWorkflowStatusCmd() *cobra.Command {
+	var o workflowOpts
+	cmd := &cobra.Command{
+		Use:   "status ID",
+		Short: "Print a workflow's DAG with each TaskRun's phase and message",
+		Long: `status prints the workflow's phase and its tasks in template order, each
+with its dependencies and every TaskRun (one per matrix item): phase, attempt,
+job and message. -o json prints the stored workflow and TaskRuns (secrets are
+shown as [REDACTED]).`,
+		Args: argsUsage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd, func(ctx context.Context, c *flow.Controller, _ *backend) error {
+				st, err := c.Status(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if o.output == "json" {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					return enc.Encode(st)
+				}
+				_, err = io.WriteString(cmd.OutOrStdout(), statusText(&st))
+				return err
+			})
+		},
+	}
+	o.bind(cmd, true)
+	return cmd
+}
+
+// statusText renders a workflow's DAG for people.
+func statusText(st *flow.Status) string {
+	var b strings.Builder
+	w := &st.Workflow
+	fmt.Fprintf(&b, "workflow %s (%s", w.ID, w.TemplateName)
+	if w.TemplateRevision > 0 {
+		fmt.Fprintf(&b, " revision %d", w.TemplateRevision)
+	}
+	fmt.Fprintf(&b, "): %s", w.Phase)
+	if w.Message != "" {
+		fmt.Fprintf(&b, ": %s", w.Message)
+	}
+	b.WriteString("\n")
+	var t workflow.Template
+	_ = json.Unmarshal(w.Template, &t)
+	byTask := map[string][]ports.TaskRunRecord{}
+	for _, r := range st.TaskRuns {
+		byTask[r.Task] = append(byTask[r.Task], r)
+	}
+	for _, task := range t.Spec.Tasks {
+		fmt.Fprintf(&b, "  %s (%s)", task.Name, task.Type)
+		if len(task.Dependencies) > 0 {
+			fmt.Fprintf(&b, " after %s", strings.Join(task.Dependencies, ", "))
+		}
+		runs := byTask[task.Name]
+		if len(runs) == 0 {
+			b.WriteString(": not started\n")
+			continue
+		}
+		b.WriteString("\n")
+		sort.Slice(runs, func(i, j int) bool { return runs[i].MatrixIndex < runs[j].MatrixIndex })
+		for _, r := range runs {
+			name := task.Name
+			if r.MatrixIndex != workflow.NoMatrix {
+				name += "[" + strconv.Itoa(r.MatrixIndex) + "]"
+			}
+			fmt.Fprintf(&b, "    %-24s %-10s", name, r.Phase)
+			if r.Attempt > 0 {
+				fmt.Fprintf(&b, " attempt %d", r.Attempt+1)
+			}
+			if r.Message != "" {
+				fmt.Fprintf(&b, " %s", r.Message)
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func newWorkflowApproveCmd() *cobra.Command {
+	var o workflowOpts
+	var user string
+	cmd := &cobra.Command{
+		Use:   "approve ID TASKRUN",
+		Short: "Approve a running approval task (TASKRUN is the task name, or NAME.INDEX for a matrix item)",
+		Args:  argsUsage(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd, func(ctx context.Context, c *flow.Controller, _ *backend) error {
+				if user == "" {
+					user = os.Getenv("USER")
+				}
+				if err := c.Approve(ctx, args[0], args[1], user); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s approved %s of workflow %s\n", user, args[1], args[0])
+				return nil
+			})
+		},
+	}
+	o.bind(cmd, false)
+	cmd.Flags().StringVar(&user, "user", "", "who approves (default $USER)")
+	return cmd
+}
+
+func newWorkflowCancelCmd() *cobra.Command {
+	var o workflowOpts
+	cmd := &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a workflow: nothing new starts, running tasks are cancelled",
+		Args:  argsUsage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd, func(ctx context.Context, c *flow.Controller, _ *backend) error {
+				if err := c.Cancel(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "cancellation of workflow %s requested\n", args[0])
+				return nil
+			})
+		},
+	}
+	o.bind(cmd, false)
+	return cmd
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/adapters/testrunner"
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/internal/pgtest"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/workflow"
+)
+
+// TestWorkflowValidateCLI: a valid template passes; a broken one lists
+// every problem with its path and exits 2.
+func TestWorkflowValidateCLI(t *testing.T) {
+	t.Parallel()
+	out, err := runRoot(t, "workflow", "validate", "../../testdata/workflows/multi-cluster-deployment.yaml")
+	require.NoError(t, err)
+	require.Contains(t, out, "valid WorkflowTemplate")
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: x}\nspec:\n"+
+		"  tasks:\n    - {name: a, type: wait, wait: {duration: 1s}, dependencies: [b]}\n    - {name: b, type: wait, wait: {duration: 1s}, dependencies: [a], colour: red}\n"), 0o600))
+	out, err = runRoot(t, "workflow", "validate", bad)
+	requireExit(t, err, 2, "problems")
+	require.Contains(t, out, "spec.tasks[1].colour")
+	require.Contains(t, out, "dependency cycle")
+	out, err = runRoot(t, "workflow", "validate", bad, "-o", "json")
+	requireExit(t, err, 2, "problems")
+	var res struct {
+		Valid    bool               `json:"valid"`
+		Problems []workflow.Problem `json:"problems"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.False(t, res.Valid)
+	require.Len(t, res.Problems, 2)
+	_, err = runRoot(t, "workflow", "validate", "no-such-file.yaml")
+	requireExit(t, err, 2, "no such file")
+}
+
+const cliTemplate = `apiVersion: ctrlplane.dev/v1
+kind: WorkflowTemplate
+metadata: {name: ship}
+spec:
+  parameters:
+    - {name: replicas, type: number, required: true}
+  tasks:
+    - name: build
+      type: job
+      jobAgentRef: runner
+      config: {delay: 10ms, outputs: {image: "app:{{workflow.parameters.replicas}}"}}
+    - name: gate
+      type: approval
+      approval: {message: "ship {{tasks.build.outputs.image}}?", approvers: [alice]}
+      dependencies: [build]
+`
+
+// TestWorkflowRunCLI: run starts a workflow on Postgres (bad parameters
+// start nothing), a controller runs it with the test runner, approve lets
+// it finish, status shows the DAG.
+func TestWorkflowRunCLI(t *testing.T) {
+	t.Setenv("RECONCILER_DSN", "")
+	dsn, _ := pgtest.Schema(t)
+	file := filepath.Join(t.TempDir(), "ship.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(cliTemplate), 0o600))
+
+	out, err := runRoot(t, "workflow", "run", file, "--dsn", dsn)
+	requireExit(t, err, 2, "replicas")
+	out, err = runRoot(t, "workflow", "run", file, "--param", "replicas=3", "--id", "ship-1", "--dsn", dsn)
+	require.NoError(t, err)
+	require.Contains(t, out, "started workflow ship-1")
+	_, err = runRoot(t, "workflow", "run", file, "--param", "replicas=3", "--id", "ship-1", "--dsn", dsn)
+	requireExit(t, err, 3, "conflict")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	be, err := openBackend(ctx, dsn, true, ports.SystemClock)
+	require.NoError(t, err)
+	defer be.close()
+	_, err = be.releases.JobAgentPut(ctx, release.JobAgent{ID: "runner", Name: "runner", Type: testrunner.Type}, 0)
+	require.NoError(t, err)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var c *flow.Controller
+	runner := testrunner.New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error { return c.ReportJob(ctx, r) }), ports.SystemClock)
+	defer runner.Close()
+	c = &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Clock: ports.SystemClock, Logger: log,
+		Agents: map[string]ports.JobAgent{testrunner.Type: runner}}
+	eng := engine.New(be.queue, engine.Options{Logger: log, PollInterval: 20 * time.Millisecond})
+	c.Register(eng, 2)
+	go func() { _ = eng.Run(ctx) }()
+
+	phase := func(task string) workflow.TaskPhase {
+		st, err := c.Status(ctx, "ship-1")
+		require.NoError(t, err)
+		for _, r := range st.TaskRuns {
+			if r.Task == task {
+				return r.Phase
+			}
+		}
+		return ""
+	}
+	require.Eventually(t, func() bool { return phase("gate") == workflow.TaskRunning }, 10*time.Second, 20*time.Millisecond)
+	out, err = runRoot(t, "workflow", "status", "ship-1", "--dsn", dsn)
+	require.NoError(t, err)
+	require.Contains(t, out, "workflow ship-1 (ship): Running")
+	require.Contains(t, out, "build")
+	require.Contains(t, out, "Succeeded")
+
+	_, err = runRoot(t, "workflow", "approve", "ship-1", "build", "--user", "alice", "--dsn", dsn)
+	requireExit(t, err, 2, "not an approval")
+	out, err = runRoot(t, "workflow", "approve", "ship-1", "gate", "--user", "alice", "--dsn", dsn)
+	require.NoError(t, err)
+	require.Contains(t, out, "alice approved gate")
+	require.Eventually(t, func() bool {
+		w, err := c.Status(ctx, "ship-1")
+		return err == nil && w.Workflow.Phase == workflow.WorkflowSucceeded
+	}, 10*time.Second, 20*time.Millisecond)
+	out, err = runRoot(t, "workflow", "status", "ship-1", "-o", "json", "--dsn", dsn)
+	require.NoError(t, err)
+	var st flow.Status
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	require.Equal(t, workflow.WorkflowSucceeded, st.Workflow.Phase)
+	for _, r := range st.TaskRuns {
+		if r.Task == "gate" {
+			require.Equal(t, "ship app:3?", r.Config["approval"].(map[string]any)["message"], "outputs of build feed gate")
+		}
+	}
+	_, err = runRoot(t, "workflow", "status", "nope", "--dsn", dsn)
+	requireExit(t, err, 1, "not found")
+}
+
+// TestWorkflowCLINoDSN: the database commands say what to set.
+func TestWorkflowCLINoDSN(t *testing.T) {
+	t.Setenv("RECONCILER_DSN", "")
+	for _, args := range [][]string{{"workflow", "run", "x"}, {"workflow", "status", "x"}, {"workflow", "approve", "x", "y"}, {"workflow", "cancel", "x"}} {
+		_, err := runRoot(t, args...)
+		requireExit(t, err, 2, "RECONCILER_DSN")
+	}
+}
