@@ -74,9 +74,9 @@ func TestWorkflowRunCLI(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "ship.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(cliTemplate), 0o600))
 
-	out, err := runRoot(t, "workflow", "run", file, "--dsn", dsn)
+	_, err := runRoot(t, "workflow", "run", file, "--dsn", dsn)
 	requireExit(t, err, 2, "replicas")
-	out, err = runRoot(t, "workflow", "run", file, "--param", "replicas=3", "--id", "ship-1", "--dsn", dsn)
+	out, err := runRoot(t, "workflow", "run", file, "--param", "replicas=3", "--id", "ship-1", "--dsn", dsn)
 	require.NoError(t, err)
 	require.Contains(t, out, "started workflow ship-1")
 	_, err = runRoot(t, "workflow", "run", file, "--param", "replicas=3", "--id", "ship-1", "--dsn", dsn)
