@@ -25,7 +25,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure the engine; each benchmark ends with one JSON line of figures",
 	}
-	cmd.AddCommand(newBenchQueueCmd(), newBenchReleaseCmd(), newBenchWorkerCmd())
+	cmd.AddCommand(newBenchQueueCmd(), newBenchReleaseCmd(), newBenchWorkflowCmd(), newBenchWorkerCmd())
 	return cmd
 }
 

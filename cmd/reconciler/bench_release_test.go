@@ -50,3 +50,26 @@ func TestBenchReleaseBadFlags(t *testing.T) {
 		require.Equal(t, 2, res.code, "%v: %s", args, res.stderr)
 	}
 }
+
+// TestBenchWorkflow: the workflow runs to Succeeded on both stores and the
+// figures are in the final JSON line.
+func TestBenchWorkflow(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"memory", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"bench", "workflow", "--items", "300", "--max-parallel", "40"}
+			if name == "postgres" {
+				args = append(args, "--dsn", pgtest.DSN(t))
+			}
+			res := runCLI(t, "", args...)
+			require.NoError(t, res.err, res.stderr)
+			lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+			var got map[string]any
+			require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &got))
+			require.Equal(t, "workflow", got["bench"])
+			require.EqualValues(t, 300, got["items"])
+			require.Greater(t, got["taskruns_per_sec"], 0.0)
+		})
+	}
+}

@@ -191,9 +191,13 @@ func (c *Controller) ReportJob(ctx context.Context, rep ports.JobReport) error {
 		if err != nil {
 			return fmt.Errorf("report job %s: %w", rep.JobID, err)
 		}
-		if r.Attempt != attempt || r.Phase != workflow.TaskRunning || r.JobID != rep.JobID {
+		if r.Attempt != attempt || r.Phase != workflow.TaskRunning || (r.JobID != "" && r.JobID != rep.JobID) {
 			return nil // stale: another attempt, or already over
 		}
+		// A fast agent may report before the dispatching pass recorded the
+		// job id; the id names this attempt, so the report is this job's
+		// (the pass's own write then loses its compare-and-swap).
+		r.JobID = rep.JobID
 		at := rep.At
 		if at.IsZero() {
 			at = c.Clock.Now()

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reconcilerhq/reconciler/adapters/testrunner"
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/workflow"
+)
+
+type benchWorkflowOptions struct {
+	dsn         string
+	items       int
+	maxParallel int
+	timeout     time.Duration
+	cpuProfile  string
+}
+
+func newBenchWorkflowCmd() *cobra.Command {
+	o := benchWorkflowOptions{}
+	cmd := &cobra.Command{
+		Use:   "workflow",
+		Short: "Time a matrix workflow of --items jobs from start to Succeeded",
+		Long: `bench workflow starts one workflow whose job task fans out over a list matrix
+of --items items (matrixStrategy.maxParallel --max-parallel), runs it on the
+engine with the built-in test runner (jobs succeed at once) and times it until
+the workflow has Succeeded.
+
+It runs in memory unless --dsn (or RECONCILER_DSN) names a PostgreSQL
+database; the benchmark uses its own schema there and drops it afterwards.
+The last line is JSON:
+{"bench":"workflow","items":N,"seconds":X,"taskruns_per_sec":X}`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := envFallback(cmd); err != nil {
+				return err
+			}
+			if o.items <= 0 || o.maxParallel <= 0 || o.timeout <= 0 {
+				return usagef("--items, --max-parallel and --timeout must be positive")
+			}
+			return benchWorkflow(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	f := cmd.Flags()
+	dsnFlag(f, &o.dsn)
+	f.IntVar(&o.items, "items", 10000, "matrix items (one TaskRun and one job each)")
+	f.IntVar(&o.maxParallel, "max-parallel", 500, "matrixStrategy.maxParallel")
+	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest the run may take")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	return cmd
+}
+
+// benchTemplate is the benchmark's workflow: one job task over a list.
+func benchTemplate(items, maxParallel int) ([]byte, error) {
+	list := make([]any, items)
+	for i := range list {
+		list[i] = fmt.Sprintf("item-%05d", i)
+	}
+	return json.Marshal(map[string]any{
+		"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "bench"},
+		"spec": map[string]any{
+			"parameters": []any{map[string]any{"name": "items", "type": "matrix", "source": map[string]any{"kind": "list", "items": list}}},
+			"tasks": []any{map[string]any{"name": "run", "type": "job", "jobAgentRef": "runner",
+				"config": map[string]any{"delay": "0s", "item": "{{matrix.item}}"}, "matrix": "{{workflow.parameters.items}}",
+				"matrixStrategy": map[string]any{"maxParallel": maxParallel}}},
+		},
+	})
+}
+
+func benchWorkflow(ctx context.Context, stdout, stderr io.Writer, o benchWorkflowOptions) error {
+	be, cleanup, err := openBenchBackend(ctx, o.dsn)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := be.releases.JobAgentPut(ctx, release.JobAgent{ID: "runner", Name: "runner", Type: testrunner.Type}, 0); err != nil {
+		return fmt.Errorf("bench workflow: %w", err)
+	}
+	var c *flow.Controller
+	runner := testrunner.New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error { return c.ReportJob(ctx, r) }),
+		ports.SystemClock, testrunner.WithLogger(quiet))
+	defer runner.Close()
+	c = &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Clock: ports.SystemClock, Logger: quiet,
+		Agents: map[string]ports.JobAgent{testrunner.Type: runner}}
+	doc, err := benchTemplate(o.items, o.maxParallel)
+	if err != nil {
+		return err
+	}
+	if o.cpuProfile != "" {
+		stop, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	fmt.Fprintf(stderr, "bench workflow (%s): %d items, maxParallel %d\n", be.name, o.items, o.maxParallel)
+	runCtx, cancel := context.WithCancel(ctx)
+	eng := engine.New(be.queue, engine.Options{Owner: fmt.Sprintf("bench-%d", os.Getpid()), Logger: quiet, PollInterval: 50 * time.Millisecond})
+	c.Register(eng, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = eng.Run(runCtx) }()
+	defer func() { cancel(); wg.Wait() }()
+
+	start := time.Now()
+	w, err := c.Start(ctx, flow.StartParams{ID: "bench", Template: doc})
+	if err != nil {
+		return err
+	}
+	deadline := time.After(o.timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var final ports.WorkflowRecord
+	for final.Phase == "" || !final.Phase.Terminal() {
+		select {
+		case <-deadline:
+			return fmt.Errorf("bench workflow: not finished after %s", o.timeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		if final, err = be.workflows.WorkflowGet(ctx, w.ID); err != nil {
+			return err
+		}
+	}
+	elapsed := time.Since(start)
+	if final.Phase != workflow.WorkflowSucceeded {
+		return fmt.Errorf("bench workflow: ended %s: %s", final.Phase, final.Message)
+	}
+	perSec := float64(o.items) / elapsed.Seconds()
+	fmt.Fprintf(stderr, "%d TaskRuns in %s = %.0f TaskRuns/s\n", o.items, elapsed.Round(time.Millisecond), perSec)
+	return json.NewEncoder(stdout).Encode(map[string]any{
+		"bench": "workflow", "store": be.name, "items": o.items, "max_parallel": o.maxParallel,
+		"seconds": round3(elapsed.Seconds()), "taskruns_per_sec": round1(perSec),
+	})
+}
