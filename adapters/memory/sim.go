@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,8 +70,11 @@ func (s *Simulator) first(key string) bool {
 	return true
 }
 
-// after observes o on ref after n steps, then wakes the run.
-func (s *Simulator) after(n int, o ports.RunObserveParams) {
+// after observes o on ref after n steps, then wakes the run. With states
+// given, the observation waits (a step at a time) until the run is in one
+// of them: an agent's outcome only arrives once the engine has the run
+// running, however slow the engine is.
+func (s *Simulator) after(n int, o ports.RunObserveParams, states ...reconcile.State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -78,6 +82,18 @@ func (s *Simulator) after(n int, o ports.RunObserveParams) {
 	}
 	s.timers = append(s.timers, time.AfterFunc(time.Duration(n)*s.step, func() {
 		ctx := context.Background()
+		if len(states) > 0 {
+			row, err := s.store.RunGet(ctx, o.Ref)
+			if err != nil {
+				return // the run is gone: nothing to observe
+			}
+			if !slices.Contains(states, row.State) {
+				if !reconcile.MachineFor(o.Ref.Kind).IsTerminal(row.State) {
+					s.after(1, o, states...)
+				}
+				return
+			}
+		}
 		o.Heartbeat = s.clock.Now()
 		if _, err := s.store.RunObserve(ctx, o); err != nil {
 			return // the run is gone: nothing to observe
@@ -105,14 +121,14 @@ func (s *Simulator) AgentLaunch(_ context.Context, p ports.AgentLaunchParams) er
 			URL: url, Number: 1, State: reconcile.PROpen, Mergeable: true,
 			Checks: reconcile.ChecksPassing, Review: reconcile.ReviewApproved,
 			HeadSHA: fmt.Sprintf("%040x", len(p.IdempotencyKey)),
-		}})
+		}}, reconcile.RepoRunning)
 	case reconcile.KindStandalone:
 		zero := 0
-		s.after(3, ports.RunObserveParams{Ref: ref, Pod: &reconcile.Pod{Name: pod, Phase: reconcile.PodTerminated, ExitCode: &zero}})
+		s.after(3, ports.RunObserveParams{Ref: ref, Pod: &reconcile.Pod{Name: pod, Phase: reconcile.PodTerminated, ExitCode: &zero}}, reconcile.StandaloneRunning)
 	case reconcile.KindPersistentAgent:
-		s.after(3, ports.RunObserveParams{Ref: ref, Patch: map[string]any{"turn_done": true, "pending_messages": 0}})
+		s.after(3, ports.RunObserveParams{Ref: ref, Patch: map[string]any{"turn_done": true, "pending_messages": 0}}, reconcile.AgentRunning)
 	case reconcile.KindPRReview:
-		s.after(3, ports.RunObserveParams{Ref: ref, Patch: map[string]any{"review_done": true}})
+		s.after(3, ports.RunObserveParams{Ref: ref, Patch: map[string]any{"review_done": true}}, reconcile.ReviewRunning)
 	}
 	return nil
 }
