@@ -203,40 +203,14 @@ func (c *Chain) jobVerification(ctx context.Context, it engine.Item) engine.Outc
 		next.Measurements = map[string][]release.Measurement{}
 	}
 	now := c.Clock.Now()
-	started := row.FinishedAt()
-	var statuses []release.VerificationStatus
-	var wake time.Time
-	var failMsg string
-	for _, m := range metrics {
-		ms := next.Measurements[m.Name]
-		status, msg := policy.EvaluateMeasurements(m, ms)
-		if status == release.VerificationRunning || status == release.VerificationNone || status == "" {
-			if due, ok := m.NextMeasurementAt(started, ms); ok && !due.After(now) {
-				ms = append(ms, c.measure(ctx, m, &row.Job, len(ms)+1))
-				next.Measurements[m.Name] = ms
-				status, msg = policy.EvaluateMeasurements(m, ms)
-			}
-		}
-		if status == release.VerificationFailed && failMsg == "" {
-			failMsg = m.Name + ": " + msg
-		}
-		if status != release.VerificationPassed && status != release.VerificationFailed {
-			status = release.VerificationRunning
-			if due, ok := m.NextMeasurementAt(started, next.Measurements[m.Name]); ok && (wake.IsZero() || due.Before(wake)) {
-				wake = due
-			}
-		}
-		statuses = append(statuses, status)
-	}
-	next.Verification = policy.AggregateVerification(statuses...)
-	if len(metrics) == 0 {
-		next.Verification = release.VerificationNone
-	}
+	step := engine.Verify(ctx, c.Verifiers, c.Clock, metrics, next.Measurements, &row.Job, row.FinishedAt(), now)
+	next.Verification = step.Status
 	if _, err := c.Store.JobUpdate(ctx, next, row.Version); err != nil {
 		return engine.Retry(fmt.Errorf("verify job %s: %w", row.ID, err))
 	}
-	c.log(ctx, next.Verification != row.Verification, KindJobVerification, row.ID, "verification-"+string(next.Verification), failMsg, start, slog.String("target", row.TargetKey))
+	c.log(ctx, next.Verification != row.Verification, KindJobVerification, row.ID, "verification-"+string(next.Verification), step.FailMessage, start, slog.String("target", row.TargetKey))
 	if next.Verification == release.VerificationRunning {
+		wake := step.Wake
 		if wake.IsZero() {
 			wake = now.Add(time.Second)
 		}
@@ -246,22 +220,4 @@ func (c *Chain) jobVerification(ctx context.Context, it engine.Item) engine.Outc
 		return engine.Retry(err)
 	}
 	return engine.Done()
-}
-
-// measure takes one measurement; a missing verifier or a provider error is
-// a failed measurement.
-func (c *Chain) measure(ctx context.Context, m policy.MetricSpec, job *release.Job, attempt int) release.Measurement {
-	ms := release.Measurement{At: c.Clock.Now()}
-	v, ok := c.Verifiers[m.Provider.Type]
-	if !ok {
-		ms.Error = "no verifier of type " + m.Provider.Type + " is registered"
-		return ms
-	}
-	res, err := v.Measure(ctx, ports.MeasureRequest{Metric: m, Job: *job, Attempt: attempt})
-	if err != nil {
-		ms.Error = err.Error()
-		return ms
-	}
-	ms.Result = res
-	return ms
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -214,32 +215,13 @@ func (c *Controller) verify(ctx context.Context, w *ports.WorkflowRecord, r *por
 	if taken == nil {
 		taken = map[string][]release.Measurement{}
 	}
-	changed := false
-	var wake time.Time
-	var statuses []release.VerificationStatus
-	failMsg := ""
-	for _, m := range v.Metrics {
-		spec := metricSpec(&m)
-		ms := taken[m.Name]
-		st, msg := policy.EvaluateMeasurements(spec, ms)
-		if st == release.VerificationRunning || st.IsNone() {
-			if due, ok := spec.NextMeasurementAt(r.AttemptStartedAt, ms); ok && !due.After(now) {
-				ms = append(ms, c.measure(ctx, spec, w, r, len(ms)+1))
-				taken[m.Name], changed = ms, true
-				st, msg = policy.EvaluateMeasurements(spec, ms)
-			}
-		}
-		if st == release.VerificationFailed && failMsg == "" {
-			failMsg = msg
-		}
-		if st != release.VerificationPassed && st != release.VerificationFailed {
-			st = release.VerificationRunning
-			if due, ok := spec.NextMeasurementAt(r.AttemptStartedAt, taken[m.Name]); ok {
-				wake = earliest(wake, due)
-			}
-		}
-		statuses = append(statuses, st)
+	specs := make([]policy.MetricSpec, len(v.Metrics))
+	for i := range v.Metrics {
+		specs[i] = metricSpec(&v.Metrics[i])
 	}
+	job := release.Job{ID: JobID(w.ID, r.ID, r.Attempt), Status: release.JobSuccessful}
+	step := engine.Verify(ctx, c.Verifiers, c.Clock, specs, taken, &job, r.AttemptStartedAt, now)
+	changed := step.Changed
 	if changed {
 		out := map[string]any{}
 		for k, v := range r.Outputs {
@@ -248,12 +230,12 @@ func (c *Controller) verify(ctx context.Context, w *ports.WorkflowRecord, r *por
 		out["measurements"] = taken
 		r.Outputs = out
 	}
-	switch policy.AggregateVerification(statuses...) {
+	switch step.Status {
 	case release.VerificationFailed:
-		end(r, workflow.TaskFailed, now, failMsg)
+		end(r, workflow.TaskFailed, now, step.FailMessage)
 		return true, time.Time{}
 	case release.VerificationRunning:
-		return changed, wake
+		return changed, step.Wake
 	}
 	end(r, workflow.TaskSucceeded, now, "verification passed")
 	return true, time.Time{}
@@ -281,23 +263,4 @@ func metricSpec(m *workflow.Metric) policy.MetricSpec {
 		spec.Provider.Config["headers"] = h
 	}
 	return spec
-}
-
-// measure takes one measurement; a missing verifier or a provider error is
-// a failed measurement.
-func (c *Controller) measure(ctx context.Context, spec policy.MetricSpec, w *ports.WorkflowRecord, r *ports.TaskRunRecord, attempt int) release.Measurement {
-	ms := release.Measurement{At: c.Clock.Now()}
-	v, ok := c.Verifiers[spec.Provider.Type]
-	if !ok {
-		ms.Error = "no verifier of type " + spec.Provider.Type + " is registered"
-		return ms
-	}
-	res, err := v.Measure(ctx, ports.MeasureRequest{Metric: spec, Attempt: attempt,
-		Job: release.Job{ID: JobID(w.ID, r.ID, r.Attempt), Status: release.JobSuccessful}})
-	if err != nil {
-		ms.Error = err.Error()
-		return ms
-	}
-	ms.Result = res
-	return ms
 }
