@@ -114,6 +114,27 @@ func dollarParams(q string) string {
 
 var indexedParam = regexp.MustCompile(`\?[0-9]+`)
 
+// scanOne returns a function scanning the first row of rows into dest;
+// no row is sql.ErrNoRows.
+func scanOne(rows *sql.Rows, err error) func(dest ...any) error {
+	return func(dest ...any) error {
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			return sql.ErrNoRows
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		return rows.Close()
+	}
+}
+
 // hotExec is hotQuery for a statement whose rows are not read.
 func (db *DB) hotExec(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	args = append([]any{db.hotMode}, args...)

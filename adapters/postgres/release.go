@@ -80,21 +80,7 @@ func (s *ReleaseStore) exec(ctx context.Context, q string, args ...any) (int64, 
 // (DB.hotQuery) and scans its first row into dest; no row is
 // sql.ErrNoRows. For the statements every chain pass runs.
 func (s *ReleaseStore) hotScan(ctx context.Context, q string, args []any, dest ...any) error {
-	rows, err := s.db.hotQuery(ctx, hotText(q), args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return sql.ErrNoRows
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return err
-	}
-	return rows.Close()
+	return scanOne(s.db.hotQuery(ctx, hotText(q), args...))(dest...)
 }
 
 // hotExecN is hotScan for a statement without rows; it returns the rows

@@ -221,27 +221,6 @@ func (s *WorkflowStore) TaskRunsSave(ctx context.Context, workflowID string, run
 	return nil
 }
 
-// scanOne returns a function scanning the first row of rows into dest;
-// no row is sql.ErrNoRows.
-func scanOne(rows *sql.Rows, err error) func(dest ...any) error {
-	return func(dest ...any) error {
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		if !rows.Next() {
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			return sql.ErrNoRows
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return err
-		}
-		return rows.Close()
-	}
-}
-
 // scanDocs decodes every row's single JSON column.
 func scanDocs[T any](rows *sql.Rows, op string) ([]T, error) {
 	defer rows.Close()

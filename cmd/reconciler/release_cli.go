@@ -39,25 +39,31 @@ func (o *releaseOpts) bind(cmd *cobra.Command, withOutput bool) {
 // chain's state lives in PostgreSQL, where a running `serve --dsn` picks up
 // what these commands enqueue.
 func (o *releaseOpts) run(cmd *cobra.Command, fn func(ctx context.Context, ch *chain.Chain) error) error {
-	if err := envFallback(cmd); err != nil {
-		return err
-	}
-	if o.output != "" && o.output != "text" && o.output != "json" {
-		return usagef("--output: want text or json, got %q", o.output)
-	}
-	if o.dsn == "" {
-		return usagef("%s: no database: the release chain is stored in PostgreSQL; set --dsn or RECONCILER_DSN. "+
-			"The in-memory store lives only inside one `reconciler serve` process (see its demo)", cmd.CommandPath())
-	}
-	ctx := cmd.Context()
-	be, err := openBackend(ctx, o.dsn, true, ports.SystemClock)
+	be, err := o.open(cmd, "the release chain is stored in PostgreSQL; set --dsn or RECONCILER_DSN. "+
+		"The in-memory store lives only inside one `reconciler serve` process (see its demo)")
 	if err != nil {
 		return err
 	}
 	defer be.close()
 	ch := &chain.Chain{Store: be.releases, Queue: be.queue, Clock: ports.SystemClock,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	return releaseExit(fn(ctx, ch))
+	return releaseExit(fn(cmd.Context(), ch))
+}
+
+// open checks the flags (RECONCILER_* fallbacks, -o) and opens the
+// configured database, migrated; without one it refuses with a usage
+// error that says why (noDB).
+func (o *releaseOpts) open(cmd *cobra.Command, noDB string) (*backend, error) {
+	if err := envFallback(cmd); err != nil {
+		return nil, err
+	}
+	if o.output != "" && o.output != "text" && o.output != "json" {
+		return nil, usagef("--output: want text or json, got %q", o.output)
+	}
+	if o.dsn == "" {
+		return nil, usagef("%s: no database: %s", cmd.CommandPath(), noDB)
+	}
+	return openBackend(cmd.Context(), o.dsn, true, ports.SystemClock)
 }
 
 // releaseExit maps chain errors onto exit statuses: invalid input 2, a

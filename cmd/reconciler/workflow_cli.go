@@ -103,25 +103,14 @@ type workflowOpts struct{ releaseOpts }
 
 // run opens the workflow controller on the configured database.
 func (o *workflowOpts) run(cmd *cobra.Command, fn func(ctx context.Context, c *flow.Controller, be *backend) error) error {
-	if err := envFallback(cmd); err != nil {
-		return err
-	}
-	if o.output != "" && o.output != "text" && o.output != "json" {
-		return usagef("--output: want text or json, got %q", o.output)
-	}
-	if o.dsn == "" {
-		return usagef("%s: no database: workflows are stored in PostgreSQL, where `reconciler serve --dsn` runs them; "+
-			"set --dsn or RECONCILER_DSN", cmd.CommandPath())
-	}
-	ctx := cmd.Context()
-	be, err := openBackend(ctx, o.dsn, true, ports.SystemClock)
+	be, err := o.open(cmd, "workflows are stored in PostgreSQL, where `reconciler serve --dsn` runs them; set --dsn or RECONCILER_DSN")
 	if err != nil {
 		return err
 	}
 	defer be.close()
 	c := &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Clock: ports.SystemClock,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	err = fn(ctx, c, be)
+	err = fn(cmd.Context(), c, be)
 	var inv *workflow.InvalidError
 	if errors.As(err, &inv) {
 		return usageError{err}
