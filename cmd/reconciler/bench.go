@@ -113,7 +113,9 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 		return engine.Done()
 	})
 	start := time.Now()
-	stop := startEngines(ctx, q, o, benchKind, proc, quiet)
+	stop := startEngines(ctx, q, o.workers, 200*time.Millisecond, quiet, func(e *engine.Engine) {
+		e.Register(benchKind, proc, engine.KindOptions{Concurrency: o.batch})
+	})
 	select {
 	case <-all:
 	case <-time.After(o.duration):
@@ -135,7 +137,9 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 		mu.Unlock()
 		return engine.Done()
 	})
-	stop = startEngines(ctx, q, o, benchLatencyKind, proc2, quiet)
+	stop = startEngines(ctx, q, o.workers, 200*time.Millisecond, quiet, func(e *engine.Engine) {
+		e.Register(benchLatencyKind, proc2, engine.KindOptions{Concurrency: o.batch})
+	})
 	phase := max(o.duration/3, time.Second)
 	n := int(phase.Seconds() * float64(o.rate))
 	tick := time.Second / time.Duration(o.rate)
@@ -183,14 +187,14 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
 
-// startEngines runs o.workers engines on q and returns a function that stops
-// them and waits.
-func startEngines(ctx context.Context, q ports.Queue, o benchQueueOptions, kind string, p engine.Processor, log *slog.Logger) func() {
+// startEngines runs n engines on q, each set up by register (like separate
+// processes), and returns a function that stops them and waits.
+func startEngines(ctx context.Context, q ports.Queue, n int, poll time.Duration, log *slog.Logger, register func(*engine.Engine)) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for i := range o.workers {
-		e := engine.New(q, engine.Options{Owner: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: log, PollInterval: 200 * time.Millisecond})
-		e.Register(kind, p, engine.KindOptions{Concurrency: o.batch})
+	for i := range n {
+		e := engine.New(q, engine.Options{Owner: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: log, PollInterval: poll})
+		register(e)
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = e.Run(ctx) }()
 	}

@@ -214,15 +214,8 @@ func queueEmpty(ctx context.Context, q ports.Queue) bool {
 // runChainUntil runs o.workers engines with the chain registered until done
 // closes or until returns true (polled), or o.timeout passes.
 func runChainUntil(ctx context.Context, q ports.Queue, ch *chain.Chain, o benchReleaseOptions, done <-chan struct{}, until func() bool) error {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for i := range o.workers {
-		e := engine.New(q, engine.Options{Owner: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: ch.Logger, PollInterval: 50 * time.Millisecond})
-		ch.Register(e, o.concurrency)
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = e.Run(ctx) }()
-	}
-	defer func() { cancel(); wg.Wait() }()
+	stop := startEngines(ctx, q, o.workers, 50*time.Millisecond, ch.Logger, func(e *engine.Engine) { ch.Register(e, o.concurrency) })
+	defer stop()
 	deadline := time.After(o.timeout)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()

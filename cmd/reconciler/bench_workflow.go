@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -107,13 +105,8 @@ func benchWorkflow(ctx context.Context, stdout, stderr io.Writer, o benchWorkflo
 		defer stop()
 	}
 	fmt.Fprintf(stderr, "bench workflow (%s): %d items, maxParallel %d\n", be.name, o.items, o.maxParallel)
-	runCtx, cancel := context.WithCancel(ctx)
-	eng := engine.New(be.queue, engine.Options{Owner: fmt.Sprintf("bench-%d", os.Getpid()), Logger: quiet, PollInterval: 50 * time.Millisecond})
-	c.Register(eng, 1)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = eng.Run(runCtx) }()
-	defer func() { cancel(); wg.Wait() }()
+	stop := startEngines(ctx, be.queue, 1, 50*time.Millisecond, quiet, func(e *engine.Engine) { c.Register(e, 1) })
+	defer stop()
 
 	start := time.Now()
 	w, err := c.Start(ctx, flow.StartParams{ID: "bench", Template: doc})
