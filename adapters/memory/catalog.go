@@ -47,7 +47,7 @@ func NewCatalog(clock ports.Clock) *Catalog {
 }
 
 // now reads the clock at the precision Postgres keeps.
-func (c *Catalog) now() time.Time { return normTime(c.clock.Now()) }
+func (c *Catalog) now() time.Time { return ports.StoredTime(c.clock.Now()) }
 
 // CatalogCreate stores a new Draft revision at version 1.
 func (c *Catalog) CatalogCreate(_ context.Context, rev ports.Revision) (ports.Revision, error) {
@@ -295,7 +295,7 @@ func copyRevision(r *ports.Revision) ports.Revision {
 	c.Content = bytes.Clone(r.Content)
 	c.Labels = copyLabels(r.Labels)
 	c.Annotations = copyLabels(r.Annotations)
-	c.CreatedAt, c.UpdatedAt, c.PublishedAt = normTime(r.CreatedAt), normTime(r.UpdatedAt), normTime(r.PublishedAt)
+	c.CreatedAt, c.UpdatedAt, c.PublishedAt = ports.StoredTime(r.CreatedAt), ports.StoredTime(r.UpdatedAt), ports.StoredTime(r.PublishedAt)
 	return c
 }
 

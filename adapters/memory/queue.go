@@ -47,7 +47,7 @@ func NewQueue(clock ports.Clock) *Queue {
 }
 
 // now reads the clock at the precision every adapter keeps.
-func (q *Queue) now() time.Time { return normTime(q.clock.Now()) }
+func (q *Queue) now() time.Time { return ports.StoredTime(q.clock.Now()) }
 
 // WorkEnqueue inserts or coalesces items. The batch is validated first, so
 // bad input stores nothing.
@@ -154,7 +154,7 @@ func (q *Queue) WorkLease(_ context.Context, p ports.LeaseParams) ([]ports.Lease
 		return nil, nil
 	}
 	out := make([]ports.Lease, 0, min(p.Limit, avail))
-	exp := normTime(now.Add(p.Duration))
+	exp := ports.StoredTime(now.Add(p.Duration))
 	for len(out) < p.Limit {
 		var best *kindQueue
 		for _, kq := range kqs {
@@ -224,7 +224,7 @@ func (q *Queue) WorkHeartbeat(_ context.Context, d time.Duration, refs ...ports.
 	}
 	q.mu.Lock()
 	defer q.unlock()
-	exp := normTime(q.now().Add(d))
+	exp := ports.StoredTime(q.now().Add(d))
 	res := make([]error, len(refs))
 	for i, r := range refs {
 		e := q.held(r)
@@ -260,7 +260,7 @@ func (q *Queue) WorkAck(_ context.Context, acks ...ports.AckParams) ([]error, er
 		}
 		unplace(e)
 		it := &e.item
-		at := normTime(a.RequeueAt)
+		at := ports.StoredTime(a.RequeueAt)
 		switch {
 		case it.Requeued:
 			if !at.IsZero() && at.Before(it.NotBefore) {
@@ -460,5 +460,5 @@ func orNow(t, now time.Time) time.Time {
 	if t.IsZero() {
 		return now
 	}
-	return normTime(t)
+	return ports.StoredTime(t)
 }

@@ -85,7 +85,7 @@ func NewReleaseStore(clock ports.Clock, opts ...ReleaseOption) *ReleaseStore {
 }
 
 // now reads the clock at the precision Postgres keeps.
-func (s *ReleaseStore) now() time.Time { return normTime(s.clock.Now()) }
+func (s *ReleaseStore) now() time.Time { return ports.StoredTime(s.clock.Now()) }
 
 // docTable holds one kind of catalog object with its ids per parent kept
 // sorted for listing.

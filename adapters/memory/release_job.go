@@ -114,32 +114,15 @@ func (x *jobIndex) insert(j *ports.JobRow) {
 
 // normJob normalises a job's times and maps as Postgres would read them.
 func normJob(j release.Job) (release.Job, error) {
-	j.CreatedAt = normTime(j.CreatedAt)
-	j.StartedAt = normTime(j.StartedAt)
-	j.CompletedAt = normTime(j.CompletedAt)
-	j.Measurements = normMeasurements(j.Measurements)
+	j.CreatedAt = ports.StoredTime(j.CreatedAt)
+	j.StartedAt = ports.StoredTime(j.StartedAt)
+	j.CompletedAt = ports.StoredTime(j.CompletedAt)
+	j.Measurements = ports.StoredMeasurements(j.Measurements)
 	out, err := jsonRoundTrip(&j)
 	if err != nil {
 		return j, release.Invalid("dispatch_context", err.Error())
 	}
 	return out, nil
-}
-
-// normMeasurements returns a copy of m with every reading's time at the
-// precision Postgres keeps; the caller's slices are not changed.
-func normMeasurements(m map[string][]release.Measurement) map[string][]release.Measurement {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string][]release.Measurement, len(m))
-	for k, ms := range m {
-		c := slices.Clone(ms)
-		for i := range c {
-			c[i].At = normTime(c[i].At)
-		}
-		out[k] = c
-	}
-	return out
 }
 
 // JobCreate creates a job once per idempotency key.

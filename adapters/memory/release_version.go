@@ -27,7 +27,7 @@ func (s *ReleaseStore) VersionCreate(_ context.Context, v release.DeploymentVers
 	if err := v.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	v.CreatedAt = normTime(v.CreatedAt)
+	v.CreatedAt = ports.StoredTime(v.CreatedAt)
 	norm, err := jsonRoundTrip(&v)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, release.Invalid("config", err.Error()))
@@ -146,7 +146,7 @@ func (s *ReleaseStore) ApprovalAdd(_ context.Context, a release.Approval) (bool,
 	if err := a.Validate(); err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
-	a.ApprovedAt = normTime(a.ApprovedAt)
+	a.ApprovedAt = ports.StoredTime(a.ApprovedAt)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.versions[a.VersionID]; !ok {
@@ -182,7 +182,7 @@ func (s *ReleaseStore) PolicySkipPut(_ context.Context, sk release.PolicySkip) e
 	if err := ports.ValidatePolicySkip(&sk); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	sk.ExpiresAt = normTime(sk.ExpiresAt)
+	sk.ExpiresAt = ports.StoredTime(sk.ExpiresAt)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.versions[sk.VersionID]; !ok {
@@ -226,7 +226,7 @@ func (s *ReleaseStore) ReleaseUpsert(_ context.Context, r release.Release) (rele
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = s.clock.Now()
 	}
-	r.CreatedAt = normTime(r.CreatedAt)
+	r.CreatedAt = ports.StoredTime(r.CreatedAt)
 	norm, err := jsonRoundTrip(&r)
 	if err != nil {
 		return release.Release{}, false, fmt.Errorf("%s: %w", op, release.Invalid("variables", err.Error()))
@@ -265,7 +265,7 @@ func (s *ReleaseStore) DesiredSet(_ context.Context, d ports.DesiredRelease) (bo
 	if err := ports.ValidateDesired(&d); err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
-	d.NextCheckAt = normTime(d.NextCheckAt)
+	d.NextCheckAt = ports.StoredTime(d.NextCheckAt)
 	if len(d.Reasons) == 0 {
 		d.Reasons = nil
 	}

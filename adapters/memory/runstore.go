@@ -46,7 +46,7 @@ func NewRunStore(clock ports.Clock) *RunStore {
 
 // now reads the clock at the precision every adapter keeps (microseconds,
 // UTC), so rows compare equal across adapters.
-func (s *RunStore) now() time.Time { return normTime(s.clock.Now()) }
+func (s *RunStore) now() time.Time { return ports.StoredTime(s.clock.Now()) }
 
 // RunCreate inserts row at version 1, stamped with the store's clock.
 func (s *RunStore) RunCreate(_ context.Context, row ports.RunRow) (ports.RunRow, error) {
@@ -55,7 +55,7 @@ func (s *RunStore) RunCreate(_ context.Context, row ports.RunRow) (ports.RunRow,
 	}
 	stored := copyRow(&row)
 	stored.Version = 1
-	stored.Heartbeat = normTime(stored.Heartbeat)
+	stored.Heartbeat = ports.StoredTime(stored.Heartbeat)
 	if len(stored.Body) == 0 {
 		stored.Body = json.RawMessage(`{}`)
 	}
@@ -148,7 +148,7 @@ func (s *RunStore) RunObserve(_ context.Context, p ports.RunObserveParams) (int6
 		r.PR = pr
 	}
 	if !p.Heartbeat.IsZero() {
-		r.Heartbeat = normTime(p.Heartbeat)
+		r.Heartbeat = ports.StoredTime(p.Heartbeat)
 	}
 	r.Version++
 	r.UpdatedAt = s.now()
@@ -275,15 +275,6 @@ func mergeBody(body json.RawMessage, patch map[string]json.RawMessage) (json.Raw
 		return nil, fmt.Errorf("patch: %w", err)
 	}
 	return b, nil
-}
-
-// normTime drops what Postgres does not keep: the location and sub-
-// microsecond precision. The zero time stays zero.
-func normTime(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.UTC().Truncate(time.Microsecond)
 }
 
 // copyRow deep-copies r; empty slices become nil.

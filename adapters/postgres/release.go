@@ -49,22 +49,14 @@ func NewReleaseStore(db *DB, clock ports.Clock, opts ...ReleaseOption) *ReleaseS
 }
 
 // now reads the clock at the precision Postgres keeps.
-func (s *ReleaseStore) now() time.Time { return relTime(s.clock.Now()) }
-
-// relTime drops the location and sub-microsecond precision; zero stays zero.
-func relTime(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.UTC().Truncate(time.Microsecond)
-}
+func (s *ReleaseStore) now() time.Time { return ports.StoredTime(s.clock.Now()) }
 
 // relNullTime is t, or NULL for the zero time.
 func relNullTime(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
-	return relTime(t)
+	return ports.StoredTime(t)
 }
 
 // exec runs a statement and returns the rows it affected.

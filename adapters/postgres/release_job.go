@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -39,10 +38,10 @@ func (r *jobRowScan) row() (ports.JobRow, error) {
 
 // relJob normalises a job's times to what Postgres keeps and encodes it.
 func relJob(j release.Job) (release.Job, string, error) {
-	j.CreatedAt = relTime(j.CreatedAt)
-	j.StartedAt = relTime(j.StartedAt)
-	j.CompletedAt = relTime(j.CompletedAt)
-	j.Measurements = relMeasurements(j.Measurements)
+	j.CreatedAt = ports.StoredTime(j.CreatedAt)
+	j.StartedAt = ports.StoredTime(j.StartedAt)
+	j.CompletedAt = ports.StoredTime(j.CompletedAt)
+	j.Measurements = ports.StoredMeasurements(j.Measurements)
 	doc, err := relEncode("dispatch_context", &j)
 	if err != nil {
 		return j, "", err
@@ -53,23 +52,6 @@ func relJob(j release.Job) (release.Job, string, error) {
 		return j, "", release.Invalid("dispatch_context", err.Error())
 	}
 	return out, doc, nil
-}
-
-// relMeasurements returns a copy of m with every reading's time in UTC at
-// microsecond precision; the caller's slices are not changed.
-func relMeasurements(m map[string][]release.Measurement) map[string][]release.Measurement {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string][]release.Measurement, len(m))
-	for k, ms := range m {
-		c := slices.Clone(ms)
-		for i := range c {
-			c[i].At = relTime(c[i].At)
-		}
-		out[k] = c
-	}
-	return out
 }
 
 // queryJobs runs a query selecting jobColumns and decodes every row.

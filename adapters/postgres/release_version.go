@@ -20,7 +20,7 @@ func (s *ReleaseStore) VersionCreate(ctx context.Context, v release.DeploymentVe
 	if err := v.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	v.CreatedAt = relTime(v.CreatedAt)
+	v.CreatedAt = ports.StoredTime(v.CreatedAt)
 	doc, err := relEncode("config", &v)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -155,7 +155,7 @@ func (s *ReleaseStore) ApprovalAdd(ctx context.Context, a release.Approval) (boo
 	}
 	n, err := s.exec(ctx, `INSERT INTO release_approvals (version_id, environment_id, user_name, approved_at)
 		SELECT ?0, ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM release_versions WHERE id = ?0)
-		ON CONFLICT DO NOTHING`, a.VersionID, a.EnvironmentID, a.User, relTime(a.ApprovedAt))
+		ON CONFLICT DO NOTHING`, a.VersionID, a.EnvironmentID, a.User, ports.StoredTime(a.ApprovedAt))
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
@@ -207,7 +207,7 @@ func (s *ReleaseStore) PolicySkipPut(ctx context.Context, sk release.PolicySkip)
 	if err := ports.ValidatePolicySkip(&sk); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	sk.ExpiresAt = relTime(sk.ExpiresAt)
+	sk.ExpiresAt = ports.StoredTime(sk.ExpiresAt)
 	doc, err := relEncode("policy_skip", &sk)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -263,7 +263,7 @@ func (s *ReleaseStore) ReleaseUpsert(ctx context.Context, r release.Release) (re
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = s.clock.Now()
 	}
-	r.CreatedAt = relTime(r.CreatedAt)
+	r.CreatedAt = ports.StoredTime(r.CreatedAt)
 	doc, err := relEncode("variables", &r)
 	if err != nil {
 		return release.Release{}, false, fmt.Errorf("%s: %w", op, err)
