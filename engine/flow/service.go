@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -47,7 +48,7 @@ func (c *Controller) Start(ctx context.Context, p StartParams) (ports.WorkflowRe
 		return ports.WorkflowRecord{}, err
 	}
 	vars, secrets, plain := map[string]any{}, []string(nil), map[string]any{}
-	for _, k := range sortedKeys(p.Variables) {
+	for _, k := range slices.Sorted(maps.Keys(p.Variables)) {
 		v := p.Variables[k]
 		switch v.Kind() {
 		case release.ValueSensitive:
@@ -104,15 +105,6 @@ func redact(params map[string]any) map[string]any {
 		}
 		out[k] = v
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }
 
