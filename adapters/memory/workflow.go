@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
 // WorkflowStore is the in-memory ports.WorkflowStore. Records are kept as
@@ -41,7 +42,7 @@ func (s *WorkflowStore) WorkflowCreate(_ context.Context, w ports.WorkflowRecord
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	w.Version = 1
-	b, err := json.Marshal(&w)
+	b, err := release.EncodeText(&w)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -87,7 +88,7 @@ func (s *WorkflowStore) WorkflowUpdate(_ context.Context, w ports.WorkflowRecord
 	}
 	w.Template, w.CreatedAt, w.TemplateName, w.TemplateRevision = stored.Template, stored.CreatedAt, stored.TemplateName, stored.TemplateRevision
 	w.Version = expected + 1
-	b, err := json.Marshal(&w)
+	b, err := release.EncodeText(&w)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
@@ -169,7 +170,7 @@ func (s *WorkflowStore) TaskRunsSave(_ context.Context, workflowID string, runs 
 			return fmt.Errorf("%s: %w", op, err)
 		}
 		r.Version++
-		b, err := json.Marshal(&r)
+		b, err := release.EncodeText(&r)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}

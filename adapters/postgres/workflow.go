@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
 // WorkflowStore is ports.WorkflowStore on PostgreSQL: one row per workflow
@@ -28,7 +29,7 @@ func (s *WorkflowStore) WorkflowCreate(ctx context.Context, w ports.WorkflowReco
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	w.Version = 1
-	doc, err := json.Marshal(&w)
+	doc, err := release.EncodeText(&w)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -67,7 +68,7 @@ func (s *WorkflowStore) WorkflowUpdate(ctx context.Context, w ports.WorkflowReco
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	w.Version = expected + 1
-	doc, err := json.Marshal(&w)
+	doc, err := release.EncodeText(&w)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
@@ -172,7 +173,7 @@ func (s *WorkflowStore) TaskRunsSave(ctx context.Context, workflowID string, run
 		seen[r.ID] = true
 		expected := r.Version
 		r.Version++
-		doc, err := json.Marshal(&r)
+		doc, err := release.EncodeText(&r)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}

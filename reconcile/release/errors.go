@@ -117,8 +117,17 @@ func checkRequired(field, v string) error {
 // encoding (what the stores keep).
 func CheckText(v any) error {
 	b, err := json.Marshal(v)
-	if err != nil || !bytes.Contains(b, []byte(`\u0000`)) {
+	if err != nil {
 		return nil // an encoding problem is the store's to report
+	}
+	return CheckTextJSON(b)
+}
+
+// CheckTextJSON is CheckText of a value already encoded as JSON, for a
+// store that encodes what it keeps anyway.
+func CheckTextJSON(b []byte) error {
+	if !bytes.Contains(b, []byte(`\u0000`)) {
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -152,4 +161,14 @@ func nulPath(doc any, path string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// EncodeText encodes v as JSON for a store, refusing a NUL anywhere in it
+// as CheckText does: one encoding serves both.
+func EncodeText(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return b, CheckTextJSON(b)
 }
