@@ -3,6 +3,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // TemplateRef identifies one stored template revision for scope resolution.
@@ -61,4 +62,52 @@ func scopeOr(s Scope) Scope {
 		return ScopeWorkspace
 	}
 	return s
+}
+
+// StoredAs checks that a template may be stored under the catalog object
+// name obj: a workspace template under its name, a system or deployment
+// template under name.scope.ID (ID: its scopeId when the document gives
+// one), so templates sharing a name at several scopes live side by side
+// and the catalog name says where each is visible.
+func (m *Metadata) StoredAs(obj string) error {
+	switch m.Scope {
+	case ScopeSystem, ScopeDeployment:
+		prefix := m.Name + "." + string(m.Scope) + "."
+		id, ok := strings.CutPrefix(obj, prefix)
+		switch {
+		case !ok || id == "":
+			return fmt.Errorf("a %s template named %q is stored as %s<%s id>, not %q", m.Scope, m.Name, prefix, m.Scope, obj)
+		case m.ScopeID != "" && id != m.ScopeID:
+			return fmt.Errorf("its scopeId %q does not match the catalog name %q", m.ScopeID, obj)
+		}
+		return nil
+	}
+	if obj != m.Name {
+		return fmt.Errorf("%q must be the catalog object's name %q", m.Name, obj)
+	}
+	return nil
+}
+
+// Lookups are the templates a deployment's reference to name may resolve
+// to, with their catalog names as ID, most specific first: the
+// deployment's, the system's, the workspace's. from narrows the search to
+// that scope and wider ones (empty: from the deployment).
+func Lookups(name, deploymentID, systemID string, from Scope) ([]TemplateRef, error) {
+	all := []TemplateRef{
+		{Name: name, Scope: ScopeDeployment, ScopeID: deploymentID},
+		{Name: name, Scope: ScopeSystem, ScopeID: systemID},
+		{Name: name, Scope: ScopeWorkspace},
+	}
+	all[0].ID = name + "." + string(ScopeDeployment) + "." + deploymentID
+	all[1].ID = name + "." + string(ScopeSystem) + "." + systemID
+	all[2].ID = name
+	switch from {
+	case "", ScopeDeployment:
+		return all, nil
+	case ScopeSystem:
+		return all[1:], nil
+	case ScopeWorkspace:
+		return all[2:], nil
+	}
+	return nil, fmt.Errorf("template %q: unknown scope %q; want deployment, system or workspace", name, from)
 }

@@ -45,3 +45,53 @@ func TestResolveErrors(t *testing.T) {
 		workflow.TemplateRef{ID: "b", Name: "deploy", Scope: workflow.ScopeSystem, ScopeID: "s1"})
 	require.ErrorIs(t, err, workflow.ErrAmbiguousTemplate)
 }
+
+func TestStoredAsKeepsScopesApart(t *testing.T) {
+	t.Parallel()
+	ws := workflow.Metadata{Name: "deploy"}
+	sys := workflow.Metadata{Name: "deploy", Scope: workflow.ScopeSystem}
+	dep := workflow.Metadata{Name: "deploy", Scope: workflow.ScopeDeployment, ScopeID: "api"}
+	for _, tc := range []struct {
+		meta workflow.Metadata
+		obj  string
+		want string // "" when allowed
+	}{
+		{ws, "deploy", ""},
+		{ws, "deploy.system.shop", `must be the catalog object's name`},
+		{sys, "deploy.system.shop", ""},
+		{sys, "deploy", "is stored as deploy.system.<system id>"},
+		{sys, "deploy.system.", "is stored as"},
+		{sys, "deploy.deployment.api", "is stored as"},
+		{dep, "deploy.deployment.api", ""},
+		{dep, "deploy.deployment.web", `scopeId "api" does not match`},
+	} {
+		err := tc.meta.StoredAs(tc.obj)
+		if tc.want == "" {
+			require.NoError(t, err, "%+v as %s", tc.meta, tc.obj)
+		} else {
+			require.ErrorContains(t, err, tc.want, "%+v as %s", tc.meta, tc.obj)
+		}
+	}
+}
+
+func TestLookupsFollowResolutionOrder(t *testing.T) {
+	t.Parallel()
+	names := func(from workflow.Scope) []string {
+		refs, err := workflow.Lookups("deploy", "api", "shop", from)
+		require.NoError(t, err)
+		var out []string
+		for _, r := range refs {
+			out = append(out, r.ID)
+			got, err := workflow.Resolve("deploy", "api", "shop", r)
+			require.NoError(t, err, "each lookup is visible to the deployment")
+			require.Equal(t, r, got)
+		}
+		return out
+	}
+	require.Equal(t, []string{"deploy.deployment.api", "deploy.system.shop", "deploy"}, names(""))
+	require.Equal(t, []string{"deploy.deployment.api", "deploy.system.shop", "deploy"}, names(workflow.ScopeDeployment))
+	require.Equal(t, []string{"deploy.system.shop", "deploy"}, names(workflow.ScopeSystem))
+	require.Equal(t, []string{"deploy"}, names(workflow.ScopeWorkspace))
+	_, err := workflow.Lookups("deploy", "api", "shop", "galaxy")
+	require.ErrorContains(t, err, `unknown scope "galaxy"`)
+}

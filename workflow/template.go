@@ -72,8 +72,11 @@ type Template struct {
 
 // Metadata names and scopes a template.
 type Metadata struct {
-	Name        string            `json:"name"`
-	Scope       Scope             `json:"scope,omitempty"`
+	Name  string `json:"name"`
+	Scope Scope  `json:"scope,omitempty"`
+	// ScopeID is the id of the system or deployment a template of that
+	// scope belongs to; a workspace template has none.
+	ScopeID     string            `json:"scopeId,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 }

@@ -77,7 +77,14 @@ func (v *validator) header() {
 		v.ps.add("metadata.name", "%q is not a valid name (lower-case letters, digits, '-' and '.')", t.Metadata.Name)
 	}
 	switch t.Metadata.Scope {
-	case "", ScopeWorkspace, ScopeSystem, ScopeDeployment:
+	case "", ScopeWorkspace:
+		if t.Metadata.ScopeID != "" {
+			v.ps.add("metadata.scopeId", "only system and deployment templates have a scopeId")
+		}
+	case ScopeSystem, ScopeDeployment:
+		if id := t.Metadata.ScopeID; id != "" && (len(id) > 100 || !nameRe.MatchString(id)) {
+			v.ps.add("metadata.scopeId", "%q is not a valid scope id (lower-case letters, digits, '-' and '.')", id)
+		}
 	default:
 		v.ps.add("metadata.scope", "unknown scope %q; want workspace, system or deployment", t.Metadata.Scope)
 	}

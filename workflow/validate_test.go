@@ -151,6 +151,20 @@ func TestValidateHeader(t *testing.T) {
 	require.Contains(t, findProblem(t, ps, "spec.tasks").Message, "at least one task")
 }
 
+func TestValidateScopeID(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ meta, want string }{
+		{"{name: deploy, scope: deployment, scopeId: Api_1}", "not a valid scope id"},
+		{"{name: deploy, scopeId: api}", "only system and deployment templates"},
+		{"{name: deploy, scope: workspace, scopeId: api}", "only system and deployment templates"},
+	} {
+		ps := problemsOf(t, "apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: "+tc.meta+"\nspec: {tasks: [{name: a, type: wait, wait: {duration: 1s}}]}\n")
+		require.Contains(t, findProblem(t, ps, "metadata.scopeId").Message, tc.want, tc.meta)
+	}
+	ps := problemsOf(t, "apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: deploy, scope: deployment, scopeId: api}\nspec: {tasks: [{name: a, type: wait, wait: {duration: 1s}}]}\n")
+	require.Empty(t, ps)
+}
+
 func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
 	t.Parallel()
 	src := doc("- {name: s, type: string, enum: [a], default: b}\n- {name: s, type: number}",

@@ -31,7 +31,9 @@ func JSONObject(content []byte) error { return ports.ValidateRevisionContent(con
 func ValidateWorkflowTemplate(content []byte) error { return CheckWorkflowTemplate(content, "") }
 
 // CheckWorkflowTemplate is ValidateWorkflowTemplate that also requires the
-// template's metadata.name, when set, to be name (when name is not empty).
+// template to be stored under the catalog name name (when not empty):
+// its metadata.name, or name.scope.id for a system or deployment template
+// (workflow.Metadata.StoredAs).
 // Positions are lines and columns of src.
 func CheckWorkflowTemplate(src []byte, name string) error {
 	t, err := workflow.Parse(src)
@@ -43,9 +45,10 @@ func CheckWorkflowTemplate(src []byte, name string) error {
 		return revision.Invalid(fmt.Errorf("content: %w", err))
 	}
 	ps := workflow.Validate(t)
-	if name != "" && t.Metadata.Name != "" && t.Metadata.Name != name {
-		ps = append(ps, workflow.Problem{Path: "metadata.name",
-			Message: fmt.Sprintf("%q must be the catalog object's name %q", t.Metadata.Name, name)})
+	if name != "" && t.Metadata.Name != "" {
+		if err := t.Metadata.StoredAs(name); err != nil {
+			ps = append(ps, workflow.Problem{Path: "metadata.name", Message: err.Error()})
+		}
 	}
 	return problemErrors(ps)
 }

@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -66,4 +67,15 @@ func TestCheckWorkflowTemplateName(t *testing.T) {
 	err := catalog.CheckWorkflowTemplate(template(""), "ship")
 	require.ErrorIs(t, err, revision.ErrValidation)
 	require.ErrorContains(t, err, `metadata.name: "deploy" must be the catalog object's name "ship"`)
+
+	// A scoped template is stored as name.scope.id.
+	scoped := func(meta string) []byte {
+		return []byte(strings.Replace(string(template("")), `{"name": "deploy"}`, meta, 1))
+	}
+	sys := scoped(`{"name": "deploy", "scope": "system"}`)
+	require.NoError(t, catalog.CheckWorkflowTemplate(sys, "deploy.system.shop"))
+	require.ErrorContains(t, catalog.CheckWorkflowTemplate(sys, "deploy"), "is stored as deploy.system.<system id>")
+	dep := scoped(`{"name": "deploy", "scope": "deployment", "scopeId": "api"}`)
+	require.NoError(t, catalog.CheckWorkflowTemplate(dep, "deploy.deployment.api"))
+	require.ErrorContains(t, catalog.CheckWorkflowTemplate(dep, "deploy.deployment.web"), `scopeId "api" does not match`)
 }
