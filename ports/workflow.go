@@ -39,6 +39,9 @@ type WorkflowRecord struct {
 	// ReleaseID and TargetKey are set for a release-triggered workflow.
 	ReleaseID string `json:"release_id,omitempty"`
 	TargetKey string `json:"target_key,omitempty"`
+	// JobID is the release chain's job the workflow runs, reported when
+	// the workflow ends.
+	JobID string `json:"job_id,omitempty"`
 
 	Phase           workflow.WorkflowPhase `json:"phase"`
 	Message         string                 `json:"message,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/reconcilerhq/reconciler/engine/flow"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
 type serveOptions struct {
@@ -161,8 +163,11 @@ func runServe(ctx context.Context, o serveOptions) error {
 		Agents:    map[string]ports.JobAgent{testrunner.Type: runner},
 		Verifiers: map[string]ports.Verifier{verifiers.SleepType: verifiers.Sleep{}, verifiers.ScriptedType: verifiers.Scripted{}}}
 	ch.Register(eng, o.concurrency)
-	flows = &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Clock: clock, Logger: log,
-		Agents: ch.Agents, Verifiers: ch.Verifiers, Webhooks: httphook.Client{}}
+	// Workflow tasks use the same agents; deployments with a workflow
+	// template run each release as a workflow through the flow's agent.
+	flows = &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Catalog: be.catalog, Jobs: ch,
+		Clock: clock, Logger: log, Agents: maps.Clone(ch.Agents), Verifiers: ch.Verifiers, Webhooks: httphook.Client{}}
+	ch.Agents[release.WorkflowAgentType] = flows.ReleaseAgent()
 	flows.Register(eng, o.concurrency)
 	if demo {
 		if err := seedReleaseDemo(ctx, ch, demoRelease); err != nil {

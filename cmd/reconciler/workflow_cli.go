@@ -141,13 +141,17 @@ func newWorkflowRunCmd() *cobra.Command {
 	var o workflowOpts
 	var params []string
 	var id string
+	var scope flow.InputScope
 	cmd := &cobra.Command{
 		Use:   "run TEMPLATE",
 		Short: "Start a workflow from a published catalog template or a file",
 		Long: `run starts a workflow and prints its id. TEMPLATE is the name of a
 workflow-template in the catalog (its latest published revision is pinned) or
 a file (YAML or JSON). Parameters come from --param NAME=VALUE (JSON values are
-parsed: --param replicas=3 is a number). Every problem with the template or
+parsed: --param replicas=3 is a number). Matrix parameters whose source is
+resources, environments or release targets select from the stored workspace
+(--workspace) and system (--system; all of the workspace's when omitted).
+Every problem with the template or
 the parameters is listed and nothing is started. A running
 ` + "`reconciler serve --dsn`" + ` executes it; follow it with ` + "`reconciler workflow status ID`" + `.
 
@@ -161,7 +165,7 @@ Exit status: 0 started, 1 not found or failed, 2 invalid template or parameters.
 				return err
 			}
 			return o.run(cmd, func(ctx context.Context, c *flow.Controller, be *backend) error {
-				p := flow.StartParams{ID: id, Parameters: explicit}
+				p := flow.StartParams{ID: id, Parameters: explicit, Scope: scope}
 				if src, err := os.ReadFile(args[0]); err == nil {
 					p.Template = src
 				} else {
@@ -169,7 +173,7 @@ Exit status: 0 started, 1 not found or failed, 2 invalid template or parameters.
 					if err != nil {
 						return fmt.Errorf("template %s: no such file, and no published workflow-template of that name: %w", args[0], err)
 					}
-					p.Template, p.TemplateRevision = rev.Content, rev.Revision
+					p.Template, p.TemplateName, p.TemplateRevision = rev.Content, rev.Name, rev.Revision
 				}
 				w, err := c.Start(ctx, p)
 				if err != nil {
@@ -190,6 +194,8 @@ Exit status: 0 started, 1 not found or failed, 2 invalid template or parameters.
 	o.bind(cmd, true)
 	cmd.Flags().StringArrayVar(&params, "param", nil, "NAME=VALUE; repeat for several")
 	cmd.Flags().StringVar(&id, "id", "", "workflow id (default: template name and a time stamp)")
+	cmd.Flags().StringVar(&scope.WorkspaceID, "workspace", "", "workspace whose resources matrix sources select (default: the system's)")
+	cmd.Flags().StringVar(&scope.SystemID, "system", "", "system whose environments and deployments matrix sources select")
 	return cmd
 }
 

@@ -147,3 +147,51 @@ func TestWorkflowCLINoDSN(t *testing.T) {
 		requireExit(t, err, 2, "RECONCILER_DSN")
 	}
 }
+
+// TestWorkflowRunMatrixFromStore: a resource matrix selects the stored
+// workspace's resources; without a workspace the run is refused, naming
+// the flag's field, and nothing is stored.
+func TestWorkflowRunMatrixFromStore(t *testing.T) {
+	t.Setenv("RECONCILER_DSN", "")
+	dsn, _ := pgtest.Schema(t)
+	ctx := t.Context()
+	be, err := openBackend(ctx, dsn, true, ports.SystemClock)
+	require.NoError(t, err)
+	defer be.close()
+	_, err = be.releases.WorkspacePut(ctx, release.Workspace{ID: "ws", Name: "acme"}, 0)
+	require.NoError(t, err)
+	_, err = be.releases.SystemPut(ctx, release.System{ID: "shop", WorkspaceID: "ws", Name: "shop"}, 0)
+	require.NoError(t, err)
+	for _, r := range []release.Resource{
+		{ID: "eu-1", WorkspaceID: "ws", Kind: "Kubernetes", Identifier: "k/eu-1", Name: "eu-1"},
+		{ID: "us-1", WorkspaceID: "ws", Kind: "Kubernetes", Identifier: "k/us-1", Name: "us-1"},
+		{ID: "vm-1", WorkspaceID: "ws", Kind: "VM", Identifier: "vm-1", Name: "vm-1"},
+	} {
+		_, err = be.releases.ResourcePut(ctx, r, 0)
+		require.NoError(t, err)
+	}
+	file := filepath.Join(t.TempDir(), "fan.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`apiVersion: ctrlplane.dev/v1
+kind: WorkflowTemplate
+metadata: {name: fan}
+spec:
+  parameters:
+    - {name: clusters, type: matrix, source: {kind: resource, selector: 'resource.kind == "Kubernetes"'}}
+  tasks:
+    - {name: wait, type: wait, matrix: "{{workflow.parameters.clusters}}", wait: {duration: 1s}}
+`), 0o600))
+	_, err = runRoot(t, "workflow", "run", file, "--id", "fan-0", "--dsn", dsn)
+	requireExit(t, err, 2, "workspace")
+	_, err = be.workflows.WorkflowGet(ctx, "fan-0")
+	require.ErrorIs(t, err, ports.ErrNotFound)
+
+	_, err = runRoot(t, "workflow", "run", file, "--id", "fan-1", "--system", "shop", "--dsn", dsn)
+	require.NoError(t, err)
+	w, err := be.workflows.WorkflowGet(ctx, "fan-1")
+	require.NoError(t, err)
+	var names []string
+	for _, it := range w.Matrix["clusters"] {
+		names = append(names, it.(map[string]any)["resource"].(map[string]any)["name"].(string))
+	}
+	require.Equal(t, []string{"eu-1", "us-1"}, names, "the system's workspace's Kubernetes resources, by id")
+}

@@ -159,11 +159,23 @@ type route struct {
 	version release.DeploymentVersion
 }
 
-// routeOf is the route of rel's jobs, from the facts: the deployment's
-// agent when an implementation of its type is registered, and the
+// workflowAgent is the agent record of release-triggered workflows: a
+// deployment with a WorkflowTemplate runs each release's job as a workflow
+// through the JobAgent registered for release.WorkflowAgentType.
+var workflowAgent = release.JobAgent{ID: release.WorkflowAgentType, Name: "workflow", Type: release.WorkflowAgentType}
+
+// routeOf is the route of rel's jobs, from the facts: the workflow agent
+// when the deployment names a workflow template, else the deployment's
+// agent when an implementation of its type is registered; and the
 // release's version.
 func (c *Chain) routeOf(f *facts) route {
 	dep := &f.Detail.Deployment
+	if ref := dep.WorkflowTemplate; ref != nil {
+		if _, ok := c.Agents[release.WorkflowAgentType]; !ok {
+			return route{why: "deployment " + dep.ID + " runs workflow template " + strconv.Quote(ref.Name) + " but no workflow agent is registered"}
+		}
+		return route{agent: &workflowAgent, version: *f.Version}
+	}
 	switch {
 	case dep.JobAgentID == "":
 		return route{why: "deployment " + dep.ID + " names no job agent"}
@@ -189,6 +201,7 @@ func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, a
 	if rt.agent == nil {
 		job.Status, job.Message, job.CompletedAt = release.JobInvalidJobAgent, rt.why, job.CreatedAt
 	} else {
+		job.JobAgentID = rt.agent.ID
 		job.JobAgentConfig = release.MergeConfig(rt.agent.Config, dep.JobAgentConfig, rt.version.JobAgentConfig)
 		job.DispatchContext["version_tag"] = rt.version.Tag
 	}

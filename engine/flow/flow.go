@@ -53,6 +53,10 @@ type Controller struct {
 	// is sent (nil: their references are sent as they are). Stored state
 	// only ever holds the placeholder ${secret:NAME}.
 	Secrets ports.SecretResolver
+	// Catalog holds the templates of release-triggered workflows
+	// (ReleaseAgent); Jobs takes the report of their end (the chain).
+	Catalog ports.Catalog
+	Jobs    ports.JobReporter
 	Clock   ports.Clock
 	Logger  *slog.Logger
 
@@ -182,8 +186,7 @@ func (c *Controller) pass(ctx context.Context, it engine.Item) engine.Outcome {
 		return engine.Retry(err)
 	}
 	if w.Phase.Terminal() {
-		c.forget(id)
-		return engine.Done()
+		return c.finished(ctx, &w)
 	}
 	t, err := c.template(&w)
 	if err != nil {
@@ -211,8 +214,7 @@ func (c *Controller) pass(ctx context.Context, it engine.Item) engine.Outcome {
 	}
 	c.log(ctx, &w, res, start)
 	if w.Phase.Terminal() {
-		c.forget(id)
-		return engine.Done()
+		return c.finished(ctx, &w)
 	}
 	wake = earliest(wake, res.wakeAt)
 	if res.changed {
@@ -225,6 +227,17 @@ func (c *Controller) pass(ctx context.Context, it engine.Item) engine.Outcome {
 	return engine.RequeueAt(wake)
 }
 
+// finished settles a finished workflow: the job of a release-triggered
+// one hears how it ended. It runs on every pass that finds the workflow
+// finished, so what a crash interrupted is done by the redelivered pass.
+func (c *Controller) finished(ctx context.Context, w *ports.WorkflowRecord) engine.Outcome {
+	if err := c.reportRelease(ctx, w); err != nil {
+		return engine.Retry(err)
+	}
+	c.forget(w.ID)
+	return engine.Done()
+}
+
 // failWorkflow ends a workflow that cannot run (its pinned template no
 // longer loads).
 func (c *Controller) failWorkflow(ctx context.Context, w *ports.WorkflowRecord, cause error) engine.Outcome {
@@ -233,7 +246,7 @@ func (c *Controller) failWorkflow(ctx context.Context, w *ports.WorkflowRecord, 
 	if _, err := c.Store.WorkflowUpdate(ctx, next, w.Version); err != nil {
 		return engine.Retry(err)
 	}
-	return engine.Done()
+	return c.finished(ctx, &next)
 }
 
 func earliest(a, b time.Time) time.Time {

@@ -20,7 +20,11 @@ type StartParams struct {
 	ID string
 	// Template is the template document (YAML or JSON): a catalog
 	// revision's content, pinned in the workflow as it is now.
-	Template         []byte
+	Template []byte
+	// TemplateName and TemplateRevision name the catalog revision
+	// (TemplateName empty: the template's metadata.name; revision 0: a
+	// template given inline).
+	TemplateName     string
 	TemplateRevision int
 	// Parameters are explicit values; VersionConfig and Variables are the
 	// lower-priority sources (workflow.Sources).
@@ -34,8 +38,13 @@ type StartParams struct {
 	// release-triggered workflow to its release.
 	Release              map[string]any
 	ReleaseID, TargetKey string
-	// Inputs are the candidates of matrix sources.
+	// JobID is the release chain's job a release-triggered workflow runs:
+	// the controller reports the workflow's end to it.
+	JobID string
+	// Inputs are the candidates of matrix sources; the lists left nil that
+	// a matrix source needs are read from the release store within Scope.
 	Inputs workflow.Inputs
+	Scope  InputScope
 }
 
 // Start validates the template and the parameters (every problem at once,
@@ -62,13 +71,17 @@ func (c *Controller) Start(ctx context.Context, p StartParams) (ports.WorkflowRe
 	}
 	params, problems := workflow.ResolveParameters(t.Spec.Parameters, workflow.Sources{
 		Explicit: p.Parameters, VersionConfig: p.VersionConfig, DeploymentVariables: plain})
+	inputs, err := c.loadInputs(ctx, t, p.Inputs, p.Scope)
+	if err != nil {
+		return ports.WorkflowRecord{}, fmt.Errorf("start workflow: %w", err)
+	}
 	matrix := map[string][]any{}
 	for i := range t.Spec.Parameters {
 		par := &t.Spec.Parameters[i]
 		if par.Type != workflow.TypeMatrix {
 			continue
 		}
-		items, err := workflow.ExpandMatrix(par, p.Inputs)
+		items, err := workflow.ExpandMatrix(par, inputs)
 		if err != nil {
 			problems = append(problems, workflow.Problem{Path: "parameters." + par.Name, Message: err.Error()})
 			continue
@@ -83,7 +96,10 @@ func (c *Controller) Start(ctx context.Context, p StartParams) (ports.WorkflowRe
 		return ports.WorkflowRecord{}, fmt.Errorf("start workflow: encode template: %w", err)
 	}
 	now := c.Clock.Now()
-	w := ports.WorkflowRecord{ID: p.ID, Name: t.Metadata.Name, TemplateName: t.Metadata.Name, TemplateRevision: p.TemplateRevision,
+	if p.TemplateName == "" {
+		p.TemplateName = t.Metadata.Name
+	}
+	w := ports.WorkflowRecord{ID: p.ID, Name: t.Metadata.Name, TemplateName: p.TemplateName, TemplateRevision: p.TemplateRevision, JobID: p.JobID,
 		Template: doc, Parameters: redact(params), Matrix: matrix, Release: p.Release, Variables: vars, Secrets: secrets,
 		ReleaseID: p.ReleaseID, TargetKey: p.TargetKey, Phase: workflow.WorkflowPending, CreatedAt: now}
 	if w.ID == "" {

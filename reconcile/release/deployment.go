@@ -25,11 +25,19 @@ type Deployment struct {
 	WorkflowTemplate *WorkflowTemplateRef `json:"workflow_template,omitempty"`
 }
 
-// WorkflowTemplateRef names a workflow template by name within a scope.
+// WorkflowTemplateRef names the workflow template a deployment's releases
+// run: the published template of that name most specific to the
+// deployment, looked up deployment → system → workspace. Scope, when set,
+// starts the lookup at that scope ("system" skips deployment templates).
 type WorkflowTemplateRef struct {
 	Name  string `json:"name"`
-	Scope string `json:"scope"`
+	Scope string `json:"scope,omitempty"`
 }
+
+// WorkflowAgentType is the job agent type of the built-in agent that runs
+// a release's job as a workflow: the chain routes the jobs of a deployment
+// with a WorkflowTemplate to it, whatever JobAgentID says.
+const WorkflowAgentType = "workflow"
 
 var slugRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
@@ -73,8 +81,10 @@ func (d *Deployment) validateFields() error {
 		if err := checkRequired("workflow_template.name", w.Name); err != nil {
 			return err
 		}
-		if err := checkRequired("workflow_template.scope", w.Scope); err != nil {
-			return err
+		switch w.Scope {
+		case "", "deployment", "system", "workspace":
+		default:
+			return Invalid("workflow_template.scope", "unknown scope "+w.Scope+"; want deployment, system or workspace")
 		}
 	}
 	return nil

@@ -51,7 +51,7 @@ func TestValidate(t *testing.T) {
 		}(), "variables[0].default.sensitive", 0, 0},
 		{"deployment workflow template", func() validator {
 			d := okDeployment()
-			d.WorkflowTemplate = &WorkflowTemplateRef{Name: "deploy"}
+			d.WorkflowTemplate = &WorkflowTemplateRef{Name: "deploy", Scope: "galaxy"}
 			return d
 		}(), "workflow_template.scope", 0, 0},
 		{"environment selector", &Environment{ID: "e", SystemID: "s", Name: "e", ResourceSelector: "nope"}, "resource_selector", 1, 1},
