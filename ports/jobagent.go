@@ -62,6 +62,29 @@ type JobAgent interface {
 	Dispatch(ctx context.Context, d JobDispatch) (JobDispatchResult, error)
 }
 
+// JobCancel asks an agent to stop one job it was handed.
+type JobCancel struct {
+	JobID string
+	// ExternalID is the agent's name for the run, as its Dispatch returned.
+	ExternalID string
+	Agent      release.JobAgent
+	// Reason says why, for humans (the workflow was cancelled, the task
+	// timed out).
+	Reason string
+}
+
+// JobCanceler is implemented by JobAgents that can stop a running job.
+// The workflow controller calls it when a job is no longer wanted: its
+// workflow was cancelled or its TaskRun timed out. By then the job's end
+// is already recorded, so a report that still comes is ignored.
+//
+// CancelJob is idempotent: cancelling a job that already ended, or that
+// the agent does not know, is not an error. An error means the agent
+// could not be told; the job may run on.
+type JobCanceler interface {
+	CancelJob(ctx context.Context, c JobCancel) error
+}
+
 // JobReport is a job's progress as an agent reports it: by JobID, or by
 // AgentID and ExternalID when the agent only knows its own name for the
 // run.

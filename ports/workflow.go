@@ -63,6 +63,8 @@ type TaskRunRecord struct {
 	// Dispatch is the resolved config handed to the executor: secrets are
 	// in it as their references (release.SecretRef), never in plain text.
 	Dispatch map[string]any `json:"dispatch,omitempty"`
+	// ExternalID is the agent's name for the current attempt's job.
+	ExternalID string `json:"external_id,omitempty"`
 	// ApprovedBy lists the users who approved an approval task's run.
 	ApprovedBy []string `json:"approved_by,omitempty"`
 	// Version is the compare-and-swap version: 0 on a record not stored

@@ -140,6 +140,32 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 	return res, nil
 }
 
+var _ ports.JobCanceler = (*Agent)(nil)
+
+// CancelJob stops a job whose outcome is not reported yet and reports it
+// cancelled instead. A job already reported, or unknown, is left as it is.
+func (a *Agent) CancelJob(_ context.Context, c ports.JobCancel) error {
+	a.mu.Lock()
+	t, ok := a.timers[c.JobID]
+	if !ok || a.closed || !t.Stop() {
+		a.mu.Unlock()
+		return nil // reported, being reported, unknown, or closed
+	}
+	delete(a.timers, c.JobID)
+	r := ports.JobReport{JobID: c.JobID, AgentID: c.Agent.ID, ExternalID: a.results[c.JobID].ExternalID,
+		Status: release.JobCancelled, Message: "cancelled"}
+	if c.Reason != "" {
+		r.Message += ": " + c.Reason
+	}
+	a.wg.Add(1)
+	a.mu.Unlock()
+	go func() {
+		defer a.wg.Done()
+		a.report(r)
+	}()
+	return nil
+}
+
 // fire runs when a job's delay has passed: it reports the outcome unless
 // the agent was closed.
 func (a *Agent) fire(r ports.JobReport) {

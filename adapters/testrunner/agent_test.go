@@ -277,3 +277,32 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	return w.buf.Write(p)
 }
+
+// TestCancelJob: a pending job is reported cancelled at once, with the
+// reason; cancelling it again, a reported job or an unknown one does
+// nothing.
+func TestCancelJob(t *testing.T) {
+	f := setup(t)
+	f.dispatch(t, "slow", map[string]any{"delay": "1h"})
+	f.dispatch(t, "fast", map[string]any{"delay": "0s"})
+	require.Equal(t, "fast", f.next(t).JobID)
+
+	agent := release.JobAgent{ID: "agent-1", Type: Type}
+	require.NoError(t, f.agent.CancelJob(t.Context(), ports.JobCancel{JobID: "slow", Agent: agent, Reason: "workflow cancelled"}))
+	r := f.next(t)
+	require.Equal(t, "slow", r.JobID)
+	require.Equal(t, release.JobCancelled, r.Status)
+	require.Equal(t, "cancelled: workflow cancelled", r.Message)
+	require.Equal(t, "test-runner/slow", r.ExternalID)
+	require.Zero(t, f.agent.pending())
+
+	for _, id := range []string{"slow", "fast", "ghost"} {
+		require.NoError(t, f.agent.CancelJob(t.Context(), ports.JobCancel{JobID: id, Agent: agent}))
+	}
+	f.agent.Close() // waits for any report in flight
+	select {
+	case r := <-f.reports:
+		t.Fatalf("report after a repeated cancel: %+v", r)
+	default:
+	}
+}

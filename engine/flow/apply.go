@@ -12,7 +12,10 @@ import (
 // applied is what a pass wrote.
 type applied struct {
 	// runs are the workflow's TaskRuns as stored after the pass.
-	runs                          []ports.TaskRunRecord
+	runs []ports.TaskRunRecord
+	// stop are the running jobs the pass ended (cancelled, timed out),
+	// as they were before: their agents are to be told.
+	stop                          []ports.TaskRunRecord
 	changed                       bool
 	created, dispatched, finished int
 	reason                        string
@@ -89,13 +92,15 @@ func (c *Controller) apply(ctx context.Context, w *ports.WorkflowRecord, runs []
 			if err != nil {
 				return res, err
 			}
-			r.Attempt, r.NextAttemptAt, r.JobID, r.Outputs, r.FinishedAt, r.ApprovedBy = a.Attempt, a.NotBefore, "", nil, time.Time{}, nil
+			r.Attempt, r.NextAttemptAt, r.JobID, r.ExternalID, r.Outputs, r.FinishedAt, r.ApprovedBy = a.Attempt, a.NotBefore, "", "", nil, time.Time{}, nil
 		case workflow.FailTaskRun:
+			res.stopping(runs, byID, a.ID, a.Message)
 			if err := finish(edit, a.ID, workflow.TaskFailed, a.At, a.Message); err != nil {
 				return res, err
 			}
 			res.finished++
 		case workflow.CancelTaskRun:
+			res.stopping(runs, byID, a.ID, a.Message)
 			if err := finish(edit, a.ID, workflow.TaskCancelled, a.At, a.Message); err != nil {
 				return res, err
 			}
@@ -128,6 +133,18 @@ func (c *Controller) apply(ctx context.Context, w *ports.WorkflowRecord, runs []
 		res.changed = true
 	}
 	return res, nil
+}
+
+// stopping notes a run the pass ends whose job an agent is running.
+func (res *applied) stopping(runs []ports.TaskRunRecord, byID map[string]int, id, why string) {
+	i, ok := byID[id]
+	if !ok || i < 0 {
+		return
+	}
+	if r := runs[i]; r.Type == workflow.TaskJob && r.Phase == workflow.TaskRunning && r.JobID != "" {
+		r.Message = why
+		res.stop = append(res.stop, r)
+	}
 }
 
 // finish moves a run to a final phase.

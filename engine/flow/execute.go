@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -79,20 +80,9 @@ func end(r *ports.TaskRunRecord, phase workflow.TaskPhase, at time.Time, msg str
 // dispatchJob hands a job task's run to the agent its task names, once
 // per job id; a missing agent or a refused config fails the run.
 func (c *Controller) dispatchJob(ctx context.Context, w *ports.WorkflowRecord, t *workflow.Template, r *ports.TaskRunRecord, now time.Time) bool {
-	var ref string
-	for i := range t.Spec.Tasks {
-		if t.Spec.Tasks[i].Name == r.Task {
-			ref = t.Spec.Tasks[i].JobAgentRef
-		}
-	}
-	agent, err := c.Releases.JobAgentGet(ctx, ref)
+	agent, impl, err := c.agentOf(ctx, t, r.Task)
 	if err != nil {
-		end(r, workflow.TaskFailed, now, "job agent "+strconv.Quote(ref)+": "+err.Error())
-		return true
-	}
-	impl, ok := c.Agents[agent.Value.Type]
-	if !ok {
-		end(r, workflow.TaskFailed, now, "no agent of type "+strconv.Quote(agent.Value.Type)+" is registered")
+		end(r, workflow.TaskFailed, now, err.Error())
 		return true
 	}
 	revealed, err := c.reveal(ctx, w, r.Dispatch["config"])
@@ -101,10 +91,10 @@ func (c *Controller) dispatchJob(ctx context.Context, w *ports.WorkflowRecord, t
 		return true
 	}
 	cfg, _ := revealed.(map[string]any)
-	job := release.Job{ID: JobID(w.ID, r.ID, r.Attempt), JobAgentID: agent.Value.ID, Status: release.JobPending, CreatedAt: now,
-		JobAgentConfig:  release.MergeConfig(agent.Value.Config, cfg),
+	job := release.Job{ID: JobID(w.ID, r.ID, r.Attempt), JobAgentID: agent.ID, Status: release.JobPending, CreatedAt: now,
+		JobAgentConfig:  release.MergeConfig(agent.Config, cfg),
 		DispatchContext: map[string]any{"workflow_id": w.ID, "task_run_id": r.ID, "attempt": r.Attempt}}
-	res, err := impl.Dispatch(ctx, ports.JobDispatch{Job: job, Agent: agent.Value})
+	res, err := impl.Dispatch(ctx, ports.JobDispatch{Job: job, Agent: agent})
 	if err != nil {
 		if errors.Is(err, release.ErrInvalid) {
 			end(r, workflow.TaskFailed, now, err.Error())
@@ -113,11 +103,53 @@ func (c *Controller) dispatchJob(ctx context.Context, w *ports.WorkflowRecord, t
 		c.Logger.Warn("workflow job dispatch failed; the next pass retries", "workflow", w.ID, "task_run", r.ID, "error", err)
 		return false
 	}
-	r.JobID = job.ID
+	r.JobID, r.ExternalID = job.ID, res.ExternalID
 	if res.Status.IsTerminal() {
 		end(r, jobPhase(res.Status), now, res.Message)
 	}
 	return true
+}
+
+// agentOf is the agent record a job task names (jobAgentRef) and the
+// implementation registered for its type.
+func (c *Controller) agentOf(ctx context.Context, t *workflow.Template, task string) (release.JobAgent, ports.JobAgent, error) {
+	var ref string
+	for i := range t.Spec.Tasks {
+		if t.Spec.Tasks[i].Name == task {
+			ref = t.Spec.Tasks[i].JobAgentRef
+		}
+	}
+	agent, err := c.Releases.JobAgentGet(ctx, ref)
+	if err != nil {
+		return release.JobAgent{}, nil, fmt.Errorf("job agent %s: %w", strconv.Quote(ref), err)
+	}
+	impl, ok := c.Agents[agent.Value.Type]
+	if !ok {
+		return release.JobAgent{}, nil, errors.New("no agent of type " + strconv.Quote(agent.Value.Type) + " is registered")
+	}
+	return agent.Value, impl, nil
+}
+
+// stopJobs tells the agents of jobs the workflow no longer wants (runs
+// ended by cancellation or a timeout) to stop them, when the agent can
+// (ports.JobCanceler). The runs are already ended, so a failure is only
+// logged: the job's later report is ignored either way.
+func (c *Controller) stopJobs(ctx context.Context, w *ports.WorkflowRecord, t *workflow.Template, runs []ports.TaskRunRecord) {
+	for i := range runs {
+		r := &runs[i]
+		agent, impl, err := c.agentOf(ctx, t, r.Task)
+		if err == nil {
+			canceler, ok := impl.(ports.JobCanceler)
+			if !ok {
+				continue
+			}
+			err = canceler.CancelJob(ctx, ports.JobCancel{JobID: r.JobID, ExternalID: r.ExternalID, Agent: agent, Reason: r.Message})
+		}
+		if err != nil {
+			c.Logger.LogAttrs(ctx, slog.LevelWarn, "workflow.cancel_job_failed", slog.String("workflow", w.ID),
+				slog.String("task_run", r.ID), slog.String("job", r.JobID), slog.String("error", err.Error()))
+		}
+	}
 }
 
 // jobPhase maps a terminal job status to a TaskRun phase.

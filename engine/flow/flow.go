@@ -186,7 +186,7 @@ func (c *Controller) pass(ctx context.Context, it engine.Item) engine.Outcome {
 		return engine.Retry(err)
 	}
 	if w.Phase.Terminal() {
-		return c.finished(ctx, &w)
+		return c.finished(ctx, &w, true)
 	}
 	t, err := c.template(&w)
 	if err != nil {
@@ -205,6 +205,7 @@ func (c *Controller) pass(ctx context.Context, it engine.Item) engine.Outcome {
 	if err != nil {
 		return engine.Retry(fmt.Errorf("workflow %s: %w", id, err))
 	}
+	c.stopJobs(ctx, &w, t, res.stop)
 	wake, err := c.execute(ctx, &w, t, res.runs)
 	if errors.Is(err, ports.ErrConflict) {
 		return engine.RequeueAt(in.Now)
@@ -214,7 +215,7 @@ func (c *Controller) pass(ctx context.Context, it engine.Item) engine.Outcome {
 	}
 	c.log(ctx, &w, res, start)
 	if w.Phase.Terminal() {
-		return c.finished(ctx, &w)
+		return c.finished(ctx, &w, false)
 	}
 	wake = earliest(wake, res.wakeAt)
 	if res.changed {
@@ -229,13 +230,42 @@ func (c *Controller) pass(ctx context.Context, it engine.Item) engine.Outcome {
 
 // finished settles a finished workflow: the job of a release-triggered
 // one hears how it ended. It runs on every pass that finds the workflow
-// finished, so what a crash interrupted is done by the redelivered pass.
-func (c *Controller) finished(ctx context.Context, w *ports.WorkflowRecord) engine.Outcome {
+// finished, so what a crash interrupted is done by the redelivered pass;
+// with again (a pass that found it finished) the agents of a cancelled
+// workflow's jobs are told again, in case the pass that cancelled them
+// did not get to.
+func (c *Controller) finished(ctx context.Context, w *ports.WorkflowRecord, again bool) engine.Outcome {
+	if again && w.Phase == workflow.WorkflowCancelled {
+		if err := c.stopCancelled(ctx, w); err != nil {
+			return engine.Retry(err)
+		}
+	}
 	if err := c.reportRelease(ctx, w); err != nil {
 		return engine.Retry(err)
 	}
 	c.forget(w.ID)
 	return engine.Done()
+}
+
+// stopCancelled tells the agents of a cancelled workflow's cancelled jobs
+// to stop them.
+func (c *Controller) stopCancelled(ctx context.Context, w *ports.WorkflowRecord) error {
+	t, err := c.template(w)
+	if err != nil {
+		return nil // nothing ran from a template that does not load
+	}
+	runs, err := c.Store.TaskRunsList(ctx, w.ID)
+	if err != nil {
+		return err
+	}
+	var stop []ports.TaskRunRecord
+	for _, r := range runs {
+		if r.Type == workflow.TaskJob && r.Phase == workflow.TaskCancelled && r.JobID != "" {
+			stop = append(stop, r)
+		}
+	}
+	c.stopJobs(ctx, w, t, stop)
+	return nil
 }
 
 // failWorkflow ends a workflow that cannot run (its pinned template no
@@ -246,7 +276,7 @@ func (c *Controller) failWorkflow(ctx context.Context, w *ports.WorkflowRecord, 
 	if _, err := c.Store.WorkflowUpdate(ctx, next, w.Version); err != nil {
 		return engine.Retry(err)
 	}
-	return c.finished(ctx, &next)
+	return c.finished(ctx, &next, false)
 }
 
 func earliest(a, b time.Time) time.Time {

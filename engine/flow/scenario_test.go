@@ -52,10 +52,23 @@ type world struct {
 	sim   *scenario.Sim // the scenario's script, outputs and durations
 	clock *porttest.FakeClock
 
-	mu       sync.Mutex
-	pending  map[string]event // job id or approval run → when and how it ends
-	requests []ports.WebhookRequest
-	jobs     []ports.JobDispatch
+	mu        sync.Mutex
+	pending   map[string]event // job id or approval run → when and how it ends
+	requests  []ports.WebhookRequest
+	jobs      []ports.JobDispatch
+	cancelled map[string]ports.JobCancel // by job id
+}
+
+// CancelJob records the cancel; the job never reports.
+func (w *world) CancelJob(_ context.Context, c ports.JobCancel) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cancelled == nil {
+		w.cancelled = map[string]ports.JobCancel{}
+	}
+	w.cancelled[c.JobID] = c
+	delete(w.pending, c.JobID)
+	return nil
 }
 
 type event struct {
@@ -288,6 +301,23 @@ func TestScenariosThroughEngine(t *testing.T) {
 					sim.Created[r.ID] = workflow.CreateTaskRun{Config: r.Config, DispatchConfig: sent(w, &r)}
 				}
 				require.Empty(t, sc.Check(sim), "scenario %s", sc.Name)
+				// The agent was told to stop every job the workflow ended
+				// (cancelled, timed out), and only those.
+				w.mu.Lock()
+				for _, r := range st.TaskRuns {
+					c, told := w.cancelled[r.JobID]
+					if r.Type != workflow.TaskJob || r.JobID == "" {
+						continue
+					}
+					if r.Phase == workflow.TaskCancelled || strings.Contains(r.Message, "timed out") {
+						require.True(t, told, "run %s (%s: %s): its agent is told to stop job %s", r.ID, r.Phase, r.Message, r.JobID)
+						require.Equal(t, "script/"+r.JobID, c.ExternalID)
+						require.Equal(t, r.Message, c.Reason)
+					} else {
+						require.False(t, told, "run %s (%s) was not stopped", r.ID, r.Phase)
+					}
+				}
+				w.mu.Unlock()
 				raw, err := json.Marshal(st)
 				require.NoError(t, err)
 				for _, s := range sc.Secrets {

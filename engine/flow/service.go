@@ -206,6 +206,9 @@ func (c *Controller) ReportJob(ctx context.Context, rep ports.JobReport) error {
 		// job id; the id names this attempt, so the report is this job's
 		// (the pass's own write then loses its compare-and-swap).
 		r.JobID = rep.JobID
+		if r.ExternalID == "" {
+			r.ExternalID = rep.ExternalID
+		}
 		at := rep.At
 		if at.IsZero() {
 			at = c.Clock.Now()
