@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/reconcilerhq/reconciler/adapters/envsecret"
 	"github.com/reconcilerhq/reconciler/adapters/httphook"
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/adapters/testrunner"
@@ -43,6 +44,8 @@ type serveOptions struct {
 	logFormat       string
 	demo            bool
 	demoDir         string
+	secretPrefix    string
+	secretDirs      []string
 }
 
 // newServeCmd runs the engine.
@@ -67,6 +70,10 @@ processes on one database share the work safely.
 Every flag can also be set as RECONCILER_<FLAG> (e.g. RECONCILER_LOCK=45s);
 a flag given on the command line wins. SIGINT/SIGTERM stop leasing and let
 in-flight passes finish (up to --shutdown-timeout); a second signal exits at once.
+
+Workflow secrets (sensitive variables) are resolved when a job or request is
+sent: env:NAME reads the daemon's variable NAME (only names with
+--secret-prefix), file:/path a file under a --secret-dir.
 
 Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metrics.`,
 		Args: argsUsage(cobra.NoArgs),
@@ -93,6 +100,8 @@ Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metr
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.BoolVar(&o.demo, "demo", true, "in memory: seed the demo runs and release workspace (ignored with --dsn)")
 	f.StringVar(&o.demoDir, "demo-dir", "", "load the release demo from this directory's release.yaml (default: testdata/demo, built in)")
+	f.StringVar(&o.secretPrefix, "secret-prefix", envsecret.DefaultPrefix, "workflow secrets referenced as env:NAME must have names with this prefix")
+	f.StringArrayVar(&o.secretDirs, "secret-dir", nil, "directory workflow secrets referenced as file:/path may be read from; repeat for several")
 	return cmd
 }
 
@@ -166,7 +175,8 @@ func runServe(ctx context.Context, o serveOptions) error {
 	// Workflow tasks use the same agents; deployments with a workflow
 	// template run each release as a workflow through the flow's agent.
 	flows = &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Catalog: be.catalog, Jobs: ch,
-		Clock: clock, Logger: log, Agents: maps.Clone(ch.Agents), Verifiers: ch.Verifiers, Webhooks: httphook.Client{}}
+		Clock: clock, Logger: log, Agents: maps.Clone(ch.Agents), Verifiers: ch.Verifiers, Webhooks: httphook.Client{},
+		Secrets: envsecret.Resolver{Prefix: o.secretPrefix, Dirs: o.secretDirs}}
 	ch.Agents[release.WorkflowAgentType] = flows.ReleaseAgent()
 	flows.Register(eng, o.concurrency)
 	if demo {

@@ -1,0 +1,48 @@
+package envsecret_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/adapters/envsecret"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "token"), []byte("s3cr3t\n"), 0o600))
+	outside := filepath.Join(t.TempDir(), "other")
+	require.NoError(t, os.WriteFile(outside, []byte("nope"), 0o600))
+	env := map[string]string{"RECONCILER_SECRET_TOKEN": "t0k3n", "RECONCILER_DSN": "postgres://u:pw@db"}
+	r := envsecret.Resolver{Dirs: []string{dir}, Getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+
+	for ref, want := range map[string]string{
+		"env:RECONCILER_SECRET_TOKEN": "t0k3n",
+		"file:" + filepath.Join(dir, "token"): "s3cr3t",
+	} {
+		got, err := r.Resolve(t.Context(), release.SecretRef{Ref: ref})
+		require.NoError(t, err, ref)
+		require.Equal(t, want, got, ref)
+	}
+	for ref, why := range map[string]string{
+		"env:RECONCILER_DSN":                   "only variables named RECONCILER_SECRET_*",
+		"env:RECONCILER_SECRET_MISSING":        "not set",
+		"file:" + outside:                      "not under a configured secret directory",
+		"file:" + dir + "/../" + "x":           "not under a configured secret directory",
+		"file:relative/token":                  "not under a configured secret directory",
+		"file:" + filepath.Join(dir, "absent"): "no such file",
+		"vault:kv/token":                       `unknown scheme "vault"`,
+		"TOKEN":                                "want env:NAME or file:/path",
+	} {
+		_, err := r.Resolve(t.Context(), release.SecretRef{Ref: ref})
+		require.ErrorIs(t, err, envsecret.ErrUnresolved, ref)
+		require.ErrorContains(t, err, why, ref)
+		require.NotContains(t, err.Error(), "pw@db", "an error never carries a value")
+	}
+	_, err := r.Resolve(t.Context(), release.SecretRef{Ciphertext: "abc"})
+	require.ErrorContains(t, err, "ciphertext")
+}
