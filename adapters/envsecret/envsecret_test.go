@@ -21,7 +21,7 @@ func TestResolve(t *testing.T) {
 	r := envsecret.Resolver{Dirs: []string{dir}, Getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
 
 	for ref, want := range map[string]string{
-		"env:RECONCILER_SECRET_TOKEN": "t0k3n",
+		"env:RECONCILER_SECRET_TOKEN":         "t0k3n",
 		"file:" + filepath.Join(dir, "token"): "s3cr3t",
 	} {
 		got, err := r.Resolve(t.Context(), release.SecretRef{Ref: ref})

@@ -34,6 +34,11 @@ type Simulator struct {
 	prs    map[string]reconcile.RunRef // PR URL → the repo run that opened it
 	timers []*time.Timer
 	closed bool
+	stop   chan struct{} // closed by Close
+	// last is, per run, the done signal of the observation scheduled last:
+	// each waits for the one before, so a slow goroutine can never let a
+	// pod's "ready" land after its "terminated".
+	last map[reconcile.RunRef]chan struct{}
 }
 
 var (
@@ -44,14 +49,17 @@ var (
 // NewSimulator returns a simulator that writes observations to store,
 // stamped by clock, one step apart, calling wake after each.
 func NewSimulator(store ports.RunStore, clock ports.Clock, step time.Duration, wake func(context.Context, reconcile.RunRef)) *Simulator {
-	return &Simulator{store: store, clock: clock, step: step, wake: wake,
-		seen: map[string]bool{}, prs: map[string]reconcile.RunRef{}}
+	return &Simulator{store: store, clock: clock, step: step, wake: wake, stop: make(chan struct{}),
+		seen: map[string]bool{}, prs: map[string]reconcile.RunRef{}, last: map[reconcile.RunRef]chan struct{}{}}
 }
 
 // Close stops the steps not yet taken; later calls schedule nothing.
 func (s *Simulator) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.closed {
+		close(s.stop)
+	}
 	s.closed = true
 	for _, t := range s.timers {
 		t.Stop()
@@ -73,14 +81,25 @@ func (s *Simulator) first(key string) bool {
 // after observes o on ref after n steps, then wakes the run. With states
 // given, the observation waits (a step at a time) until the run is in one
 // of them: an agent's outcome only arrives once the engine has the run
-// running, however slow the engine is.
+// running, however slow the engine is. A run's observations are written
+// in the order they were scheduled.
 func (s *Simulator) after(n int, o ports.RunObserveParams, states ...reconcile.State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
+	prev, done := s.last[o.Ref], make(chan struct{})
+	s.last[o.Ref] = done
 	s.timers = append(s.timers, time.AfterFunc(time.Duration(n)*s.step, func() {
+		defer close(done)
+		if prev != nil {
+			select {
+			case <-prev:
+			case <-s.stop:
+				return
+			}
+		}
 		ctx := context.Background()
 		if len(states) > 0 {
 			row, err := s.store.RunGet(ctx, o.Ref)

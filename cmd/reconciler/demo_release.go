@@ -10,10 +10,14 @@ import (
 	"time"
 
 	"github.com/reconcilerhq/reconciler"
+	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/internal/strictjson"
 	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/reconcile/revision"
+	"github.com/reconcilerhq/reconciler/workflow"
 )
 
 // demoReleaseFile is the release demo's file inside the demo directory.
@@ -30,14 +34,20 @@ type demoWorkspace struct {
 	Policies     []policy.Policy       `json:"policies"`
 	Versions     []demoVersion         `json:"versions"`
 	Approvals    []release.Approval    `json:"approvals"`
+	// WorkflowTemplates are files of the demo directory, published to
+	// the catalog under their metadata.name (workspace templates).
+	WorkflowTemplates []string `json:"workflow_templates"`
+
+	templates map[string][]byte // file → content as JSON, checked
 }
 
 // demoVersion is a version pushed After the demo starts.
 type demoVersion struct {
-	ID           string    `json:"id"`
-	DeploymentID string    `json:"deployment_id"`
-	Tag          string    `json:"tag"`
-	After        demoDelay `json:"after"`
+	ID           string         `json:"id"`
+	DeploymentID string         `json:"deployment_id"`
+	Tag          string         `json:"tag"`
+	Config       map[string]any `json:"config"`
+	After        demoDelay      `json:"after"`
 }
 
 // demoDelay is a Go duration string ("15s").
@@ -92,7 +102,47 @@ func loadReleaseDemo(fsys fs.FS, where string) (*demoWorkspace, error) {
 		}
 		return nil, fmt.Errorf("demo %s: %w", name, err)
 	}
+	w.templates = map[string][]byte{}
+	for _, file := range w.WorkflowTemplates {
+		src, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, fmt.Errorf("demo %s: workflow_templates: %w", name, err)
+		}
+		t, err := workflow.Parse(src)
+		if err == nil {
+			err = catalog.CheckWorkflowTemplate(src, t.Metadata.Name)
+		}
+		if err == nil {
+			w.templates[file], err = yamlToJSON(src)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("demo %s/%s: %w", where, file, err)
+		}
+	}
 	return &w, nil
+}
+
+// publishDemoTemplates publishes the demo's workflow templates, approved
+// by "demo".
+func publishDemoTemplates(ctx context.Context, cat ports.Catalog, w *demoWorkspace) error {
+	for _, file := range w.WorkflowTemplates {
+		doc := w.templates[file]
+		t, err := workflow.Parse(doc)
+		if err != nil {
+			return fmt.Errorf("demo template %s: %w", file, err)
+		}
+		rev, err := cat.CatalogCreate(ctx, ports.Revision{Kind: revision.KindWorkflowTemplate, Name: t.Metadata.Name, ID: "demo", Content: doc})
+		for _, to := range []revision.Lifecycle{revision.Proposed, revision.Published} {
+			if err != nil {
+				break
+			}
+			rev, err = cat.CatalogUpdate(ctx, ports.CatalogUpdateParams{Ref: rev.Ref(), ExpectedVersion: rev.Version, Lifecycle: to, ApprovedBy: "demo"})
+		}
+		if err != nil {
+			return fmt.Errorf("demo template %s: %w", file, err)
+		}
+	}
+	return nil
 }
 
 // seedReleaseDemo stores the demo workspace of the release chain and pushes
@@ -100,8 +150,11 @@ func loadReleaseDemo(fsys fs.FS, where string) (*demoWorkspace, error) {
 // dev, prod follows staging and needs one approval. v1 is approved for
 // prod, v2 is not, so v1 rolls out to every environment while v2 stops
 // before prod, and the log says why. Jobs run on the built-in test runner.
-func seedReleaseDemo(ctx context.Context, ch *chain.Chain, w *demoWorkspace) error {
+func seedReleaseDemo(ctx context.Context, ch *chain.Chain, cat ports.Catalog, w *demoWorkspace) error {
 	s := ch.Store
+	if err := publishDemoTemplates(ctx, cat, w); err != nil {
+		return err
+	}
 	step := func(what, id string, err error) error {
 		if err != nil {
 			return fmt.Errorf("demo %s %s: %w", what, id, err)
@@ -147,7 +200,7 @@ func seedReleaseDemo(ctx context.Context, ch *chain.Chain, w *demoWorkspace) err
 		}
 	}
 	push := func(v demoVersion) error {
-		return ch.CreateVersion(ctx, release.DeploymentVersion{ID: v.ID, DeploymentID: v.DeploymentID, Tag: v.Tag})
+		return ch.CreateVersion(ctx, release.DeploymentVersion{ID: v.ID, DeploymentID: v.DeploymentID, Tag: v.Tag, Config: v.Config})
 	}
 	var later []demoVersion
 	for _, v := range w.Versions {

@@ -13,9 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/adapters/memory"
-	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/engine"
-	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -98,21 +96,30 @@ func TestDemoReleaseRollsOut(t *testing.T) {
 		if w.Versions[i].After > 0 {
 			w.Versions[i].After = demoDelay(300 * time.Millisecond)
 		}
+		if w.Versions[i].Config != nil {
+			w.Versions[i].Config["pace"] = "5ms" // the workflow's jobs
+		}
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	clock := ports.SystemClock
-	store, q := memory.NewReleaseStore(clock), memory.NewQueue(clock)
+	store, q, wfs := memory.NewReleaseStore(clock), memory.NewQueue(clock), memory.NewWorkflowStore()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var ch *chain.Chain
-	runner := testrunner.New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error { return ch.ReportJob(ctx, r) }), clock)
-	defer runner.Close()
-	ch = &chain.Chain{Store: store, Queue: q, Clock: clock, Logger: log, Agents: map[string]ports.JobAgent{testrunner.Type: runner}}
+	rt := newReleaseRuntime(store, wfs, memory.NewCatalog(clock), q, clock, log, nil)
+	defer rt.close()
 	eng := engine.New(q, engine.Options{Logger: log, PollInterval: 10 * time.Millisecond})
-	ch.Register(eng, 4)
-	require.NoError(t, seedReleaseDemo(ctx, ch, w))
+	rt.register(eng, 4)
+	require.NoError(t, seedReleaseDemo(ctx, rt.chain, rt.flows.Catalog, w))
 	go func() { _ = eng.Run(ctx) }()
 
+	latestOf := func(dep, env, res string) (ports.JobRow, bool) {
+		rows, err := store.JobsByTarget(ctx, release.ReleaseTarget{DeploymentID: dep, EnvironmentID: env, ResourceID: res}, 1)
+		require.NoError(t, err)
+		if len(rows) == 0 {
+			return ports.JobRow{}, false
+		}
+		return rows[0], true
+	}
 	latest := func(env, res string) (string, release.JobStatus) {
 		rows, err := store.JobsByTarget(ctx, release.ReleaseTarget{DeploymentID: "web", EnvironmentID: env, ResourceID: res}, 1)
 		require.NoError(t, err)
@@ -137,6 +144,32 @@ func TestDemoReleaseRollsOut(t *testing.T) {
 	rel, err := store.ReleaseGet(ctx, d.ReleaseID)
 	require.NoError(t, err)
 	require.Equal(t, "web-v1", rel.VersionID, "prod keeps v1: v2 is not approved there")
+
+	// worker runs each release as the rollout workflow, in every
+	// environment, prod included (worker-v1 is approved there).
+	require.Eventually(t, func() bool {
+		for _, env := range []string{"dev", "staging", "prod"} {
+			for _, res := range []string{"eu-1", "us-1", "ap-1"} {
+				if j, ok := latestOf("worker", env, res); !ok || j.Status != release.JobSuccessful {
+					return false
+				}
+			}
+		}
+		return true
+	}, 20*time.Second, 20*time.Millisecond, "worker-v1 everywhere")
+	j, _ := latestOf("worker", "prod", "eu-1")
+	st, err := rt.flows.Status(ctx, j.ExternalID)
+	require.NoError(t, err)
+	require.Equal(t, "rollout", st.Workflow.TemplateName)
+	require.Equal(t, 1, st.Workflow.TemplateRevision)
+	msgs := map[string]string{}
+	for _, r := range st.TaskRuns {
+		msgs[r.Task] = r.Message
+	}
+	require.Equal(t, map[string]string{
+		"deploy": "deployed worker:1.0 ×3 to eu-1 (prod)",
+		"smoke":  "smoke test of https://eu-1.prod.example.com passed",
+	}, msgs, "parameters from the version and the variables, outputs feeding the next task")
 }
 
 // TestDemoReleaseBadFile: a demo file with a mistake is refused with its

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -16,16 +15,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reconcilerhq/reconciler/adapters/envsecret"
-	"github.com/reconcilerhq/reconciler/adapters/httphook"
 	"github.com/reconcilerhq/reconciler/adapters/memory"
-	"github.com/reconcilerhq/reconciler/adapters/testrunner"
-	"github.com/reconcilerhq/reconciler/adapters/verifiers"
 	"github.com/reconcilerhq/reconciler/engine"
-	"github.com/reconcilerhq/reconciler/engine/chain"
-	"github.com/reconcilerhq/reconciler/engine/flow"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
-	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
 type serveOptions struct {
@@ -157,30 +150,12 @@ func runServe(ctx context.Context, o serveOptions) error {
 			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots,
 		}, engine.KindOptions{Concurrency: o.concurrency})
 	}
-	// The test runner reports back into the chain or the workflow that
-	// dispatched the job.
-	var ch *chain.Chain
-	var flows *flow.Controller
-	runner := testrunner.New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error {
-		if flow.IsJobID(r.JobID) {
-			return flows.ReportJob(ctx, r)
-		}
-		return ch.ReportJob(ctx, r)
-	}), clock, testrunner.WithLogger(log))
-	defer runner.Close()
-	ch = &chain.Chain{Store: be.releases, Queue: be.queue, Clock: clock, Logger: log,
-		Agents:    map[string]ports.JobAgent{testrunner.Type: runner},
-		Verifiers: map[string]ports.Verifier{verifiers.SleepType: verifiers.Sleep{}, verifiers.ScriptedType: verifiers.Scripted{}}}
-	ch.Register(eng, o.concurrency)
-	// Workflow tasks use the same agents; deployments with a workflow
-	// template run each release as a workflow through the flow's agent.
-	flows = &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Catalog: be.catalog, Jobs: ch,
-		Clock: clock, Logger: log, Agents: maps.Clone(ch.Agents), Verifiers: ch.Verifiers, Webhooks: httphook.Client{},
-		Secrets: envsecret.Resolver{Prefix: o.secretPrefix, Dirs: o.secretDirs}}
-	ch.Agents[release.WorkflowAgentType] = flows.ReleaseAgent()
-	flows.Register(eng, o.concurrency)
+	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log,
+		envsecret.Resolver{Prefix: o.secretPrefix, Dirs: o.secretDirs})
+	defer rt.close()
+	rt.register(eng, o.concurrency)
 	if demo {
-		if err := seedReleaseDemo(ctx, ch, demoRelease); err != nil {
+		if err := seedReleaseDemo(ctx, rt.chain, be.catalog, demoRelease); err != nil {
 			return err
 		}
 	}

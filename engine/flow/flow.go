@@ -299,7 +299,11 @@ func (c *Controller) log(ctx context.Context, w *ports.WorkflowRecord, res appli
 	if !c.Logger.Enabled(ctx, lvl) {
 		return
 	}
-	c.Logger.LogAttrs(ctx, lvl, "workflow.decision", slog.String("kind", Kind), slog.String("id", w.ID),
+	attrs := []slog.Attr{slog.String("kind", Kind), slog.String("id", w.ID), slog.String("template", w.TemplateName),
 		slog.String("phase", string(w.Phase)), slog.Int("created", res.created), slog.Int("dispatched", res.dispatched),
-		slog.Int("finished", res.finished), slog.String("reason", res.reason), slog.Duration("duration", time.Since(start)))
+		slog.Int("finished", res.finished), slog.String("reason", res.reason), slog.Duration("duration", time.Since(start))}
+	if w.TargetKey != "" {
+		attrs = append(attrs, slog.String("target", w.TargetKey))
+	}
+	c.Logger.LogAttrs(ctx, lvl, "workflow.decision", attrs...)
 }

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+
+	"github.com/reconcilerhq/reconciler/adapters/httphook"
+	"github.com/reconcilerhq/reconciler/adapters/testrunner"
+	"github.com/reconcilerhq/reconciler/adapters/verifiers"
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// releaseRuntime is the release chain and the workflow controller wired
+// together with the built-in agents: the test runner reports into the
+// chain or the workflow that dispatched its job, workflow tasks use the
+// chain's agents and verifiers, and deployments with a workflow template
+// run each release as a workflow.
+type releaseRuntime struct {
+	chain  *chain.Chain
+	flows  *flow.Controller
+	runner *testrunner.Agent
+}
+
+// newReleaseRuntime wires the runtime over the stores; secrets may be nil.
+func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStore, catalog ports.Catalog, q ports.Queue,
+	clock ports.Clock, log *slog.Logger, secrets ports.SecretResolver) *releaseRuntime {
+	rt := &releaseRuntime{}
+	rt.runner = testrunner.New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error {
+		if flow.IsJobID(r.JobID) {
+			return rt.flows.ReportJob(ctx, r)
+		}
+		return rt.chain.ReportJob(ctx, r)
+	}), clock, testrunner.WithLogger(log))
+	rt.chain = &chain.Chain{Store: releases, Queue: q, Clock: clock, Logger: log,
+		Agents:    map[string]ports.JobAgent{testrunner.Type: rt.runner},
+		Verifiers: map[string]ports.Verifier{verifiers.SleepType: verifiers.Sleep{}, verifiers.ScriptedType: verifiers.Scripted{}}}
+	rt.flows = &flow.Controller{Store: workflows, Queue: q, Releases: releases, Catalog: catalog, Jobs: rt.chain,
+		Clock: clock, Logger: log, Agents: maps.Clone(rt.chain.Agents), Verifiers: rt.chain.Verifiers,
+		Webhooks: httphook.Client{}, Secrets: secrets}
+	rt.chain.Agents[release.WorkflowAgentType] = rt.flows.ReleaseAgent()
+	return rt
+}
+
+// register registers the chain's and the workflows' kinds on eng.
+func (rt *releaseRuntime) register(eng *engine.Engine, concurrency int) {
+	rt.chain.Register(eng, concurrency)
+	rt.flows.Register(eng, concurrency)
+}
+
+// close stops the test runner's pending reports.
+func (rt *releaseRuntime) close() { rt.runner.Close() }
