@@ -223,9 +223,9 @@ func skipSpace(data []byte, off int64) int64 {
 	return off
 }
 
-// locate fills Line and Column from the nearest recorded ancestor of each
+// Locate fills Line and Column from the nearest recorded ancestor of each
 // problem's path, then orders problems by position and path.
-func (t *Template) locate(ps []Problem) {
+func (t *Template) Locate(ps []Problem) {
 	for i := range ps {
 		if ps[i].Line > 0 || t.positions == nil {
 			continue

@@ -34,7 +34,7 @@ func Validate(t *Template) []Problem {
 			out = append(out, p)
 		}
 	}
-	t.locate(out)
+	t.Locate(out)
 	return out
 }
 

@@ -48,6 +48,7 @@ func CheckWorkflowTemplate(src []byte, name string) error {
 	if name != "" && t.Metadata.Name != "" {
 		if err := t.Metadata.StoredAs(name); err != nil {
 			ps = append(ps, workflow.Problem{Path: "metadata.name", Message: err.Error()})
+			t.Locate(ps)
 		}
 	}
 	return problemErrors(ps)
