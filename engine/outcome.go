@@ -54,6 +54,19 @@ func RequeueAt(t time.Time) Outcome { return Outcome{kind: outcomeRequeue, at: t
 // re-driven.
 func Terminal(err error) Outcome { return Outcome{kind: outcomeTerminal, err: err} }
 
+// NoLaterThan returns o with its next run moved up to t: Done, or a
+// requeue after t, becomes RequeueAt(t). Retries and dead letters are
+// kept, and so is everything when t is zero.
+func (o Outcome) NoLaterThan(t time.Time) Outcome {
+	switch {
+	case t.IsZero():
+		return o
+	case o.kind == outcomeDone, o.kind == outcomeRequeue && o.at.After(t):
+		return RequeueAt(t)
+	}
+	return o
+}
+
 // String names the outcome for logs.
 func (o Outcome) String() string {
 	switch o.kind {

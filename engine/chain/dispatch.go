@@ -101,6 +101,21 @@ func (c *Chain) jobDispatch(ctx context.Context, it engine.Item) engine.Outcome 
 	if err != nil {
 		return engine.Retry(fmt.Errorf("job dispatch of %s: %w", t, err))
 	}
+	if f == nil {
+		return engine.Done()
+	}
+	next, ended, err := c.timeOut(ctx, f)
+	if err != nil {
+		return engine.Retry(fmt.Errorf("job dispatch of %s: %w", t, err))
+	}
+	if ended {
+		return engine.RequeueAt(c.Clock.Now()) // recompute on the ended jobs
+	}
+	return c.dispatch(ctx, t, f, rel, start).NoLaterThan(next)
+}
+
+// dispatch is jobDispatch on the target's facts and desired release.
+func (c *Chain) dispatch(ctx context.Context, t release.ReleaseTarget, f *facts, rel *release.Release, start time.Time) engine.Outcome {
 	if rel == nil {
 		return engine.Done()
 	}
@@ -260,6 +275,9 @@ func (c *Chain) handOver(ctx context.Context, f *facts, rel *release.Release, ro
 		slog.String("agent", agent.ID), slog.String("external_id", res.ExternalID), slog.String("status", string(res.Status)))
 	if res.Status.IsTerminal() {
 		return c.afterJobEnded(ctx, row)
+	}
+	if limit := f.Detail.Deployment.JobTimeout(); limit > 0 {
+		return engine.RequeueAt(c.Clock.Now().Add(limit)) // time it out then, unless it ended
 	}
 	return engine.Done()
 }

@@ -47,7 +47,19 @@ var backends = map[string]func(t *testing.T, clock ports.Clock) (ports.ReleaseSt
 // reports it through the chain.
 type fakeAgent struct {
 	mu         sync.Mutex
-	dispatched map[string]int // job id → dispatch calls
+	dispatched map[string]int             // job id → dispatch calls
+	cancelled  map[string]ports.JobCancel // job id → cancel asked
+}
+
+// CancelJob records the request.
+func (a *fakeAgent) CancelJob(_ context.Context, c ports.JobCancel) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cancelled == nil {
+		a.cancelled = map[string]ports.JobCancel{}
+	}
+	a.cancelled[c.JobID] = c
+	return nil
 }
 
 func (a *fakeAgent) Type() string { return "fake" }
@@ -543,5 +555,47 @@ func TestScenarioForceDeploy(t *testing.T) {
 
 		_, err = h.chain.ForceDeploy(h.ctx, release.PolicySkip{VersionID: "nope"})
 		require.ErrorIs(t, err, ports.ErrNotFound)
+	})
+}
+
+// TestScenarioJobTimeout: a job still active past the deployment's job
+// timeout ends as a failure and its agent is asked to stop it; a job that
+// ended in time is left alone, and the target takes the next version.
+func TestScenarioJobTimeout(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		dep, err := h.store.DeploymentGet(h.ctx, "api")
+		require.NoError(t, err)
+		dep.Value.JobTimeoutSeconds = 600
+		_, err = h.store.DeploymentPut(h.ctx, dep.Value, dep.Version)
+		require.NoError(t, err)
+		h.version("v1")
+		h.drain()
+		h.requireRunning("v1", "dev", "staging", "prod")
+		h.finish(release.JobSuccessful, "dev")
+		h.drain()
+
+		h.clock.Advance(9 * time.Minute) // 10 minutes after the dispatch
+		h.drain()
+		for _, env := range []string{"dev", "staging", "prod"} {
+			for _, res := range []string{"c1", "c2"} {
+				rows := h.jobs(env, res)
+				require.Len(t, rows, 1, "%s/%s: no job is dispatched again", env, res)
+				h.agent.mu.Lock()
+				c, told := h.agent.cancelled[rows[0].ID]
+				h.agent.mu.Unlock()
+				if env == "dev" {
+					require.Equal(t, release.JobSuccessful, rows[0].Status, "a job that ended in time is left alone")
+					require.False(t, told)
+					continue
+				}
+				require.Equal(t, release.JobFailure, rows[0].Status, "%s/%s", env, res)
+				require.Equal(t, "timed out after 10m0s", rows[0].Message)
+				require.True(t, told, "%s/%s: the agent is asked to stop the job", env, res)
+				require.Equal(t, "fake/"+rows[0].ID, c.ExternalID)
+			}
+		}
+		h.version("v2")
+		h.drain()
+		h.requireRunning("v2", "dev", "staging", "prod")
 	})
 }

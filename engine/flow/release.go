@@ -71,6 +71,18 @@ func (a releaseAgent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.
 	return dispatched(&w), nil
 }
 
+var _ ports.JobCanceler = releaseAgent{}
+
+// CancelJob cancels the job's workflow (the chain timed the job out);
+// a job without a workflow has nothing to cancel.
+func (a releaseAgent) CancelJob(ctx context.Context, c ports.JobCancel) error {
+	err := a.c.Cancel(ctx, ReleaseWorkflowID(c.JobID))
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
 // dispatched is the job's state as its workflow's.
 func dispatched(w *ports.WorkflowRecord) ports.JobDispatchResult {
 	res := ports.JobDispatchResult{ExternalID: w.ID, Status: release.JobInProgress,

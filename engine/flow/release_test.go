@@ -349,3 +349,31 @@ func TestReleaseReportSurvivesFailure(t *testing.T) {
 		require.Equal(t, release.JobSuccessful, js[0].Status, key)
 	}
 }
+
+// TestReleaseJobTimeoutCancelsItsWorkflow: when the chain times out a
+// release's job, the job's workflow is cancelled, and the workflow's end
+// does not overwrite the job's failure.
+func TestReleaseJobTimeoutCancelsItsWorkflow(t *testing.T) {
+	t.Parallel()
+	w := newReleaseWorld(t, "memory")
+	dep, err := w.rel.DeploymentGet(w.ctx, "api")
+	require.NoError(t, err)
+	dep.Value.JobTimeoutSeconds = 300
+	_, err = w.rel.DeploymentPut(w.ctx, dep.Value, dep.Version)
+	require.NoError(t, err)
+	w.publish("ship", shipTemplate(`{"name": "ship"}`, "workspace"))
+	require.NoError(t, w.chain.CreateVersion(w.ctx, release.DeploymentVersion{ID: "v1", DeploymentID: "api", Tag: "1.0",
+		Config: map[string]any{"image": "api:1.0"}}))
+	w.drain()
+	require.Len(t, w.agent.sent(), 4, "deploy runs on every target; nobody reports")
+	w.clock.Advance(5 * time.Minute)
+	w.drain()
+	for key, js := range w.chainJobs() {
+		require.Len(t, js, 1, key)
+		require.Equal(t, release.JobFailure, js[0].Status, key)
+		require.Equal(t, "timed out after 5m0s", js[0].Message, key)
+		wf, err := w.wfs.WorkflowGet(w.ctx, js[0].ExternalID)
+		require.NoError(t, err)
+		require.Equal(t, workflow.WorkflowCancelled, wf.Phase, key)
+	}
+}

@@ -1,6 +1,9 @@
 package release
 
-import "regexp"
+import (
+	"regexp"
+	"time"
+)
 
 // Deployment is a thing that gets released (a service, a job, a config
 // bundle) onto the resources its selector matches.
@@ -23,6 +26,15 @@ type Deployment struct {
 	Variables []DeploymentVariable `json:"variables,omitempty"`
 	// WorkflowTemplate, when set, runs this deployment's jobs as a workflow.
 	WorkflowTemplate *WorkflowTemplateRef `json:"workflow_template,omitempty"`
+	// JobTimeoutSeconds ends a job still active that long after it started
+	// (or was created, if it never started) as a failure, so a job whose
+	// agent went away cannot hold its target forever; 0: no limit.
+	JobTimeoutSeconds int64 `json:"job_timeout_seconds,omitempty"`
+}
+
+// JobTimeout is JobTimeoutSeconds as a duration (0: no limit).
+func (d *Deployment) JobTimeout() time.Duration {
+	return time.Duration(d.JobTimeoutSeconds) * time.Second
 }
 
 // WorkflowTemplateRef names the workflow template a deployment's releases
@@ -76,6 +88,9 @@ func (d *Deployment) validateFields() error {
 			return Invalid(Field(path, "key"), "duplicate variable key "+d.Variables[i].Key)
 		}
 		seen[d.Variables[i].Key] = true
+	}
+	if d.JobTimeoutSeconds < 0 {
+		return Invalid("job_timeout_seconds", "must not be negative (0: no limit)")
 	}
 	if w := d.WorkflowTemplate; w != nil {
 		if err := checkRequired("workflow_template.name", w.Name); err != nil {

@@ -48,6 +48,20 @@ func (s JobStatus) IsActive() bool {
 	return false
 }
 
+// Deadline is when an active job outlives limit: limit after it started,
+// or after it was created when it has not started. It is zero for a job
+// that ended or when limit is not positive.
+func (j *Job) Deadline(limit time.Duration) time.Time {
+	if limit <= 0 || !j.Status.IsActive() {
+		return time.Time{}
+	}
+	from := j.StartedAt
+	if from.IsZero() {
+		from = j.CreatedAt
+	}
+	return from.Add(limit)
+}
+
 // IsTerminal reports whether s is final. Every known status is either
 // active or terminal; an unknown status is neither.
 func (s JobStatus) IsTerminal() bool { return s.Valid() && !s.IsActive() }

@@ -49,6 +49,11 @@ func TestValidate(t *testing.T) {
 			d.Variables = []DeploymentVariable{{Key: "a", Default: &Value{Sensitive: &SecretRef{}}}}
 			return d
 		}(), "variables[0].default.sensitive", 0, 0},
+		{"deployment job timeout", func() validator {
+			d := okDeployment()
+			d.JobTimeoutSeconds = -1
+			return d
+		}(), "job_timeout_seconds", 0, 0},
 		{"deployment workflow template", func() validator {
 			d := okDeployment()
 			d.WorkflowTemplate = &WorkflowTemplateRef{Name: "deploy", Scope: "galaxy"}
