@@ -43,6 +43,14 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 func startWorker(t *testing.T, bin, dsn, owner string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, "bench", "worker", "--dsn", dsn, "--owner", owner, "--lock", "2s", "--batch", "64")
+	startProcess(t, cmd, "ready", "worker "+owner)
+	return cmd
+}
+
+// startProcess starts cmd and waits until its stderr has a line
+// containing marker; the process is killed when the test ends.
+func startProcess(t *testing.T, cmd *exec.Cmd, marker, what string) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -51,7 +59,7 @@ func startWorker(t *testing.T, bin, dsn, owner string) *exec.Cmd {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "ready") {
+			if strings.Contains(sc.Text(), marker) {
 				close(ready)
 				for sc.Scan() {
 				}
@@ -62,9 +70,8 @@ func startWorker(t *testing.T, bin, dsn, owner string) *exec.Cmd {
 	select {
 	case <-ready:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("worker %s did not start", owner)
+		t.Fatalf("%s did not start", what)
 	}
-	return cmd
 }
 
 // TestKillWorkerMidRunLosesNothing starts three worker processes on one
@@ -200,27 +207,7 @@ func startServe(t *testing.T, bin, dsn string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "", "--lock", "2s", "--concurrency", "4")
 	cmd.Env = append(os.Environ(), "RECONCILER_DSN=")
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	started := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "engine starting") {
-				close(started)
-				for sc.Scan() {
-				}
-				return
-			}
-		}
-	}()
-	select {
-	case <-started:
-	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not start")
-	}
+	startProcess(t, cmd, "engine starting", "serve")
 	return cmd
 }
 
