@@ -38,7 +38,13 @@ type demoWorkspace struct {
 	// the catalog under their metadata.name (workspace templates).
 	WorkflowTemplates []string `json:"workflow_templates"`
 
-	templates map[string][]byte // file → content as JSON, checked
+	templates []demoTemplate // checked, in WorkflowTemplates order
+}
+
+// demoTemplate is a checked workflow template of the demo.
+type demoTemplate struct {
+	file, name string
+	doc        []byte // as JSON
 }
 
 // demoVersion is a version pushed After the demo starts.
@@ -102,7 +108,6 @@ func loadReleaseDemo(fsys fs.FS, where string) (*demoWorkspace, error) {
 		}
 		return nil, fmt.Errorf("demo %s: %w", name, err)
 	}
-	w.templates = map[string][]byte{}
 	for _, file := range w.WorkflowTemplates {
 		src, err := fs.ReadFile(fsys, file)
 		if err != nil {
@@ -112,12 +117,14 @@ func loadReleaseDemo(fsys fs.FS, where string) (*demoWorkspace, error) {
 		if err == nil {
 			err = catalog.CheckWorkflowTemplate(src, t.Metadata.Name)
 		}
+		var doc []byte
 		if err == nil {
-			w.templates[file], err = yamlToJSON(src)
+			doc, err = yamlToJSON(src)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("demo %s/%s: %w", where, file, err)
 		}
+		w.templates = append(w.templates, demoTemplate{file: file, name: t.Metadata.Name, doc: doc})
 	}
 	return &w, nil
 }
@@ -125,13 +132,8 @@ func loadReleaseDemo(fsys fs.FS, where string) (*demoWorkspace, error) {
 // publishDemoTemplates publishes the demo's workflow templates, approved
 // by "demo".
 func publishDemoTemplates(ctx context.Context, cat ports.Catalog, w *demoWorkspace) error {
-	for _, file := range w.WorkflowTemplates {
-		doc := w.templates[file]
-		t, err := workflow.Parse(doc)
-		if err != nil {
-			return fmt.Errorf("demo template %s: %w", file, err)
-		}
-		rev, err := cat.CatalogCreate(ctx, ports.Revision{Kind: revision.KindWorkflowTemplate, Name: t.Metadata.Name, ID: "demo", Content: doc})
+	for _, tpl := range w.templates {
+		rev, err := cat.CatalogCreate(ctx, ports.Revision{Kind: revision.KindWorkflowTemplate, Name: tpl.name, ID: "demo", Content: tpl.doc})
 		for _, to := range []revision.Lifecycle{revision.Proposed, revision.Published} {
 			if err != nil {
 				break
@@ -139,7 +141,7 @@ func publishDemoTemplates(ctx context.Context, cat ports.Catalog, w *demoWorkspa
 			rev, err = cat.CatalogUpdate(ctx, ports.CatalogUpdateParams{Ref: rev.Ref(), ExpectedVersion: rev.Version, Lifecycle: to, ApprovedBy: "demo"})
 		}
 		if err != nil {
-			return fmt.Errorf("demo template %s: %w", file, err)
+			return fmt.Errorf("demo template %s: %w", tpl.file, err)
 		}
 	}
 	return nil
