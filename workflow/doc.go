@@ -15,8 +15,14 @@
 //
 // ResolveParameters picks each value parameter from explicit values, version
 // config, deployment variables, then the template default, and type- and
-// enum-checks it. ExpandMatrix turns a matrix parameter's source into items,
-// each wrapped under its kind ({resource: {...}}, {item: v} for lists).
+// enum-checks it. ExpandMatrix turns a matrix parameter's source into items
+// (a TaskRun's matrixItem): a selected candidate wrapped under its kind
+// ({resource: {...}}), a list source's values as listed. In a matrix task,
+// an object item's own fields are matrix.<field> (matrix.resource.name),
+// the whole item is matrix.item (the only way to read a scalar item), and
+// matrix.index, length, isFirst and isLast win over item fields of the same
+// name; validation checks a path into a list source's items against every
+// item.
 // Task config, the type's block and `when` may reference workflow.*,
 // release.*, variables.*, matrix.* and tasks.NAME.outputs.* (ancestors only)
 // by dotted path or CEL inside {{ }}. A string that is exactly one reference

@@ -16,9 +16,11 @@ type Inputs struct {
 	ReleaseTargets []map[string]any
 }
 
-// ItemKey is the key under which a source kind's items are exposed in the
-// matrix context: an item from a resource source is {resource: {...}} and
-// is read as matrix.resource.name; list items are {item: value}.
+// ItemKey is the field under which a selecting source kind wraps each
+// candidate: an item of a resource source is {resource: {...}}, read as
+// matrix.resource.name. A list source's items are the listed values
+// themselves; its key, "item", is the field every item is read under whole
+// (MatrixItemField).
 func ItemKey(kind SourceKind) string {
 	if kind == SourceList {
 		return "item"
@@ -31,8 +33,20 @@ var selectorEnvs = map[SourceKind]*expr.Env{
 	SourceEnvironment: expr.MustEnv(ItemKey(SourceEnvironment)),
 }
 
+// MatrixItemField is the matrix field that holds the whole matrix item, for
+// every source kind (a scalar list item is read only this way).
+const MatrixItemField = "item"
+
+// matrixBuiltins are the matrix fields a task reads besides the item's own;
+// they win over an item field of the same name (still readable through
+// matrix.item).
+var matrixBuiltins = map[string]bool{"index": true, "length": true, "isFirst": true, "isLast": true, MatrixItemField: true}
+
 // ExpandMatrix evaluates a matrix parameter's source over the candidates and
-// returns its items, each wrapped under ItemKey of the source kind. Order is
+// returns its items (the TaskRuns' matrixItem): each candidate of a
+// resource, environment or releaseTarget source wrapped under ItemKey of the
+// kind ({resource: {...}}), each listed value of a list source as it is
+// written. An object item's own fields are read as matrix.<field>. Order is
 // deterministic: resources and environments sorted by their "id" (a stable
 // sort: candidates without an id come first, in input order), release
 // targets and list items in input order.
@@ -75,7 +89,7 @@ func ExpandMatrix(p *Parameter, in Inputs) ([]any, error) {
 	case SourceList:
 		out := make([]any, len(src.Items))
 		for i, it := range src.Items {
-			out[i] = map[string]any{key: Normalize(it)}
+			out[i] = Normalize(it)
 		}
 		return out, nil
 	default:

@@ -85,7 +85,7 @@ func TestExpandMatrixSources(t *testing.T) {
 	items, err = workflow.ExpandMatrix(&workflow.Parameter{Name: "l", Type: workflow.TypeMatrix, Source: &workflow.MatrixSource{
 		Kind: workflow.SourceList, Items: []any{"b", float64(2), map[string]any{"x": "y"}}}}, workflow.Inputs{})
 	require.NoError(t, err)
-	require.Equal(t, []any{map[string]any{"item": "b"}, map[string]any{"item": int64(2)}, map[string]any{"item": map[string]any{"x": "y"}}}, items)
+	require.Equal(t, []any{"b", int64(2), map[string]any{"x": "y"}}, items, "list items are the listed values")
 }
 
 func TestExpandMatrixErrors(t *testing.T) {

@@ -19,6 +19,32 @@ func creates(acts []workflow.Action) map[string]workflow.CreateTaskRun {
 	return out
 }
 
+// TestMatrixItemFields: an object item's own fields are matrix.<field>, the
+// whole item is matrix.item (a scalar item only so), and the built-ins win
+// over item fields of the same name.
+func TestMatrixItemFields(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	params := `- {name: cs, type: matrix, source: {kind: list, items: [{resource: {name: us}, index: 7}, plain]}}`
+	tasks := `- name: deploy
+  type: job
+  jobAgentRef: ci
+  matrix: "{{workflow.parameters.cs}}"
+  config: {all: "{{matrix.item}}", index: "{{matrix.index}}", own: "{{ has(matrix.item.index) ? matrix.item.index : -1 }}"}`
+	items, err := workflow.ExpandMatrix(&workflow.Parameter{Name: "cs", Type: workflow.TypeMatrix, Source: &workflow.MatrixSource{
+		Kind: workflow.SourceList, Items: []any{map[string]any{"resource": map[string]any{"name": "us"}, "index": 7}, "plain"}}}, workflow.Inputs{})
+	require.NoError(t, err)
+	in := f.input(params, tasks, map[string][]any{"cs": items})
+	got := creates(workflow.Schedule(in))
+	require.Len(t, got, 2)
+	obj := got["deploy[0]"]
+	require.Equal(t, map[string]any{"resource": map[string]any{"name": "us"}, "index": int64(7)}, obj.MatrixItem, "the item as listed")
+	require.Equal(t, map[string]any{
+		"all": map[string]any{"resource": map[string]any{"name": "us"}, "index": int64(7)}, "index": int64(0), "own": int64(7),
+	}, obj.Config["config"])
+	require.Equal(t, map[string]any{"all": "plain", "index": int64(1), "own": int64(-1)}, got["deploy[1]"].Config["config"])
+}
+
 func TestCreateTaskRunResolvesConfig(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -49,7 +75,7 @@ func TestCreateTaskRunResolvesConfig(t *testing.T) {
 	c := got["ship[1]"]
 	require.Equal(t, workflow.TaskPending, c.Phase)
 	require.Equal(t, "shards", c.MatrixKey)
-	require.Equal(t, map[string]any{"item": "i1"}, c.MatrixItem)
+	require.Equal(t, "i1", c.MatrixItem)
 	require.Equal(t, "argo", c.Config["jobAgentRef"])
 	cfg := c.Config["config"].(map[string]any)
 	require.Equal(t, "app:1", cfg["paired"], "same matrix: item i sees item i's outputs")

@@ -184,22 +184,20 @@ func (s *pass) outputsOf(it *item) map[string]any {
 	return map[string]any{}
 }
 
-// matrixScope is matrix.* for item idx: the item's fields plus index,
-// length, isFirst and isLast.
+// matrixScope is matrix.* for item idx: an object item's own fields, the
+// whole item as matrix.item, and index, length, isFirst and isLast (the
+// built-ins win over item fields of the same name).
 func matrixScope(vals []any, idx int) map[string]any {
-	m := map[string]any{
-		"index":   int64(idx),
-		"length":  int64(len(vals)),
-		"isFirst": idx == 0,
-		"isLast":  idx == len(vals)-1,
+	fields, _ := vals[idx].(map[string]any)
+	m := make(map[string]any, len(fields)+len(matrixBuiltins))
+	for k, v := range fields {
+		m[k] = v
 	}
-	if fields, ok := vals[idx].(map[string]any); ok {
-		for k, v := range fields {
-			m[k] = v
-		}
-	} else {
-		m["item"] = vals[idx]
-	}
+	m[MatrixItemField] = vals[idx]
+	m["index"] = int64(idx)
+	m["length"] = int64(len(vals))
+	m["isFirst"] = idx == 0
+	m["isLast"] = idx == len(vals)-1
 	return m
 }
 

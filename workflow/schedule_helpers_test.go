@@ -44,7 +44,7 @@ func (f *fixture) input(params, tasks string, matrix map[string][]any, runs ...w
 func items(n int) []any {
 	out := make([]any, n)
 	for i := range out {
-		out[i] = map[string]any{"item": fmt.Sprintf("i%d", i)}
+		out[i] = fmt.Sprintf("i%d", i)
 	}
 	return out
 }

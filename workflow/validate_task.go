@@ -38,9 +38,8 @@ func (v *validator) task(i int, names map[string]int, anc []bool) {
 			v.ps.add(dpath, "duplicate dependency %q", d)
 		}
 	}
-	matrixKind := v.taskMatrix(t, path)
 	hasMatrix := t.Matrix != ""
-	rc := refChecker{v: v, task: t, names: names, anc: anc, matrixKind: matrixKind}
+	rc := refChecker{v: v, task: t, names: names, anc: anc, matrix: v.taskMatrix(t, path)}
 	if t.When != "" {
 		if c, err := compileWhen(t.When, hasMatrix); err != nil {
 			v.refProblem(joinPath(path, "when"), err)
@@ -162,13 +161,13 @@ func (v *validator) metrics(ver *Verification, path string) {
 }
 
 // taskMatrix checks the task's matrix reference and strategy and returns
-// the source kind of its matrix parameter ("" when none or unknown).
-func (v *validator) taskMatrix(t *Task, path string) SourceKind {
+// the source of its matrix parameter (nil when none or unknown).
+func (v *validator) taskMatrix(t *Task, path string) *MatrixSource {
 	if t.Matrix == "" {
 		if t.MatrixStrategy != nil {
 			v.ps.add(joinPath(path, "matrixStrategy"), "only a task with a matrix has a matrixStrategy")
 		}
-		return ""
+		return nil
 	}
 	if t.MatrixStrategy != nil && t.MatrixStrategy.MaxParallel < 0 {
 		v.ps.add(joinPath(path, "matrixStrategy.maxParallel"), "must not be negative")
@@ -177,7 +176,7 @@ func (v *validator) taskMatrix(t *Task, path string) SourceKind {
 	m := matrixRefRe.FindStringSubmatch(t.Matrix)
 	if m == nil {
 		v.ps.add(mpath, "want a matrix parameter reference like \"{{workflow.parameters.targets}}\", got %q", t.Matrix)
-		return ""
+		return nil
 	}
 	p := v.t.Param(m[1])
 	switch {
@@ -186,9 +185,9 @@ func (v *validator) taskMatrix(t *Task, path string) SourceKind {
 	case p.Type != TypeMatrix:
 		v.ps.add(mpath, "parameter %q is of type %s, not matrix", m[1], p.Type)
 	case p.Source != nil:
-		return p.Source.Kind
+		return p.Source
 	}
-	return ""
+	return nil
 }
 
 // refProblem records a compile error of a reference or condition.
@@ -204,14 +203,15 @@ func (v *validator) refProblem(path string, err error) {
 
 // refChecker checks what a compiled reference reads against the template.
 type refChecker struct {
-	v          *validator
-	task       *Task
-	names      map[string]int
-	anc        []bool
-	matrixKind SourceKind
+	v      *validator
+	task   *Task
+	names  map[string]int
+	anc    []bool
+	matrix *MatrixSource // the source of the task's matrix parameter, if known
 }
 
-// check validates the roots and the first fields a reference reads.
+// check validates the roots and the first fields a reference reads (a plain
+// path into a list source's items is checked against every item).
 func (rc refChecker) check(path string, r *ref) {
 	chains := r.chains
 	if r.path != nil {
@@ -225,13 +225,15 @@ func (rc refChecker) check(path string, r *ref) {
 		chains = [][]string{chain}
 	}
 	for _, c := range chains {
-		if msg := rc.chain(c); msg != "" {
+		if msg := rc.chain(c, r.path != nil); msg != "" {
 			rc.v.ps.add(path, "{{%s}}: %s", r.src, msg)
 		}
 	}
 }
 
-func (rc refChecker) chain(c []string) string {
+// chain checks one chain of field names a reference reads; whole says the
+// chain is a plain path (a CEL chain may end in a method name).
+func (rc refChecker) chain(c []string, whole bool) string {
 	at := func(i int) string {
 		if i < len(c) {
 			return c[i]
@@ -273,11 +275,37 @@ func (rc refChecker) chain(c []string) string {
 			return fmt.Sprintf("no field %q in tasks.%s; want outputs", f, name)
 		}
 	case RootMatrix:
-		switch f := at(1); f {
-		case "", "index", "length", "isFirst", "isLast":
-		default:
-			if rc.matrixKind != "" && f != ItemKey(rc.matrixKind) {
-				return fmt.Sprintf("no field %q in matrix; items of a %s source are matrix.%s", f, rc.matrixKind, ItemKey(rc.matrixKind))
+		f := at(1)
+		switch {
+		case f == "" || matrixBuiltins[f] || rc.matrix == nil:
+		case rc.matrix.Kind == SourceList:
+			if !whole {
+				c = c[:2]
+			}
+			return listItemsHave(rc.matrix.Items, c[1:])
+		case f != ItemKey(rc.matrix.Kind):
+			return fmt.Sprintf("no field %q in matrix; items of a %s source are matrix.%s", f, rc.matrix.Kind, ItemKey(rc.matrix.Kind))
+		}
+	}
+	return ""
+}
+
+// listItemsHave checks that every item of a list source has the path of
+// fields (as far as the path goes through objects), and words the first
+// item that does not.
+func listItemsHave(items []any, path []string) string {
+	for i, it := range items {
+		v := Normalize(it)
+		for j, k := range path {
+			m, ok := v.(map[string]any)
+			if !ok {
+				if j == 0 {
+					return fmt.Sprintf("no field %q in matrix: list item %d is %s, not an object; read it as matrix.%s", k, i, jsonKind(v), MatrixItemField)
+				}
+				break
+			}
+			if v, ok = m[k]; !ok {
+				return fmt.Sprintf("no field %q in list item %d (matrix.%s)", k, i, strings.Join(path[:j+1], "."))
 			}
 		}
 	}

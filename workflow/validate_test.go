@@ -27,6 +27,8 @@ func doc(params, tasks string) string {
 const (
 	listMatrix = `- {name: shards, type: matrix, source: {kind: list, items: [1, 2]}}`
 	resMatrix  = `- {name: targets, type: matrix, source: {kind: resource, selector: 'resource.kind == "K"'}}`
+	// objListMatrix lists object items in the seed's shape; item 1 has no region.
+	objListMatrix = `- {name: clusters, type: matrix, source: {kind: list, items: [{resource: {name: a, region: eu}}, {resource: {name: b}}]}}`
 )
 
 func TestValidateRules(t *testing.T) {
@@ -95,8 +97,14 @@ func TestValidateRules(t *testing.T) {
 			"spec.tasks[0].config.x", "is a matrix"},
 		{"matrix outside a matrix task", "", `- {name: a, type: job, jobAgentRef: ci, config: {x: "{{matrix.index}}"}}`,
 			"spec.tasks[0].config.x", "only available in a task with a matrix"},
-		{"matrix item under the wrong kind", listMatrix, `- {name: a, type: job, jobAgentRef: ci, matrix: "{{workflow.parameters.shards}}", config: {x: "{{matrix.resource.name}}"}}`,
-			"spec.tasks[0].config.x", "items of a list source are matrix.item"},
+		{"field of a scalar list item", listMatrix, `- {name: a, type: job, jobAgentRef: ci, matrix: "{{workflow.parameters.shards}}", config: {x: "{{matrix.resource.name}}"}}`,
+			"spec.tasks[0].config.x", `no field "resource" in matrix: list item 0 is a number, not an object; read it as matrix.item`},
+		{"field missing from one list item", objListMatrix, `- {name: a, type: job, jobAgentRef: ci, matrix: "{{workflow.parameters.clusters}}", config: {x: "{{matrix.resource.region}}"}}`,
+			"spec.tasks[0].config.x", `no field "region" in list item 1 (matrix.resource.region)`},
+		{"field missing from a list item, read by CEL", objListMatrix, `- {name: a, type: job, jobAgentRef: ci, matrix: "{{workflow.parameters.clusters}}", config: {x: "{{ matrix.zone + 'x' }}"}}`,
+			"spec.tasks[0].config.x", `no field "zone" in list item 0 (matrix.zone)`},
+		{"wrong field of a resource item", resMatrix, `- {name: a, type: job, jobAgentRef: ci, matrix: "{{workflow.parameters.targets}}", config: {x: "{{matrix.name}}"}}`,
+			"spec.tasks[0].config.x", `no field "name" in matrix; items of a resource source are matrix.resource`},
 		{"default outside enum", `- {name: s, type: string, enum: [rolling, canary], default: blue}`, "- {name: a, type: wait, wait: {duration: 1}}",
 			"spec.parameters[0].default", `"blue" is not one of ["rolling","canary"]`},
 		{"default of the wrong type", `- {name: n, type: number, default: three}`, "- {name: a, type: wait, wait: {duration: 1}}",
@@ -200,6 +208,10 @@ func TestValidTemplates(t *testing.T) {
 			"- {name: a, type: wait, wait: {duration: 1m}}"},
 		"release targets, retries and timeouts": {`- {name: rts, type: matrix, source: {kind: releaseTarget, deployment: api}}`,
 			`- {name: a, type: job, jobAgentRef: ci, matrix: "{{workflow.parameters.rts}}", timeout: "10m", retryStrategy: {limit: "3", backoff: {duration: "5", factor: "2", cap: 1m, maxDuration: 1h}}, config: {t: "{{matrix.releaseTarget.id}}"}}`},
+		"fields of object list items, the whole item and the built-ins": {objListMatrix,
+			`- {name: a, type: job, jobAgentRef: ci, matrix: "{{workflow.parameters.clusters}}", config: {nm: "{{matrix.resource.name}}", all: "{{matrix.item}}", r: "{{matrix.item.resource}}", i: "{{matrix.index}}", c: "{{ matrix.resource.name.startsWith('a') }}"}}`},
+		"the whole item of a resource source": {resMatrix,
+			`- {name: a, type: job, jobAgentRef: ci, matrix: "{{workflow.parameters.targets}}", config: {all: "{{matrix.item}}"}}`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

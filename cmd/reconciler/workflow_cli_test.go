@@ -21,17 +21,23 @@ import (
 	"github.com/reconcilerhq/reconciler/workflow"
 )
 
-// TestWorkflowValidateCLI: a valid template passes; a broken one lists
-// every problem with its path and exits 2.
+// TestWorkflowValidateCLI: every template in testdata/workflows passes (the
+// seed's, and its list-source twin reading {{matrix.resource.name}}); a
+// broken one lists every problem with its path and exits 2.
 func TestWorkflowValidateCLI(t *testing.T) {
 	t.Parallel()
-	out, err := runRoot(t, "workflow", "validate", "../../testdata/workflows/multi-cluster-deployment.yaml")
+	files, err := filepath.Glob("../../testdata/workflows/*.yaml")
 	require.NoError(t, err)
-	require.Contains(t, out, "valid WorkflowTemplate")
+	require.Contains(t, files, "../../testdata/workflows/multi-cluster-list.yaml")
+	for _, f := range files {
+		out, err := runRoot(t, "workflow", "validate", f)
+		require.NoError(t, err, f)
+		require.Contains(t, out, "valid WorkflowTemplate", f)
+	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: x}\nspec:\n"+
 		"  tasks:\n    - {name: a, type: wait, wait: {duration: 1s}, dependencies: [b]}\n    - {name: b, type: wait, wait: {duration: 1s}, dependencies: [a], colour: red}\n"), 0o600))
-	out, err = runRoot(t, "workflow", "validate", bad)
+	out, err := runRoot(t, "workflow", "validate", bad)
 	requireExit(t, err, 2, "problems")
 	require.Contains(t, out, "spec.tasks[1].colour")
 	require.Contains(t, out, "dependency cycle")
