@@ -27,9 +27,11 @@
 //   - Without a retry rule a release gets exactly one job; with one, at most
 //     MaxRetries+1. Without a concurrency rule a target has at most one
 //     active job.
-//   - Gradual rollout admits targets in ascending FNV-1a order of (target
-//     key + version ID), and the set of admitted targets only grows with
-//     Now.
+//   - Gradual rollout admits the targets of each deployment and environment
+//     in ascending FNV-1a order of (target key + version ID), from a start
+//     no earlier than the version's creation, its approval and progression
+//     and the opening of the deployment windows that apply; the set of
+//     admitted targets only grows with Now.
 //   - Deployment windows are computed on the wall clock of their time zone
 //     and give the same answer as iterating the RRULE from its DTSTART,
 //     though they iterate from a recent period start.

@@ -165,8 +165,8 @@ func policyBefore(a, b *Policy) bool {
 	return a.ID < b.ID
 }
 
-// run evaluates one rule, honouring skips, and records what approval and
-// progression found for the gradual rollout.
+// run evaluates one rule, honouring skips, and records what approval,
+// progression and window rules found for the gradual rollout.
 func (cx *evalContext) run(p *Policy, rule *Rule) RuleVerdict {
 	in := cx.in
 	rv := RuleVerdict{PolicyID: p.ID, RuleID: rule.ID, Type: rule.Spec.Type()}
@@ -182,6 +182,13 @@ func (cx *evalContext) run(p *Policy, rule *Rule) RuleVerdict {
 	}
 	rv.Verdict = g.evaluate(in, cx)
 	switch rv.Type {
+	case TypeDeploymentWindow:
+		switch w := rule.Spec.(type) {
+		case DeploymentWindow:
+			cx.windows = append(cx.windows, w)
+		case *DeploymentWindow:
+			cx.windows = append(cx.windows, *w)
+		}
 	case TypeAnyApproval:
 		if rv.Status == Allowed {
 			cx.approvalAt = later(cx.approvalAt, rv.SatisfiedAt)

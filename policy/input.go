@@ -57,8 +57,9 @@ type Input struct {
 	// with the deployment's targets in each and their jobs (for
 	// environmentProgression).
 	SystemEnvironments []EnvironmentState `json:"system_environments,omitempty"`
-	// DeploymentTargets are all release targets of the deployment (for
-	// gradualRollout ordering).
+	// DeploymentTargets are the release targets of the deployment (for
+	// gradualRollout ordering, which counts those of the target's
+	// environment).
 	DeploymentTargets []release.ReleaseTarget `json:"deployment_targets,omitempty"`
 	// Dependencies are the other deployments on the target's resource (for
 	// deploymentDependency).
@@ -119,13 +120,16 @@ func (in *Input) runsVersion() bool {
 }
 
 // evalContext is the per-evaluation state: the lazily built CEL activation
-// and what the approval and progression gates found, for gradualRollout.
+// and what the approval, progression and window gates found, for
+// gradualRollout.
 type evalContext struct {
 	in            *Input
 	vars          map[string]any
 	approvalAt    time.Time
 	progressionAt time.Time
 	gatesBlocked  bool
+	// windows are the deployment windows Evaluate ran and no skip waived.
+	windows []DeploymentWindow
 }
 
 // targetVars is the activation with deployment, environment, resource and

@@ -19,20 +19,25 @@ const (
 	RolloutLinearNormalized RolloutType = "linear-normalized"
 )
 
-// GradualRollout releases a version to the deployment's targets one after
-// another.
+// GradualRollout releases a version to the targets of each environment of
+// the deployment one after another.
 //
 //   - A target that already runs the version (its newest successful or
 //     active job is for it): Allowed.
 //   - Under Evaluate, while an anyApproval or environmentProgression rule of
 //     the same evaluation is not Allowed: Pending with no Until (the rollout
 //     has not started).
-//   - Start = max(version.created_at, Input.ApprovalSatisfiedAt,
-//     Input.ProgressionSatisfiedAt, and the SatisfiedAt of the approval and
-//     progression rules Evaluate ran).
+//   - Start = the latest of version.created_at, Input.ApprovalSatisfiedAt,
+//     Input.ProgressionSatisfiedAt and the SatisfiedAt of the approval and
+//     progression rules Evaluate ran; then, under Evaluate, moved to the
+//     next opening of every allow deploymentWindow rule it is outside of and
+//     the closing of every deny window it is inside, until no window moves
+//     it (windows a policy skip waives, and every window for a target's
+//     first deployment, do not count, as the window rule ignores them).
 //   - Targets are ordered by FNV-1a 64 of (target key + version ID),
-//     ascending (ties by key); position p is the target's index in that
-//     order among Input.DeploymentTargets (the target itself included).
+//     ascending (ties by key); position p of n is the target's index in
+//     that order among the Input.DeploymentTargets of its own deployment and
+//     environment (the target itself included).
 //   - Offset = p × TimeScaleInterval seconds (linear) or
 //     trunc(p / n × TimeScaleInterval) seconds (linear-normalized).
 //   - Now before start + offset: Pending until then. Otherwise Allowed,
@@ -72,11 +77,15 @@ func (r GradualRollout) evaluate(in *Input, cx *evalContext) Verdict {
 			return pending("the rollout starts once approvals and environment progression pass", timeZero)
 		}
 		start = later(start, later(cx.approvalAt, cx.progressionAt))
+		if len(cx.windows) > 0 && in.successfulVersionID() != "" {
+			start = windowStart(cx.windows, start)
+		}
 	}
 	pos, n := RolloutPosition(in.Target(), in.Version.ID, in.DeploymentTargets)
 	at := start.Add(r.Offset(pos, n))
 	if in.Now.Before(at) {
-		return pending("rollout position "+strconv.Itoa(pos+1)+" of "+strconv.Itoa(n)+": deploys at "+at.UTC().Format(time.RFC3339), at)
+		return pending("rollout position "+strconv.Itoa(pos+1)+" of "+strconv.Itoa(n)+" (started "+start.UTC().Format(time.RFC3339)+
+			"): deploys at "+at.UTC().Format(time.RFC3339), at)
 	}
 	return Verdict{Status: Allowed, Message: "the rollout reached this target", SatisfiedAt: at}
 }
@@ -95,15 +104,47 @@ func (r GradualRollout) Offset(pos, n int) time.Duration {
 	return time.Duration(secs) * time.Second
 }
 
+// maxWindowShifts bounds how often windows move a rollout's start (windows
+// that keep moving it past each other leave the window rules to gate).
+const maxWindowShifts = 64
+
+// windowStart is the earliest time at or after t that is inside every allow
+// window and outside every deny window, found by moving t to the next
+// opening of an allow window it is outside of (one with no further opening
+// does not move it: its rule denies) and to the closing of a deny window it
+// is inside.
+func windowStart(windows []DeploymentWindow, t time.Time) time.Time {
+	for range maxWindowShifts {
+		moved := false
+		for i := range windows {
+			w, err := compileWindow(windows[i].RRule, windows[i].Timezone)
+			if err != nil {
+				continue
+			}
+			st := w.at(t, time.Duration(windows[i].DurationMinutes)*time.Minute)
+			switch {
+			case windows[i].IsAllow() && !st.inside && !st.next.IsZero():
+				t, moved = st.next, true
+			case !windows[i].IsAllow() && st.inside:
+				t, moved = st.closes, true
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+	return t
+}
+
 // RolloutPosition is target's 0-based position in the rollout order of
-// versionID over targets (target counted once, whether listed or not), and
-// the number of targets.
+// versionID over the targets of its deployment and environment (target
+// counted once, whether listed or not), and the number of those targets.
 func RolloutPosition(target release.ReleaseTarget, versionID string, targets []release.ReleaseTarget) (pos, n int) {
 	h := RolloutHash(target, versionID)
 	n = 1
 	for i := range targets {
 		t := targets[i]
-		if t == target {
+		if t == target || t.DeploymentID != target.DeploymentID || t.EnvironmentID != target.EnvironmentID {
 			continue
 		}
 		n++
