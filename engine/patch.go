@@ -21,6 +21,9 @@ func mergePatch(dst, src *reconcile.Patch) {
 	if src.AutoResumes != nil {
 		dst.AutoResumes = src.AutoResumes
 	}
+	if src.ResumeTrigger != nil {
+		dst.ResumeTrigger = src.ResumeTrigger
+	}
 	if src.PR != nil {
 		dst.PR = src.PR
 	}
@@ -86,6 +89,7 @@ func patchedBody(snap reconcile.Snapshot, p *reconcile.Patch, ctl *reconcile.Rec
 		r.Reconcile = c
 		setIf(&r.RetryCount, p.RetryCount)
 		setIf(&r.AutoResumes, p.AutoResumes)
+		setIf(&r.ResumeTrigger, p.ResumeTrigger)
 		setIf(&r.PR, p.PR)
 		setIf(&r.ReviewRunning, p.ReviewRunning)
 		setIf(&r.Error, p.Error)

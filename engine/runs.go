@@ -229,6 +229,18 @@ func (p *RunProcessor) Apply(ctx context.Context, row ports.RunRow, snap reconci
 			err := fmt.Errorf("decision %s %s→%s is not an edge from %s", a.Type(), edge.From, edge.To, row.State)
 			return OutcomeError, Terminal(err), err
 		}
+		if reconcile.ReleasesPod(snap, a) {
+			// Release before the write: a lost write re-decides and
+			// releases again (idempotent), while a release lost after the
+			// write would leave the pod running for good.
+			if err := p.Agents.AgentRelease(ctx, ref, key+":release"); err != nil {
+				return OutcomeError, Retry(err), err
+			}
+			if ref.Kind == reconcile.KindPersistentAgent {
+				f := false
+				patch.PodHeld = &f
+			}
+		}
 		if err := p.sideEffect(ctx, snap, a, key, &patch); err != nil {
 			return OutcomeError, Retry(err), err
 		}
@@ -264,10 +276,13 @@ func (p *RunProcessor) sideEffect(ctx context.Context, snap reconcile.Snapshot, 
 		return p.Agents.AgentLaunch(ctx, ports.AgentLaunchParams{Ref: ref, Purpose: purpose, Trigger: trigger, IdempotencyKey: key})
 	}
 	switch a := a.(type) {
-	case reconcile.RequeueForAgent, reconcile.EnqueueAgent:
+	case reconcile.RequeueForAgent:
+		if a.Trigger != "" {
+			return launch(ports.PurposeResume, a.Trigger)
+		}
 		return launch(ports.PurposeRun, "")
-	case reconcile.ResumeAgent:
-		return launch(ports.PurposeResume, a.Trigger)
+	case reconcile.EnqueueAgent:
+		return launch(ports.PurposeRun, "")
 	case reconcile.LaunchReviewRun:
 		sha, done := a.HeadSHA, false
 		patch.ReviewedSHA, patch.ReviewDone = &sha, &done
@@ -313,7 +328,7 @@ func (p *RunProcessor) launchReview(ctx context.Context, row ports.RunRow, a rec
 // previous attempt's observed pod must be forgotten.
 func launches(a reconcile.Action) bool {
 	switch a.(type) {
-	case reconcile.RequeueForAgent, reconcile.EnqueueAgent, reconcile.ResumeAgent, reconcile.LaunchReviewRun, reconcile.EnqueueTurn:
+	case reconcile.RequeueForAgent, reconcile.EnqueueAgent, reconcile.LaunchReviewRun, reconcile.EnqueueTurn:
 		return true
 	}
 	return false

@@ -308,3 +308,69 @@ func TestRunProcessorLogsDecisionAndSnapshot(t *testing.T) {
 	require.Equal(t, str(decision["action"]), string(replayed.Type()))
 	require.Equal(t, str(decision["reason"]), replayed.Why())
 }
+
+// TestRunProcessorResumeLaunchesOnce: an automatic resume moves the run
+// back to queued without launching; the one launch is the move out of
+// queued, and it resumes the agent on the trigger.
+func TestRunProcessorResumeLaunchesOnce(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	ctx := context.Background()
+	pr := reconcile.PullRequest{URL: "https://git.example.com/o/r/pull/3", Number: 3, State: reconcile.PROpen,
+		Checks: reconcile.ChecksPending, Review: reconcile.ReviewNone, HeadSHA: "abc"}
+	body, err := json.Marshal(reconcile.RepoRun{PR: reconcile.PRFields{URL: pr.URL, Number: pr.Number, State: pr.State,
+		Checks: pr.Checks, Review: pr.Review, HeadSHA: pr.HeadSHA}})
+	require.NoError(t, err)
+	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "resume-1"}
+	_, err = b.store.RunCreate(ctx, ports.RunRow{Ref: ref, State: reconcile.RepoPROpened, Repo: "o/r", Body: body,
+		Settings: reconcile.Settings{AutoResume: true}})
+	require.NoError(t, err)
+	pr.Checks = reconcile.ChecksFailing
+	_, err = b.store.RunObserve(ctx, ports.RunObserveParams{Ref: ref, PR: &pr})
+	require.NoError(t, err)
+
+	p := b.proc(reconcile.KindRepo)
+	var states []reconcile.State
+	for range 3 {
+		p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1})
+		row, err := b.store.RunGet(ctx, ref)
+		require.NoError(t, err)
+		states = append(states, row.State)
+	}
+	require.Equal(t, []reconcile.State{reconcile.RepoQueued, reconcile.RepoProvisioning, reconcile.RepoProvisioning}, states)
+	launches := b.agents.Launches()
+	require.Len(t, launches, 1, "a resume launches the agent exactly once")
+	require.Equal(t, ports.PurposeResume, launches[0].Purpose)
+	require.Equal(t, "ci-failing", launches[0].Trigger)
+}
+
+// TestRunProcessorPauseReleasesPod: pausing a running persistent agent lets
+// its pod go before the move is written, and archiving an idle agent that
+// holds a pod does too.
+func TestRunProcessorPauseReleasesPod(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	ctx := context.Background()
+	running := createAgent(t, b.store, "p1", reconcile.AgentRunning, reconcile.AgentRun{TurnStartedAt: time.Now(),
+		Reconcile: reconcile.Reconcile{Intent: reconcile.IntentPause}})
+	_, err := b.store.RunObserve(ctx, ports.RunObserveParams{Ref: running, Pod: &reconcile.Pod{Name: "p", Phase: reconcile.PodRunning}})
+	require.NoError(t, err)
+	held := createAgent(t, b.store, "p2", reconcile.AgentIdle, reconcile.AgentRun{PodHeld: true,
+		Reconcile: reconcile.Reconcile{Intent: reconcile.IntentArchive}})
+	idle := createAgent(t, b.store, "p3", reconcile.AgentIdle, reconcile.AgentRun{
+		Reconcile: reconcile.Reconcile{Intent: reconcile.IntentPause}})
+
+	p := b.proc(reconcile.KindPersistentAgent)
+	for _, ref := range []reconcile.RunRef{running, held, idle} {
+		p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1})
+	}
+	for ref, want := range map[reconcile.RunRef]reconcile.State{running: reconcile.AgentPaused, held: reconcile.AgentArchived, idle: reconcile.AgentPaused} {
+		row, err := b.store.RunGet(ctx, ref)
+		require.NoError(t, err)
+		require.Equal(t, want, row.State, "%s", ref)
+		var body reconcile.AgentRun
+		require.NoError(t, json.Unmarshal(row.Body, &body))
+		require.False(t, body.PodHeld, "%s holds no pod after the release", ref)
+	}
+	require.ElementsMatch(t, []reconcile.RunRef{running, held}, b.agents.Releases(), "only agents with a pod are released")
+}

@@ -52,6 +52,7 @@ type Patch struct {
 	ClearIntent         bool       `json:"clear_intent,omitempty"`
 	RetryCount          *int       `json:"retry_count,omitempty"`
 	ResetSession        bool       `json:"reset_session,omitempty"`
+	ResumeTrigger       *string    `json:"resume_trigger,omitempty"`
 	AutoResumes         *int       `json:"auto_resumes,omitempty"`
 	PR                  *PRFields  `json:"pr,omitempty"`
 	ReviewRunning       *bool      `json:"review_running,omitempty"`
@@ -96,8 +97,10 @@ type AutoMergePR struct {
 }
 
 // ResumeAgent re-runs a repo run's agent on its open PR (to fix conflicts,
-// failing CI or requested changes), moving pr_opened → queued and counting
-// the automatic resume.
+// failing CI or requested changes), moving pr_opened → queued, counting the
+// automatic resume and recording Trigger as the run's resume trigger. It
+// launches nothing: the launch is the RequeueForAgent that takes the run
+// out of queued once capacity allows, so a resume launches exactly once.
 type ResumeAgent struct {
 	From    State  `json:"from"`
 	To      State  `json:"to"`
@@ -107,11 +110,14 @@ type ResumeAgent struct {
 }
 
 // RequeueForAgent hands a queued repo run to an agent: queued → provisioning
-// plus the launch, under the launch's idempotency key.
+// plus the launch, under the launch's idempotency key. Trigger, when set
+// (the run's resume trigger), makes the launch a resume of the agent's
+// session on its PR.
 type RequeueForAgent struct {
-	From   State  `json:"from"`
-	To     State  `json:"to"`
-	Reason string `json:"reason"`
+	From    State  `json:"from"`
+	To      State  `json:"to"`
+	Trigger string `json:"trigger,omitempty"`
+	Reason  string `json:"reason"`
 }
 
 // RequeueSoon asks for another pass at At without changing anything (e.g.

@@ -19,16 +19,20 @@ type Config struct {
 	StallThreshold time.Duration
 	// MaxAutoResumes caps automatic resumes between manual actions.
 	MaxAutoResumes int
+	// UnknownPodGrace is how long a pod may stay in the unknown phase before
+	// the run counts it as lost.
+	UnknownPodGrace time.Duration
 }
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
-		Concurrency:    4,
-		LockDuration:   30 * time.Second,
-		ResyncInterval: 5 * time.Minute,
-		StallThreshold: 15 * time.Minute,
-		MaxAutoResumes: 10,
+		Concurrency:     4,
+		LockDuration:    30 * time.Second,
+		ResyncInterval:  5 * time.Minute,
+		StallThreshold:  15 * time.Minute,
+		MaxAutoResumes:  10,
+		UnknownPodGrace: defaultUnknownPodGrace,
 	}
 }
 
@@ -47,6 +51,7 @@ var ConfigEnv = []EnvVar{
 	{"RECONCILER_RESYNC_INTERVAL", "5m", "Full sweep cadence for non-terminal runs"},
 	{"RECONCILER_STALL_THRESHOLD", "15m", "Heartbeat staleness threshold"},
 	{"RECONCILER_MAX_AUTO_RESUMES", "10", "Cap on automatic resumes between manual actions"},
+	{"RECONCILER_UNKNOWN_POD_GRACE", "5m", "How long a pod may stay in the unknown phase before it counts as lost"},
 }
 
 // ConfigFromEnv overlays the RECONCILER_* variables found by lookup (e.g.
@@ -59,9 +64,10 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		"RECONCILER_MAX_AUTO_RESUMES": &c.MaxAutoResumes,
 	}
 	durs := map[string]*time.Duration{
-		"RECONCILER_LOCK":            &c.LockDuration,
-		"RECONCILER_RESYNC_INTERVAL": &c.ResyncInterval,
-		"RECONCILER_STALL_THRESHOLD": &c.StallThreshold,
+		"RECONCILER_LOCK":              &c.LockDuration,
+		"RECONCILER_RESYNC_INTERVAL":   &c.ResyncInterval,
+		"RECONCILER_STALL_THRESHOLD":   &c.StallThreshold,
+		"RECONCILER_UNKNOWN_POD_GRACE": &c.UnknownPodGrace,
 	}
 	for name, p := range ints {
 		if v, ok := lookup(name); ok && v != "" {
@@ -92,5 +98,8 @@ func (c Config) ApplyDefaults(s *Settings) {
 	}
 	if s.MaxAutoResumes <= 0 {
 		s.MaxAutoResumes = c.MaxAutoResumes
+	}
+	if s.UnknownPodGrace <= 0 && c.UnknownPodGrace > 0 {
+		s.UnknownPodGrace = Duration(c.UnknownPodGrace)
 	}
 }

@@ -108,10 +108,33 @@ func backoffActive(w *World, r Reconcile) (Action, bool) {
 	return nil, false
 }
 
-// readFailed is rule 3 of every kind: a failed read defers with exponential
-// backoff and never transitions.
-func readFailed(w *World, r Reconcile) (Action, bool) {
-	if len(w.ReadErrors) == 0 {
+// fact names what a decision needs from a secondary source of the
+// snapshot, so a failed read of that source defers only the decisions that
+// need it.
+type fact uint8
+
+// The secondary facts. A read error of any other source (the pod, the PR,
+// the heartbeat, or a source this kernel does not know) is needed by every
+// decision.
+const (
+	// needsCapacity: the launch from queued.
+	needsCapacity fact = 1 << iota
+	// needsDependencies: a repo run's pending and waiting_on_deps states.
+	needsDependencies
+)
+
+// Read-error sources the engine records for its secondary reads.
+const (
+	SourceCapacity     = "capacity"
+	SourceDependencies = "dependencies"
+)
+
+// readFailed is rule 3 of every kind: a failed read of a fact the run's
+// state needs defers with exponential backoff and never transitions. A
+// failed read of capacity or dependencies does not hold back decisions that
+// read neither (a running run's health checks, PR reactions).
+func readFailed(w *World, r Reconcile, needs fact) (Action, bool) {
+	if !readFailedFor(w, needs) {
 		return nil, false
 	}
 	return DeferWithBackoff{
@@ -120,6 +143,66 @@ func readFailed(w *World, r Reconcile) (Action, bool) {
 		Reason:   "read-failed",
 	}, true
 }
+
+// readFailedFor reports whether a read error concerns a fact in needs, or a
+// source every decision needs.
+func readFailedFor(w *World, needs fact) bool {
+	for i := range w.ReadErrors {
+		switch w.ReadErrors[i].Source {
+		case SourceCapacity:
+			if needs&needsCapacity == 0 {
+				continue
+			}
+		case SourceDependencies:
+			if needs&needsDependencies == 0 {
+				continue
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// needsOf is what a run of kind k in state st needs from the secondary
+// sources: capacity to launch from queued, and a repo run's dependencies
+// while it is pending or waiting on them.
+func needsOf(k RunKind, st State) fact {
+	switch {
+	case k == KindRepo && (st == RepoPending || st == RepoWaitingOnDeps):
+		return needsDependencies
+	case k == KindRepo && st == RepoQueued, k == KindStandalone && st == StandaloneQueued,
+		k == KindPRReview && st == ReviewQueued, k == KindPersistentAgent && st == AgentQueued:
+		return needsCapacity
+	}
+	return 0
+}
+
+// unknownPod says how an observed pod in the unknown phase is treated: for
+// Settings.UnknownPodGrace (default 5 min) after Pod.Since it counts as not
+// yet observed (waiting is true and the decision wakes at until); after
+// that, or when Since is unset, the pod is lost ("pod-unknown-past-grace").
+// A pod in any other phase is not unknown (both results false).
+func unknownPod(w *World) (until time.Time, waiting, lost bool) {
+	if w.Pod == nil || w.Pod.Phase != PodUnknown {
+		return time.Time{}, false, false
+	}
+	if w.Pod.Since.IsZero() {
+		return time.Time{}, false, true
+	}
+	until = w.Pod.Since.Add(w.Settings.UnknownPodGrace.Or(defaultUnknownPodGrace))
+	if w.Now.Before(until) {
+		return until, true, false
+	}
+	return time.Time{}, false, true
+}
+
+// defaultUnknownPodGrace is how long a pod may stay in the unknown phase
+// when Settings.UnknownPodGrace is not set.
+const defaultUnknownPodGrace = 5 * time.Minute
+
+// reasonUnknownPod is the reason of a failure for a pod that stayed in the
+// unknown phase past its grace period.
+const reasonUnknownPod = "pod-unknown-past-grace"
 
 // wakeSoon is the delay of RequeueSoon before jitter.
 const wakeSoon = 15 * time.Second

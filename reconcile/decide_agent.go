@@ -29,7 +29,9 @@ const (
 //     - cancel, retry and rereview are cleared ("intent-unsupported").
 //     Resume and restart also zero TurnStartedAt, so the next turn's clock
 //     starts afresh.
-//  3. A failed read → DeferWithBackoff ("read-failed"); never a transition.
+//  3. A failed read of a fact the state needs → DeferWithBackoff
+//     ("read-failed"); never a transition. Capacity is needed only to launch
+//     from queued; a failed read of another source defers every decision.
 //  4. The state switch:
 //     - idle: PendingMessages > 0 → queued ("pending-messages"). Otherwise
 //     the pod lifecycle (Settings.PodLifecycle; empty or unknown means
@@ -43,15 +45,25 @@ const (
 //     - provisioning: pod running or ready → running with TurnDone=false and
 //     TurnStartedAt=Now unless already set ("pod-running"); no pod yet →
 //     Noop ("awaiting-pod"); pod pending → Noop ("pod-pending"); pod
-//     errored, terminated or unknown → turn failure ("pod-dead").
+//     unknown within Settings.UnknownPodGrace (default 5 min) of Pod.Since
+//     → Noop waking at its end ("pod-unknown"), past it → turn failure
+//     ("pod-unknown-past-grace"); pod errored or terminated → turn failure
+//     ("pod-dead").
 //     - running, in this order: TurnDone → turn success ("turn-done"); pod
-//     missing or dead → turn failure ("pod-dead"); TurnStartedAt unset →
+//     unknown past its grace → turn failure ("pod-unknown-past-grace"); pod
+//     missing or dead (not unknown within its grace) → turn failure
+//     ("pod-dead"); TurnStartedAt unset →
 //     PatchStatus TurnStartedAt=Now ("turn-start-recorded"); Now past
 //     TurnStartedAt + Settings.MaxTurnDuration (default 1 h) → turn failure
-//     ("turn-timeout"); else Noop{WakeAt: the turn deadline}
-//     ("turn-running").
+//     ("turn-timeout"); pod unknown within its grace ending before the turn
+//     deadline → Noop{WakeAt: the grace's end} ("pod-unknown"); else
+//     Noop{WakeAt: the turn deadline} ("turn-running").
 //     - paused: Noop ("paused"); failed: Noop ("failed-awaiting-resume");
 //     archived: Noop ("archived").
+//
+// Pausing, archiving or restarting an agent whose pod runs or is held lets
+// the pod go (ReleasesPod), as does every move out of provisioning or
+// running.
 //
 // Turn success → idle with ConsecutiveFailures=0, TurnStartedAt zeroed and
 // PodHeld=false for on-demand (true otherwise); sticky also sets
@@ -67,7 +79,7 @@ func DecideAgent(s *AgentSnapshot) Action {
 	if r.Intent != IntentNone {
 		return agentIntent(s)
 	}
-	if a, ok := readFailed(w, r); ok {
+	if a, ok := readFailed(w, r, needsOf(KindPersistentAgent, s.Run.State)); ok {
 		return a
 	}
 	run := &s.Run
@@ -83,6 +95,12 @@ func DecideAgent(s *AgentSnapshot) Action {
 		if w.Pod == nil {
 			return Noop{Reason: "awaiting-pod"}
 		}
+		switch until, waiting, lost := unknownPod(w); {
+		case waiting:
+			return Noop{WakeAt: until, Reason: "pod-unknown"}
+		case lost:
+			return agentTurnFailed(s, reasonUnknownPod)
+		}
 		switch w.Pod.Phase {
 		case PodRunning, PodReady:
 			return agentTurnStarted(s)
@@ -94,7 +112,11 @@ func DecideAgent(s *AgentSnapshot) Action {
 		if run.TurnDone {
 			return agentTurnSucceeded(s)
 		}
-		if w.Pod.Dead() {
+		until, waiting, lost := unknownPod(w)
+		switch {
+		case lost:
+			return agentTurnFailed(s, reasonUnknownPod)
+		case !waiting && w.Pod.Dead():
 			return agentTurnFailed(s, "pod-dead")
 		}
 		if run.TurnStartedAt.IsZero() {
@@ -104,6 +126,9 @@ func DecideAgent(s *AgentSnapshot) Action {
 		deadline := run.TurnStartedAt.Add(w.Settings.MaxTurnDuration.Or(defaultMaxTurnDuration))
 		if w.Now.After(deadline) {
 			return agentTurnFailed(s, "turn-timeout")
+		}
+		if waiting && until.Before(deadline) {
+			return Noop{WakeAt: until, Reason: "pod-unknown"}
 		}
 		return Noop{WakeAt: deadline, Reason: "turn-running"}
 	case AgentPaused:

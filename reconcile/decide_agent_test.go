@@ -76,7 +76,7 @@ func agentHelperCheckCommon(t *rapid.T, s Snapshot, a Action, mayLeaveTerminal f
 		c, cleared := a.(ClearControlIntent)
 		require.True(t, appliesIntent || (cleared && c.Intent == r.Intent), "an intent is applied or cleared: %#v", a)
 	}
-	if len(w.ReadErrors) > 0 {
+	if readFailedFor(w, needsOf(s.Ref().Kind, st)) {
 		_, moving := a.(Moving)
 		if moving || a.Type() == TypePatchStatus {
 			require.True(t, appliesIntent, "a read error never moves or patches except through an intent: %#v", a)
@@ -263,6 +263,32 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Run.PendingMessages = 1
 			s.ReadErrors = []ReadError{{Source: "run", Message: "conn reset"}}
 		}, nil},
+		{"provisioning with a pod unknown within its grace waits for the grace to end", func(s *AgentSnapshot) {
+			s.Run.State = AgentProvisioning
+			s.Pod = &Pod{Name: "p", Phase: PodUnknown, Since: s.Now.Add(-time.Minute)}
+		}, func(s *AgentSnapshot) Action { return Noop{WakeAt: s.Now.Add(4 * time.Minute), Reason: "pod-unknown"} }},
+		{"running with a pod unknown past its grace fails the turn saying so", func(s *AgentSnapshot) {
+			s.Run.State = AgentRunning
+			s.Run.TurnStartedAt = s.Now.Add(-10 * time.Minute)
+			s.Pod = &Pod{Name: "p", Phase: PodUnknown, Since: s.Now.Add(-5 * time.Minute)}
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentRunning, To: AgentIdle, Reason: "pod-unknown-past-grace", Patch: &Patch{
+				ConsecutiveFailures: agentHelperPtr(1), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+		}},
+		{"running with a pod unknown within its grace wakes at the grace's end", func(s *AgentSnapshot) {
+			s.Run.State = AgentRunning
+			s.Run.TurnStartedAt = s.Now.Add(-10 * time.Minute)
+			s.Pod = &Pod{Name: "p", Phase: PodUnknown, Since: s.Now.Add(-time.Minute)}
+		}, func(s *AgentSnapshot) Action { return Noop{WakeAt: s.Now.Add(4 * time.Minute), Reason: "pod-unknown"} }},
+		{"a running turn's timeout is not held back by a failed capacity read", func(s *AgentSnapshot) {
+			s.Run.State = AgentRunning
+			s.Run.TurnStartedAt = s.Now.Add(-2 * time.Hour)
+			s.Pod = &Pod{Name: "p", Phase: PodRunning}
+			s.ReadErrors = []ReadError{{Source: SourceCapacity}}
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-timeout", Patch: &Patch{
+				ConsecutiveFailures: agentHelperPtr(1), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+		}},
 		{"queued under capacity enqueues the turn", func(s *AgentSnapshot) {
 			s.Run.State = AgentQueued
 		}, func(*AgentSnapshot) Action {
@@ -306,7 +332,7 @@ func TestDecideAgentRules(t *testing.T) {
 		{"provisioning failures reaching the default limit of 3 fail the agent", func(s *AgentSnapshot) {
 			s.Run.State = AgentProvisioning
 			s.Run.ConsecutiveFailures = 2
-			s.Pod = &Pod{Name: "p", Phase: PodUnknown}
+			s.Pod = &Pod{Name: "p", Phase: PodError}
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentProvisioning, To: AgentFailed, Reason: "pod-dead", Patch: &Patch{
 				ConsecutiveFailures: agentHelperPtr(3), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}

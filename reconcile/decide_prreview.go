@@ -18,7 +18,9 @@ const defaultMaxReruns = 10
 //     automatic re-run budget ("intent-rereview"). Cleared on queued
 //     ("rereview-not-applicable") and on cancelled ("cancelled-is-final").
 //     - any other intent is cleared ("intent-unsupported").
-//  3. A failed read → DeferWithBackoff ("read-failed"); never a transition.
+//  3. A failed read of a fact the state needs → DeferWithBackoff
+//     ("read-failed"); never a transition. Capacity is needed only to launch
+//     from queued; a failed read of another source defers every decision.
 //  4. A closed or merged PR (PR.State != open) while the review is queued,
 //     reviewing or ready → MarkStale ("pr-closed").
 //  5. The state switch:
@@ -30,8 +32,11 @@ const defaultMaxReruns = 10
 //     obsolete whatever its pod does; ReviewDone → ready ("review-done");
 //     no pod observed yet → failed when the heartbeat is stale ("stalled"),
 //     else Noop ("awaiting-pod"), since the launch precedes the pod; pod
-//     errored, terminated or unknown → failed ("pod-dead"); else Noop
-//     ("review-in-progress").
+//     unknown within Settings.UnknownPodGrace (default 5 min) of Pod.Since
+//     → failed on a stale heartbeat ("stalled"), else Noop waking at the
+//     grace's end ("pod-unknown"); pod unknown past its grace → failed
+//     ("pod-unknown-past-grace"); pod errored or terminated → failed
+//     ("pod-dead"); else Noop ("review-in-progress").
 //     - ready: no PR observed → Noop ("pr-missing"); head SHA still equals
 //     ReviewedSHA → SubmitReview ready → submitted ("review-ready"); else
 //     re-run or stale.
@@ -53,7 +58,7 @@ func DecidePRReview(s *PRReviewSnapshot) Action {
 	if r.Intent != IntentNone {
 		return prReviewIntent(s)
 	}
-	if a, ok := readFailed(w, r); ok {
+	if a, ok := readFailed(w, r, needsOf(KindPRReview, s.Run.State)); ok {
 		return a
 	}
 	run := &s.Run
@@ -83,6 +88,15 @@ func DecidePRReview(s *PRReviewSnapshot) Action {
 				return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "stalled"}
 			}
 			return Noop{Reason: "awaiting-pod"}
+		}
+		switch until, waiting, lost := unknownPod(w); {
+		case waiting:
+			if heartbeatStale(w) {
+				return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "stalled"}
+			}
+			return Noop{WakeAt: until, Reason: "pod-unknown"}
+		case lost:
+			return Transition{From: ReviewRunning, To: ReviewFailed, Reason: reasonUnknownPod}
 		}
 		if w.Pod.Dead() {
 			return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "pod-dead"}

@@ -174,11 +174,24 @@ func TestDecidePRReviewRules(t *testing.T) {
 		}, func(*PRReviewSnapshot) Action {
 			return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "pod-dead"}
 		}},
-		{"reviewing with a pod in an unknown phase fails", func(s *PRReviewSnapshot) {
+		{"reviewing with a pod unknown within its grace waits for the grace to end", func(s *PRReviewSnapshot) {
 			in(ReviewRunning)(s)
-			s.Pod.Phase = PodUnknown
+			s.Pod.Phase, s.Pod.Since = PodUnknown, s.Now.Add(-time.Minute)
+		}, func(s *PRReviewSnapshot) Action {
+			return Noop{WakeAt: s.Now.Add(4 * time.Minute), Reason: "pod-unknown"}
+		}},
+		{"reviewing with a failed capacity read still finishes the review", func(s *PRReviewSnapshot) {
+			in(ReviewRunning)(s)
+			s.Run.ReviewDone = true
+			s.ReadErrors = []ReadError{{Source: SourceCapacity}}
 		}, func(*PRReviewSnapshot) Action {
-			return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "pod-dead"}
+			return Transition{From: ReviewRunning, To: ReviewReady, Reason: "review-done"}
+		}},
+		{"reviewing with a pod unknown past its grace fails saying so", func(s *PRReviewSnapshot) {
+			in(ReviewRunning)(s)
+			s.Pod.Phase, s.Pod.Since = PodUnknown, s.Now.Add(-5*time.Minute)
+		}, func(*PRReviewSnapshot) Action {
+			return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "pod-unknown-past-grace"}
 		}},
 		{"reviewing before its pod is observed waits", func(s *PRReviewSnapshot) {
 			in(ReviewRunning)(s)

@@ -23,15 +23,19 @@ const (
 //     RetryCount+1 and AutoResumes=0 ("intent-retry"); cleared when the
 //     retries are used up ("retries-exhausted") or the run is not failed or
 //     cancelled ("retry-not-applicable").
-//     - resume: needs_attention → queued with AutoResumes=0 ("intent-resume");
-//     else cleared ("resume-not-applicable").
+//     - resume: needs_attention → queued with AutoResumes=0 and
+//     ResumeTrigger "manual" ("intent-resume"); else cleared
+//     ("resume-not-applicable").
 //     - restart: completed, failed or cancelled → queued with RetryCount=0,
 //     AutoResumes=0 and the agent session reset ("intent-restart"); else
 //     cleared ("restart-not-applicable").
 //     - any other intent is cleared ("intent-unsupported").
 //     Retry, resume and restart are manual actions, so each resets the
-//     automatic-resume budget.
-//  3. A failed read → DeferWithBackoff ("read-failed"); never a transition.
+//     automatic-resume budget; retry and restart clear ResumeTrigger.
+//  3. A failed read of a fact the state needs → DeferWithBackoff
+//     ("read-failed"); never a transition. Capacity is needed only to launch
+//     from queued, dependencies only while pending or waiting_on_deps; a
+//     failed read of another source defers every decision.
 //  4. The state switch:
 //     - pending: a dependency failed or cancelled → failed
 //     ("dependency-failed"); no dependencies → queued ("no-dependencies");
@@ -42,19 +46,26 @@ const (
 //     ("dependencies-completed"); else Noop ("waiting-on-deps").
 //     - queued: capacity full (global or per repo) → RequeueSoon
 //     ("capacity-full"); outside the off-peak window → RequeueSoon
-//     ("off-peak"); else RequeueForAgent queued → provisioning
-//     ("capacity-available").
+//     ("off-peak"); else RequeueForAgent queued → provisioning carrying
+//     the run's ResumeTrigger ("capacity-available"): the one launch.
 //     - provisioning: no pod yet → Noop ("awaiting-pod"); pod pending → Noop
-//     ("pod-pending"); pod running or ready → running ("pod-ready"); pod
-//     errored, terminated or unknown → failed ("pod-dead").
+//     ("pod-pending"); pod unknown within Settings.UnknownPodGrace (default
+//     5 min) of Pod.Since → Noop waking at its end ("pod-unknown"), past it
+//     → failed ("pod-unknown-past-grace"); pod running or ready → running
+//     ("pod-ready"); pod errored or terminated → failed ("pod-dead").
 //     - running, in this order: an open PR that is not yet recorded (stored
 //     PR URL empty or different) → pr_opened, recording the PR
 //     ("pr-detected"), which beats pod death; the pod exited 0 → pr_opened
-//     when the run already has a PR, as after an automatic resume
-//     ("agent-finished"), else needs_attention ("finished-without-pr"),
-//     because an agent that ends without a PR needs a human; no pod →
-//     failed ("pod-missing"); pod errored, terminated non-zero or unknown →
-//     failed ("pod-dead"), which beats stall; heartbeat older than
+//     when the run already has a PR recorded (Run.PR.URL), as after an
+//     automatic resume, whether or not this snapshot observes it
+//     ("agent-finished"; pr_opened waits for the observation), else
+//     needs_attention ("finished-without-pr"), because an agent that ends
+//     without a PR needs a human; no pod → failed ("pod-missing"); pod
+//     unknown within its grace → failed on a stale heartbeat ("stalled"),
+//     else Noop waking at the grace's end ("pod-unknown"); pod unknown past
+//     its grace → failed ("pod-unknown-past-grace"); pod errored or
+//     terminated non-zero → failed ("pod-dead"), which beats stall;
+//     heartbeat older than
 //     Settings.StallThreshold (default 15 min) → failed ("stalled"); else
 //     Noop ("agent-running"). A run with no heartbeat yet is never stalled.
 //     - pr_opened: see the PR rules below.
@@ -87,7 +98,9 @@ const (
 //
 // Auto-resume: with Settings.AutoResume on and AutoResumes below
 // Settings.MaxAutoResumes (default 10), ResumeAgent pr_opened → queued with
-// AutoResumes+1 and the observed PR recorded; otherwise → needs_attention
+// AutoResumes+1, ResumeTrigger set to the trigger and the observed PR
+// recorded (it launches nothing: the launch is the RequeueForAgent out of
+// queued, so a resume launches once); otherwise → needs_attention
 // with the PR recorded ("conflicts-needs-attention",
 // "ci-failing-needs-attention", "changes-requested-needs-attention").
 // Recording the PR makes both edge-triggered: the same observation never
@@ -100,7 +113,7 @@ func DecideRepo(s *RepoSnapshot) Action {
 	if r.Intent != IntentNone {
 		return repoIntent(s)
 	}
-	if a, ok := readFailed(w, r); ok {
+	if a, ok := readFailed(w, r, needsOf(KindRepo, s.Run.State)); ok {
 		return a
 	}
 	switch s.Run.State {
@@ -115,9 +128,9 @@ func DecideRepo(s *RepoSnapshot) Action {
 		if !w.Settings.OffPeak.Allows(w.Now) {
 			return requeueSoon(w, "off-peak")
 		}
-		return RequeueForAgent{From: RepoQueued, To: RepoProvisioning, Reason: "capacity-available"}
+		return RequeueForAgent{From: RepoQueued, To: RepoProvisioning, Trigger: s.Run.ResumeTrigger, Reason: "capacity-available"}
 	case RepoProvisioning:
-		return repoProvisioning(w.Pod)
+		return repoProvisioning(w)
 	case RepoRunning:
 		return repoRunning(s)
 	case RepoPROpened:
@@ -155,17 +168,17 @@ func repoIntent(s *RepoSnapshot) Action {
 		if run.RetryCount >= run.MaxRetries {
 			return ClearControlIntent{Intent: IntentRetry, Reason: "retries-exhausted"}
 		}
-		return applyIntent(&RepoMachine, in, from, RepoQueued, repoManualPatch(max(run.RetryCount, 0)+1, true, false), "intent-retry")
+		return applyIntent(&RepoMachine, in, from, RepoQueued, repoManualPatch(max(run.RetryCount, 0)+1, true, false, ""), "intent-retry")
 	case IntentResume:
 		if from != RepoNeedsAttention {
 			return ClearControlIntent{Intent: IntentResume, Reason: "resume-not-applicable"}
 		}
-		return applyIntent(&RepoMachine, in, from, RepoQueued, repoManualPatch(0, false, false), "intent-resume")
+		return applyIntent(&RepoMachine, in, from, RepoQueued, repoManualPatch(0, false, false, triggerManual), "intent-resume")
 	case IntentRestart:
 		if !RepoMachine.IsTerminal(from) {
 			return ClearControlIntent{Intent: IntentRestart, Reason: "restart-not-applicable"}
 		}
-		return applyIntent(&RepoMachine, in, from, RepoQueued, repoManualPatch(0, true, true), "intent-restart")
+		return applyIntent(&RepoMachine, in, from, RepoQueued, repoManualPatch(0, true, true, ""), "intent-restart")
 	}
 	return clearUnsupported(in)
 }
@@ -245,9 +258,18 @@ func repoWaitingOnDeps(s *RepoSnapshot) Action {
 	return Noop{Reason: "waiting-on-deps"}
 }
 
+// triggerManual is the resume trigger of a manual resume intent.
+const triggerManual = "manual"
+
 // repoProvisioning decides a run whose pod is being provisioned.
-func repoProvisioning(pod *Pod) Action {
+func repoProvisioning(w *World) Action {
+	pod := w.Pod
+	until, waiting, lost := unknownPod(w)
 	switch {
+	case waiting:
+		return Noop{WakeAt: until, Reason: "pod-unknown"}
+	case lost:
+		return Transition{From: RepoProvisioning, To: RepoFailed, Reason: reasonUnknownPod}
 	case pod == nil:
 		return Noop{Reason: "awaiting-pod"}
 	case pod.Phase == PodRunning || pod.Phase == PodReady:
@@ -265,14 +287,22 @@ func repoRunning(s *RepoSnapshot) Action {
 	if pr != nil && prOpen(pr) && (run.PR.URL == "" || run.PR.URL != pr.URL) {
 		return Transition{From: RepoRunning, To: RepoPROpened, Patch: repoPRPatch(pr), Reason: "pr-detected"}
 	}
+	until, waiting, lost := unknownPod(&s.World)
 	switch {
 	case pod.Succeeded():
-		if run.PR.URL != "" && pr != nil {
+		if run.PR.URL != "" {
 			return Transition{From: RepoRunning, To: RepoPROpened, Reason: "agent-finished"}
 		}
 		return Transition{From: RepoRunning, To: RepoNeedsAttention, Reason: "finished-without-pr"}
 	case pod == nil:
 		return Transition{From: RepoRunning, To: RepoFailed, Reason: "pod-missing"}
+	case waiting:
+		if heartbeatStale(&s.World) {
+			return Transition{From: RepoRunning, To: RepoFailed, Reason: "stalled"}
+		}
+		return Noop{WakeAt: until, Reason: "pod-unknown"}
+	case lost:
+		return Transition{From: RepoRunning, To: RepoFailed, Reason: reasonUnknownPod}
 	case pod.Dead():
 		return Transition{From: RepoRunning, To: RepoFailed, Reason: "pod-dead"}
 	case heartbeatStale(&s.World):
@@ -349,6 +379,8 @@ func repoPRProblem(s *RepoSnapshot, p *prProblem) Action {
 		b := repoPRBuf(s.PR)
 		b.resumes = max(s.Run.AutoResumes, 0) + 1
 		b.p.AutoResumes = &b.resumes
+		b.trigger = p.trigger
+		b.p.ResumeTrigger = &b.trigger
 		return ResumeAgent{From: RepoPROpened, To: RepoQueued, Trigger: p.trigger, Patch: &b.p, Reason: p.resume}
 	}
 	return Transition{From: RepoPROpened, To: RepoNeedsAttention, Patch: repoPRPatch(s.PR), Reason: p.attention}
@@ -399,6 +431,7 @@ type repoPatchBuf struct {
 	p                Patch
 	pr               PRFields
 	retries, resumes int
+	trigger          string
 }
 
 // repoPRBuf returns a patch buffer whose patch records the observed PR.
@@ -412,11 +445,12 @@ func repoPRBuf(pr *PullRequest) *repoPatchBuf {
 func repoPRPatch(pr *PullRequest) *Patch { return &repoPRBuf(pr).p }
 
 // repoManualPatch is the patch of a manual retry, resume or restart: the
-// intent cleared, AutoResumes=0, RetryCount=retries when setRetries, and the
-// agent session reset when resetSession.
-func repoManualPatch(retries int, setRetries, resetSession bool) *Patch {
-	b := &repoPatchBuf{retries: retries}
-	b.p = Patch{ClearIntent: true, AutoResumes: &b.resumes, ResetSession: resetSession}
+// intent cleared, AutoResumes=0, RetryCount=retries when setRetries, the
+// agent session reset when resetSession, and the resume trigger set to
+// trigger (empty for retry and restart, which start the agent afresh).
+func repoManualPatch(retries int, setRetries, resetSession bool, trigger string) *Patch {
+	b := &repoPatchBuf{retries: retries, trigger: trigger}
+	b.p = Patch{ClearIntent: true, AutoResumes: &b.resumes, ResetSession: resetSession, ResumeTrigger: &b.trigger}
 	if setRetries {
 		b.p.RetryCount = &b.retries
 	}

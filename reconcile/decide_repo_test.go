@@ -84,6 +84,13 @@ func repoRequeueSoon(reason string) func(t *testing.T, s *RepoSnapshot, a Action
 	}
 }
 
+// repoDeferred checks a DeferWithBackoff for a failed read.
+func repoDeferred(t *testing.T, _ *RepoSnapshot, a Action) {
+	d, ok := a.(DeferWithBackoff)
+	require.True(t, ok, "want DeferWithBackoff, got %#v", a)
+	require.Equal(t, "read-failed", d.Reason)
+}
+
 // repoDeps returns an edit that sets the dependencies' states.
 func repoDeps(states ...State) func(s *RepoSnapshot) {
 	return func(s *RepoSnapshot) {
@@ -150,11 +157,11 @@ func TestDecideRepoRules(t *testing.T) {
 				s.Run.State, s.Run.Reconcile.Intent, s.Run.RetryCount, s.Run.AutoResumes = RepoFailed, IntentRetry, 1, 4
 			},
 			want: repoWant(Transition{From: RepoFailed, To: RepoQueued,
-				Patch: &Patch{ClearIntent: true, RetryCount: propPtr(2), AutoResumes: propPtr(0)}, Reason: "intent-retry"})},
+				Patch: &Patch{ClearIntent: true, RetryCount: propPtr(2), AutoResumes: propPtr(0), ResumeTrigger: propPtr("")}, Reason: "intent-retry"})},
 		{name: "retry requeues a cancelled run",
 			edit: func(s *RepoSnapshot) { s.Run.State, s.Run.Reconcile.Intent = RepoCancelled, IntentRetry },
 			want: repoWant(Transition{From: RepoCancelled, To: RepoQueued,
-				Patch: &Patch{ClearIntent: true, RetryCount: propPtr(1), AutoResumes: propPtr(0)}, Reason: "intent-retry"})},
+				Patch: &Patch{ClearIntent: true, RetryCount: propPtr(1), AutoResumes: propPtr(0), ResumeTrigger: propPtr("")}, Reason: "intent-retry"})},
 		{name: "retry with retries used up is cleared",
 			edit: func(s *RepoSnapshot) {
 				s.Run.State, s.Run.Reconcile.Intent, s.Run.RetryCount = RepoFailed, IntentRetry, 2
@@ -168,7 +175,7 @@ func TestDecideRepoRules(t *testing.T) {
 				s.Run.State, s.Run.Reconcile.Intent, s.Run.AutoResumes = RepoNeedsAttention, IntentResume, 10
 			},
 			want: repoWant(Transition{From: RepoNeedsAttention, To: RepoQueued,
-				Patch: &Patch{ClearIntent: true, AutoResumes: propPtr(0)}, Reason: "intent-resume"})},
+				Patch: &Patch{ClearIntent: true, AutoResumes: propPtr(0), ResumeTrigger: propPtr("manual")}, Reason: "intent-resume"})},
 		{name: "resume elsewhere is cleared",
 			edit: func(s *RepoSnapshot) { s.Run.State, s.Run.Reconcile.Intent = RepoFailed, IntentResume },
 			want: repoWant(ClearControlIntent{Intent: IntentResume, Reason: "resume-not-applicable"})},
@@ -177,7 +184,7 @@ func TestDecideRepoRules(t *testing.T) {
 				s.Run.State, s.Run.Reconcile.Intent, s.Run.RetryCount, s.Run.AutoResumes = RepoCompleted, IntentRestart, 2, 3
 			},
 			want: repoWant(Transition{From: RepoCompleted, To: RepoQueued,
-				Patch: &Patch{ClearIntent: true, RetryCount: propPtr(0), ResetSession: true, AutoResumes: propPtr(0)}, Reason: "intent-restart"})},
+				Patch: &Patch{ClearIntent: true, RetryCount: propPtr(0), ResetSession: true, AutoResumes: propPtr(0), ResumeTrigger: propPtr("")}, Reason: "intent-restart"})},
 		{name: "restart on a non-terminal run is cleared",
 			edit: func(s *RepoSnapshot) { s.Run.Reconcile.Intent = IntentRestart },
 			want: repoWant(ClearControlIntent{Intent: IntentRestart, Reason: "restart-not-applicable"})},
@@ -215,6 +222,36 @@ func TestDecideRepoRules(t *testing.T) {
 		{name: "queued with capacity hands the run to an agent",
 			edit: repoIn(RepoQueued),
 			want: repoWant(RequeueForAgent{From: RepoQueued, To: RepoProvisioning, Reason: "capacity-available"})},
+		{name: "queued after a resume hands the run to an agent resuming on the trigger",
+			edit: repoSeq(repoIn(RepoQueued), func(s *RepoSnapshot) { s.Run.ResumeTrigger = "ci-failing" }),
+			want: repoWant(RequeueForAgent{From: RepoQueued, To: RepoProvisioning, Trigger: "ci-failing", Reason: "capacity-available"})},
+		{name: "queued with a failed capacity read defers",
+			edit:  repoSeq(repoIn(RepoQueued), func(s *RepoSnapshot) { s.ReadErrors = []ReadError{{Source: SourceCapacity}} }),
+			check: repoDeferred},
+		{name: "pending with a failed dependencies read defers",
+			edit:  repoSeq(repoIn(RepoPending), repoDeps(RepoCompleted), func(s *RepoSnapshot) { s.ReadErrors = []ReadError{{Source: SourceDependencies}} }),
+			check: repoDeferred},
+		{name: "waiting on dependencies with a failed dependencies read defers",
+			edit:  repoSeq(repoIn(RepoWaitingOnDeps), repoDeps(RepoFailed), func(s *RepoSnapshot) { s.ReadErrors = []ReadError{{Source: SourceDependencies}} }),
+			check: repoDeferred},
+		{name: "pending with a failed capacity read still decides on its dependencies",
+			edit: repoSeq(repoIn(RepoPending), repoDeps(RepoCompleted), func(s *RepoSnapshot) { s.ReadErrors = []ReadError{{Source: SourceCapacity}} }),
+			want: repoWant(Transition{From: RepoPending, To: RepoQueued, Reason: "dependencies-completed"})},
+		{name: "queued with a failed dependencies read still launches",
+			edit: repoSeq(repoIn(RepoQueued), func(s *RepoSnapshot) { s.ReadErrors = []ReadError{{Source: SourceDependencies}} }),
+			want: repoWant(RequeueForAgent{From: RepoQueued, To: RepoProvisioning, Reason: "capacity-available"})},
+		{name: "a running run's health checks go on despite failed capacity and dependencies reads",
+			edit: func(s *RepoSnapshot) {
+				s.Pod.Phase = PodError
+				s.ReadErrors = []ReadError{{Source: SourceCapacity}, {Source: SourceDependencies}}
+			},
+			want: repoWant(Transition{From: RepoRunning, To: RepoFailed, Reason: "pod-dead"})},
+		{name: "PR reactions go on despite a failed capacity read",
+			edit: repoSeq(repoWithPR(func(pr *PullRequest) { pr.State, pr.Merged = PRMerged, true }), func(s *RepoSnapshot) {
+				s.ReadErrors = []ReadError{{Source: SourceCapacity}}
+			}),
+			want: repoWant(Transition{From: RepoPROpened, To: RepoCompleted, Reason: "pr-merged",
+				Patch: &Patch{PR: repoTestFields(func(f *PRFields) { f.State = PRMerged })}})},
 		{name: "queued with global capacity full requeues soon",
 			edit:  repoSeq(repoIn(RepoQueued), func(s *RepoSnapshot) { s.Capacity.GlobalActive = 4 }),
 			check: repoRequeueSoon("capacity-full")},
@@ -251,9 +288,17 @@ func TestDecideRepoRules(t *testing.T) {
 		{name: "provisioning with a terminated pod fails",
 			edit: repoSeq(repoIn(RepoProvisioning), func(s *RepoSnapshot) { s.Pod.Phase, s.Pod.ExitCode = PodTerminated, exit(0) }),
 			want: repoWant(Transition{From: RepoProvisioning, To: RepoFailed, Reason: "pod-dead"})},
-		{name: "provisioning with a pod in an unknown phase fails",
+		{name: "provisioning with a pod unknown within the default 5 min grace waits for its end",
+			edit: repoSeq(repoIn(RepoProvisioning), func(s *RepoSnapshot) { s.Pod.Phase, s.Pod.Since = PodUnknown, s.Now.Add(-4*time.Minute) }),
+			want: func(s *RepoSnapshot) Action { return Noop{WakeAt: s.Now.Add(time.Minute), Reason: "pod-unknown"} }},
+		{name: "provisioning with a pod unknown past its configured grace fails saying so",
+			edit: repoSeq(repoIn(RepoProvisioning), func(s *RepoSnapshot) {
+				s.Pod.Phase, s.Pod.Since, s.Settings.UnknownPodGrace = PodUnknown, s.Now.Add(-time.Minute), Duration(time.Minute)
+			}),
+			want: repoWant(Transition{From: RepoProvisioning, To: RepoFailed, Reason: "pod-unknown-past-grace"})},
+		{name: "provisioning with a pod unknown since an unrecorded time fails at once",
 			edit: repoSeq(repoIn(RepoProvisioning), func(s *RepoSnapshot) { s.Pod.Phase = PodUnknown }),
-			want: repoWant(Transition{From: RepoProvisioning, To: RepoFailed, Reason: "pod-dead"})},
+			want: repoWant(Transition{From: RepoProvisioning, To: RepoFailed, Reason: "pod-unknown-past-grace"})},
 
 		// running.
 		{name: "running with a new open PR moves to pr_opened recording it",
@@ -280,6 +325,12 @@ func TestDecideRepoRules(t *testing.T) {
 				s.Pod.Phase, s.Pod.ExitCode = PodTerminated, exit(0)
 			},
 			want: repoWant(Transition{From: RepoRunning, To: RepoPROpened, Reason: "agent-finished"})},
+		{name: "an agent that exits 0 with a recorded PR not observed now returns to pr_opened, as documented",
+			edit: func(s *RepoSnapshot) {
+				s.Run.PR = *repoTestFields(nil)
+				s.Pod.Phase, s.Pod.ExitCode = PodTerminated, exit(0)
+			},
+			want: repoWant(Transition{From: RepoRunning, To: RepoPROpened, Reason: "agent-finished"})},
 		{name: "an agent that exits 0 without a PR needs attention",
 			edit: func(s *RepoSnapshot) { s.Pod.Phase, s.Pod.ExitCode = PodTerminated, exit(0) },
 			want: repoWant(Transition{From: RepoRunning, To: RepoNeedsAttention, Reason: "finished-without-pr"})},
@@ -293,8 +344,21 @@ func TestDecideRepoRules(t *testing.T) {
 			edit: func(s *RepoSnapshot) { s.Pod.Phase, s.Pod.ExitCode = PodTerminated, exit(1) },
 			want: repoWant(Transition{From: RepoRunning, To: RepoFailed, Reason: "pod-dead"})},
 		{name: "pod death beats stall",
-			edit: func(s *RepoSnapshot) { s.Pod.Phase, s.Heartbeat = PodUnknown, s.Now.Add(-time.Hour) },
+			edit: func(s *RepoSnapshot) { s.Pod.Phase, s.Heartbeat = PodError, s.Now.Add(-time.Hour) },
 			want: repoWant(Transition{From: RepoRunning, To: RepoFailed, Reason: "pod-dead"})},
+		{name: "running with a pod unknown within its grace keeps running until the grace ends",
+			edit: func(s *RepoSnapshot) { s.Pod.Phase, s.Pod.Since = PodUnknown, s.Now.Add(-time.Minute) },
+			want: func(s *RepoSnapshot) Action { return Noop{WakeAt: s.Now.Add(4 * time.Minute), Reason: "pod-unknown"} }},
+		{name: "running with a pod unknown within its grace still stalls on a stale heartbeat",
+			edit: func(s *RepoSnapshot) {
+				s.Pod.Phase, s.Pod.Since, s.Heartbeat = PodUnknown, s.Now.Add(-time.Minute), s.Now.Add(-time.Hour)
+			},
+			want: repoWant(Transition{From: RepoRunning, To: RepoFailed, Reason: "stalled"})},
+		{name: "running with a pod unknown past its grace fails saying so, before stall",
+			edit: func(s *RepoSnapshot) {
+				s.Pod.Phase, s.Pod.Since, s.Heartbeat = PodUnknown, s.Now.Add(-6*time.Minute), s.Now.Add(-time.Hour)
+			},
+			want: repoWant(Transition{From: RepoRunning, To: RepoFailed, Reason: "pod-unknown-past-grace"})},
 		{name: "a heartbeat older than the default 15 min threshold is a stall",
 			edit: func(s *RepoSnapshot) { s.Heartbeat = s.Now.Add(-16 * time.Minute) },
 			want: repoWant(Transition{From: RepoRunning, To: RepoFailed, Reason: "stalled"})},
@@ -326,11 +390,11 @@ func TestDecideRepoRules(t *testing.T) {
 		{name: "new conflicts resume the agent",
 			edit: repoWithPR(func(pr *PullRequest) { pr.Checks = ChecksConflicts }),
 			want: repoWant(ResumeAgent{From: RepoPROpened, To: RepoQueued, Trigger: "conflicts", Reason: "conflicts-auto-resume",
-				Patch: &Patch{AutoResumes: propPtr(1), PR: repoTestFields(func(f *PRFields) { f.Checks = ChecksConflicts })}})},
+				Patch: &Patch{AutoResumes: propPtr(1), ResumeTrigger: propPtr("conflicts"), PR: repoTestFields(func(f *PRFields) { f.Checks = ChecksConflicts })}})},
 		{name: "newly failing CI resumes the agent",
 			edit: repoSeq(repoWithPR(func(pr *PullRequest) { pr.Checks = ChecksFailing }), func(s *RepoSnapshot) { s.Run.AutoResumes = 3 }),
 			want: repoWant(ResumeAgent{From: RepoPROpened, To: RepoQueued, Trigger: "ci-failing", Reason: "ci-failing-auto-resume",
-				Patch: &Patch{AutoResumes: propPtr(4), PR: repoTestFields(func(f *PRFields) { f.Checks = ChecksFailing })}})},
+				Patch: &Patch{AutoResumes: propPtr(4), ResumeTrigger: propPtr("ci-failing"), PR: repoTestFields(func(f *PRFields) { f.Checks = ChecksFailing })}})},
 		{name: "CI that was already failing does not resume again",
 			edit: repoSeq(repoWithPR(func(pr *PullRequest) { pr.Checks = ChecksFailing }), func(s *RepoSnapshot) { s.Run.PR.Checks = ChecksFailing }),
 			want: repoWant(Noop{Reason: "pr-steady"})},
@@ -351,11 +415,11 @@ func TestDecideRepoRules(t *testing.T) {
 		{name: "newly requested changes resume the agent",
 			edit: repoWithPR(func(pr *PullRequest) { pr.Review = ReviewChangesRequested }),
 			want: repoWant(ResumeAgent{From: RepoPROpened, To: RepoQueued, Trigger: "changes-requested", Reason: "changes-requested-auto-resume",
-				Patch: &Patch{AutoResumes: propPtr(1), PR: repoTestFields(func(f *PRFields) { f.Review = ReviewChangesRequested })}})},
+				Patch: &Patch{AutoResumes: propPtr(1), ResumeTrigger: propPtr("changes-requested"), PR: repoTestFields(func(f *PRFields) { f.Review = ReviewChangesRequested })}})},
 		{name: "newly failing CI beats newly requested changes",
 			edit: repoWithPR(func(pr *PullRequest) { pr.Checks, pr.Review = ChecksFailing, ReviewChangesRequested }),
 			want: repoWant(ResumeAgent{From: RepoPROpened, To: RepoQueued, Trigger: "ci-failing", Reason: "ci-failing-auto-resume",
-				Patch: &Patch{AutoResumes: propPtr(1), PR: repoTestFields(func(f *PRFields) { f.Checks, f.Review = ChecksFailing, ReviewChangesRequested })}})},
+				Patch: &Patch{AutoResumes: propPtr(1), ResumeTrigger: propPtr("ci-failing"), PR: repoTestFields(func(f *PRFields) { f.Checks, f.Review = ChecksFailing, ReviewChangesRequested })}})},
 		{name: "requested changes already recorded do not resume again",
 			edit: repoSeq(repoWithPR(func(pr *PullRequest) { pr.Review = ReviewChangesRequested }), func(s *RepoSnapshot) {
 				s.Run.PR.Review = ReviewChangesRequested

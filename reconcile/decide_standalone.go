@@ -27,7 +27,9 @@ const (
 //     - restart: completed, failed or cancelled → queued with RetryCount=0
 //     ("intent-restart"); else cleared ("restart-not-applicable").
 //     - any other intent is cleared ("intent-unsupported").
-//  3. A failed read → DeferWithBackoff ("read-failed"); never a transition.
+//  3. A failed read of a fact the state needs → DeferWithBackoff
+//     ("read-failed"); never a transition. Capacity is needed only to launch
+//     from queued; a failed read of another source defers every decision.
 //  4. The state switch:
 //     - queued: the workflow is disabled (Settings.WorkflowDisabled) →
 //     failed ("workflow-disabled"); capacity full → RequeueSoon
@@ -36,8 +38,11 @@ const (
 //     - running, in this order: the pod exited 0 → completed
 //     ("pod-succeeded"); no pod observed yet → failed when the heartbeat is
 //     stale ("stalled"), else Noop ("awaiting-pod"), since the launch
-//     precedes the pod; pod errored, terminated non-zero or unknown → failed
-//     ("pod-dead"); heartbeat older than Settings.StallThreshold (default
+//     precedes the pod; pod unknown within Settings.UnknownPodGrace
+//     (default 5 min) of Pod.Since → failed on a stale heartbeat
+//     ("stalled"), else Noop waking at the grace's end ("pod-unknown"); pod
+//     unknown past its grace → failed ("pod-unknown-past-grace"); pod
+//     errored or terminated non-zero → failed ("pod-dead"); heartbeat older than Settings.StallThreshold (default
 //     15 min) → failed ("stalled"); else Noop ("agent-running"). A run with
 //     no heartbeat yet is never stalled.
 //     - failed with RetryCount < MaxRetries: the retry is due at FinishedAt +
@@ -59,7 +64,7 @@ func DecideStandalone(s *StandaloneSnapshot) Action {
 	if r.Intent != IntentNone {
 		return standaloneIntent(s)
 	}
-	if a, ok := readFailed(w, r); ok {
+	if a, ok := readFailed(w, r, needsOf(KindStandalone, s.Run.State)); ok {
 		return a
 	}
 	switch s.Run.State {
@@ -111,7 +116,15 @@ func standaloneIntent(s *StandaloneSnapshot) Action {
 // standaloneRunning decides a run whose agent is working.
 func standaloneRunning(w *World) Action {
 	pod := w.Pod
+	until, waiting, lost := unknownPod(w)
 	switch {
+	case waiting:
+		if heartbeatStale(w) {
+			return standaloneFinish(w, StandaloneRunning, StandaloneFailed, "stalled")
+		}
+		return Noop{WakeAt: until, Reason: "pod-unknown"}
+	case lost:
+		return standaloneFinish(w, StandaloneRunning, StandaloneFailed, reasonUnknownPod)
 	case pod.Succeeded():
 		return standaloneFinish(w, StandaloneRunning, StandaloneCompleted, "pod-succeeded")
 	case pod == nil:

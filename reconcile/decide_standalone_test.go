@@ -165,8 +165,39 @@ func TestDecideStandaloneRules(t *testing.T) {
 			edit: func(s *StandaloneSnapshot) { s.Pod.Phase = PodError },
 			want: standaloneFinished(StandaloneRunning, StandaloneFailed, "pod-dead")},
 		{name: "pod death beats stall",
-			edit: func(s *StandaloneSnapshot) { s.Pod.Phase, s.Heartbeat = PodUnknown, s.Now.Add(-time.Hour) },
+			edit: func(s *StandaloneSnapshot) { s.Pod.Phase, s.Heartbeat = PodError, s.Now.Add(-time.Hour) },
 			want: standaloneFinished(StandaloneRunning, StandaloneFailed, "pod-dead")},
+		{name: "a pod unknown within its grace is waited for",
+			edit: func(s *StandaloneSnapshot) { s.Pod.Phase, s.Pod.Since = PodUnknown, s.Now.Add(-time.Minute) },
+			want: func(s *StandaloneSnapshot) Action {
+				return Noop{WakeAt: s.Now.Add(4 * time.Minute), Reason: "pod-unknown"}
+			}},
+		{name: "a pod unknown within its grace with a stale heartbeat is a stall",
+			edit: func(s *StandaloneSnapshot) {
+				s.Pod.Phase, s.Pod.Since, s.Heartbeat = PodUnknown, s.Now.Add(-time.Minute), s.Now.Add(-time.Hour)
+			},
+			want: standaloneFinished(StandaloneRunning, StandaloneFailed, "stalled")},
+		{name: "a pod unknown past its configured grace fails the run saying so",
+			edit: func(s *StandaloneSnapshot) {
+				s.Pod.Phase, s.Pod.Since, s.Settings.UnknownPodGrace = PodUnknown, s.Now.Add(-2*time.Minute), Duration(2*time.Minute)
+			},
+			want: standaloneFinished(StandaloneRunning, StandaloneFailed, "pod-unknown-past-grace")},
+		{name: "a failed capacity read does not hold back a running run's health checks",
+			edit: func(s *StandaloneSnapshot) {
+				s.Pod.Phase = PodError
+				s.ReadErrors = []ReadError{{Source: SourceCapacity}}
+			},
+			want: standaloneFinished(StandaloneRunning, StandaloneFailed, "pod-dead")},
+		{name: "a failed capacity read defers the launch",
+			edit: func(s *StandaloneSnapshot) {
+				s.Run.State = StandaloneQueued
+				s.ReadErrors = []ReadError{{Source: SourceCapacity}}
+			},
+			check: func(t *testing.T, _ *StandaloneSnapshot, a Action) {
+				d, ok := a.(DeferWithBackoff)
+				require.True(t, ok, "want DeferWithBackoff, got %#v", a)
+				require.Equal(t, "read-failed", d.Reason)
+			}},
 		{name: "a heartbeat older than the threshold is a stall",
 			edit: func(s *StandaloneSnapshot) { s.Heartbeat = s.Now.Add(-16 * time.Minute) },
 			want: standaloneFinished(StandaloneRunning, StandaloneFailed, "stalled")},

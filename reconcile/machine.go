@@ -13,7 +13,10 @@ type Machine struct {
 	Kind     RunKind
 	States   []State
 	Terminal []State
-	Edges    []Edge
+	// Agent lists the states in which the run's agent runs and holds a
+	// slot; a move out of them lets the pod go (ReleasesPod).
+	Agent []State
+	Edges []Edge
 }
 
 // Allowed reports whether from → to is an edge of the machine.
@@ -47,6 +50,17 @@ func (m *Machine) IsTerminal(s State) bool {
 	return false
 }
 
+// RunsAgent reports whether the run's agent runs (and holds an agent slot)
+// in state s.
+func (m *Machine) RunsAgent(s State) bool {
+	for _, x := range m.Agent {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
 // MachineFor returns the machine of kind k, or nil for an unknown kind.
 func MachineFor(k RunKind) *Machine {
 	switch k {
@@ -68,6 +82,7 @@ var RepoMachine = Machine{
 	States: []State{RepoPending, RepoWaitingOnDeps, RepoQueued, RepoProvisioning, RepoRunning,
 		RepoNeedsAttention, RepoPROpened, RepoCompleted, RepoFailed, RepoCancelled},
 	Terminal: []State{RepoCompleted, RepoFailed, RepoCancelled},
+	Agent:    []State{RepoProvisioning, RepoRunning},
 	Edges: []Edge{
 		{RepoPending, RepoQueued}, {RepoPending, RepoWaitingOnDeps}, {RepoPending, RepoFailed}, {RepoPending, RepoCancelled},
 		{RepoWaitingOnDeps, RepoQueued}, {RepoWaitingOnDeps, RepoFailed}, {RepoWaitingOnDeps, RepoCancelled},
@@ -86,6 +101,7 @@ var StandaloneMachine = Machine{
 	Kind:     KindStandalone,
 	States:   []State{StandaloneQueued, StandaloneRunning, StandaloneCompleted, StandaloneFailed, StandaloneCancelled},
 	Terminal: []State{StandaloneCompleted, StandaloneFailed, StandaloneCancelled},
+	Agent:    []State{StandaloneRunning},
 	Edges: []Edge{
 		{StandaloneQueued, StandaloneRunning}, {StandaloneQueued, StandaloneFailed}, {StandaloneQueued, StandaloneCancelled},
 		{StandaloneRunning, StandaloneCompleted}, {StandaloneRunning, StandaloneFailed}, {StandaloneRunning, StandaloneCancelled},
@@ -99,6 +115,7 @@ var PRReviewMachine = Machine{
 	Kind:     KindPRReview,
 	States:   []State{ReviewQueued, ReviewRunning, ReviewReady, ReviewSubmitted, ReviewStale, ReviewFailed, ReviewCancelled},
 	Terminal: []State{ReviewSubmitted, ReviewStale, ReviewFailed, ReviewCancelled},
+	Agent:    []State{ReviewRunning},
 	Edges: []Edge{
 		{ReviewQueued, ReviewRunning}, {ReviewQueued, ReviewStale}, {ReviewQueued, ReviewCancelled},
 		{ReviewRunning, ReviewReady}, {ReviewRunning, ReviewFailed}, {ReviewRunning, ReviewQueued}, {ReviewRunning, ReviewStale}, {ReviewRunning, ReviewCancelled},
@@ -113,6 +130,7 @@ var AgentMachine = Machine{
 	Kind:     KindPersistentAgent,
 	States:   []State{AgentIdle, AgentQueued, AgentProvisioning, AgentRunning, AgentPaused, AgentFailed, AgentArchived},
 	Terminal: []State{AgentArchived},
+	Agent:    []State{AgentProvisioning, AgentRunning},
 	Edges: []Edge{
 		{AgentIdle, AgentQueued}, {AgentIdle, AgentPaused}, {AgentIdle, AgentArchived},
 		{AgentQueued, AgentProvisioning}, {AgentQueued, AgentIdle}, {AgentQueued, AgentPaused}, {AgentQueued, AgentArchived},

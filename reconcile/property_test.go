@@ -209,7 +209,7 @@ func propCheckCommon(t *rapid.T, s Snapshot, a Action, mayLeaveTerminal func(Edg
 			require.Equal(t, TypeTransition, a.Type(), "an intent is applied by a transition")
 		}
 	}
-	if len(w.ReadErrors) > 0 {
+	if readFailedFor(w, needsOf(s.Ref().Kind, st)) {
 		_, moving := a.(Moving)
 		if moving || a.Type() == TypePatchStatus {
 			require.True(t, appliesIntent, "a read error never moves or patches except through an intent: %#v", a)

@@ -22,6 +22,10 @@ type Pod struct {
 	// ExitCode is set once the pod terminated; 0 means success.
 	ExitCode  *int   `json:"exit_code,omitempty"`
 	LastError string `json:"last_error,omitempty"`
+	// Since is when the pod was first observed in Phase; producers set it.
+	// An unknown phase counts as not yet observed for
+	// Settings.UnknownPodGrace after Since.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // Alive reports whether the pod is pending, running or ready.
@@ -30,7 +34,8 @@ func (p *Pod) Alive() bool {
 }
 
 // Dead reports whether the pod is gone: missing, errored, terminated, or in
-// an unknown phase.
+// an unknown phase. Decisions give an unknown phase a grace period first
+// (Settings.UnknownPodGrace).
 func (p *Pod) Dead() bool { return !p.Alive() }
 
 // Succeeded reports whether the pod terminated with exit code 0.
@@ -177,7 +182,10 @@ type Settings struct {
 	// StallThreshold is how old a heartbeat may be before a running agent
 	// counts as stalled (default 15 min).
 	StallThreshold Duration `json:"stall_threshold,omitempty"`
-	AutoMerge      bool     `json:"auto_merge"`
+	// UnknownPodGrace is how long a pod may stay in the unknown phase (from
+	// Pod.Since) before the run counts it as lost (default 5 min).
+	UnknownPodGrace Duration `json:"unknown_pod_grace,omitempty"`
+	AutoMerge       bool     `json:"auto_merge"`
 	// Cautious disables auto-merge regardless of AutoMerge.
 	Cautious   bool `json:"cautious"`
 	AutoResume bool `json:"auto_resume"`
@@ -240,6 +248,10 @@ type RepoRun struct {
 	RetryCount int    `json:"retry_count"`
 	MaxRetries int    `json:"max_retries"`
 	SessionID  string `json:"session_id,omitempty"`
+	// ResumeTrigger is set by an automatic or manual resume and tells the
+	// next launch (queued → provisioning) to resume the agent's session on
+	// the PR rather than start afresh; retry and restart clear it.
+	ResumeTrigger string `json:"resume_trigger,omitempty"`
 	// AutoResumes counts automatic resumes since the last manual action.
 	AutoResumes   int       `json:"auto_resumes"`
 	PR            PRFields  `json:"pr"`

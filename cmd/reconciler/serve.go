@@ -30,6 +30,7 @@ type serveOptions struct {
 	resyncInterval  time.Duration
 	stallThreshold  time.Duration
 	maxAutoResumes  int
+	unknownPodGrace time.Duration
 	shutdownTimeout time.Duration
 	globalSlots     int
 	repoSlots       int
@@ -86,6 +87,7 @@ Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metr
 	f.DurationVar(&o.resyncInterval, "resync-interval", def.ResyncInterval, "full sweep cadence for non-terminal runs")
 	f.DurationVar(&o.stallThreshold, "stall-threshold", def.StallThreshold, "heartbeat staleness threshold")
 	f.IntVar(&o.maxAutoResumes, "max-auto-resumes", def.MaxAutoResumes, "cap on automatic resumes between manual actions")
+	f.DurationVar(&o.unknownPodGrace, "unknown-pod-grace", def.UnknownPodGrace, "how long a pod may stay in the unknown phase before its run counts it as lost")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight passes may finish after a stop signal")
 	f.IntVar(&o.globalSlots, "global-slots", 0, "most agents running at once across all runs (0 = unlimited)")
 	f.IntVar(&o.repoSlots, "repo-slots", 0, "most agents running at once per repository (0 = unlimited)")
@@ -103,8 +105,8 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.concurrency <= 0 || o.maxAutoResumes <= 0 || o.lock <= 0 || o.resyncInterval <= 0 || o.shutdownTimeout <= 0 {
-		return usagef("--concurrency, --max-auto-resumes, --lock, --resync-interval and --shutdown-timeout must be positive")
+	if o.concurrency <= 0 || o.maxAutoResumes <= 0 || o.lock <= 0 || o.resyncInterval <= 0 || o.shutdownTimeout <= 0 || o.unknownPodGrace <= 0 {
+		return usagef("--concurrency, --max-auto-resumes, --lock, --resync-interval, --shutdown-timeout and --unknown-pod-grace must be positive")
 	}
 	if o.globalSlots < 0 || o.repoSlots < 0 {
 		return usagef("--global-slots and --repo-slots must not be negative (0 = unlimited)")
@@ -122,7 +124,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		Logger: log, LeaseDuration: o.lock, ShutdownTimeout: o.shutdownTimeout, Metrics: engine.NewMetrics(reg),
 	})
 	cfg := reconcile.Config{Concurrency: o.concurrency, LockDuration: o.lock, ResyncInterval: o.resyncInterval,
-		StallThreshold: o.stallThreshold, MaxAutoResumes: o.maxAutoResumes}
+		StallThreshold: o.stallThreshold, MaxAutoResumes: o.maxAutoResumes, UnknownPodGrace: o.unknownPodGrace}
 	var agents ports.AgentRuntime = memory.NewAgentRuntime()
 	var code ports.CodeHost = memory.NewCodeHost()
 	demo := o.demo && o.dsn == ""
