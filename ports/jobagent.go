@@ -99,6 +99,21 @@ type JobReport struct {
 	// Outputs are what the job produced (an image tag, a URL), for later
 	// workflow tasks (tasks.NAME.outputs.*); nil when none.
 	Outputs map[string]any
+	// Lease, on a non-terminal report of a JobLeaser's job, renews the
+	// job's lease until At (or the time it is recorded) plus Lease.
+	Lease time.Duration
+}
+
+// JobLeaser is implemented by JobAgents whose jobs run in the process
+// that dispatched them (the built-in test runner), so that a job dies with
+// its process. Such an agent holds a lease on every job it runs: it
+// renews it by a non-terminal JobReport with Lease set at least every
+// JobLease()/3, and the workflow controller ends an attempt whose lease
+// ran out as failed (its retry strategy may run it again under a new job
+// id) without waiting for a task timeout. JobLease is constant; zero
+// means the agent holds no leases.
+type JobLeaser interface {
+	JobLease() time.Duration
 }
 
 // JobReporter takes agents' reports. Reporting a status the job already

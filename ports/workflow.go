@@ -67,9 +67,31 @@ type TaskRunRecord struct {
 	ExternalID string `json:"external_id,omitempty"`
 	// ApprovedBy lists the users who approved an approval task's run.
 	ApprovedBy []string `json:"approved_by,omitempty"`
+	// Delivery is the current attempt's send (a job handed to its agent,
+	// a webhook request), recorded before it is made; nil before that.
+	Delivery *Delivery `json:"delivery,omitempty"`
 	// Version is the compare-and-swap version: 0 on a record not stored
 	// yet, n after its n-th write.
 	Version int64 `json:"version"`
+}
+
+// Delivery is the outbox entry of one attempt's send: the workflow
+// controller records it in the TaskRun's compare-and-swap write before it
+// sends, and only the pass whose write recorded it sends, so a key is sent
+// at most once by a live pass (a pass that died mid-send leaves SentAt
+// zero; see engine/flow for what the next pass does).
+type Delivery struct {
+	// Key is the send's idempotency key: the job id of a job, the
+	// Idempotency-Key header of a webhook request.
+	Key        string    `json:"key"`
+	RecordedAt time.Time `json:"recorded_at"`
+	// SentAt is when the agent or the webhook's server answered; zero while
+	// the send is in flight, or when the pass that made it died.
+	SentAt time.Time `json:"sent_at,omitzero"`
+	// LeaseUntil is set for a job of an in-process agent (JobLeaser): the
+	// agent renews it while the job runs, and once it has passed the job
+	// is lost with the process that ran it.
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
 }
 
 // WorkflowStore stores workflow instances and their TaskRuns.

@@ -26,7 +26,8 @@ var _ ports.Webhook = Client{}
 
 // Send sends r and returns the response's status and (at most MaxBody of)
 // its body. A body that is not a string is sent as JSON with
-// Content-Type application/json.
+// Content-Type application/json; an IdempotencyKey goes in the
+// Idempotency-Key header.
 func (c Client) Send(ctx context.Context, r ports.WebhookRequest) (ports.WebhookResponse, error) {
 	method := r.Method
 	if method == "" {
@@ -54,6 +55,9 @@ func (c Client) Send(ctx context.Context, r ports.WebhookRequest) (ports.Webhook
 	}
 	for k, v := range r.Headers {
 		req.Header.Set(k, v)
+	}
+	if r.IdempotencyKey != "" {
+		req.Header.Set(ports.IdempotencyKeyHeader, r.IdempotencyKey)
 	}
 	hc := c.HTTP
 	if hc == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/adapters/httphook"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
 )
 
 // TestSend: method, headers and a JSON body arrive; status and body come
@@ -44,4 +45,10 @@ func TestSend(t *testing.T) {
 	require.Error(t, err)
 	_, err = c.Send(t.Context(), ports.WebhookRequest{URL: "::bad"})
 	require.Error(t, err)
+}
+
+// TestWebhookConformance runs the Webhook port's suite.
+func TestWebhookConformance(t *testing.T) {
+	t.Parallel()
+	porttest.Webhook(t, func(*testing.T) ports.Webhook { return httphook.Client{} })
 }

@@ -134,6 +134,7 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		Outputs:    cfg.outputs,
 	}
 	a.results[id] = res
+	a.log.LogAttrs(ctx, slog.LevelInfo, "testrunner.accepted", slog.String("job", id), slog.Duration("delay", cfg.delay))
 	// The timer's function runs on its own goroutine, after this lock is
 	// released, even when the delay is zero.
 	a.timers[id] = time.AfterFunc(cfg.delay, func() { a.fire(report) })

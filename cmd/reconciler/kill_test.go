@@ -17,11 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
-	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/engine/flow"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/ports"
-	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/workflow"
 )
 
@@ -51,6 +49,51 @@ func startWorker(t *testing.T, bin, dsn, owner string) *exec.Cmd {
 // containing marker; the process is killed when the test ends.
 func startProcess(t *testing.T, cmd *exec.Cmd, marker, what string) {
 	t.Helper()
+	startProcessLog(t, cmd, marker, what, nil)
+}
+
+// procLog keeps the stderr lines of processes that contain one of its
+// markers, each with the name of its process.
+type procLog struct {
+	keep []string
+
+	mu    sync.Mutex
+	lines []procLine
+}
+
+type procLine struct{ proc, text string }
+
+func (l *procLog) add(proc, line string) {
+	if l == nil {
+		return
+	}
+	for _, k := range l.keep {
+		if strings.Contains(line, k) {
+			l.mu.Lock()
+			l.lines = append(l.lines, procLine{proc, line})
+			l.mu.Unlock()
+			return
+		}
+	}
+}
+
+// matching returns the kept lines containing s.
+func (l *procLog) matching(s string) []procLine {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []procLine
+	for _, x := range l.lines {
+		if strings.Contains(x.text, s) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// startProcessLog is startProcess that also hands every stderr line to
+// log (nil: none kept), under the process name what.
+func startProcessLog(t *testing.T, cmd *exec.Cmd, marker, what string, log *procLog) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -58,12 +101,13 @@ func startProcess(t *testing.T, cmd *exec.Cmd, marker, what string) {
 	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		started := false
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), marker) {
+			log.add(what, sc.Text())
+			if !started && strings.Contains(sc.Text(), marker) {
+				started = true
 				close(ready)
-				for sc.Scan() {
-				}
-				return
 			}
 		}
 	}()
@@ -205,9 +249,16 @@ func TestServeStopsOnSIGTERM(t *testing.T) {
 // runs.
 func startServe(t *testing.T, bin, dsn string) *exec.Cmd {
 	t.Helper()
+	return startServeLog(t, bin, dsn, "serve", nil)
+}
+
+// startServeLog is startServe keeping the process's lines in log under
+// the name what.
+func startServeLog(t *testing.T, bin, dsn, what string, log *procLog) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "", "--lock", "2s", "--concurrency", "4")
 	cmd.Env = append(os.Environ(), "RECONCILER_DSN=")
-	startProcess(t, cmd, "engine starting", "serve")
+	startProcessLog(t, cmd, "engine starting", what, log)
 	return cmd
 }
 
@@ -221,15 +272,8 @@ func TestKillServeMidWorkflowLosesNothing(t *testing.T) {
 		t.Skip("process test")
 	}
 	t.Parallel()
-	bin, err := buildBinary()
-	require.NoError(t, err)
-	dsn, _ := pgtest.Schema(t)
 	ctx := t.Context()
-	be, err := openBackend(ctx, dsn, true, ports.SystemClock)
-	require.NoError(t, err)
-	defer be.close()
-	_, err = be.releases.JobAgentPut(ctx, release.JobAgent{ID: "runner", Name: "runner", Type: testrunner.Type}, 0)
-	require.NoError(t, err)
+	bin, dsn, be := runnerBackend(t)
 	items := make([]string, 60)
 	for i := range items {
 		items[i] = fmt.Sprint(i)
@@ -255,7 +299,7 @@ spec:
 
 	victim := startServe(t, bin, dsn)
 	startServe(t, bin, dsn)
-	_, err = runRoot(t, "workflow", "run", file, "--id", "fan-kill", "--dsn", dsn)
+	_, err := runRoot(t, "workflow", "run", file, "--id", "fan-kill", "--dsn", dsn)
 	require.NoError(t, err)
 	succeeded := func() (int, workflow.WorkflowPhase) {
 		w, err := be.workflows.WorkflowGet(ctx, "fan-kill")

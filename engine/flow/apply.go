@@ -93,6 +93,7 @@ func (c *Controller) apply(ctx context.Context, w *ports.WorkflowRecord, runs []
 				return res, err
 			}
 			r.Attempt, r.NextAttemptAt, r.JobID, r.ExternalID, r.Outputs, r.FinishedAt, r.ApprovedBy = a.Attempt, a.NotBefore, "", "", nil, time.Time{}, nil
+			r.Delivery = nil
 		case workflow.FailTaskRun:
 			res.stopping(runs, byID, a.ID, a.Message)
 			if err := finish(edit, a.ID, workflow.TaskFailed, a.At, a.Message); err != nil {

@@ -19,10 +19,13 @@ import (
 // execute does the outside work of the running TaskRuns, level-based: a
 // job task without a job gets one, a webhook task sends its request, a
 // verification task takes the measurements due, an approval task with
-// enough approvals succeeds. What it changes is written in one batch. It
-// returns when a verification next needs a pass.
+// enough approvals succeeds, a job whose agent's lease ran out is lost.
+// What it changes is written in one batch; jobs and requests are recorded
+// in that batch (their Delivery) and sent only once it is stored (see
+// outbox.go). It returns when the workflow next needs a pass.
 func (c *Controller) execute(ctx context.Context, w *ports.WorkflowRecord, t *workflow.Template, runs []ports.TaskRunRecord) (time.Time, error) {
 	var batch []ports.TaskRunRecord
+	var sends []send
 	var wake time.Time
 	now := c.Clock.Now()
 	for i := range runs {
@@ -31,13 +34,14 @@ func (c *Controller) execute(ctx context.Context, w *ports.WorkflowRecord, t *wo
 			continue
 		}
 		var changed bool
+		var s *send
 		switch r.Type {
 		case workflow.TaskJob:
-			if r.JobID == "" {
-				changed = c.dispatchJob(ctx, w, t, &r, now)
-			}
+			var next time.Time
+			changed, s, next = c.prepareJob(ctx, w, t, &r, now)
+			wake = earliest(wake, next)
 		case workflow.TaskWebhook:
-			changed = c.sendWebhook(ctx, w, &r, now)
+			changed, s = c.prepareWebhook(ctx, w, &r, now)
 		case workflow.TaskApproval:
 			changed = c.approved(ctx, w, &r, now)
 		case workflow.TaskVerification:
@@ -48,12 +52,22 @@ func (c *Controller) execute(ctx context.Context, w *ports.WorkflowRecord, t *wo
 		if changed {
 			batch = append(batch, r)
 		}
+		if s != nil {
+			sends = append(sends, *s)
+		}
 	}
-	if len(batch) == 0 {
+	if len(batch) > 0 {
+		if err := c.Store.TaskRunsSave(ctx, w.ID, batch); err != nil {
+			return wake, err // nothing recorded, so nothing is sent
+		}
+	}
+	for i := range sends {
+		if err := c.deliver(ctx, w, &sends[i]); err != nil {
+			return wake, err
+		}
+	}
+	if len(batch) == 0 && len(sends) == 0 {
 		return wake, nil
-	}
-	if err := c.Store.TaskRunsSave(ctx, w.ID, batch); err != nil {
-		return wake, err
 	}
 	return now, nil // something moved: the scheduler goes on at once
 }
@@ -75,39 +89,6 @@ func (c *Controller) block(ctx context.Context, w *ports.WorkflowRecord, r *port
 // end moves a running run to a final phase.
 func end(r *ports.TaskRunRecord, phase workflow.TaskPhase, at time.Time, msg string) {
 	r.Phase, r.FinishedAt, r.Message = phase, at, msg
-}
-
-// dispatchJob hands a job task's run to the agent its task names, once
-// per job id; a missing agent or a refused config fails the run.
-func (c *Controller) dispatchJob(ctx context.Context, w *ports.WorkflowRecord, t *workflow.Template, r *ports.TaskRunRecord, now time.Time) bool {
-	agent, impl, err := c.agentOf(ctx, t, r.Task)
-	if err != nil {
-		end(r, workflow.TaskFailed, now, err.Error())
-		return true
-	}
-	revealed, err := c.reveal(ctx, w, r.Dispatch["config"])
-	if err != nil {
-		end(r, workflow.TaskFailed, now, err.Error())
-		return true
-	}
-	cfg, _ := revealed.(map[string]any)
-	job := release.Job{ID: JobID(w.ID, r.ID, r.Attempt), JobAgentID: agent.ID, Status: release.JobPending, CreatedAt: now,
-		JobAgentConfig:  release.MergeConfig(agent.Config, cfg),
-		DispatchContext: map[string]any{"workflow_id": w.ID, "task_run_id": r.ID, "attempt": r.Attempt}}
-	res, err := impl.Dispatch(ctx, ports.JobDispatch{Job: job, Agent: agent})
-	if err != nil {
-		if errors.Is(err, release.ErrInvalid) {
-			end(r, workflow.TaskFailed, now, err.Error())
-			return true
-		}
-		c.Logger.Warn("workflow job dispatch failed; the next pass retries", "workflow", w.ID, "task_run", r.ID, "error", err)
-		return false
-	}
-	r.JobID, r.ExternalID = job.ID, res.ExternalID
-	if res.Status.IsTerminal() {
-		end(r, jobPhase(res.Status), now, res.Message)
-	}
-	return true
 }
 
 // agentOf is the agent record a job task names (jobAgentRef) and the
@@ -163,38 +144,6 @@ func jobPhase(s release.JobStatus) workflow.TaskPhase {
 		return workflow.TaskSkipped
 	}
 	return workflow.TaskFailed
-}
-
-// sendWebhook sends a webhook task's request: a 2xx response succeeds (a
-// JSON object body becomes the outputs, with the status), anything else
-// fails the run.
-func (c *Controller) sendWebhook(ctx context.Context, w *ports.WorkflowRecord, r *ports.TaskRunRecord, now time.Time) bool {
-	var hook workflow.Webhook
-	if err := c.block(ctx, w, r, "webhook", &hook); err != nil {
-		end(r, workflow.TaskFailed, now, "webhook: "+err.Error())
-		return true
-	}
-	if c.Webhooks == nil {
-		end(r, workflow.TaskFailed, now, "no webhook sender is configured")
-		return true
-	}
-	resp, err := c.Webhooks.Send(ctx, ports.WebhookRequest{URL: hook.URL, Method: hook.Method, Headers: hook.Headers, Body: hook.Body})
-	if err != nil {
-		end(r, workflow.TaskFailed, now, err.Error())
-		return true
-	}
-	out := map[string]any{}
-	if len(resp.Body) > 0 {
-		_ = json.Unmarshal(resp.Body, &out) // a body that is not an object gives no outputs
-	}
-	out["status"] = resp.Status
-	r.Outputs = out
-	if resp.Status < 200 || resp.Status > 299 {
-		end(r, workflow.TaskFailed, now, "webhook answered "+strconv.Itoa(resp.Status))
-		return true
-	}
-	end(r, workflow.TaskSucceeded, now, "webhook answered "+strconv.Itoa(resp.Status))
-	return true
 }
 
 // approved succeeds an approval task's run once enough of its approvers

@@ -183,7 +183,8 @@ func (c *Controller) Approve(ctx context.Context, workflowID, taskRunID, user st
 }
 
 // ReportJob records an agent's report on a workflow job (see JobID): a
-// terminal status ends the TaskRun's attempt, with the report's outputs.
+// terminal status ends the TaskRun's attempt, with the report's outputs;
+// a non-terminal one with a Lease renews the job's lease (JobLeaser).
 // A report of another attempt, or on a run no longer running, is ignored;
 // a job id that is not a workflow job's is ErrNotFound.
 func (c *Controller) ReportJob(ctx context.Context, rep ports.JobReport) error {
@@ -192,6 +193,9 @@ func (c *Controller) ReportJob(ctx context.Context, rep ports.JobReport) error {
 		return fmt.Errorf("report job %s: not a workflow job: %w", rep.JobID, ports.ErrNotFound)
 	}
 	if !rep.Status.IsTerminal() {
+		if rep.Lease > 0 {
+			return c.renewLease(ctx, rep, wfID, trID)
+		}
 		return nil
 	}
 	for range 5 {
@@ -202,9 +206,8 @@ func (c *Controller) ReportJob(ctx context.Context, rep ports.JobReport) error {
 		if r.Attempt != attempt || r.Phase != workflow.TaskRunning || (r.JobID != "" && r.JobID != rep.JobID) {
 			return nil // stale: another attempt, or already over
 		}
-		// A fast agent may report before the dispatching pass recorded the
-		// job id; the id names this attempt, so the report is this job's
-		// (the pass's own write then loses its compare-and-swap).
+		// The dispatching pass recorded the job id before sending it (see
+		// outbox.go); a record without one is older than that rule.
 		r.JobID = rep.JobID
 		if r.ExternalID == "" {
 			r.ExternalID = rep.ExternalID

@@ -1,0 +1,232 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/workflow"
+)
+
+// The outbox. A pass never sends first and records afterwards: a fast
+// job's report (or any other write) that overtook the record would make
+// the record's compare-and-swap fail, and the next pass, finding nothing
+// recorded, would send again. Instead a job or a webhook request is
+// recorded in the TaskRun's Delivery (its idempotency key: the job id, or
+// the request's Idempotency-Key, both JobID(workflow, TaskRun, attempt))
+// in the pass's one batch write, and sent only by the pass whose write
+// stored it; what came back is written afterwards, run by run. So a key
+// is sent at most once by a live pass. A pass that died mid-send leaves
+// the Delivery unsent; the next pass then
+//   - waits out the lease of a JobLeaser's job (it was sent and renews it,
+//     or it never ran and the lease runs out: the attempt fails as lost);
+//   - sends any other job again under the same job id (JobAgent: Dispatch
+//     is idempotent by job id), and a request again under the same
+//     Idempotency-Key.
+
+// send is one recorded send, made once its record is stored.
+type send struct {
+	run, key string
+	job      *ports.JobDispatch
+	agent    ports.JobAgent
+	hook     *ports.WebhookRequest
+}
+
+// prepareJob is a running job TaskRun's outside work: record its job
+// (returned as the send to make once stored), end it when its agent's
+// lease ran out, or resend a send a dead pass interrupted. It returns
+// whether r changed and when the job's lease needs a look.
+func (c *Controller) prepareJob(ctx context.Context, w *ports.WorkflowRecord, t *workflow.Template, r *ports.TaskRunRecord, now time.Time) (bool, *send, time.Time) {
+	d := r.Delivery
+	switch {
+	case r.JobID == "":
+		s, err := c.jobSend(ctx, w, t, r, now)
+		if err != nil {
+			end(r, workflow.TaskFailed, now, err.Error())
+			return true, nil, time.Time{}
+		}
+		r.JobID = s.key
+		r.Delivery = &ports.Delivery{Key: s.key, RecordedAt: now}
+		if l, ok := s.agent.(ports.JobLeaser); ok && l.JobLease() > 0 {
+			r.Delivery.LeaseUntil = now.Add(l.JobLease())
+		}
+		return true, s, r.Delivery.LeaseUntil
+	case d == nil || d.Key != r.JobID:
+		return false, nil, time.Time{} // recorded by an agent's report
+	case !d.LeaseUntil.IsZero():
+		if now.Before(d.LeaseUntil) {
+			return false, nil, d.LeaseUntil
+		}
+		end(r, workflow.TaskFailed, now, "job "+r.JobID+" lost: its agent's lease ran out at "+
+			d.LeaseUntil.UTC().Format(time.RFC3339Nano)+" (the process running it stopped)")
+		return true, nil, time.Time{}
+	case d.SentAt.IsZero():
+		s, err := c.jobSend(ctx, w, t, r, now)
+		if err != nil {
+			end(r, workflow.TaskFailed, now, err.Error())
+			return true, nil, time.Time{}
+		}
+		return false, s, time.Time{}
+	}
+	return false, nil, time.Time{}
+}
+
+// jobSend builds the dispatch of a job TaskRun's current attempt for the
+// agent its task names; an error (no such agent, a secret that does not
+// resolve) fails the run.
+func (c *Controller) jobSend(ctx context.Context, w *ports.WorkflowRecord, t *workflow.Template, r *ports.TaskRunRecord, now time.Time) (*send, error) {
+	agent, impl, err := c.agentOf(ctx, t, r.Task)
+	if err != nil {
+		return nil, err
+	}
+	revealed, err := c.reveal(ctx, w, r.Dispatch["config"])
+	if err != nil {
+		return nil, err
+	}
+	cfg, _ := revealed.(map[string]any)
+	id := JobID(w.ID, r.ID, r.Attempt)
+	job := release.Job{ID: id, JobAgentID: agent.ID, Status: release.JobPending, CreatedAt: now,
+		JobAgentConfig:  release.MergeConfig(agent.Config, cfg),
+		DispatchContext: map[string]any{"workflow_id": w.ID, "task_run_id": r.ID, "attempt": r.Attempt}}
+	return &send{run: r.ID, key: id, job: &ports.JobDispatch{Job: job, Agent: agent}, agent: impl}, nil
+}
+
+// prepareWebhook is a running webhook TaskRun's outside work: record its
+// request, or resend one a dead pass interrupted (same Idempotency-Key).
+func (c *Controller) prepareWebhook(ctx context.Context, w *ports.WorkflowRecord, r *ports.TaskRunRecord, now time.Time) (bool, *send) {
+	if r.Delivery != nil && !r.Delivery.SentAt.IsZero() {
+		return false, nil
+	}
+	var hook workflow.Webhook
+	if err := c.block(ctx, w, r, "webhook", &hook); err != nil {
+		end(r, workflow.TaskFailed, now, "webhook: "+err.Error())
+		return true, nil
+	}
+	if c.Webhooks == nil {
+		end(r, workflow.TaskFailed, now, "no webhook sender is configured")
+		return true, nil
+	}
+	key := JobID(w.ID, r.ID, r.Attempt)
+	s := &send{run: r.ID, key: key, hook: &ports.WebhookRequest{URL: hook.URL, Method: hook.Method, Headers: hook.Headers,
+		Body: hook.Body, IdempotencyKey: key}}
+	if r.Delivery == nil || r.Delivery.Key != key {
+		r.Delivery = &ports.Delivery{Key: key, RecordedAt: now}
+		return true, s
+	}
+	return false, s
+}
+
+// deliver makes a recorded send and writes what came back into its
+// TaskRun, unless the run moved on meanwhile (a fast job's report ended
+// it: the report has the last word).
+func (c *Controller) deliver(ctx context.Context, w *ports.WorkflowRecord, s *send) error {
+	if s.hook != nil {
+		resp, err := c.Webhooks.Send(ctx, *s.hook)
+		return c.settle(ctx, w.ID, s, func(r *ports.TaskRunRecord, now time.Time) {
+			r.Delivery.SentAt = now
+			if err != nil {
+				end(r, workflow.TaskFailed, now, err.Error())
+				return
+			}
+			out := map[string]any{}
+			if len(resp.Body) > 0 {
+				_ = json.Unmarshal(resp.Body, &out) // a body that is not an object gives no outputs
+			}
+			out["status"] = resp.Status
+			r.Outputs = out
+			msg := "webhook answered " + strconv.Itoa(resp.Status)
+			if resp.Status < 200 || resp.Status > 299 {
+				end(r, workflow.TaskFailed, now, msg)
+				return
+			}
+			end(r, workflow.TaskSucceeded, now, msg)
+		})
+	}
+	res, err := s.agent.Dispatch(ctx, *s.job)
+	if err != nil && !errors.Is(err, release.ErrInvalid) {
+		c.Logger.Warn("workflow job dispatch failed; the next pass retries", "workflow", w.ID, "task_run", s.run, "job", s.key, "error", err)
+	}
+	return c.settle(ctx, w.ID, s, func(r *ports.TaskRunRecord, now time.Time) {
+		switch {
+		case errors.Is(err, release.ErrInvalid):
+			end(r, workflow.TaskFailed, now, err.Error())
+		case err != nil:
+			// The agent started nothing: the next pass records it anew.
+			r.JobID, r.Delivery = "", nil
+		default:
+			r.Delivery.SentAt = now
+			if r.ExternalID == "" {
+				r.ExternalID = res.ExternalID
+			}
+			if res.Status.IsTerminal() {
+				end(r, jobPhase(res.Status), now, res.Message)
+			}
+		}
+	})
+}
+
+// settle applies f to s's TaskRun as stored now, while it is still
+// running with s's Delivery, and writes it, reading again after a lost
+// compare-and-swap (a lease renewal may have come in between).
+func (c *Controller) settle(ctx context.Context, workflowID string, s *send, f func(r *ports.TaskRunRecord, now time.Time)) error {
+	for range 5 {
+		r, err := c.Store.TaskRunGet(ctx, workflowID, s.run)
+		if err != nil {
+			return fmt.Errorf("record send %s: %w", s.key, err)
+		}
+		if r.Phase != workflow.TaskRunning || r.Delivery == nil || r.Delivery.Key != s.key {
+			return nil
+		}
+		d := *r.Delivery
+		r.Delivery = &d
+		f(&r, c.Clock.Now())
+		err = c.Store.TaskRunsSave(ctx, workflowID, []ports.TaskRunRecord{r})
+		if !errors.Is(err, ports.ErrConflict) {
+			if err != nil {
+				return fmt.Errorf("record send %s: %w", s.key, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("record send %s: %w", s.key, ports.ErrConflict)
+}
+
+// renewLease extends a running job's lease by a JobLeaser's report.
+func (c *Controller) renewLease(ctx context.Context, rep ports.JobReport, workflowID, taskRunID string) error {
+	for range 5 {
+		r, err := c.Store.TaskRunGet(ctx, workflowID, taskRunID)
+		if err != nil {
+			return fmt.Errorf("renew job lease %s: %w", rep.JobID, err)
+		}
+		d := r.Delivery
+		if r.Phase != workflow.TaskRunning || r.JobID != rep.JobID || d == nil || d.Key != rep.JobID || d.LeaseUntil.IsZero() {
+			return nil // over, another attempt's, or not leased
+		}
+		at := rep.At
+		if at.IsZero() {
+			at = c.Clock.Now()
+		}
+		until := at.Add(rep.Lease)
+		if !until.After(d.LeaseUntil) {
+			return nil
+		}
+		next := *d
+		next.LeaseUntil = until
+		r.Delivery = &next
+		err = c.Store.TaskRunsSave(ctx, workflowID, []ports.TaskRunRecord{r})
+		if !errors.Is(err, ports.ErrConflict) {
+			if err != nil {
+				return fmt.Errorf("renew job lease %s: %w", rep.JobID, err)
+			}
+			return nil
+		}
+	}
+	c.Logger.LogAttrs(ctx, slog.LevelDebug, "workflow.lease_renewal_conflict", slog.String("job", rep.JobID))
+	return nil // the next renewal tries again
+}
