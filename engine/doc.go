@@ -1,7 +1,14 @@
 // Package engine is the runtime of the reconciler: it leases work items by
 // kind from a ports.Queue, runs the registered Processor for each, and
 // completes the item according to the Outcome — "lease an event, recompute
-// from stored state, persist, enqueue the follow-up".
+// from stored state, persist, enqueue the follow-up". Beside the lease loop
+// it holds the batched acks, lease renewal, graceful shutdown, the Resync
+// sweep, the EnqueueBatcher, the Metrics, and Drain, which steps the same
+// processors deterministically for tests and tools.
+//
+// The engine knows no work kind: the run executor lives in engine/runs, the
+// release chain in engine/chain, workflows in engine/flow, and the
+// measure-and-judge step they share in engine/verify.
 //
 // Invariants:
 //   - Processors are stateless: each pass re-reads what it needs through

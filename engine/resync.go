@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/reconcilerhq/reconciler/ports"
-	"github.com/reconcilerhq/reconciler/reconcile"
 )
 
 // ResyncSource lists work keys that should be reconciled on every sweep
@@ -84,29 +83,4 @@ func (r *Resync) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	return total, flush()
-}
-
-// NonTerminalRuns lists every non-terminal run of the given kinds.
-func NonTerminalRuns(store ports.RunStore, kinds ...reconcile.RunKind) ResyncSource {
-	return func(ctx context.Context, yield func(ports.WorkKey) error) error {
-		for _, k := range kinds {
-			after := ""
-			for {
-				rows, err := store.RunList(ctx, ports.RunListParams{Kind: k, NonTerminal: true, AfterID: after, Limit: 500})
-				if err != nil {
-					return fmt.Errorf("list %s runs: %w", k, err)
-				}
-				for _, r := range rows {
-					if err := yield(RunKey(r.Ref)); err != nil {
-						return err
-					}
-				}
-				if len(rows) < 500 {
-					break
-				}
-				after = rows[len(rows)-1].Ref.ID
-			}
-		}
-		return nil
-	}
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/reconcilerhq/reconciler/adapters/memory"
-	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
@@ -70,7 +70,7 @@ func seedDemo(ctx context.Context, store ports.RunStore, q ports.Queue) error {
 		if _, err := store.RunCreate(ctx, d.row); err != nil {
 			return fmt.Errorf("demo run %s: %w", d.row.Ref, err)
 		}
-		items = append(items, ports.EnqueueParams{Key: engine.RunKey(d.row.Ref)})
+		items = append(items, ports.EnqueueParams{Key: runs.Key(d.row.Ref)})
 	}
 	if err := q.WorkEnqueue(ctx, items...); err != nil {
 		return fmt.Errorf("enqueue demo runs: %w", err)
@@ -83,6 +83,6 @@ func seedDemo(ctx context.Context, store ports.RunStore, q ports.Queue) error {
 // through q.
 func newDemoWorld(store ports.RunStore, q ports.Queue, clock ports.Clock, step time.Duration) *memory.Simulator {
 	return memory.NewSimulator(store, clock, step, func(ctx context.Context, ref reconcile.RunRef) {
-		_ = q.WorkEnqueue(ctx, ports.EnqueueParams{Key: engine.RunKey(ref)})
+		_ = q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref)})
 	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -34,7 +35,7 @@ func TestDemoRunsFinish(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eng := engine.New(q, engine.Options{Logger: log, PollInterval: 10 * time.Millisecond})
 	for _, k := range reconcile.Kinds {
-		eng.Register(string(k), &engine.RunProcessor{Kind: k, Store: store, Queue: q, Agents: sim, Code: sim,
+		eng.Register(string(k), &runs.Processor{Kind: k, Store: store, Queue: q, Agents: sim, Code: sim,
 			Config: reconcile.DefaultConfig(), Clock: clock, Logger: log}, engine.KindOptions{Concurrency: 2})
 	}
 	require.NoError(t, seedDemo(ctx, store, q))

@@ -17,6 +17,7 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/envsecret"
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
@@ -147,7 +148,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 	}
 	for _, k := range reconcile.Kinds {
-		eng.Register(string(k), &engine.RunProcessor{
+		eng.Register(string(k), &runs.Processor{
 			Kind: k, Store: be.runs, Queue: be.queue, Agents: agents, Code: code, Config: cfg,
 			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots,
 		}, engine.KindOptions{Concurrency: o.concurrency})
@@ -162,7 +163,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 	}
 	resync := &engine.Resync{Queue: be.queue, Interval: o.resyncInterval, Clock: clock, Logger: log,
-		Sources: []engine.ResyncSource{engine.NonTerminalRuns(be.runs, reconcile.Kinds...)}}
+		Sources: []engine.ResyncSource{runs.NonTerminal(be.runs, reconcile.Kinds...)}}
 
 	var srv *http.Server
 	if o.listen != "" {

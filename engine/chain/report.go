@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/verify"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -203,7 +204,7 @@ func (c *Chain) jobVerification(ctx context.Context, it engine.Item) engine.Outc
 		next.Measurements = map[string][]release.Measurement{}
 	}
 	now := c.Clock.Now()
-	step := engine.Verify(ctx, c.Verifiers, c.Clock, metrics, next.Measurements, &row.Job, row.FinishedAt(), now)
+	step := verify.Run(ctx, c.Verifiers, c.Clock, metrics, next.Measurements, &row.Job, row.FinishedAt(), now)
 	next.Verification = step.Status
 	if _, err := c.Store.JobUpdate(ctx, next, row.Version); err != nil {
 		return engine.Retry(fmt.Errorf("verify job %s: %w", row.ID, err))

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/verify"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -201,7 +201,7 @@ func (c *Controller) verify(ctx context.Context, w *ports.WorkflowRecord, r *por
 		specs[i] = metricSpec(&v.Metrics[i])
 	}
 	job := release.Job{ID: JobID(w.ID, r.ID, r.Attempt), Status: release.JobSuccessful}
-	step := engine.Verify(ctx, c.Verifiers, c.Clock, specs, taken, &job, r.AttemptStartedAt, now)
+	step := verify.Run(ctx, c.Verifiers, c.Clock, specs, taken, &job, r.AttemptStartedAt, now)
 	changed := step.Changed
 	if changed {
 		out := map[string]any{}

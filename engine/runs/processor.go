@@ -1,4 +1,4 @@
-package engine
+package runs
 
 import (
 	"context"
@@ -9,16 +9,17 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
 
-// RunScope is the scope type of run work items: (kind, "run", id).
-const RunScope = "run"
+// Scope is the scope type of run work items: (kind, "run", id).
+const Scope = "run"
 
-// RunKey is the work key of a run.
-func RunKey(ref reconcile.RunRef) ports.WorkKey {
-	return ports.WorkKey{Kind: string(ref.Kind), ScopeType: RunScope, ScopeID: ref.ID}
+// Key is the work key of a run.
+func Key(ref reconcile.RunRef) ports.WorkKey {
+	return ports.WorkKey{Kind: string(ref.Kind), ScopeType: Scope, ScopeID: ref.ID}
 }
 
 // Decision outcomes logged on reconcile.decision.
@@ -29,10 +30,10 @@ const (
 	OutcomeError    = "error"
 )
 
-// RunProcessor reconciles the runs of one kind: build the snapshot through
+// Processor reconciles the runs of one kind: build the snapshot through
 // the store port, take the pure decision, apply the one action under
 // compare-and-swap.
-type RunProcessor struct {
+type Processor struct {
 	Kind   reconcile.RunKind
 	Store  ports.RunStore
 	Queue  ports.Queue
@@ -45,17 +46,17 @@ type RunProcessor struct {
 	GlobalSlots, RepoSlots int
 }
 
-// Process implements Processor.
-func (p *RunProcessor) Process(ctx context.Context, it Item) Outcome {
+// Process implements engine.Processor.
+func (p *Processor) Process(ctx context.Context, it engine.Item) engine.Outcome {
 	start := time.Now()
 	ref := reconcile.RunRef{Kind: p.Kind, ID: it.Key.ScopeID}
 	snap, row, err := p.Snapshot(ctx, ref)
 	if errors.Is(err, ports.ErrNotFound) {
-		return Done() // deleted: nothing to reconcile
+		return engine.Done() // deleted: nothing to reconcile
 	}
 	if err != nil {
 		p.log(ctx, slog.LevelError, ref, nil, OutcomeError, start, err)
-		return Retry(err)
+		return engine.Retry(err)
 	}
 	if p.Logger.Enabled(ctx, slog.LevelDebug) {
 		if b, err := reconcile.EncodeSnapshot(snap); err == nil {
@@ -72,7 +73,7 @@ func (p *RunProcessor) Process(ctx context.Context, it Item) Outcome {
 	return out
 }
 
-func (p *RunProcessor) log(ctx context.Context, lvl slog.Level, ref reconcile.RunRef, a reconcile.Action, outcome string, start time.Time, err error) {
+func (p *Processor) log(ctx context.Context, lvl slog.Level, ref reconcile.RunRef, a reconcile.Action, outcome string, start time.Time, err error) {
 	attrs := []slog.Attr{slog.String("kind", string(ref.Kind)), slog.String("id", ref.ID)}
 	if a != nil {
 		attrs = append(attrs, slog.String("action", string(a.Type())), slog.String("reason", a.Why()))
@@ -91,7 +92,7 @@ func (p *RunProcessor) log(ctx context.Context, lvl slog.Level, ref reconcile.Ru
 // Snapshot reads the run and what it depends on into a frozen snapshot.
 // Reads of secondary sources that fail are recorded as read errors in the
 // snapshot (the decision defers); a failed read of the run itself is an error.
-func (p *RunProcessor) Snapshot(ctx context.Context, ref reconcile.RunRef) (reconcile.Snapshot, ports.RunRow, error) {
+func (p *Processor) Snapshot(ctx context.Context, ref reconcile.RunRef) (reconcile.Snapshot, ports.RunRow, error) {
 	row, err := p.Store.RunGet(ctx, ref)
 	if err != nil {
 		return nil, row, fmt.Errorf("snapshot %s: %w", ref, err)
@@ -176,7 +177,7 @@ func snapshotOf(row ports.RunRow, w reconcile.World, deps []reconcile.Dependency
 
 // Apply executes one action against the row the snapshot was built from. It
 // returns the logged outcome, the work outcome and any error.
-func (p *RunProcessor) Apply(ctx context.Context, row ports.RunRow, snap reconcile.Snapshot, a reconcile.Action) (string, Outcome, error) {
+func (p *Processor) Apply(ctx context.Context, row ports.RunRow, snap reconcile.Snapshot, a reconcile.Action) (string, engine.Outcome, error) {
 	now := p.Clock.Now()
 	ref := row.Ref
 	key := fmt.Sprintf("%s:%d:%s", ref, row.Version, a.Type())
@@ -186,29 +187,29 @@ func (p *RunProcessor) Apply(ctx context.Context, row ports.RunRow, snap reconci
 	switch a := a.(type) {
 	case reconcile.Noop:
 		if !a.WakeAt.IsZero() {
-			return OutcomeApplied, RequeueAt(a.WakeAt), nil
+			return OutcomeApplied, engine.RequeueAt(a.WakeAt), nil
 		}
-		return OutcomeApplied, Done(), nil
+		return OutcomeApplied, engine.Done(), nil
 	case reconcile.RequeueSoon:
-		return OutcomeDeferred, RequeueAt(a.At), nil
+		return OutcomeDeferred, engine.RequeueAt(a.At), nil
 	case reconcile.DeferWithBackoff:
 		ctl := snap.Controls()
 		ctl.BackoffUntil, ctl.Attempts = a.Until, a.Attempts
 		switch _, err := p.write(ctx, row, snap, state, nil, &ctl, false); {
 		case errors.Is(err, ports.ErrConflict):
-			return OutcomeStale, RequeueAt(now), nil
+			return OutcomeStale, engine.RequeueAt(now), nil
 		case err != nil:
-			return OutcomeError, Retry(err), err
+			return OutcomeError, engine.Retry(err), err
 		}
-		return OutcomeDeferred, RequeueAt(a.Until), nil
+		return OutcomeDeferred, engine.RequeueAt(a.Until), nil
 	case reconcile.AutoMergePR:
 		if err := p.Code.PRMerge(ctx, ports.PRMergeParams{URL: a.PRURL, HeadSHA: a.HeadSHA, IdempotencyKey: key}); err != nil {
-			return OutcomeError, Retry(err), err
+			return OutcomeError, engine.Retry(err), err
 		}
-		return OutcomeApplied, Done(), nil
+		return OutcomeApplied, engine.Done(), nil
 	case reconcile.LaunchReview:
 		if err := p.launchReview(ctx, row, a, now); err != nil {
-			return OutcomeError, Retry(err), err
+			return OutcomeError, engine.Retry(err), err
 		}
 		t := true
 		patch.ReviewRunning = &t
@@ -218,7 +219,7 @@ func (p *RunProcessor) Apply(ctx context.Context, row ports.RunRow, snap reconci
 		patch.ClearIntent = true
 	case reconcile.ReleasePod:
 		if err := p.Agents.AgentRelease(ctx, ref, key); err != nil {
-			return OutcomeError, Retry(err), err
+			return OutcomeError, engine.Retry(err), err
 		}
 		f := false
 		patch.PodHeld = &f
@@ -227,14 +228,14 @@ func (p *RunProcessor) Apply(ctx context.Context, row ports.RunRow, snap reconci
 		m := reconcile.MachineFor(ref.Kind)
 		if edge.From != row.State || !m.Allowed(edge.From, edge.To) {
 			err := fmt.Errorf("decision %s %s→%s is not an edge from %s", a.Type(), edge.From, edge.To, row.State)
-			return OutcomeError, Terminal(err), err
+			return OutcomeError, engine.Terminal(err), err
 		}
 		if reconcile.ReleasesPod(snap, a) {
 			// Release before the write: a lost write re-decides and
 			// releases again (idempotent), while a release lost after the
 			// write would leave the pod running for good.
 			if err := p.Agents.AgentRelease(ctx, ref, key+":release"); err != nil {
-				return OutcomeError, Retry(err), err
+				return OutcomeError, engine.Retry(err), err
 			}
 			if ref.Kind == reconcile.KindPersistentAgent {
 				f := false
@@ -242,7 +243,7 @@ func (p *RunProcessor) Apply(ctx context.Context, row ports.RunRow, snap reconci
 			}
 		}
 		if err := p.sideEffect(ctx, snap, a, key, &patch); err != nil {
-			return OutcomeError, Retry(err), err
+			return OutcomeError, engine.Retry(err), err
 		}
 		if tp := transitionPatch(a); tp != nil {
 			mergePatch(&patch, tp)
@@ -251,26 +252,26 @@ func (p *RunProcessor) Apply(ctx context.Context, row ports.RunRow, snap reconci
 		resetPod = launches(a)
 	default:
 		err := fmt.Errorf("no executor for action %s", a.Type())
-		return OutcomeError, Terminal(err), err
+		return OutcomeError, engine.Terminal(err), err
 	}
 	// Any applied write clears the reconcile backoff.
 	ctl := snap.Controls()
 	ctl.BackoffUntil, ctl.Attempts = time.Time{}, 0
 	switch _, err := p.write(ctx, row, snap, state, &patch, &ctl, resetPod); {
 	case errors.Is(err, ports.ErrConflict):
-		return OutcomeStale, RequeueAt(now), nil
+		return OutcomeStale, engine.RequeueAt(now), nil
 	case err != nil:
-		return OutcomeError, Retry(err), err
+		return OutcomeError, engine.Retry(err), err
 	}
 	if reconcile.MachineFor(ref.Kind).IsTerminal(state) {
-		return OutcomeApplied, Done(), nil
+		return OutcomeApplied, engine.Done(), nil
 	}
-	return OutcomeApplied, RequeueAt(now), nil // the new state gets its own pass
+	return OutcomeApplied, engine.RequeueAt(now), nil // the new state gets its own pass
 }
 
 // sideEffect performs the port call a moving action needs, under the
 // action's idempotency key, and adds the fields the launch sets.
-func (p *RunProcessor) sideEffect(ctx context.Context, snap reconcile.Snapshot, a reconcile.Action, key string, patch *reconcile.Patch) error {
+func (p *Processor) sideEffect(ctx context.Context, snap reconcile.Snapshot, a reconcile.Action, key string, patch *reconcile.Patch) error {
 	ref := snap.Ref()
 	launch := func(purpose ports.AgentPurpose, trigger string) error {
 		return p.Agents.AgentLaunch(ctx, ports.AgentLaunchParams{Ref: ref, Purpose: purpose, Trigger: trigger, IdempotencyKey: key})
@@ -303,7 +304,7 @@ func (p *RunProcessor) sideEffect(ctx context.Context, snap reconcile.Snapshot, 
 
 // launchReview creates the review run for a repo run's open PR (idempotent:
 // one review run per PR head) and enqueues it.
-func (p *RunProcessor) launchReview(ctx context.Context, row ports.RunRow, a reconcile.LaunchReview, now time.Time) error {
+func (p *Processor) launchReview(ctx context.Context, row ports.RunRow, a reconcile.LaunchReview, now time.Time) error {
 	head := ""
 	if row.PR != nil {
 		head = row.PR.HeadSHA
@@ -321,7 +322,7 @@ func (p *RunProcessor) launchReview(ctx context.Context, row ports.RunRow, a rec
 	if _, err := p.Store.RunCreate(ctx, rv); err != nil && !errors.Is(err, ports.ErrConflict) {
 		return fmt.Errorf("launch review %s: %w", id, err)
 	}
-	return p.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: RunKey(rv.Ref), EventTime: now})
+	return p.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: Key(rv.Ref), EventTime: now})
 }
 
 // launches reports whether the action starts a new agent pod, so the
@@ -346,7 +347,7 @@ func transitionPatch(a reconcile.Action) *reconcile.Patch {
 
 // write applies the patch and reconcile columns to the row body and writes
 // state and body in one compare-and-swap.
-func (p *RunProcessor) write(ctx context.Context, row ports.RunRow, snap reconcile.Snapshot, state reconcile.State, patch *reconcile.Patch, ctl *reconcile.Reconcile, resetPod bool) (int64, error) {
+func (p *Processor) write(ctx context.Context, row ports.RunRow, snap reconcile.Snapshot, state reconcile.State, patch *reconcile.Patch, ctl *reconcile.Reconcile, resetPod bool) (int64, error) {
 	body, err := patchedBody(snap, patch, ctl)
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package engine
+package runs
 
 import (
 	"encoding/json"

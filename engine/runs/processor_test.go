@@ -1,9 +1,10 @@
-package engine_test
+package runs_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
@@ -23,7 +25,7 @@ type runBundle struct {
 	agents *memory.AgentRuntime
 	code   *memory.CodeHost
 	eng    *engine.Engine
-	proc   func(k reconcile.RunKind) *engine.RunProcessor
+	proc   func(k reconcile.RunKind) *runs.Processor
 }
 
 func setupRuns(t *testing.T) runBundle {
@@ -34,8 +36,8 @@ func setupRuns(t *testing.T) runBundle {
 		agents: memory.NewAgentRuntime(),
 		code:   memory.NewCodeHost(),
 	}
-	b.proc = func(k reconcile.RunKind) *engine.RunProcessor {
-		return &engine.RunProcessor{Kind: k, Store: b.store, Queue: b.q, Agents: b.agents, Code: b.code,
+	b.proc = func(k reconcile.RunKind) *runs.Processor {
+		return &runs.Processor{Kind: k, Store: b.store, Queue: b.q, Agents: b.agents, Code: b.code,
 			Config: reconcile.DefaultConfig(), Clock: ports.SystemClock, Logger: quietLogger()}
 	}
 	b.eng = engine.New(b.q, engine.Options{Logger: quietLogger(), PollInterval: 10 * time.Millisecond})
@@ -74,12 +76,12 @@ func awaitState(t *testing.T, s ports.RunStore, ref reconcile.RunRef, want recon
 	}
 }
 
-func TestRunProcessorDrivesAgentTurn(t *testing.T) {
+func TestProcessorDrivesAgentTurn(t *testing.T) {
 	t.Parallel()
 	b := setupRuns(t)
 	ctx := context.Background()
 	ref := createAgent(t, b.store, "a1", reconcile.AgentIdle, reconcile.AgentRun{PendingMessages: 1})
-	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: engine.RunKey(ref)}))
+	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref)}))
 	run(t, b.eng)
 
 	awaitState(t, b.store, ref, reconcile.AgentProvisioning)
@@ -90,13 +92,13 @@ func TestRunProcessorDrivesAgentTurn(t *testing.T) {
 	// The pod comes up: a producer records it and wakes the run.
 	_, err := b.store.RunObserve(ctx, ports.RunObserveParams{Ref: ref, Pod: &reconcile.Pod{Name: "p", Phase: reconcile.PodReady}})
 	require.NoError(t, err)
-	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: engine.RunKey(ref)}))
+	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref)}))
 	awaitState(t, b.store, ref, reconcile.AgentRunning)
 
 	// The turn halts successfully.
 	_, err = b.store.RunObserve(ctx, ports.RunObserveParams{Ref: ref, Patch: map[string]any{"turn_done": true, "pending_messages": 0}})
 	require.NoError(t, err)
-	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: engine.RunKey(ref)}))
+	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref)}))
 	row := awaitState(t, b.store, ref, reconcile.AgentIdle)
 	var body reconcile.AgentRun
 	require.NoError(t, json.Unmarshal(row.Body, &body))
@@ -104,14 +106,14 @@ func TestRunProcessorDrivesAgentTurn(t *testing.T) {
 	require.Len(t, b.agents.Launches(), 1, "no second launch")
 }
 
-func TestRunProcessorIntentClearedInSameWrite(t *testing.T) {
+func TestProcessorIntentClearedInSameWrite(t *testing.T) {
 	t.Parallel()
 	b := setupRuns(t)
 	ctx := context.Background()
 	ref := createAgent(t, b.store, "a2", reconcile.AgentFailed, reconcile.AgentRun{ConsecutiveFailures: 3,
 		Reconcile: reconcile.Reconcile{Intent: reconcile.IntentResume}})
 	p := b.proc(reconcile.KindPersistentAgent)
-	out := p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1})
+	out := p.Process(ctx, engine.Item{Key: runs.Key(ref), Attempt: 1})
 	require.Equal(t, "requeue", out.String())
 	row, err := b.store.RunGet(ctx, ref)
 	require.NoError(t, err)
@@ -123,10 +125,10 @@ func TestRunProcessorIntentClearedInSameWrite(t *testing.T) {
 	require.Zero(t, body.ConsecutiveFailures)
 }
 
-// TestRunProcessorRaceAppliesExactlyOnce races many executors on one run
+// TestProcessorRaceAppliesExactlyOnce races many executors on one run
 // observed at the same version: exactly one transition is applied, the rest
 // are stale, and the side effect happens once.
-func TestRunProcessorRaceAppliesExactlyOnce(t *testing.T) {
+func TestProcessorRaceAppliesExactlyOnce(t *testing.T) {
 	t.Parallel()
 	b := setupRuns(t)
 	ctx := context.Background()
@@ -159,8 +161,8 @@ func TestRunProcessorRaceAppliesExactlyOnce(t *testing.T) {
 		require.NoError(t, r.err)
 		counts[r.outcome]++
 	}
-	require.Equal(t, 1, counts[engine.OutcomeApplied], "exactly one transition applied: %v", counts)
-	require.Equal(t, racers-1, counts[engine.OutcomeStale], "%v", counts)
+	require.Equal(t, 1, counts[runs.OutcomeApplied], "exactly one transition applied: %v", counts)
+	require.Equal(t, racers-1, counts[runs.OutcomeStale], "%v", counts)
 	row, err := b.store.RunGet(ctx, ref)
 	require.NoError(t, err)
 	require.Equal(t, reconcile.AgentProvisioning, row.State)
@@ -168,14 +170,14 @@ func TestRunProcessorRaceAppliesExactlyOnce(t *testing.T) {
 	require.Len(t, b.agents.Launches(), 1, "the launch is idempotent by key")
 }
 
-func TestRunProcessorReadErrorDefers(t *testing.T) {
+func TestProcessorReadErrorDefers(t *testing.T) {
 	t.Parallel()
 	b := setupRuns(t)
 	ctx := context.Background()
 	ref := createAgent(t, b.store, "a4", reconcile.AgentQueued, reconcile.AgentRun{PendingMessages: 1})
 	p := b.proc(reconcile.KindPersistentAgent)
 	p.Store = failingCounts{b.store}
-	out := p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1})
+	out := p.Process(ctx, engine.Item{Key: runs.Key(ref), Attempt: 1})
 	require.Equal(t, "requeue", out.String())
 	require.True(t, out.At().After(time.Now().Add(25*time.Second)), "wakes after the backoff")
 	row, err := b.store.RunGet(ctx, ref)
@@ -194,13 +196,13 @@ func TestResyncEnqueuesNonTerminalRuns(t *testing.T) {
 	createAgent(t, b.store, "live", reconcile.AgentIdle, reconcile.AgentRun{})
 	createAgent(t, b.store, "gone", reconcile.AgentArchived, reconcile.AgentRun{})
 	r := &engine.Resync{Queue: b.q, Clock: ports.SystemClock, Logger: quietLogger(),
-		Sources: []engine.ResyncSource{engine.NonTerminalRuns(b.store, reconcile.Kinds...)}}
+		Sources: []engine.ResyncSource{runs.NonTerminal(b.store, reconcile.Kinds...)}}
 	n, err := r.Sweep(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	_, err = b.q.WorkGet(ctx, engine.RunKey(reconcile.RunRef{Kind: reconcile.KindPersistentAgent, ID: "live"}))
+	_, err = b.q.WorkGet(ctx, runs.Key(reconcile.RunRef{Kind: reconcile.KindPersistentAgent, ID: "live"}))
 	require.NoError(t, err)
-	_, err = b.q.WorkGet(ctx, engine.RunKey(reconcile.RunRef{Kind: reconcile.KindPersistentAgent, ID: "gone"}))
+	_, err = b.q.WorkGet(ctx, runs.Key(reconcile.RunRef{Kind: reconcile.KindPersistentAgent, ID: "gone"}))
 	require.ErrorIs(t, err, ports.ErrNotFound)
 }
 
@@ -211,9 +213,9 @@ func (failingCounts) RunCounts(context.Context, string) (ports.RunCounts, error)
 	return ports.RunCounts{}, context.DeadlineExceeded
 }
 
-// TestRunProcessorLaunchForgetsOldPod: a retried standalone run must not be
+// TestProcessorLaunchForgetsOldPod: a retried standalone run must not be
 // judged by the pod of its failed attempt.
-func TestRunProcessorLaunchForgetsOldPod(t *testing.T) {
+func TestProcessorLaunchForgetsOldPod(t *testing.T) {
 	t.Parallel()
 	b := setupRuns(t)
 	ctx := context.Background()
@@ -227,12 +229,12 @@ func TestRunProcessorLaunchForgetsOldPod(t *testing.T) {
 	require.NoError(t, err)
 
 	p := b.proc(reconcile.KindStandalone)
-	p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1})
+	p.Process(ctx, engine.Item{Key: runs.Key(ref), Attempt: 1})
 	row, err := b.store.RunGet(ctx, ref)
 	require.NoError(t, err)
 	require.Equal(t, reconcile.StandaloneRunning, row.State)
 	require.Nil(t, row.Pod, "the launch forgets the old pod in the same write")
-	p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1})
+	p.Process(ctx, engine.Item{Key: runs.Key(ref), Attempt: 1})
 	row, err = b.store.RunGet(ctx, ref)
 	require.NoError(t, err)
 	require.Equal(t, reconcile.StandaloneRunning, row.State, "a fresh attempt waits for its pod")
@@ -264,11 +266,11 @@ func (b *syncBuffer) records(t *testing.T) []map[string]json.RawMessage {
 	return out
 }
 
-// TestRunProcessorLogsDecisionAndSnapshot: every pass logs
+// TestProcessorLogsDecisionAndSnapshot: every pass logs
 // reconcile.decision with kind, id, action, reason, outcome and duration;
 // at debug level the snapshot it logs replays (as `reconciler decide` reads
 // it) to the same decision.
-func TestRunProcessorLogsDecisionAndSnapshot(t *testing.T) {
+func TestProcessorLogsDecisionAndSnapshot(t *testing.T) {
 	t.Parallel()
 	b := setupRuns(t)
 	ctx := context.Background()
@@ -277,7 +279,7 @@ func TestRunProcessorLogsDecisionAndSnapshot(t *testing.T) {
 	p := b.proc(reconcile.KindPersistentAgent)
 	p.Logger = slog.New(slog.NewJSONHandler(&sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-	p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1, EventTime: time.Now()})
+	p.Process(ctx, engine.Item{Key: runs.Key(ref), Attempt: 1, EventTime: time.Now()})
 
 	var snapshot, decision map[string]json.RawMessage
 	for _, rec := range sink.records(t) {
@@ -299,7 +301,7 @@ func TestRunProcessorLogsDecisionAndSnapshot(t *testing.T) {
 	}
 	require.Equal(t, string(ref.Kind), str(decision["kind"]))
 	require.Equal(t, ref.ID, str(decision["id"]))
-	require.Equal(t, engine.OutcomeApplied, str(decision["outcome"]))
+	require.Equal(t, runs.OutcomeApplied, str(decision["outcome"]))
 
 	require.NotNil(t, snapshot, "a reconcile.snapshot record at debug level")
 	snap, err := reconcile.DecodeSnapshot(snapshot["snapshot"])
@@ -309,10 +311,10 @@ func TestRunProcessorLogsDecisionAndSnapshot(t *testing.T) {
 	require.Equal(t, str(decision["reason"]), replayed.Why())
 }
 
-// TestRunProcessorResumeLaunchesOnce: an automatic resume moves the run
+// TestProcessorResumeLaunchesOnce: an automatic resume moves the run
 // back to queued without launching; the one launch is the move out of
 // queued, and it resumes the agent on the trigger.
-func TestRunProcessorResumeLaunchesOnce(t *testing.T) {
+func TestProcessorResumeLaunchesOnce(t *testing.T) {
 	t.Parallel()
 	b := setupRuns(t)
 	ctx := context.Background()
@@ -332,7 +334,7 @@ func TestRunProcessorResumeLaunchesOnce(t *testing.T) {
 	p := b.proc(reconcile.KindRepo)
 	var states []reconcile.State
 	for range 3 {
-		p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1})
+		p.Process(ctx, engine.Item{Key: runs.Key(ref), Attempt: 1})
 		row, err := b.store.RunGet(ctx, ref)
 		require.NoError(t, err)
 		states = append(states, row.State)
@@ -344,10 +346,10 @@ func TestRunProcessorResumeLaunchesOnce(t *testing.T) {
 	require.Equal(t, "ci-failing", launches[0].Trigger)
 }
 
-// TestRunProcessorPauseReleasesPod: pausing a running persistent agent lets
+// TestProcessorPauseReleasesPod: pausing a running persistent agent lets
 // its pod go before the move is written, and archiving an idle agent that
 // holds a pod does too.
-func TestRunProcessorPauseReleasesPod(t *testing.T) {
+func TestProcessorPauseReleasesPod(t *testing.T) {
 	t.Parallel()
 	b := setupRuns(t)
 	ctx := context.Background()
@@ -362,7 +364,7 @@ func TestRunProcessorPauseReleasesPod(t *testing.T) {
 
 	p := b.proc(reconcile.KindPersistentAgent)
 	for _, ref := range []reconcile.RunRef{running, held, idle} {
-		p.Process(ctx, engine.Item{Key: engine.RunKey(ref), Attempt: 1})
+		p.Process(ctx, engine.Item{Key: runs.Key(ref), Attempt: 1})
 	}
 	for ref, want := range map[reconcile.RunRef]reconcile.State{running: reconcile.AgentPaused, held: reconcile.AgentArchived, idle: reconcile.AgentPaused} {
 		row, err := b.store.RunGet(ctx, ref)
@@ -373,4 +375,23 @@ func TestRunProcessorPauseReleasesPod(t *testing.T) {
 		require.False(t, body.PodHeld, "%s holds no pod after the release", ref)
 	}
 	require.ElementsMatch(t, []reconcile.RunRef{running, held}, b.agents.Releases(), "only agents with a pod are released")
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// run starts the engine until the test ends.
+func run(t *testing.T, eng *engine.Engine) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Error("engine did not stop")
+		}
+	})
 }

@@ -1,4 +1,4 @@
-package engine
+package verify
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// VerifyStep is the outcome of one verification pass over some metrics.
-type VerifyStep struct {
+// Step is the outcome of one verification pass over some metrics.
+type Step struct {
 	// Status aggregates the metrics (policy.AggregateVerification): none
 	// without metrics, running while any needs more measurements.
 	Status release.VerificationStatus
@@ -22,15 +22,15 @@ type VerifyStep struct {
 	Changed bool
 }
 
-// Verify takes each metric's measurements that are due at now (counted
+// Run takes each metric's measurements that are due at now (counted
 // from start) through the verifier of its provider type, appends them to
 // taken[metric name], and judges every metric (policy.EvaluateMeasurements).
 // A missing verifier or a provider error is a failed measurement. The
 // release chain verifies jobs with it and workflows their verification
 // tasks.
-func Verify(ctx context.Context, verifiers map[string]ports.Verifier, clock ports.Clock, metrics []policy.MetricSpec,
-	taken map[string][]release.Measurement, job *release.Job, start, now time.Time) VerifyStep {
-	var step VerifyStep
+func Run(ctx context.Context, verifiers map[string]ports.Verifier, clock ports.Clock, metrics []policy.MetricSpec,
+	taken map[string][]release.Measurement, job *release.Job, start, now time.Time) Step {
+	var step Step
 	statuses := make([]release.VerificationStatus, 0, len(metrics))
 	for _, m := range metrics {
 		ms := taken[m.Name]
