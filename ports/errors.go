@@ -7,6 +7,6 @@ import "errors"
 var ErrConflict = errors.New("conflict")
 
 // ErrLimitReached is returned when a write would take a capped resource over
-// its cap (ReleaseStore.JobCreate with MaxActiveInEnvironment): nothing was
+// its cap (Jobs.JobCreate with MaxActiveInEnvironment): nothing was
 // written; the caller waits for something to finish and tries again.
 var ErrLimitReached = errors.New("limit reached")

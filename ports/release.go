@@ -92,20 +92,12 @@ type TargetFacts struct {
 	// Agent is the deployment's job agent; nil when the deployment names
 	// none or it does not exist.
 	Agent *Stored[release.JobAgent] `json:"agent,omitempty"`
-	// Policies are the enabled policies, as PolicyList(ctx, true).
+	// Policies are the enabled policies, as EnabledPolicies.
 	Policies []Stored[policy.Policy] `json:"policies,omitempty"`
 	// Forced are the force-deploy skips (release.ForceDeployRule) of the
 	// deployment's versions whose scope covers the target, expired ones
 	// included (the caller judges expiry by its clock), by id.
 	Forced []release.PolicySkip `json:"forced,omitempty"`
-}
-
-// ResourceListParams pages through a workspace's resources by id.
-type ResourceListParams struct {
-	WorkspaceID string
-	AfterID     string
-	// Limit is the most resources returned; zero or less means all.
-	Limit int
 }
 
 // DesiredRelease is the desired-release controller's latest decision for a
@@ -224,92 +216,58 @@ func VersionPageSize(n int) int {
 	return n
 }
 
-// ReleaseStore stores the release chain: the catalog (workspaces, systems,
-// deployments, environments, resources, job agents, policies), the release
-// targets computed from it, deployment versions with their approvals and
-// policy skips, releases, each target's desired release, and jobs.
+// ReleaseStore is everything a release-chain adapter provides: the simple
+// kinds (ObjectStore) and the small ports beside them. Controllers depend
+// on the parts they use; an adapter implements them all on one store so
+// they share its transactions.
 //
-// Invariants (checked by porttest.ReleaseStore):
-//   - Catalog writes (…Put) are compare-and-swap: expectedVersion 0 creates
-//     (an existing id is ErrConflict), n > 0 updates a stored object at
-//     version n (another version is ErrConflict, a missing one
-//     ErrNotFound). Every write bumps Version. A write whose parent
-//     (workspace, system, deployment, version, release) is missing is
-//     ErrNotFound.
+// Invariants shared by every part (each part's suite in porttest checks
+// its own):
 //   - Every write validates first (the domain type's Validate, then the
 //     store's own checks) and refuses bad input with a *release.FieldError
 //     (errors.Is release.ErrInvalid) naming the field, with the CEL line
 //     and column for a bad selector; a refused write changes nothing.
-//   - Versions stream newest first, ordered by (created_at desc, id desc),
-//     in keyset pages read lazily: breaking out of the loop reads no
-//     further page. Each page continues below the last version yielded, so
-//     a version created meanwhile above it is not seen.
-//   - A release is stored once per content-hash ID: upserting identical
-//     content returns the stored release.
-//   - A job is created once per idempotency key, even by concurrent
-//     creates; JobUpdate moves the status only along release.JobEdges and
-//     never changes the release, target or creation time.
 //   - Reads return copies; lists have a stated, deterministic order.
 //     Times are kept in UTC at microsecond precision.
 type ReleaseStore interface {
-	// WorkspacePut creates or updates a workspace; see the invariants.
-	WorkspacePut(ctx context.Context, w release.Workspace, expectedVersion int64) (int64, error)
-	// WorkspaceGet reads one workspace.
-	WorkspaceGet(ctx context.Context, id string) (Stored[release.Workspace], error)
-	// SystemPut creates or updates a system of a stored workspace.
-	SystemPut(ctx context.Context, s release.System, expectedVersion int64) (int64, error)
-	// SystemGet reads one system.
-	SystemGet(ctx context.Context, id string) (Stored[release.System], error)
-	// SystemList lists a workspace's systems by id.
-	SystemList(ctx context.Context, workspaceID string) ([]Stored[release.System], error)
-	// DeploymentPut creates or updates a deployment of a stored system.
-	DeploymentPut(ctx context.Context, d release.Deployment, expectedVersion int64) (int64, error)
-	// DeploymentGet reads one deployment.
-	DeploymentGet(ctx context.Context, id string) (Stored[release.Deployment], error)
-	// DeploymentList lists a system's deployments by id.
-	DeploymentList(ctx context.Context, systemID string) ([]Stored[release.Deployment], error)
-	// EnvironmentPut creates or updates an environment of a stored system.
-	EnvironmentPut(ctx context.Context, e release.Environment, expectedVersion int64) (int64, error)
-	// EnvironmentGet reads one environment.
-	EnvironmentGet(ctx context.Context, id string) (Stored[release.Environment], error)
-	// EnvironmentList lists a system's environments by id.
-	EnvironmentList(ctx context.Context, systemID string) ([]Stored[release.Environment], error)
-	// ResourcePut creates or updates a resource of a stored workspace.
-	ResourcePut(ctx context.Context, r release.Resource, expectedVersion int64) (int64, error)
-	// ResourceGet reads one resource.
-	ResourceGet(ctx context.Context, id string) (Stored[release.Resource], error)
-	// ResourceList pages through a workspace's resources by id.
-	ResourceList(ctx context.Context, p ResourceListParams) ([]Stored[release.Resource], error)
-	// JobAgentPut creates or updates a job agent.
-	JobAgentPut(ctx context.Context, a release.JobAgent, expectedVersion int64) (int64, error)
-	// JobAgentGet reads one job agent.
-	JobAgentGet(ctx context.Context, id string) (Stored[release.JobAgent], error)
-	// JobAgentList lists every job agent by id.
-	JobAgentList(ctx context.Context) ([]Stored[release.JobAgent], error)
-	// PolicyPut creates or updates a policy; policy.Validate runs first.
-	PolicyPut(ctx context.Context, p policy.Policy, expectedVersion int64) (int64, error)
-	// PolicyGet reads one policy.
-	PolicyGet(ctx context.Context, id string) (Stored[policy.Policy], error)
-	// PolicyList lists policies by priority (highest first), then id; with
-	// enabledOnly, only enabled ones.
-	PolicyList(ctx context.Context, enabledOnly bool) ([]Stored[policy.Policy], error)
+	ObjectStore
+	Targets
+	Versions
+	Releases
+	Jobs
+	TargetFactsReader
+}
 
+// Targets stores the release targets computed from the catalog
+// (release.ComputeTargets). Checked by porttest.Targets.
+type Targets interface {
 	// TargetsReplace makes the scope's stored targets exactly p.Targets and
 	// reports the difference, atomically.
 	TargetsReplace(ctx context.Context, p TargetsReplaceParams) (TargetsDiff, error)
 	// TargetGet reads a stored target with its deployment, environment and
 	// resource in one read.
 	TargetGet(ctx context.Context, t release.ReleaseTarget) (TargetDetail, error)
+	// TargetList lists the targets of a scope (zero: all) in key order.
+	TargetList(ctx context.Context, p TargetListParams) ([]release.ReleaseTarget, error)
+}
+
+// TargetFactsReader is the one read a release-chain pass makes about a
+// target. Checked by porttest.TargetFacts.
+type TargetFactsReader interface {
 	// TargetFactsGet reads t's TargetFacts with its newest jobLimit jobs
 	// (zero or less: all). A missing target is ErrNotFound. Postgres reads
 	// it in one statement, hence from one snapshot.
 	TargetFactsGet(ctx context.Context, t release.ReleaseTarget, jobLimit int) (TargetFacts, error)
-	// TargetList lists the targets of a scope (zero: all) in key order.
-	TargetList(ctx context.Context, p TargetListParams) ([]release.ReleaseTarget, error)
-	// TargetJobState reads the target's newest active and newest successful
-	// jobs with their versions in one read (cooldown, rollout, rollback).
-	TargetJobState(ctx context.Context, t release.ReleaseTarget) (TargetJobState, error)
+}
 
+// Versions stores deployment versions with their approvals and policy
+// skips. Invariants (checked by porttest.Versions):
+//   - Versions stream newest first, ordered by (created_at desc, id desc),
+//     in keyset pages read lazily: breaking out of the loop reads no
+//     further page. Each page continues below the last version yielded, so
+//     a version created meanwhile above it is not seen.
+//   - A write whose deployment or version is missing is ErrNotFound.
+type Versions interface {
 	// VersionCreate stores a new version of a stored deployment; an
 	// existing id is ErrConflict.
 	VersionCreate(ctx context.Context, v release.DeploymentVersion) error
@@ -336,7 +294,14 @@ type ReleaseStore interface {
 	PolicySkipList(ctx context.Context, versionID string) ([]release.PolicySkip, error)
 	// PolicySkipDelete removes a skip.
 	PolicySkipDelete(ctx context.Context, id string) error
+}
 
+// Releases stores releases and each target's desired release. Invariants
+// (checked by porttest.Releases):
+//   - A release is stored once per content-hash ID: upserting identical
+//     content returns the stored release.
+//   - A desired release names a stored release of its target, or none.
+type Releases interface {
 	// ReleaseUpsert stores r (whose ID must be its content hash and whose
 	// version must be a stored version of the target's deployment) unless
 	// a release with that ID exists; it returns the stored release and
@@ -350,7 +315,18 @@ type ReleaseStore interface {
 	DesiredSet(ctx context.Context, d DesiredRelease) (bool, error)
 	// DesiredGet reads the target's desired release.
 	DesiredGet(ctx context.Context, t release.ReleaseTarget) (DesiredRelease, error)
+}
 
+// Jobs stores jobs: creation under an idempotency key and the
+// per-environment cap, compare-and-swap updates along release.JobEdges,
+// and the queries the policy rules need. Invariants (checked by
+// porttest.Jobs):
+//   - A job is created once per idempotency key, even by concurrent
+//     creates; JobUpdate moves the status only along release.JobEdges and
+//     never changes the release, target or creation time.
+//   - A capped create never takes an environment over its cap, even when
+//     targets race.
+type Jobs interface {
 	// JobCreate creates p.Job at version 1, or returns the job already
 	// created with p.IdempotencyKey (created false). The key naming a
 	// different release, or the job id being taken, is ErrConflict; a full
@@ -375,6 +351,9 @@ type ReleaseStore interface {
 	// key order (progression: p = deployment, version and terminal
 	// statuses; dependency: resource and successful).
 	JobsLatest(ctx context.Context, p JobsLatestParams) ([]JobRow, error)
+	// TargetJobState reads the target's newest active and newest successful
+	// jobs with their versions in one read (cooldown, rollout, rollback).
+	TargetJobState(ctx context.Context, t release.ReleaseTarget) (TargetJobState, error)
 }
 
 // TerminalJobStatuses lists the terminal job statuses, for

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -184,5 +185,15 @@ func copyJob(j *ports.JobRow) ports.JobRow {
 func copyDesired(d *ports.DesiredRelease) ports.DesiredRelease {
 	out := *d
 	out.Reasons = slices.Clone(d.Reasons)
+	return out
+}
+
+// copyPolicy deep-copies a policy by a JSON round trip (its rules hold
+// arbitrary JSON); a stored policy always encodes.
+func copyPolicy(p *policy.Policy) policy.Policy {
+	out, err := jsonRoundTrip(p)
+	if err != nil {
+		panic(fmt.Sprintf("memory: stored policy %s does not round-trip: %v", p.ID, err))
+	}
 	return out
 }

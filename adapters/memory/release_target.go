@@ -264,12 +264,12 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 	if f.Jobs, err = s.JobsByTarget(ctx, t, jobLimit); err != nil {
 		return ports.TargetFacts{}, err
 	}
-	if f.Policies, err = s.PolicyList(ctx, true); err != nil {
+	if f.Policies, err = ports.EnabledPolicies(ctx, s.Policies()); err != nil {
 		return ports.TargetFacts{}, err
 	}
 	f.Forced = s.forced(t)
 	if id := f.Detail.Deployment.JobAgentID; id != "" {
-		if a, err := s.JobAgentGet(ctx, id); err == nil {
+		if a, err := s.JobAgents().Get(ctx, id); err == nil {
 			f.Agent = &a
 		}
 	}

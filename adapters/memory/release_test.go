@@ -8,9 +8,37 @@ import (
 	"github.com/reconcilerhq/reconciler/ports/porttest"
 )
 
-func TestReleaseStoreConformance(t *testing.T) {
+// newReleaseStore is the memory factory of the release suites.
+func newReleaseStore(_ *testing.T, deps porttest.ReleaseStoreDeps) ports.ReleaseStore {
+	return memory.NewReleaseStore(deps.Clock, memory.WithVersionPageHook(deps.OnPage))
+}
+
+func TestObjectsConformance(t *testing.T) {
 	t.Parallel()
-	porttest.ReleaseStore(t, func(_ *testing.T, deps porttest.ReleaseStoreDeps) ports.ReleaseStore {
-		return memory.NewReleaseStore(deps.Clock, memory.WithVersionPageHook(deps.OnPage))
-	})
+	porttest.Objects(t, newReleaseStore)
+}
+
+func TestTargetsConformance(t *testing.T) {
+	t.Parallel()
+	porttest.Targets(t, newReleaseStore)
+}
+
+func TestVersionsConformance(t *testing.T) {
+	t.Parallel()
+	porttest.Versions(t, newReleaseStore)
+}
+
+func TestReleasesConformance(t *testing.T) {
+	t.Parallel()
+	porttest.Releases(t, newReleaseStore)
+}
+
+func TestJobsConformance(t *testing.T) {
+	t.Parallel()
+	porttest.Jobs(t, newReleaseStore)
+}
+
+func TestTargetFactsConformance(t *testing.T) {
+	t.Parallel()
+	porttest.TargetFacts(t, newReleaseStore)
 }

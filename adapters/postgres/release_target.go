@@ -86,6 +86,18 @@ func (s *ReleaseStore) TargetsReplace(ctx context.Context, p ports.TargetsReplac
 	}
 	var diff ports.TargetsDiff
 	err := s.db.InTx(ctx, func(ctx context.Context) error {
+		if n > 0 {
+			// Hold the referenced rows, so a concurrent delete of one waits
+			// and then sees its targets (ports.ObjectStore).
+			for _, l := range []struct {
+				table string
+				ids   []string
+			}{{"release_deployments", ds}, {"release_environments", es}, {"release_resources", rs}} {
+				if _, err := s.exec(ctx, "SELECT 1 FROM "+l.table+" WHERE id = ANY(?::text[]) FOR KEY SHARE", pgdialect.Array(l.ids)); err != nil {
+					return err
+				}
+			}
+		}
 		if err := s.targetsCheck(ctx, p, ds, es, rs); err != nil {
 			return err
 		}

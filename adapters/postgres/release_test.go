@@ -8,9 +8,37 @@ import (
 	"github.com/reconcilerhq/reconciler/ports/porttest"
 )
 
-func TestReleaseStoreConformance(t *testing.T) {
+// newReleaseStore is the Postgres factory (one schema per subtest) of the release suites.
+func newReleaseStore(t *testing.T, deps porttest.ReleaseStoreDeps) ports.ReleaseStore {
+	return postgres.NewReleaseStore(runStoreSetup(t), deps.Clock, postgres.WithVersionPageHook(deps.OnPage))
+}
+
+func TestObjectsConformance(t *testing.T) {
 	t.Parallel()
-	porttest.ReleaseStore(t, func(t *testing.T, deps porttest.ReleaseStoreDeps) ports.ReleaseStore {
-		return postgres.NewReleaseStore(runStoreSetup(t), deps.Clock, postgres.WithVersionPageHook(deps.OnPage))
-	})
+	porttest.Objects(t, newReleaseStore)
+}
+
+func TestTargetsConformance(t *testing.T) {
+	t.Parallel()
+	porttest.Targets(t, newReleaseStore)
+}
+
+func TestVersionsConformance(t *testing.T) {
+	t.Parallel()
+	porttest.Versions(t, newReleaseStore)
+}
+
+func TestReleasesConformance(t *testing.T) {
+	t.Parallel()
+	porttest.Releases(t, newReleaseStore)
+}
+
+func TestJobsConformance(t *testing.T) {
+	t.Parallel()
+	porttest.Jobs(t, newReleaseStore)
+}
+
+func TestTargetFactsConformance(t *testing.T) {
+	t.Parallel()
+	porttest.TargetFacts(t, newReleaseStore)
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// VersionCreate inserts a version while its deployment exists.
+// VersionCreate inserts a version while its deployment exists, holding the
+// deployment row (FOR KEY SHARE) so a concurrent delete waits and then
+// sees the version.
 func (s *ReleaseStore) VersionCreate(ctx context.Context, v release.DeploymentVersion) error {
 	op := "create version " + v.ID
 	if err := v.Validate(); err != nil {
@@ -26,7 +28,7 @@ func (s *ReleaseStore) VersionCreate(ctx context.Context, v release.DeploymentVe
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	n, err := s.exec(ctx, `INSERT INTO release_versions (id, deployment_id, created_at, status, doc)
-		SELECT ?, ?, ?, ?, ?::jsonb WHERE EXISTS (SELECT 1 FROM release_deployments WHERE id = ?)
+		SELECT ?, ?, ?, ?, ?::jsonb WHERE EXISTS (SELECT 1 FROM release_deployments WHERE id = ? FOR KEY SHARE)
 		ON CONFLICT (id) DO NOTHING`, v.ID, v.DeploymentID, v.CreatedAt, v.Status, doc, v.DeploymentID)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)

@@ -166,27 +166,27 @@ func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
 
 // seedBenchRelease stores the benchmark's workspace: one system, one
 // environment, one deployment on the bench agent and n resources.
-func seedBenchRelease(ctx context.Context, s ports.ReleaseStore, n int) error {
+func seedBenchRelease(ctx context.Context, s ports.ObjectStore, n int) error {
 	step := func(what string, err error) error {
 		if err != nil {
 			return fmt.Errorf("bench release: store %s: %w", what, err)
 		}
 		return nil
 	}
-	if _, err := s.WorkspacePut(ctx, release.Workspace{ID: "bench", Name: "Bench"}, 0); err != nil {
+	if _, err := s.Workspaces().Put(ctx, release.Workspace{ID: "bench", Name: "Bench"}, 0); err != nil {
 		return step("workspace", err)
 	}
-	if _, err := s.SystemPut(ctx, release.System{ID: "bench", WorkspaceID: "bench", Name: "Bench"}, 0); err != nil {
+	if _, err := s.Systems().Put(ctx, release.System{ID: "bench", WorkspaceID: "bench", Name: "Bench"}, 0); err != nil {
 		return step("system", err)
 	}
-	if _, err := s.EnvironmentPut(ctx, release.Environment{ID: "prod", SystemID: "bench", Name: "prod", ResourceSelector: "true"}, 0); err != nil {
+	if _, err := s.Environments().Put(ctx, release.Environment{ID: "prod", SystemID: "bench", Name: "prod", ResourceSelector: "true"}, 0); err != nil {
 		return step("environment", err)
 	}
-	if _, err := s.JobAgentPut(ctx, release.JobAgent{ID: "bench", Name: "Bench", Type: "bench"}, 0); err != nil {
+	if _, err := s.JobAgents().Put(ctx, release.JobAgent{ID: "bench", Name: "Bench", Type: "bench"}, 0); err != nil {
 		return step("job agent", err)
 	}
 	dep := release.Deployment{ID: "api", SystemID: "bench", Name: "API", Slug: "api", JobAgentID: "bench", ResourceSelector: `resource.kind == "Node"`}
-	if _, err := s.DeploymentPut(ctx, dep, 0); err != nil {
+	if _, err := s.Deployments().Put(ctx, dep, 0); err != nil {
 		return step("deployment", err)
 	}
 	g, gctx := errgroup.WithContext(ctx)
@@ -195,7 +195,7 @@ func seedBenchRelease(ctx context.Context, s ports.ReleaseStore, n int) error {
 		g.Go(func() error {
 			id := fmt.Sprintf("node-%06d", i)
 			r := release.Resource{ID: id, WorkspaceID: "bench", Kind: "Node", Identifier: id, Name: id}
-			_, err := s.ResourcePut(gctx, r, 0)
+			_, err := s.Resources().Put(gctx, r, 0)
 			return step("resource "+id, err)
 		})
 	}

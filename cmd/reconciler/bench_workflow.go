@@ -84,7 +84,7 @@ func benchWorkflow(ctx context.Context, stdout, stderr io.Writer, o benchWorkflo
 	}
 	defer cleanup()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if _, err := be.releases.JobAgentPut(ctx, release.JobAgent{ID: "runner", Name: "runner", Type: testrunner.Type}, 0); err != nil {
+	if _, err := be.releases.JobAgents().Put(ctx, release.JobAgent{ID: "runner", Name: "runner", Type: testrunner.Type}, 0); err != nil {
 		return fmt.Errorf("bench workflow: %w", err)
 	}
 	var c *flow.Controller

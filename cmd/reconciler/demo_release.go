@@ -163,36 +163,36 @@ func seedReleaseDemo(ctx context.Context, ch *chain.Chain, cat ports.Catalog, w 
 		}
 		return nil
 	}
-	if _, err := s.WorkspacePut(ctx, w.Workspace, 0); err != nil {
+	if _, err := s.Workspaces().Put(ctx, w.Workspace, 0); err != nil {
 		return step("workspace", w.Workspace.ID, err)
 	}
 	for _, x := range w.Systems {
-		if _, err := s.SystemPut(ctx, x, 0); err != nil {
+		if _, err := s.Systems().Put(ctx, x, 0); err != nil {
 			return step("system", x.ID, err)
 		}
 	}
 	for _, x := range w.Environments {
-		if _, err := s.EnvironmentPut(ctx, x, 0); err != nil {
+		if _, err := s.Environments().Put(ctx, x, 0); err != nil {
 			return step("environment", x.ID, err)
 		}
 	}
 	for _, x := range w.Resources {
-		if _, err := s.ResourcePut(ctx, x, 0); err != nil {
+		if _, err := s.Resources().Put(ctx, x, 0); err != nil {
 			return step("resource", x.ID, err)
 		}
 	}
 	for _, x := range w.JobAgents {
-		if _, err := s.JobAgentPut(ctx, x, 0); err != nil {
+		if _, err := s.JobAgents().Put(ctx, x, 0); err != nil {
 			return step("job agent", x.ID, err)
 		}
 	}
 	for _, x := range w.Deployments {
-		if _, err := s.DeploymentPut(ctx, x, 0); err != nil {
+		if _, err := s.Deployments().Put(ctx, x, 0); err != nil {
 			return step("deployment", x.ID, err)
 		}
 	}
 	for _, x := range w.Policies {
-		if _, err := s.PolicyPut(ctx, x, 0); err != nil {
+		if _, err := s.Policies().Put(ctx, x, 0); err != nil {
 			return step("policy", x.ID, err)
 		}
 	}

@@ -54,7 +54,7 @@ func runnerBackend(t *testing.T) (bin, dsn string, be *backend) {
 	be, err = openBackend(t.Context(), dsn, true, ports.SystemClock)
 	require.NoError(t, err)
 	t.Cleanup(be.close)
-	_, err = be.releases.JobAgentPut(t.Context(), release.JobAgent{ID: "runner", Name: "runner", Type: testrunner.Type}, 0)
+	_, err = be.releases.JobAgents().Put(t.Context(), release.JobAgent{ID: "runner", Name: "runner", Type: testrunner.Type}, 0)
 	require.NoError(t, err)
 	return bin, dsn, be
 }

@@ -93,7 +93,7 @@ func TestWorkflowRunCLI(t *testing.T) {
 	be, err := openBackend(ctx, dsn, true, ports.SystemClock)
 	require.NoError(t, err)
 	defer be.close()
-	_, err = be.releases.JobAgentPut(ctx, release.JobAgent{ID: "runner", Name: "runner", Type: testrunner.Type}, 0)
+	_, err = be.releases.JobAgents().Put(ctx, release.JobAgent{ID: "runner", Name: "runner", Type: testrunner.Type}, 0)
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var c *flow.Controller
@@ -164,16 +164,16 @@ func TestWorkflowRunMatrixFromStore(t *testing.T) {
 	be, err := openBackend(ctx, dsn, true, ports.SystemClock)
 	require.NoError(t, err)
 	defer be.close()
-	_, err = be.releases.WorkspacePut(ctx, release.Workspace{ID: "ws", Name: "acme"}, 0)
+	_, err = be.releases.Workspaces().Put(ctx, release.Workspace{ID: "ws", Name: "acme"}, 0)
 	require.NoError(t, err)
-	_, err = be.releases.SystemPut(ctx, release.System{ID: "shop", WorkspaceID: "ws", Name: "shop"}, 0)
+	_, err = be.releases.Systems().Put(ctx, release.System{ID: "shop", WorkspaceID: "ws", Name: "shop"}, 0)
 	require.NoError(t, err)
 	for _, r := range []release.Resource{
 		{ID: "eu-1", WorkspaceID: "ws", Kind: "Kubernetes", Identifier: "k/eu-1", Name: "eu-1"},
 		{ID: "us-1", WorkspaceID: "ws", Kind: "Kubernetes", Identifier: "k/us-1", Name: "us-1"},
 		{ID: "vm-1", WorkspaceID: "ws", Kind: "VM", Identifier: "vm-1", Name: "vm-1"},
 	} {
-		_, err = be.releases.ResourcePut(ctx, r, 0)
+		_, err = be.releases.Resources().Put(ctx, r, 0)
 		require.NoError(t, err)
 	}
 	file := filepath.Join(t.TempDir(), "fan.yaml")

@@ -29,18 +29,18 @@ func benchChain(b *testing.B, policies ...policy.Policy) (*Chain, release.Releas
 	clock := ports.SystemClock
 	s := memory.NewReleaseStore(clock)
 	c := &Chain{Store: s, Queue: memory.NewQueue(clock), Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	_, err := s.WorkspacePut(ctx, release.Workspace{ID: "ws", Name: "ws"}, 0)
+	_, err := s.Workspaces().Put(ctx, release.Workspace{ID: "ws", Name: "ws"}, 0)
 	require.NoError(b, err)
-	_, err = s.SystemPut(ctx, release.System{ID: "sys", WorkspaceID: "ws", Name: "sys"}, 0)
+	_, err = s.Systems().Put(ctx, release.System{ID: "sys", WorkspaceID: "ws", Name: "sys"}, 0)
 	require.NoError(b, err)
-	_, err = s.EnvironmentPut(ctx, release.Environment{ID: "prod", SystemID: "sys", Name: "prod", ResourceSelector: "true"}, 0)
+	_, err = s.Environments().Put(ctx, release.Environment{ID: "prod", SystemID: "sys", Name: "prod", ResourceSelector: "true"}, 0)
 	require.NoError(b, err)
-	_, err = s.ResourcePut(ctx, release.Resource{ID: "c1", WorkspaceID: "ws", Kind: "cluster", Identifier: "c1", Name: "c1"}, 0)
+	_, err = s.Resources().Put(ctx, release.Resource{ID: "c1", WorkspaceID: "ws", Kind: "cluster", Identifier: "c1", Name: "c1"}, 0)
 	require.NoError(b, err)
-	_, err = s.DeploymentPut(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", ResourceSelector: "true"}, 0)
+	_, err = s.Deployments().Put(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", ResourceSelector: "true"}, 0)
 	require.NoError(b, err)
 	for _, p := range policies {
-		_, err = s.PolicyPut(ctx, p, 0)
+		_, err = s.Policies().Put(ctx, p, 0)
 		require.NoError(b, err)
 	}
 	_, err = c.SyncTargets(ctx, "sys")

@@ -47,6 +47,10 @@ const historyLimit = 50
 // already done: releases are content-addressed, jobs are created once per
 // (release, attempt) key and agents dispatch once per job id.
 type Chain struct {
+	// Store is the release store. The chain uses every one of its ports:
+	// the objects (SyncTargets, policies), Targets, Versions (the desired
+	// release's candidates), Releases, Jobs, and TargetFactsReader (the one
+	// read of each pass).
 	Store ports.ReleaseStore
 	Queue ports.Queue
 	// Agents serve jobs by release.JobAgent.Type.

@@ -36,7 +36,7 @@ func (c *Chain) load(ctx context.Context, t release.ReleaseTarget) (*facts, erro
 
 // enabledPolicies reads the enabled policies.
 func (c *Chain) enabledPolicies(ctx context.Context) ([]policy.Policy, error) {
-	stored, err := c.Store.PolicyList(ctx, true)
+	stored, err := ports.EnabledPolicies(ctx, c.Store.Policies())
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 		in.SuccessfulVersion = &st.Successful.Version
 	}
 	if policy.HasRule(f.policies, policy.TypeEnvironmentProgression) {
-		envs, err := c.Store.EnvironmentList(ctx, f.Detail.System.ID)
+		envs, err := ports.ListAll(ctx, c.Store.Environments(), f.Detail.System.ID)
 		if err != nil {
 			return err
 		}
@@ -277,7 +277,7 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 			if ot.DeploymentID == t.DeploymentID {
 				continue
 			}
-			d, err := c.Store.DeploymentGet(ctx, ot.DeploymentID)
+			d, err := c.Store.Deployments().Get(ctx, ot.DeploymentID)
 			if err != nil {
 				return err
 			}

@@ -125,23 +125,23 @@ func newHarnessOn(t tb, ctx context.Context, clock *porttest.FakeClock, store po
 // deployment "api" served by the fake agent.
 func (h *harness) seed() {
 	ctx, s, r := h.ctx, h.store, require.New(h.t)
-	_, err := s.WorkspacePut(ctx, release.Workspace{ID: "ws", Name: "acme"}, 0)
+	_, err := s.Workspaces().Put(ctx, release.Workspace{ID: "ws", Name: "acme"}, 0)
 	r.NoError(err)
-	_, err = s.SystemPut(ctx, release.System{ID: "sys", WorkspaceID: "ws", Name: "shop"}, 0)
+	_, err = s.Systems().Put(ctx, release.System{ID: "sys", WorkspaceID: "ws", Name: "shop"}, 0)
 	r.NoError(err)
 	for _, name := range []string{"dev", "staging", "prod"} {
 		e := release.Environment{ID: name, SystemID: "sys", Name: name, ResourceSelector: "true"}
-		_, err = s.EnvironmentPut(ctx, e, 0)
+		_, err = s.Environments().Put(ctx, e, 0)
 		r.NoError(err)
 		h.envs[name] = e
 	}
 	for _, id := range []string{"c1", "c2"} {
-		_, err = s.ResourcePut(ctx, release.Resource{ID: id, WorkspaceID: "ws", Kind: "cluster", Identifier: id, Name: id}, 0)
+		_, err = s.Resources().Put(ctx, release.Resource{ID: id, WorkspaceID: "ws", Kind: "cluster", Identifier: id, Name: id}, 0)
 		r.NoError(err)
 	}
-	_, err = s.JobAgentPut(ctx, release.JobAgent{ID: "fake-agent", Name: "fake", Type: "fake", Config: map[string]any{"image": "x", "opts": map[string]any{"a": 1.0}}}, 0)
+	_, err = s.JobAgents().Put(ctx, release.JobAgent{ID: "fake-agent", Name: "fake", Type: "fake", Config: map[string]any{"image": "x", "opts": map[string]any{"a": 1.0}}}, 0)
 	r.NoError(err)
-	_, err = s.DeploymentPut(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", JobAgentID: "fake-agent",
+	_, err = s.Deployments().Put(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", JobAgentID: "fake-agent",
 		JobAgentConfig: map[string]any{"opts": map[string]any{"b": 2.0}}, ResourceSelector: `resource.kind == "cluster"`}, 0)
 	r.NoError(err)
 	diff, err := h.chain.SyncTargets(ctx, "sys")
@@ -152,7 +152,7 @@ func (h *harness) seed() {
 func (h *harness) policy(p policy.Policy) {
 	h.t.Helper()
 	p.Name, p.Enabled = p.ID, true
-	_, err := h.store.PolicyPut(h.ctx, p, 0)
+	_, err := h.store.Policies().Put(h.ctx, p, 0)
 	require.NoError(h.t, err)
 }
 
@@ -370,12 +370,12 @@ func TestScenarioDeploymentWindowDefers(t *testing.T) {
 func TestScenarioNoAgentIsInvalidJobAgent(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, h *harness) {
-		_, err := h.store.JobAgentPut(h.ctx, release.JobAgent{ID: "gha", Name: "gha", Type: "github-actions"}, 0)
+		_, err := h.store.JobAgents().Put(h.ctx, release.JobAgent{ID: "gha", Name: "gha", Type: "github-actions"}, 0)
 		require.NoError(t, err)
-		d, err := h.store.DeploymentGet(h.ctx, "api")
+		d, err := h.store.Deployments().Get(h.ctx, "api")
 		require.NoError(t, err)
 		d.Value.JobAgentID = "gha"
-		_, err = h.store.DeploymentPut(h.ctx, d.Value, d.Version)
+		_, err = h.store.Deployments().Put(h.ctx, d.Value, d.Version)
 		require.NoError(t, err)
 		h.version("v1")
 		h.drain()
@@ -442,25 +442,25 @@ func TestScenarioVariables(t *testing.T) {
 		var logs lockedBuffer
 		h.chain.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		ctx, s := h.ctx, h.store
-		sys, err := s.SystemGet(ctx, "sys")
+		sys, err := s.Systems().Get(ctx, "sys")
 		require.NoError(t, err)
 		sys.Value.VariableSets = []release.VariableSet{{Name: "prod", Selector: `environment.name == "prod"`, Priority: 1,
 			Values: map[string]release.Value{"region": {Literal: "eu-prod"}, "db": {Sensitive: &release.SecretRef{Ciphertext: "v1:SECRETCIPHER"}}}}}
-		_, err = s.SystemPut(ctx, sys.Value, sys.Version)
+		_, err = s.Systems().Put(ctx, sys.Value, sys.Version)
 		require.NoError(t, err)
-		dep, err := s.DeploymentGet(ctx, "api")
+		dep, err := s.Deployments().Get(ctx, "api")
 		require.NoError(t, err)
 		dep.Value.Variables = []release.DeploymentVariable{
 			{Key: "replicas", Default: &release.Value{Literal: 1}, Values: []release.VariableValue{{Selector: `environment.name == "staging"`, Value: release.Value{Literal: 2}}}},
 			{Key: "region", Default: &release.Value{Literal: "default"}},
 			{Key: "db"},
 		}
-		_, err = s.DeploymentPut(ctx, dep.Value, dep.Version)
+		_, err = s.Deployments().Put(ctx, dep.Value, dep.Version)
 		require.NoError(t, err)
-		res, err := s.ResourceGet(ctx, "c1")
+		res, err := s.Resources().Get(ctx, "c1")
 		require.NoError(t, err)
 		res.Value.Variables = map[string]release.Value{"replicas": {Literal: 7}}
-		_, err = s.ResourcePut(ctx, res.Value, res.Version)
+		_, err = s.Resources().Put(ctx, res.Value, res.Version)
 		require.NoError(t, err)
 
 		h.drain()
@@ -479,10 +479,10 @@ func TestScenarioVariables(t *testing.T) {
 			"deployment value, then default")
 		before := vars("dev", "c1")
 
-		res, err = s.ResourceGet(ctx, "c1")
+		res, err = s.Resources().Get(ctx, "c1")
 		require.NoError(t, err)
 		res.Value.Variables = map[string]release.Value{"replicas": {Literal: 8}}
-		_, err = s.ResourcePut(ctx, res.Value, res.Version)
+		_, err = s.Resources().Put(ctx, res.Value, res.Version)
 		require.NoError(t, err)
 		require.NoError(t, h.chain.EvaluateTargets(ctx, target("dev", "c1")))
 		h.drain()
@@ -563,10 +563,10 @@ func TestScenarioForceDeploy(t *testing.T) {
 // ended in time is left alone, and the target takes the next version.
 func TestScenarioJobTimeout(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, h *harness) {
-		dep, err := h.store.DeploymentGet(h.ctx, "api")
+		dep, err := h.store.Deployments().Get(h.ctx, "api")
 		require.NoError(t, err)
 		dep.Value.JobTimeoutSeconds = 600
-		_, err = h.store.DeploymentPut(h.ctx, dep.Value, dep.Version)
+		_, err = h.store.Deployments().Put(h.ctx, dep.Value, dep.Version)
 		require.NoError(t, err)
 		h.version("v1")
 		h.drain()

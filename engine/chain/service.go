@@ -19,19 +19,19 @@ import (
 // returned with the diff.
 func (c *Chain) SyncTargets(ctx context.Context, systemID string) (ports.TargetsDiff, error) {
 	op := "sync targets of system " + systemID
-	sys, err := c.Store.SystemGet(ctx, systemID)
+	sys, err := c.Store.Systems().Get(ctx, systemID)
 	if err != nil {
 		return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, err)
 	}
-	deps, err := c.Store.DeploymentList(ctx, systemID)
+	deps, err := ports.ListAll(ctx, c.Store.Deployments(), systemID)
 	if err != nil {
 		return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, err)
 	}
-	envs, err := c.Store.EnvironmentList(ctx, systemID)
+	envs, err := ports.ListAll(ctx, c.Store.Environments(), systemID)
 	if err != nil {
 		return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, err)
 	}
-	res, err := c.Store.ResourceList(ctx, ports.ResourceListParams{WorkspaceID: sys.Value.WorkspaceID})
+	res, err := ports.ListAll(ctx, c.Store.Resources(), sys.Value.WorkspaceID)
 	if err != nil {
 		return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, err)
 	}

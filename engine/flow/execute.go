@@ -100,7 +100,7 @@ func (c *Controller) agentOf(ctx context.Context, t *workflow.Template, task str
 			ref = t.Spec.Tasks[i].JobAgentRef
 		}
 	}
-	agent, err := c.Releases.JobAgentGet(ctx, ref)
+	agent, err := c.Releases.JobAgents().Get(ctx, ref)
 	if err != nil {
 		return release.JobAgent{}, nil, fmt.Errorf("job agent %s: %w", strconv.Quote(ref), err)
 	}

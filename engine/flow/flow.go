@@ -34,6 +34,13 @@ func Key(workflowID string) ports.WorkKey {
 	return ports.WorkKey{Kind: Kind, ScopeType: Scope, ScopeID: workflowID}
 }
 
+// ReleaseReader is what workflows use of the release store: its objects
+// and its release targets.
+type ReleaseReader interface {
+	ports.ObjectStore
+	ports.Targets
+}
+
 // Controller runs workflows. Every pass recomputes from the store, so a
 // repeated or retried pass changes nothing already done: TaskRuns are
 // created once per (task, matrix index) id, writes are compare-and-swap,
@@ -41,8 +48,9 @@ func Key(workflowID string) ports.WorkKey {
 type Controller struct {
 	Store ports.WorkflowStore
 	Queue ports.Queue
-	// Releases holds the job agents that job tasks name (jobAgentRef).
-	Releases ports.ReleaseStore
+	// Releases holds the job agents that job tasks name (jobAgentRef) and
+	// the objects and targets matrices read (InputScope).
+	Releases ReleaseReader
 	// Agents serve job tasks by release.JobAgent.Type.
 	Agents map[string]ports.JobAgent
 	// Verifiers take verification tasks' measurements by provider type.

@@ -41,7 +41,7 @@ func TestReportBeforeJobRecorded(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	c := &flow.Controller{Store: memory.NewWorkflowStore(), Queue: q, Releases: rel, Clock: clock, Logger: log}
 	c.Agents = map[string]ports.JobAgent{"instant": instantAgent{c}}
-	_, err := rel.JobAgentPut(ctx, release.JobAgent{ID: "a", Name: "a", Type: "instant"}, 0)
+	_, err := rel.JobAgents().Put(ctx, release.JobAgent{ID: "a", Name: "a", Type: "instant"}, 0)
 	require.NoError(t, err)
 	eng := engine.New(q, engine.Options{Clock: clock, Logger: log, Owner: "test"})
 	c.Register(eng, 1)

@@ -58,7 +58,7 @@ func (c *Controller) loadInputs(ctx context.Context, t *workflow.Template, in wo
 		return in, errors.New("matrix inputs: no release store to read resources, environments and targets from")
 	}
 	if sc.WorkspaceID == "" && sc.SystemID != "" {
-		sys, err := c.Releases.SystemGet(ctx, sc.SystemID)
+		sys, err := c.Releases.Systems().Get(ctx, sc.SystemID)
 		if err != nil {
 			return in, fmt.Errorf("matrix inputs: system %s: %w", sc.SystemID, err)
 		}
@@ -69,7 +69,7 @@ func (c *Controller) loadInputs(ctx context.Context, t *workflow.Template, in wo
 	}
 	systems := []string{sc.SystemID}
 	if sc.SystemID == "" {
-		all, err := c.Releases.SystemList(ctx, sc.WorkspaceID)
+		all, err := ports.ListAll(ctx, c.Releases.Systems(), sc.WorkspaceID)
 		if err != nil {
 			return in, fmt.Errorf("matrix inputs: systems of %s: %w", sc.WorkspaceID, err)
 		}
@@ -80,7 +80,7 @@ func (c *Controller) loadInputs(ctx context.Context, t *workflow.Template, in wo
 	}
 	resources := map[string]map[string]any{}
 	if n.resources {
-		rs, err := c.Releases.ResourceList(ctx, ports.ResourceListParams{WorkspaceID: sc.WorkspaceID})
+		rs, err := ports.ListAll(ctx, c.Releases.Resources(), sc.WorkspaceID)
 		if err != nil {
 			return in, fmt.Errorf("matrix inputs: resources of %s: %w", sc.WorkspaceID, err)
 		}
@@ -95,7 +95,7 @@ func (c *Controller) loadInputs(ctx context.Context, t *workflow.Template, in wo
 	if n.environments {
 		in.Environments = []map[string]any{}
 		for _, sys := range systems {
-			es, err := c.Releases.EnvironmentList(ctx, sys)
+			es, err := ports.ListAll(ctx, c.Releases.Environments(), sys)
 			if err != nil {
 				return in, fmt.Errorf("matrix inputs: environments of %s: %w", sys, err)
 			}
@@ -105,7 +105,7 @@ func (c *Controller) loadInputs(ctx context.Context, t *workflow.Template, in wo
 				environments[es[i].Value.ID] = m
 			}
 			if n.targets {
-				ds, err := c.Releases.DeploymentList(ctx, sys)
+				ds, err := ports.ListAll(ctx, c.Releases.Deployments(), sys)
 				if err != nil {
 					return in, fmt.Errorf("matrix inputs: deployments of %s: %w", sys, err)
 				}

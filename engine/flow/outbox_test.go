@@ -69,7 +69,7 @@ func TestJobSentOnceWhenAReportWinsTheRace(t *testing.T) {
 			c, eng, _ := setupController(t, open)
 			agent := &racingAgent{c: c, fast: "b", sends: map[string]int{}}
 			c.Agents = map[string]ports.JobAgent{"racing": agent}
-			_, err := c.Releases.JobAgentPut(ctx, release.JobAgent{ID: "r", Name: "r", Type: "racing"}, 0)
+			_, err := c.Releases.JobAgents().Put(ctx, release.JobAgent{ID: "r", Name: "r", Type: "racing"}, 0)
 			require.NoError(t, err)
 			tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
 				{"name":"a","type":"job","jobAgentRef":"r","config":{"name":"a"}},

@@ -98,22 +98,22 @@ func newReleaseWorld(t *testing.T, backend string) *releaseWorld {
 // workflow template "ship".
 func (w *releaseWorld) seed() {
 	ctx, s, r := w.ctx, w.rel, require.New(w.t)
-	_, err := s.WorkspacePut(ctx, release.Workspace{ID: "ws", Name: "acme"}, 0)
+	_, err := s.Workspaces().Put(ctx, release.Workspace{ID: "ws", Name: "acme"}, 0)
 	r.NoError(err)
-	_, err = s.SystemPut(ctx, release.System{ID: "shop", WorkspaceID: "ws", Name: "shop"}, 0)
+	_, err = s.Systems().Put(ctx, release.System{ID: "shop", WorkspaceID: "ws", Name: "shop"}, 0)
 	r.NoError(err)
 	for _, name := range []string{"staging", "prod"} {
-		_, err = s.EnvironmentPut(ctx, release.Environment{ID: name, SystemID: "shop", Name: name, ResourceSelector: "true"}, 0)
+		_, err = s.Environments().Put(ctx, release.Environment{ID: name, SystemID: "shop", Name: name, ResourceSelector: "true"}, 0)
 		r.NoError(err)
 	}
 	for _, id := range []string{"c1", "c2"} {
-		_, err = s.ResourcePut(ctx, release.Resource{ID: id, WorkspaceID: "ws", Kind: "cluster", Identifier: id, Name: id,
+		_, err = s.Resources().Put(ctx, release.Resource{ID: id, WorkspaceID: "ws", Kind: "cluster", Identifier: id, Name: id,
 			Config: map[string]any{"namespace": "ns-" + id}}, 0)
 		r.NoError(err)
 	}
-	_, err = s.JobAgentPut(ctx, release.JobAgent{ID: "ci", Name: "ci", Type: "script"}, 0)
+	_, err = s.JobAgents().Put(ctx, release.JobAgent{ID: "ci", Name: "ci", Type: "script"}, 0)
 	r.NoError(err)
-	_, err = s.DeploymentPut(ctx, release.Deployment{ID: "api", SystemID: "shop", Name: "api", Slug: "api",
+	_, err = s.Deployments().Put(ctx, release.Deployment{ID: "api", SystemID: "shop", Name: "api", Slug: "api",
 		ResourceSelector: `resource.kind == "cluster"`, WorkflowTemplate: &release.WorkflowTemplateRef{Name: "ship"},
 		Variables: []release.DeploymentVariable{{Key: "replicas", Default: &release.Value{Literal: 3.0}}}}, 0)
 	r.NoError(err)
@@ -356,10 +356,10 @@ func TestReleaseReportSurvivesFailure(t *testing.T) {
 func TestReleaseJobTimeoutCancelsItsWorkflow(t *testing.T) {
 	t.Parallel()
 	w := newReleaseWorld(t, "memory")
-	dep, err := w.rel.DeploymentGet(w.ctx, "api")
+	dep, err := w.rel.Deployments().Get(w.ctx, "api")
 	require.NoError(t, err)
 	dep.Value.JobTimeoutSeconds = 300
-	_, err = w.rel.DeploymentPut(w.ctx, dep.Value, dep.Version)
+	_, err = w.rel.Deployments().Put(w.ctx, dep.Value, dep.Version)
 	require.NoError(t, err)
 	w.publish("ship", shipTemplate(`{"name": "ship"}`, "workspace"))
 	require.NoError(t, w.chain.CreateVersion(w.ctx, release.DeploymentVersion{ID: "v1", DeploymentID: "api", Tag: "1.0",

@@ -157,8 +157,8 @@ func runScenario(t *testing.T, sc *scenario.Scenario, backend string) (flow.Stat
 	c.Register(eng, 1)
 	for i := range sc.TemplateDoc().Spec.Tasks {
 		if ref := sc.TemplateDoc().Spec.Tasks[i].JobAgentRef; ref != "" {
-			if _, err := rel.JobAgentGet(ctx, ref); err != nil {
-				_, err := rel.JobAgentPut(ctx, release.JobAgent{ID: ref, Name: ref, Type: "script"}, 0)
+			if _, err := rel.JobAgents().Get(ctx, ref); err != nil {
+				_, err := rel.JobAgents().Put(ctx, release.JobAgent{ID: ref, Name: ref, Type: "script"}, 0)
 				require.NoError(t, err)
 			}
 		}

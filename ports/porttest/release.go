@@ -14,7 +14,7 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// ReleaseStoreDeps is what the release suite hands its factory: the clock
+// ReleaseStoreDeps is what the release suites hand their factory: the clock
 // the store must stamp writes with, and the hook its VersionsNewestFirst
 // must call with the row count of every page it reads (the adapters'
 // WithVersionPageHook), so the suite can count page reads.
@@ -23,13 +23,17 @@ type ReleaseStoreDeps struct {
 	OnPage func(rows int)
 }
 
-// ReleaseStore is the conformance suite of ports.ReleaseStore: every
-// invariant of the interface's doc comment. newStore is called once per
-// subtest and must return an empty store wired to deps; subtests run in
-// parallel.
-func ReleaseStore(t *testing.T, newStore func(t *testing.T, deps ReleaseStoreDeps) ports.ReleaseStore) {
-	t.Helper()
-	setup := func(t *testing.T) (*testing.T, *relEnv) {
+// ReleaseStoreFactory returns an empty release store wired to deps. Each
+// suite of the release chain's ports (Objects, Targets, Versions, Releases,
+// Jobs, TargetFacts) calls it once per subtest, and subtests run in
+// parallel. The suites take the whole store because their fixtures need
+// the objects a port's rows point at (a job needs its release, version,
+// target and deployment).
+type ReleaseStoreFactory func(t *testing.T, deps ReleaseStoreDeps) ports.ReleaseStore
+
+// relSetup returns the per-subtest setup of a release suite.
+func relSetup(newStore ReleaseStoreFactory) func(t *testing.T) (*testing.T, *relEnv) {
+	return func(t *testing.T) (*testing.T, *relEnv) {
 		t.Helper()
 		t.Parallel()
 		env := &relEnv{ctx: t.Context(), clock: NewFakeClock(relT0)}
@@ -39,43 +43,85 @@ func ReleaseStore(t *testing.T, newStore func(t *testing.T, deps ReleaseStoreDep
 		}})
 		return t, env
 	}
-	t.Run("CatalogCompareAndSwap", func(t *testing.T) { relCatalogCAS(t, setup) })
-	t.Run("CatalogRoundTrip", func(t *testing.T) { relCatalogRoundTrip(setup(t)) })
-	t.Run("CatalogStoreChecks", func(t *testing.T) { relCatalogStoreChecks(setup(t)) })
-	t.Run("CatalogSelectorPosition", func(t *testing.T) { relCatalogSelectorPosition(setup(t)) })
-	t.Run("CatalogLists", func(t *testing.T) { relCatalogLists(setup(t)) })
+}
+
+// Objects is the conformance suite of ports.ObjectStore and ports.Objects:
+// every invariant of their doc comments, for every kind.
+func Objects(t *testing.T, newStore ReleaseStoreFactory) {
+	t.Helper()
+	setup := relSetup(newStore)
+	t.Run("CompareAndSwap", func(t *testing.T) { relCatalogCAS(t, setup) })
+	t.Run("RoundTrip", func(t *testing.T) { relCatalogRoundTrip(setup(t)) })
+	t.Run("StoreChecks", func(t *testing.T) { relCatalogStoreChecks(setup(t)) })
+	t.Run("SelectorPosition", func(t *testing.T) { relCatalogSelectorPosition(setup(t)) })
+	t.Run("Lists", func(t *testing.T) { relCatalogLists(setup(t)) })
+	t.Run("ListPages", func(t *testing.T) { objListPages(t, setup) })
+	t.Run("ListRefused", func(t *testing.T) { objListRefused(setup(t)) })
+	t.Run("Delete", func(t *testing.T) { objDelete(t, setup) })
+	t.Run("DeleteRefusedWhileInUse", func(t *testing.T) { objDeleteInUse(setup(t)) })
+	t.Run("DeleteConcurrentWithChild", func(t *testing.T) { objDeleteConcurrentChild(setup(t)) })
 	t.Run("RefusesNUL", func(t *testing.T) { relRefusesNUL(setup(t)) })
-	t.Run("CatalogReadsAreCopies", func(t *testing.T) { relCatalogCopies(setup(t)) })
-	t.Run("TargetsReplace", func(t *testing.T) { relTargetsReplace(setup(t)) })
-	t.Run("TargetsReplaceMoved", func(t *testing.T) { relTargetsMoved(setup(t)) })
-	t.Run("TargetsReplaceRefused", func(t *testing.T) { relTargetsRefused(setup(t)) })
-	t.Run("TargetListAndGet", func(t *testing.T) { relTargetListGet(setup(t)) })
-	t.Run("VersionCreateGet", func(t *testing.T) { relVersionCreateGet(setup(t)) })
-	t.Run("VersionUpdateStatus", func(t *testing.T) { relVersionUpdateStatus(setup(t)) })
-	t.Run("VersionsNewestFirstOrder", func(t *testing.T) { relVersionsOrder(setup(t)) })
-	t.Run("VersionsNewestFirstLazy", func(t *testing.T) { relVersionsLazy(setup(t)) })
-	t.Run("VersionsNewestFirstCursor", func(t *testing.T) { relVersionsCursor(setup(t)) })
-	t.Run("VersionsNewestFirstError", func(t *testing.T) { relVersionsError(setup(t)) })
+	t.Run("ReadsAreCopies", func(t *testing.T) { relCatalogCopies(setup(t)) })
+}
+
+// Targets is the conformance suite of ports.Targets.
+func Targets(t *testing.T, newStore ReleaseStoreFactory) {
+	t.Helper()
+	setup := relSetup(newStore)
+	t.Run("Replace", func(t *testing.T) { relTargetsReplace(setup(t)) })
+	t.Run("ReplaceMoved", func(t *testing.T) { relTargetsMoved(setup(t)) })
+	t.Run("ReplaceRefused", func(t *testing.T) { relTargetsRefused(setup(t)) })
+	t.Run("ListAndGet", func(t *testing.T) { relTargetListGet(setup(t)) })
+}
+
+// Versions is the conformance suite of ports.Versions.
+func Versions(t *testing.T, newStore ReleaseStoreFactory) {
+	t.Helper()
+	setup := relSetup(newStore)
+	t.Run("CreateGet", func(t *testing.T) { relVersionCreateGet(setup(t)) })
+	t.Run("UpdateStatus", func(t *testing.T) { relVersionUpdateStatus(setup(t)) })
+	t.Run("NewestFirstOrder", func(t *testing.T) { relVersionsOrder(setup(t)) })
+	t.Run("NewestFirstLazy", func(t *testing.T) { relVersionsLazy(setup(t)) })
+	t.Run("NewestFirstCursor", func(t *testing.T) { relVersionsCursor(setup(t)) })
+	t.Run("NewestFirstError", func(t *testing.T) { relVersionsError(setup(t)) })
 	t.Run("Approvals", func(t *testing.T) { relApprovals(setup(t)) })
 	t.Run("PolicySkips", func(t *testing.T) { relPolicySkips(setup(t)) })
-	t.Run("ReleaseUpsert", func(t *testing.T) { relReleaseUpsert(setup(t)) })
-	t.Run("ReleaseUpsertRefused", func(t *testing.T) { relReleaseRefused(setup(t)) })
+}
+
+// Releases is the conformance suite of ports.Releases.
+func Releases(t *testing.T, newStore ReleaseStoreFactory) {
+	t.Helper()
+	setup := relSetup(newStore)
+	t.Run("Upsert", func(t *testing.T) { relReleaseUpsert(setup(t)) })
+	t.Run("UpsertRefused", func(t *testing.T) { relReleaseRefused(setup(t)) })
 	t.Run("Desired", func(t *testing.T) { relDesired(setup(t)) })
-	t.Run("JobCreateIdempotent", func(t *testing.T) { relJobCreate(setup(t)) })
-	t.Run("JobCreateRefused", func(t *testing.T) { relJobCreateRefused(setup(t)) })
-	t.Run("JobCreateConcurrent", func(t *testing.T) { relJobCreateConcurrent(setup(t)) })
-	t.Run("JobUpdateCompareAndSwap", func(t *testing.T) { relJobUpdateCAS(setup(t)) })
-	t.Run("JobUpdateConcurrent", func(t *testing.T) { relJobUpdateConcurrent(setup(t)) })
-	t.Run("JobUpdateEdges", func(t *testing.T) { relJobUpdateEdges(setup(t)) })
-	t.Run("JobUpdateImmutable", func(t *testing.T) { relJobUpdateImmutable(setup(t)) })
-	t.Run("JobRoundTripAndCopies", func(t *testing.T) { relJobRoundTrip(setup(t)) })
-	t.Run("JobByExternalID", func(t *testing.T) { relJobByExternalID(setup(t)) })
-	t.Run("JobsByTarget", func(t *testing.T) { relJobsByTarget(setup(t)) })
-	t.Run("JobsActive", func(t *testing.T) { relJobsActive(setup(t)) })
-	t.Run("JobsLatest", func(t *testing.T) { relJobsLatest(setup(t)) })
+}
+
+// Jobs is the conformance suite of ports.Jobs.
+func Jobs(t *testing.T, newStore ReleaseStoreFactory) {
+	t.Helper()
+	setup := relSetup(newStore)
+	t.Run("CreateIdempotent", func(t *testing.T) { relJobCreate(setup(t)) })
+	t.Run("CreateRefused", func(t *testing.T) { relJobCreateRefused(setup(t)) })
+	t.Run("CreateConcurrent", func(t *testing.T) { relJobCreateConcurrent(setup(t)) })
+	t.Run("CreateEnvironmentCap", func(t *testing.T) { relJobCreateEnvironmentCap(setup(t)) })
+	t.Run("UpdateCompareAndSwap", func(t *testing.T) { relJobUpdateCAS(setup(t)) })
+	t.Run("UpdateConcurrent", func(t *testing.T) { relJobUpdateConcurrent(setup(t)) })
+	t.Run("UpdateEdges", func(t *testing.T) { relJobUpdateEdges(setup(t)) })
+	t.Run("UpdateImmutable", func(t *testing.T) { relJobUpdateImmutable(setup(t)) })
+	t.Run("RoundTripAndCopies", func(t *testing.T) { relJobRoundTrip(setup(t)) })
+	t.Run("ByExternalID", func(t *testing.T) { relJobByExternalID(setup(t)) })
+	t.Run("ByTarget", func(t *testing.T) { relJobsByTarget(setup(t)) })
+	t.Run("Active", func(t *testing.T) { relJobsActive(setup(t)) })
+	t.Run("Latest", func(t *testing.T) { relJobsLatest(setup(t)) })
 	t.Run("TargetJobState", func(t *testing.T) { relTargetJobState(setup(t)) })
-	t.Run("TargetFacts", func(t *testing.T) { relTargetFacts(setup(t)) })
-	t.Run("JobCreateEnvironmentCap", func(t *testing.T) { relJobCreateEnvironmentCap(setup(t)) })
+}
+
+// TargetFacts is the conformance suite of ports.TargetFactsReader.
+func TargetFacts(t *testing.T, newStore ReleaseStoreFactory) {
+	t.Helper()
+	setup := relSetup(newStore)
+	t.Run("OneRead", func(t *testing.T) { relTargetFacts(setup(t)) })
 }
 
 // relT0 is the suite's clock start: nanoseconds in a non-UTC zone, so every
@@ -137,27 +183,27 @@ func requireInvalid(t testT, err error, field string) {
 func relWorld(t testT, e *relEnv) {
 	t.Helper()
 	ctx, s := e.ctx, e.s
-	_, err := s.WorkspacePut(ctx, release.Workspace{ID: relWS, Name: "Workspace"}, 0)
+	_, err := s.Workspaces().Put(ctx, release.Workspace{ID: relWS, Name: "Workspace"}, 0)
 	must(t, err)
 	for _, sys := range []string{relSys1, relSys2} {
-		_, err = s.SystemPut(ctx, release.System{ID: sys, WorkspaceID: relWS, Name: sys}, 0)
+		_, err = s.Systems().Put(ctx, release.System{ID: sys, WorkspaceID: relWS, Name: sys}, 0)
 		must(t, err)
 	}
 	for _, d := range []struct{ id, sys string }{{relD1, relSys1}, {relD2, relSys1}, {relD3, relSys2}} {
-		_, err = s.DeploymentPut(ctx, release.Deployment{ID: d.id, SystemID: d.sys, Name: "Deployment " + d.id, Slug: d.id,
+		_, err = s.Deployments().Put(ctx, release.Deployment{ID: d.id, SystemID: d.sys, Name: "Deployment " + d.id, Slug: d.id,
 			JobAgentID: relAgent, ResourceSelector: relSelectorAllMatched}, 0)
 		must(t, err)
 	}
 	for _, en := range []struct{ id, sys string }{{relE1, relSys1}, {relE2, relSys1}, {relE3, relSys2}} {
-		_, err = s.EnvironmentPut(ctx, release.Environment{ID: en.id, SystemID: en.sys, Name: "Environment " + en.id,
+		_, err = s.Environments().Put(ctx, release.Environment{ID: en.id, SystemID: en.sys, Name: "Environment " + en.id,
 			ResourceSelector: relSelectorAllMatched}, 0)
 		must(t, err)
 	}
 	for _, r := range []string{relR1, relR2, relR3} {
-		_, err = s.ResourcePut(ctx, release.Resource{ID: r, WorkspaceID: relWS, Kind: "Cluster", Identifier: "id-" + r, Name: "Resource " + r}, 0)
+		_, err = s.Resources().Put(ctx, release.Resource{ID: r, WorkspaceID: relWS, Kind: "Cluster", Identifier: "id-" + r, Name: "Resource " + r}, 0)
 		must(t, err)
 	}
-	_, err = s.JobAgentPut(ctx, release.JobAgent{ID: relAgent, Name: "Agent", Type: "test"}, 0)
+	_, err = s.JobAgents().Put(ctx, release.JobAgent{ID: relAgent, Name: "Agent", Type: "test"}, 0)
 	must(t, err)
 }
 
@@ -173,6 +219,29 @@ type relCatalogKind struct {
 	// putInvalid writes an invalid object; invalidField is the field named.
 	putInvalid   func(e *relEnv, id, parent string, expected int64) (int64, error)
 	invalidField string
+	// del deletes; list reads one page's ids and its continue token.
+	del  func(e *relEnv, id string, expected int64) error
+	list func(e *relEnv, p ports.ListParams) ([]string, string, error)
+}
+
+// deleter adapts a kind's Delete to relCatalogKind.del.
+func deleter[T any](objs func(ports.ReleaseStore) ports.Objects[T]) func(*relEnv, string, int64) error {
+	return func(e *relEnv, id string, exp int64) error { return objs(e.s).Delete(e.ctx, id, exp) }
+}
+
+// lister adapts a kind's List to relCatalogKind.list.
+func lister[T any](objs func(ports.ReleaseStore) ports.Objects[T], id func(*T) string) func(*relEnv, ports.ListParams) ([]string, string, error) {
+	return func(e *relEnv, p ports.ListParams) ([]string, string, error) {
+		page, err := objs(e.s).List(e.ctx, p)
+		if err != nil {
+			return nil, "", err
+		}
+		ids := make([]string, len(page.Items))
+		for i := range page.Items {
+			ids[i] = id(&page.Items[i].Value)
+		}
+		return ids, page.Continue, nil
+	}
 }
 
 // getter adapts a typed Get to relCatalogKind.get.
@@ -195,93 +264,107 @@ func relCatalogKinds() []relCatalogKind {
 		{
 			name: "workspace",
 			put: func(e *relEnv, id, _, label string, exp int64) (int64, error) {
-				return e.s.WorkspacePut(e.ctx, release.Workspace{ID: id, Name: label}, exp)
+				return e.s.Workspaces().Put(e.ctx, release.Workspace{ID: id, Name: label}, exp)
 			},
 			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
-				return getter(s.WorkspaceGet, func(v *release.Workspace) string { return v.Name })
+				return getter(s.Workspaces().Get, func(v *release.Workspace) string { return v.Name })
 			}),
 			putInvalid: func(e *relEnv, id, _ string, exp int64) (int64, error) {
-				return e.s.WorkspacePut(e.ctx, release.Workspace{ID: id, Name: "  "}, exp)
+				return e.s.Workspaces().Put(e.ctx, release.Workspace{ID: id, Name: "  "}, exp)
 			},
 			invalidField: "name",
+			del:          deleter(ports.ReleaseStore.Workspaces),
+			list:         lister(ports.ReleaseStore.Workspaces, func(v *release.Workspace) string { return v.ID }),
 		},
 		{
 			name: "system", parent: relWS, missingParent: "ws-missing",
 			put: func(e *relEnv, id, parent, label string, exp int64) (int64, error) {
-				return e.s.SystemPut(e.ctx, release.System{ID: id, WorkspaceID: parent, Name: label}, exp)
+				return e.s.Systems().Put(e.ctx, release.System{ID: id, WorkspaceID: parent, Name: label}, exp)
 			},
 			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
-				return getter(s.SystemGet, func(v *release.System) string { return v.Name })
+				return getter(s.Systems().Get, func(v *release.System) string { return v.Name })
 			}),
 			putInvalid: func(e *relEnv, id, parent string, exp int64) (int64, error) {
-				return e.s.SystemPut(e.ctx, release.System{ID: id, WorkspaceID: parent, Name: ""}, exp)
+				return e.s.Systems().Put(e.ctx, release.System{ID: id, WorkspaceID: parent, Name: ""}, exp)
 			},
 			invalidField: "name",
+			del:          deleter(ports.ReleaseStore.Systems),
+			list:         lister(ports.ReleaseStore.Systems, func(v *release.System) string { return v.ID }),
 		},
 		{
 			name: "deployment", parent: relSys1, missingParent: "sys-missing",
 			put: func(e *relEnv, id, parent, label string, exp int64) (int64, error) {
-				return e.s.DeploymentPut(e.ctx, release.Deployment{ID: id, SystemID: parent, Name: label, Slug: "slug"}, exp)
+				return e.s.Deployments().Put(e.ctx, release.Deployment{ID: id, SystemID: parent, Name: label, Slug: "slug"}, exp)
 			},
 			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
-				return getter(s.DeploymentGet, func(v *release.Deployment) string { return v.Name })
+				return getter(s.Deployments().Get, func(v *release.Deployment) string { return v.Name })
 			}),
 			putInvalid: func(e *relEnv, id, parent string, exp int64) (int64, error) {
-				return e.s.DeploymentPut(e.ctx, release.Deployment{ID: id, SystemID: parent, Name: "n", Slug: "Not A Slug"}, exp)
+				return e.s.Deployments().Put(e.ctx, release.Deployment{ID: id, SystemID: parent, Name: "n", Slug: "Not A Slug"}, exp)
 			},
 			invalidField: "slug",
+			del:          deleter(ports.ReleaseStore.Deployments),
+			list:         lister(ports.ReleaseStore.Deployments, func(v *release.Deployment) string { return v.ID }),
 		},
 		{
 			name: "environment", parent: relSys1, missingParent: "sys-missing",
 			put: func(e *relEnv, id, parent, label string, exp int64) (int64, error) {
-				return e.s.EnvironmentPut(e.ctx, release.Environment{ID: id, SystemID: parent, Name: label}, exp)
+				return e.s.Environments().Put(e.ctx, release.Environment{ID: id, SystemID: parent, Name: label}, exp)
 			},
 			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
-				return getter(s.EnvironmentGet, func(v *release.Environment) string { return v.Name })
+				return getter(s.Environments().Get, func(v *release.Environment) string { return v.Name })
 			}),
 			putInvalid: func(e *relEnv, id, parent string, exp int64) (int64, error) {
-				return e.s.EnvironmentPut(e.ctx, release.Environment{ID: id, SystemID: parent, Name: "n", ResourceSelector: relSelectorBad}, exp)
+				return e.s.Environments().Put(e.ctx, release.Environment{ID: id, SystemID: parent, Name: "n", ResourceSelector: relSelectorBad}, exp)
 			},
 			invalidField: "resource_selector",
+			del:          deleter(ports.ReleaseStore.Environments),
+			list:         lister(ports.ReleaseStore.Environments, func(v *release.Environment) string { return v.ID }),
 		},
 		{
 			name: "resource", parent: relWS, missingParent: "ws-missing",
 			put: func(e *relEnv, id, parent, label string, exp int64) (int64, error) {
-				return e.s.ResourcePut(e.ctx, release.Resource{ID: id, WorkspaceID: parent, Kind: "Cluster", Identifier: id, Name: label}, exp)
+				return e.s.Resources().Put(e.ctx, release.Resource{ID: id, WorkspaceID: parent, Kind: "Cluster", Identifier: id, Name: label}, exp)
 			},
 			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
-				return getter(s.ResourceGet, func(v *release.Resource) string { return v.Name })
+				return getter(s.Resources().Get, func(v *release.Resource) string { return v.Name })
 			}),
 			putInvalid: func(e *relEnv, id, parent string, exp int64) (int64, error) {
-				return e.s.ResourcePut(e.ctx, release.Resource{ID: id, WorkspaceID: parent, Kind: "", Identifier: id, Name: "n"}, exp)
+				return e.s.Resources().Put(e.ctx, release.Resource{ID: id, WorkspaceID: parent, Kind: "", Identifier: id, Name: "n"}, exp)
 			},
 			invalidField: "kind",
+			del:          deleter(ports.ReleaseStore.Resources),
+			list:         lister(ports.ReleaseStore.Resources, func(v *release.Resource) string { return v.ID }),
 		},
 		{
 			name: "job agent",
 			put: func(e *relEnv, id, _, label string, exp int64) (int64, error) {
-				return e.s.JobAgentPut(e.ctx, release.JobAgent{ID: id, Name: label, Type: "test"}, exp)
+				return e.s.JobAgents().Put(e.ctx, release.JobAgent{ID: id, Name: label, Type: "test"}, exp)
 			},
 			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
-				return getter(s.JobAgentGet, func(v *release.JobAgent) string { return v.Name })
+				return getter(s.JobAgents().Get, func(v *release.JobAgent) string { return v.Name })
 			}),
 			putInvalid: func(e *relEnv, id, _ string, exp int64) (int64, error) {
-				return e.s.JobAgentPut(e.ctx, release.JobAgent{ID: id, Name: "n"}, exp)
+				return e.s.JobAgents().Put(e.ctx, release.JobAgent{ID: id, Name: "n"}, exp)
 			},
 			invalidField: "type",
+			del:          deleter(ports.ReleaseStore.JobAgents),
+			list:         lister(ports.ReleaseStore.JobAgents, func(v *release.JobAgent) string { return v.ID }),
 		},
 		{
 			name: "policy",
 			put: func(e *relEnv, id, _, label string, exp int64) (int64, error) {
-				return e.s.PolicyPut(e.ctx, policy.Policy{ID: id, Name: label, Enabled: true}, exp)
+				return e.s.Policies().Put(e.ctx, policy.Policy{ID: id, Name: label, Enabled: true}, exp)
 			},
 			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
-				return getter(s.PolicyGet, func(v *policy.Policy) string { return v.Name })
+				return getter(s.Policies().Get, func(v *policy.Policy) string { return v.Name })
 			}),
 			putInvalid: func(e *relEnv, id, _ string, exp int64) (int64, error) {
-				return e.s.PolicyPut(e.ctx, policy.Policy{ID: id, Name: "n", Selector: relSelectorBad}, exp)
+				return e.s.Policies().Put(e.ctx, policy.Policy{ID: id, Name: "n", Selector: relSelectorBad}, exp)
 			},
 			invalidField: "selector",
+			del:          deleter(ports.ReleaseStore.Policies),
+			list:         lister(ports.ReleaseStore.Policies, func(v *policy.Policy) string { return v.ID }),
 		},
 	}
 }

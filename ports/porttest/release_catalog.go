@@ -33,9 +33,9 @@ func relFullDeployment() release.Deployment {
 func relCatalogRoundTrip(t *testing.T, e *relEnv) {
 	relWorld(t, e)
 	d := relFullDeployment()
-	_, err := e.s.DeploymentPut(e.ctx, d, 0)
+	_, err := e.s.Deployments().Put(e.ctx, d, 0)
 	require.NoError(t, err)
-	got, err := e.s.DeploymentGet(e.ctx, d.ID)
+	got, err := e.s.Deployments().Get(e.ctx, d.ID)
 	require.NoError(t, err)
 	want := d
 	// JSON numbers read back as float64 in free-form maps and as int64 in
@@ -49,9 +49,9 @@ func relCatalogRoundTrip(t *testing.T, e *relEnv) {
 	r := release.Resource{ID: "rfull", WorkspaceID: relWS, Kind: "Cluster", Identifier: "x", Name: "X", Version: "v1",
 		Config: map[string]any{"replicas": 3, "labels": map[string]any{"a": "b"}, "on": true, "nil": nil}, Metadata: map[string]string{"region": "eu"},
 		Variables: map[string]release.Value{"replicas": {Literal: 9}, "token": {Sensitive: &release.SecretRef{Ciphertext: "v1:abc"}}}}
-	_, err = e.s.ResourcePut(e.ctx, r, 0)
+	_, err = e.s.Resources().Put(e.ctx, r, 0)
 	require.NoError(t, err)
-	gotR, err := e.s.ResourceGet(e.ctx, r.ID)
+	gotR, err := e.s.Resources().Get(e.ctx, r.ID)
 	require.NoError(t, err)
 	r.Config = map[string]any{"replicas": float64(3), "labels": map[string]any{"a": "b"}, "on": true, "nil": nil}
 	r.Variables = map[string]release.Value{"replicas": {Literal: int64(9)}, "token": r.Variables["token"]}
@@ -61,17 +61,17 @@ func relCatalogRoundTrip(t *testing.T, e *relEnv) {
 		{Name: "prod", Selector: `environment.name == "prod"`, Priority: 2, Values: map[string]release.Value{"replicas": {Literal: 4}}},
 		{Name: "all", Values: map[string]release.Value{"region": {Literal: "eu"}}},
 	}}
-	_, err = e.s.SystemPut(e.ctx, sys, 0)
+	_, err = e.s.Systems().Put(e.ctx, sys, 0)
 	require.NoError(t, err)
-	gotS, err := e.s.SystemGet(e.ctx, sys.ID)
+	gotS, err := e.s.Systems().Get(e.ctx, sys.ID)
 	require.NoError(t, err)
 	sys.VariableSets[0].Values = map[string]release.Value{"replicas": {Literal: int64(4)}}
 	require.Equal(t, sys, gotS.Value)
 
 	p := policy.Policy{ID: "pfull", Name: "P", Description: "d", Selector: `environment.name == "prod"`, Priority: 7, Enabled: true}
-	_, err = e.s.PolicyPut(e.ctx, p, 0)
+	_, err = e.s.Policies().Put(e.ctx, p, 0)
 	require.NoError(t, err)
-	gotP, err := e.s.PolicyGet(e.ctx, p.ID)
+	gotP, err := e.s.Policies().Get(e.ctx, p.ID)
 	require.NoError(t, err)
 	require.Equal(t, p, gotP.Value)
 }
@@ -81,9 +81,9 @@ func relCatalogRoundTrip(t *testing.T, e *relEnv) {
 func relCatalogStoreChecks(t *testing.T, e *relEnv) {
 	relWorld(t, e)
 	bad := release.Resource{ID: relR1, WorkspaceID: relWS, Kind: "Cluster", Identifier: "x", Name: "nan", Config: map[string]any{"x": math.NaN()}}
-	_, err := e.s.ResourcePut(e.ctx, bad, 1)
+	_, err := e.s.Resources().Put(e.ctx, bad, 1)
 	require.ErrorIs(t, err, release.ErrInvalid, "a NaN cannot be stored")
-	got, err := e.s.ResourceGet(e.ctx, relR1)
+	got, err := e.s.Resources().Get(e.ctx, relR1)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), got.Version)
 	require.Equal(t, "Resource "+relR1, got.Value.Name)
@@ -94,13 +94,13 @@ func relCatalogStoreChecks(t *testing.T, e *relEnv) {
 func relCatalogSelectorPosition(t *testing.T, e *relEnv) {
 	relWorld(t, e)
 	d := release.Deployment{ID: "dsel", SystemID: relSys1, Name: "n", Slug: "n", ResourceSelector: relSelectorBad}
-	_, err := e.s.DeploymentPut(e.ctx, d, 0)
+	_, err := e.s.Deployments().Put(e.ctx, d, 0)
 	requireInvalid(t, err, "resource_selector")
 	var fe *release.FieldError
 	require.ErrorAs(t, err, &fe)
 	require.Equal(t, relSelectorBadLine, fe.Line, "CEL line")
 	require.Positive(t, fe.Column, "CEL column")
-	_, err = e.s.DeploymentGet(e.ctx, d.ID)
+	_, err = e.s.Deployments().Get(e.ctx, d.ID)
 	require.ErrorIs(t, err, ports.ErrNotFound)
 }
 
@@ -114,52 +114,40 @@ func relCatalogLists(t *testing.T, e *relEnv) {
 		}
 		return out
 	}
-	systems, err := s.SystemList(ctx, relWS)
+	systems, err := ports.ListAll(ctx, s.Systems(), relWS)
 	require.NoError(t, err)
 	require.Equal(t, []string{relSys1, relSys2}, ids(len(systems), func(i int) string { return systems[i].Value.ID }))
-	systems, err = s.SystemList(ctx, "ws-none")
+	systems, err = ports.ListAll(ctx, s.Systems(), "ws-none")
 	require.NoError(t, err)
 	require.Empty(t, systems)
 
 	// Ids list in byte order: "D" < "d".
-	_, err = s.DeploymentPut(ctx, release.Deployment{ID: "D0", SystemID: relSys1, Name: "upper", Slug: "upper"}, 0)
+	_, err = s.Deployments().Put(ctx, release.Deployment{ID: "D0", SystemID: relSys1, Name: "upper", Slug: "upper"}, 0)
 	require.NoError(t, err)
-	deps, err := s.DeploymentList(ctx, relSys1)
+	deps, err := ports.ListAll(ctx, s.Deployments(), relSys1)
 	require.NoError(t, err)
 	require.Equal(t, []string{"D0", relD1, relD2}, ids(len(deps), func(i int) string { return deps[i].Value.ID }))
-	envs, err := s.EnvironmentList(ctx, relSys2)
+	envs, err := ports.ListAll(ctx, s.Environments(), relSys2)
 	require.NoError(t, err)
 	require.Equal(t, []string{relE3}, ids(len(envs), func(i int) string { return envs[i].Value.ID }))
 
 	// A deployment moved to another system lists there only.
-	_, err = s.DeploymentPut(ctx, release.Deployment{ID: relD2, SystemID: relSys2, Name: "moved", Slug: "d2"}, 1)
+	_, err = s.Deployments().Put(ctx, release.Deployment{ID: relD2, SystemID: relSys2, Name: "moved", Slug: "d2"}, 1)
 	require.NoError(t, err)
-	deps, err = s.DeploymentList(ctx, relSys1)
+	deps, err = ports.ListAll(ctx, s.Deployments(), relSys1)
 	require.NoError(t, err)
 	require.Equal(t, []string{"D0", relD1}, ids(len(deps), func(i int) string { return deps[i].Value.ID }))
-	deps, err = s.DeploymentList(ctx, relSys2)
+	deps, err = ports.ListAll(ctx, s.Deployments(), relSys2)
 	require.NoError(t, err)
 	require.Equal(t, []string{relD2, relD3}, ids(len(deps), func(i int) string { return deps[i].Value.ID }))
 
-	for _, c := range []struct {
-		p    ports.ResourceListParams
-		want []string
-	}{
-		{ports.ResourceListParams{WorkspaceID: relWS}, []string{relR1, relR2, relR3}},
-		{ports.ResourceListParams{WorkspaceID: relWS, Limit: 2}, []string{relR1, relR2}},
-		{ports.ResourceListParams{WorkspaceID: relWS, AfterID: relR1, Limit: 1}, []string{relR2}},
-		{ports.ResourceListParams{WorkspaceID: relWS, AfterID: "r10"}, []string{relR2, relR3}},
-		{ports.ResourceListParams{WorkspaceID: relWS, AfterID: relR3}, []string{}},
-		{ports.ResourceListParams{WorkspaceID: "ws-none"}, []string{}},
-	} {
-		res, err := s.ResourceList(ctx, c.p)
-		require.NoError(t, err)
-		require.Equal(t, c.want, ids(len(res), func(i int) string { return res[i].Value.ID }), "%+v", c.p)
-	}
-
-	_, err = s.JobAgentPut(ctx, release.JobAgent{ID: "a0", Name: "A0", Type: "t"}, 0)
+	res, err := ports.ListAll(ctx, s.Resources(), relWS)
 	require.NoError(t, err)
-	agents, err := s.JobAgentList(ctx)
+	require.Equal(t, []string{relR1, relR2, relR3}, ids(len(res), func(i int) string { return res[i].Value.ID }))
+
+	_, err = s.JobAgents().Put(ctx, release.JobAgent{ID: "a0", Name: "A0", Type: "t"}, 0)
+	require.NoError(t, err)
+	agents, err := ports.ListAll(ctx, s.JobAgents(), "")
 	require.NoError(t, err)
 	require.Equal(t, []string{"a0", relAgent}, ids(len(agents), func(i int) string { return agents[i].Value.ID }))
 
@@ -169,13 +157,13 @@ func relCatalogLists(t *testing.T, e *relEnv) {
 		{ID: "p-c", Name: "c", Priority: 9, Enabled: true},
 		{ID: "p-d", Name: "d", Priority: -1, Enabled: true},
 	} {
-		_, err := s.PolicyPut(ctx, p, 0)
+		_, err := s.Policies().Put(ctx, p, 0)
 		require.NoError(t, err)
 	}
-	pols, err := s.PolicyList(ctx, false)
+	pols, err := ports.ListAll(ctx, s.Policies(), "")
 	require.NoError(t, err)
-	require.Equal(t, []string{"p-c", "p-a", "p-b", "p-d"}, ids(len(pols), func(i int) string { return pols[i].Value.ID }), "priority desc, then id")
-	pols, err = s.PolicyList(ctx, true)
+	require.Equal(t, []string{"p-a", "p-b", "p-c", "p-d"}, ids(len(pols), func(i int) string { return pols[i].Value.ID }), "by id")
+	pols, err = ports.EnabledPolicies(ctx, s.Policies())
 	require.NoError(t, err)
 	require.Equal(t, []string{"p-c", "p-b", "p-d"}, ids(len(pols), func(i int) string { return pols[i].Value.ID }))
 }
@@ -184,11 +172,11 @@ func relCatalogLists(t *testing.T, e *relEnv) {
 func relCatalogCopies(t *testing.T, e *relEnv) {
 	relWorld(t, e)
 	d := relFullDeployment()
-	_, err := e.s.DeploymentPut(e.ctx, d, 0)
+	_, err := e.s.Deployments().Put(e.ctx, d, 0)
 	require.NoError(t, err)
-	first, err := e.s.DeploymentGet(e.ctx, d.ID)
+	first, err := e.s.Deployments().Get(e.ctx, d.ID)
 	require.NoError(t, err)
-	want, err := e.s.DeploymentGet(e.ctx, d.ID)
+	want, err := e.s.Deployments().Get(e.ctx, d.ID)
 	require.NoError(t, err)
 	first.Value.Metadata["team"] = "changed"
 	first.Value.JobAgentConfig["inputs"].(map[string]any)["n"] = "changed"
@@ -196,21 +184,21 @@ func relCatalogCopies(t *testing.T, e *relEnv) {
 	first.Value.Variables[0].Values[1].Value.Reference.Path[0] = "changed"
 	first.Value.Variables[0].Default.Sensitive.Ref = "changed"
 	first.Value.WorkflowTemplate.Name = "changed"
-	got, err := e.s.DeploymentGet(e.ctx, d.ID)
+	got, err := e.s.Deployments().Get(e.ctx, d.ID)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 
 	// Nor does changing what a write was given.
 	r := release.Resource{ID: "rc", WorkspaceID: relWS, Kind: "k", Identifier: "i", Name: "n", Config: map[string]any{"a": "b"}, Metadata: map[string]string{"m": "1"}}
-	_, err = e.s.ResourcePut(e.ctx, r, 0)
+	_, err = e.s.Resources().Put(e.ctx, r, 0)
 	require.NoError(t, err)
 	r.Config["a"], r.Metadata["m"] = "changed", "changed"
-	gotR, err := e.s.ResourceGet(e.ctx, r.ID)
+	gotR, err := e.s.Resources().Get(e.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"a": "b"}, gotR.Value.Config)
 	require.Equal(t, map[string]string{"m": "1"}, gotR.Value.Metadata)
 	gotR.Value.Config["a"] = "changed"
-	again, err := e.s.ResourceGet(e.ctx, r.ID)
+	again, err := e.s.Resources().Get(e.ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"a": "b"}, again.Value.Config)
 }
@@ -221,15 +209,15 @@ func relCatalogCopies(t *testing.T, e *relEnv) {
 func relRefusesNUL(t *testing.T, e *relEnv) {
 	f := relJobWorld(t, e)
 	ctx, s := e.ctx, e.s
-	_, err := s.ResourcePut(ctx, release.Resource{ID: "rn", WorkspaceID: relWS, Kind: "k", Identifier: "i", Name: "a\x00b"}, 0)
+	_, err := s.Resources().Put(ctx, release.Resource{ID: "rn", WorkspaceID: relWS, Kind: "k", Identifier: "i", Name: "a\x00b"}, 0)
 	requireInvalid(t, err, "name")
-	_, err = s.ResourceGet(ctx, "rn")
+	_, err = s.Resources().Get(ctx, "rn")
 	require.ErrorIs(t, err, ports.ErrNotFound)
-	_, err = s.ResourcePut(ctx, release.Resource{ID: "r\x00n", WorkspaceID: relWS, Kind: "k", Identifier: "i", Name: "n"}, 0)
+	_, err = s.Resources().Put(ctx, release.Resource{ID: "r\x00n", WorkspaceID: relWS, Kind: "k", Identifier: "i", Name: "n"}, 0)
 	requireInvalid(t, err, "id")
-	_, err = s.JobAgentPut(ctx, release.JobAgent{ID: "an", Name: "A", Type: "t", Config: map[string]any{"env": map[string]any{"K\x00": "v"}}}, 0)
+	_, err = s.JobAgents().Put(ctx, release.JobAgent{ID: "an", Name: "A", Type: "t", Config: map[string]any{"env": map[string]any{"K\x00": "v"}}}, 0)
 	requireInvalid(t, err, `config.env."K\x00"`)
-	_, err = s.PolicyPut(ctx, policy.Policy{ID: "pn", Name: "P", Description: "x\x00", Selector: "true", Enabled: true}, 0)
+	_, err = s.Policies().Put(ctx, policy.Policy{ID: "pn", Name: "P", Description: "x\x00", Selector: "true", Enabled: true}, 0)
 	requireInvalid(t, err, "description")
 	err = s.VersionCreate(ctx, release.DeploymentVersion{ID: "vn", DeploymentID: relD1, Tag: "v", Status: release.VersionReady,
 		CreatedAt: relAt(1), Config: map[string]any{"list": []any{"ok", "no\x00"}}})

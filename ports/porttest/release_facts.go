@@ -37,12 +37,12 @@ func relTargetFacts(t *testing.T, e *relEnv) {
 		if len(jobs) > 0 || len(got.Jobs) > 0 {
 			require.Equal(t, jobs, got.Jobs, label+": jobs")
 		}
-		pols, err := s.PolicyList(ctx, true)
+		pols, err := ports.EnabledPolicies(ctx, s.Policies())
 		require.NoError(t, err, label)
 		if len(pols) > 0 || len(got.Policies) > 0 {
 			require.Equal(t, pols, got.Policies, label+": policies")
 		}
-		agent, err := s.JobAgentGet(ctx, relAgent)
+		agent, err := s.JobAgents().Get(ctx, relAgent)
 		require.NoError(t, err, label)
 		require.Equal(t, &agent, got.Agent, label+": agent")
 		d, err := s.DesiredGet(ctx, target)
@@ -80,7 +80,7 @@ func relTargetFacts(t *testing.T, e *relEnv) {
 		{ID: "p-high", Name: "High", Selector: "true", Enabled: true, Priority: 5, Rules: []policy.Rule{{ID: "a", Spec: policy.AnyApproval{MinApprovals: 1}}}},
 		{ID: "p-off", Name: "Off", Selector: "true", Enabled: false},
 	} {
-		_, err := s.PolicyPut(ctx, p, 0)
+		_, err := s.Policies().Put(ctx, p, 0)
 		require.NoError(t, err)
 	}
 	r1, r2 := f.release(target, "v1"), f.release(target, "v2")
@@ -119,10 +119,10 @@ func relTargetFacts(t *testing.T, e *relEnv) {
 	require.Equal(t, relNorm(relAt(1)), got.Forced[1].ExpiresAt, "expired ones are included, with their expiry")
 
 	// A deployment whose agent does not exist has no agent in its facts.
-	dep, err := s.DeploymentGet(ctx, relD1)
+	dep, err := s.Deployments().Get(ctx, relD1)
 	require.NoError(t, err)
 	dep.Value.JobAgentID = "gone"
-	_, err = s.DeploymentPut(ctx, dep.Value, dep.Version)
+	_, err = s.Deployments().Put(ctx, dep.Value, dep.Version)
 	require.NoError(t, err)
 	got, err = s.TargetFactsGet(ctx, target, 0)
 	require.NoError(t, err)

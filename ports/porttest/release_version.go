@@ -70,9 +70,9 @@ func relTargetsMoved(t *testing.T, e *relEnv) {
 	moved, kept := tgt(relD2, relE2, relR1), tgt(relD1, relE1, relR1)
 	relReplace(t, e, ports.TargetScope{SystemID: relSys1}, moved, kept)
 	e.clock.Advance(time.Hour)
-	_, err := e.s.DeploymentPut(e.ctx, release.Deployment{ID: relD2, SystemID: relSys2, Name: "moved", Slug: "d2"}, 1)
+	_, err := e.s.Deployments().Put(e.ctx, release.Deployment{ID: relD2, SystemID: relSys2, Name: "moved", Slug: "d2"}, 1)
 	require.NoError(t, err)
-	_, err = e.s.EnvironmentPut(e.ctx, release.Environment{ID: relE2, SystemID: relSys2, Name: "moved"}, 1)
+	_, err = e.s.Environments().Put(e.ctx, release.Environment{ID: relE2, SystemID: relSys2, Name: "moved"}, 1)
 	require.NoError(t, err)
 
 	d := relReplace(t, e, ports.TargetScope{SystemID: relSys2}, moved, tgt(relD3, relE3, relR1))
@@ -165,7 +165,7 @@ func relTargetListGet(t *testing.T, e *relEnv) {
 	require.Equal(t, relNorm(t0), got.CreatedAt, "created_at in UTC at microsecond precision")
 
 	// The detail reads the catalog as it is now.
-	_, err = e.s.ResourcePut(e.ctx, release.Resource{ID: relR1, WorkspaceID: relWS, Kind: "Cluster", Identifier: "x", Name: "renamed"}, 1)
+	_, err = e.s.Resources().Put(e.ctx, release.Resource{ID: relR1, WorkspaceID: relWS, Kind: "Cluster", Identifier: "x", Name: "renamed"}, 1)
 	require.NoError(t, err)
 	got, err = e.s.TargetGet(e.ctx, all[2])
 	require.NoError(t, err)

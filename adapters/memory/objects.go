@@ -1,0 +1,208 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// objects is the one in-memory ports.Objects, parameterised by a kind: its
+// table, whether a parent id is stored, and what depends on an object.
+type objects[T any] struct {
+	s     *ReleaseStore
+	kind  *ports.Kind[T]
+	table *docTable[T]
+	// parentHas reports whether a parent id is stored (nil: top-level).
+	parentHas func(id string) bool
+	// dependent names one stored dependent of id ("" when none); the caller
+	// holds the lock.
+	dependent func(id string) string
+}
+
+// Workspaces implements ports.ObjectStore.
+func (s *ReleaseStore) Workspaces() ports.Objects[release.Workspace] {
+	return &objects[release.Workspace]{s: s, kind: &ports.WorkspaceKind, table: s.workspaces,
+		dependent: func(id string) string {
+			return firstOf("system", s.systems.byParent[id]) + firstOf("resource", s.resources.byParent[id])
+		}}
+}
+
+// Systems implements ports.ObjectStore.
+func (s *ReleaseStore) Systems() ports.Objects[release.System] {
+	return &objects[release.System]{s: s, kind: &ports.SystemKind, table: s.systems, parentHas: s.workspaces.has,
+		dependent: func(id string) string {
+			return firstOf("deployment", s.deployments.byParent[id]) + firstOf("environment", s.environments.byParent[id])
+		}}
+}
+
+// Deployments implements ports.ObjectStore.
+func (s *ReleaseStore) Deployments() ports.Objects[release.Deployment] {
+	return &objects[release.Deployment]{s: s, kind: &ports.DeploymentKind, table: s.deployments, parentHas: s.systems.has,
+		dependent: func(id string) string {
+			if vs := s.versionsByDep[id]; len(vs) > 0 {
+				return "version " + vs[len(vs)-1].ID
+			}
+			return s.targetOf(s.targets.byDep[id])
+		}}
+}
+
+// Environments implements ports.ObjectStore.
+func (s *ReleaseStore) Environments() ports.Objects[release.Environment] {
+	return &objects[release.Environment]{s: s, kind: &ports.EnvironmentKind, table: s.environments, parentHas: s.systems.has,
+		dependent: func(id string) string { return s.targetOf(s.targets.byEnv[id]) }}
+}
+
+// Resources implements ports.ObjectStore.
+func (s *ReleaseStore) Resources() ports.Objects[release.Resource] {
+	return &objects[release.Resource]{s: s, kind: &ports.ResourceKind, table: s.resources, parentHas: s.workspaces.has,
+		dependent: func(id string) string { return s.targetOf(s.targets.byRes[id]) }}
+}
+
+// JobAgents implements ports.ObjectStore.
+func (s *ReleaseStore) JobAgents() ports.Objects[release.JobAgent] {
+	return &objects[release.JobAgent]{s: s, kind: &ports.JobAgentKind, table: s.agents,
+		dependent: func(id string) string {
+			var ids []string
+			for did, d := range s.deployments.rows {
+				if d.Value.JobAgentID == id {
+					ids = append(ids, did)
+				}
+			}
+			slices.Sort(ids)
+			return firstOf("deployment", ids)
+		}}
+}
+
+// Policies implements ports.ObjectStore.
+func (s *ReleaseStore) Policies() ports.Objects[policy.Policy] {
+	return &objects[policy.Policy]{s: s, kind: &ports.PolicyKind, table: s.policies,
+		dependent: func(string) string { return "" }}
+}
+
+// firstOf names the first of ids as a kind, "" when there is none.
+func firstOf(kind string, ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return kind + " " + ids[0]
+}
+
+// targetOf names the first of recs as a release target.
+func (s *ReleaseStore) targetOf(recs []*targetRec) string {
+	if len(recs) == 0 {
+		return ""
+	}
+	return "release target " + recs[0].key
+}
+
+// Get implements ports.Objects.
+func (o *objects[T]) Get(_ context.Context, id string) (ports.Stored[T], error) {
+	o.s.mu.RLock()
+	defer o.s.mu.RUnlock()
+	return o.table.get(id)
+}
+
+// List implements ports.Objects.
+func (o *objects[T]) List(_ context.Context, p ports.ListParams) (ports.Page[T], error) {
+	after, limit, err := ports.ListCursor(o.kind, p)
+	if err != nil {
+		return ports.Page[T]{}, fmt.Errorf("list %s: %w", o.kind.Plural, err)
+	}
+	o.s.mu.RLock()
+	defer o.s.mu.RUnlock()
+	var ids []string
+	if p.Parent != "" || o.parentHas == nil {
+		ids = o.table.byParent[p.Parent]
+	} else {
+		ids = o.table.allIDs()
+	}
+	i, found := slices.BinarySearch(ids, after)
+	if found {
+		i++
+	}
+	ids = ids[i:]
+	var page ports.Page[T]
+	if len(ids) > limit {
+		ids = ids[:limit]
+		page.Continue = ports.ContinueToken(ids[limit-1])
+	}
+	page.Items = make([]ports.Stored[T], 0, len(ids))
+	for _, id := range ids {
+		page.Items = append(page.Items, o.table.stored(o.table.rows[id]))
+	}
+	return page, nil
+}
+
+// Put implements ports.Objects: validate, then normalise, then (under the
+// lock) check the parent and the version.
+func (o *objects[T]) Put(_ context.Context, v T, expected int64) (int64, error) {
+	t, id := o.table, o.kind.ID(&v)
+	op := "put " + o.kind.Name + " " + id
+	if err := o.kind.Validate(&v); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	if expected < 0 {
+		return 0, fmt.Errorf("%s: %w", op, release.Invalid("expected_version", "must not be negative"))
+	}
+	norm, err := jsonRoundTrip(&v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, release.Invalid(o.kind.Name, err.Error()))
+	}
+
+	s := o.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	parent := o.kind.ParentOf(&norm)
+	if o.parentHas != nil && !o.parentHas(parent) {
+		return 0, fmt.Errorf("%s: %s %s: %w", op, o.kind.ParentKind, parent, ports.ErrNotFound)
+	}
+	cur := t.rows[id]
+	switch {
+	case expected == 0 && cur != nil:
+		return 0, fmt.Errorf("%s: already exists at version %d: %w", op, cur.Version, ports.ErrConflict)
+	case expected > 0 && cur == nil:
+		return 0, fmt.Errorf("%s: %w", op, ports.ErrNotFound)
+	case expected > 0 && cur.Version != expected:
+		return 0, fmt.Errorf("%s: expected version %d, stored %d: %w", op, expected, cur.Version, ports.ErrConflict)
+	}
+	if cur == nil {
+		cur = &ports.Stored[T]{}
+		t.rows[id] = cur
+		t.byParent[parent] = insertSorted(t.byParent[parent], id)
+	} else if old := o.kind.ParentOf(&cur.Value); old != parent {
+		t.unparent(old, id)
+		t.byParent[parent] = insertSorted(t.byParent[parent], id)
+	}
+	cur.Value = norm
+	cur.Version++
+	cur.UpdatedAt = s.now()
+	return cur.Version, nil
+}
+
+// Delete implements ports.Objects.
+func (o *objects[T]) Delete(_ context.Context, id string, expected int64) error {
+	op := "delete " + o.kind.Name + " " + id
+	if err := ports.CheckDelete(expected); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	s, t := o.s, o.table
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := t.rows[id]
+	switch {
+	case cur == nil:
+		return fmt.Errorf("%s: %w", op, ports.ErrNotFound)
+	case cur.Version != expected:
+		return fmt.Errorf("%s: expected version %d, stored %d: %w", op, expected, cur.Version, ports.ErrConflict)
+	}
+	if dep := o.dependent(id); dep != "" {
+		return fmt.Errorf("%s: %s belongs to it: %w", op, dep, ports.ErrInUse)
+	}
+	t.unparent(o.kind.ParentOf(&cur.Value), id)
+	delete(t.rows, id)
+	return nil
+}
