@@ -51,8 +51,11 @@ type Choice struct {
 // Choose streams candidates newest first and stops at the first version
 // that Evaluate allows: the desired-release decision.
 //
-//   - Only ready versions are candidates; building, paused, rejected and
-//     failed ones are passed over without evaluation.
+//   - Only ready versions are candidates, and a paused version where the
+//     target already runs it (its newest successful or active job is for
+//     it), so a pause stops a rollout without rolling anything back;
+//     building, rejected and failed versions, and paused ones elsewhere,
+//     are passed over without evaluation.
 //   - An excluded version is passed over with its reason.
 //   - A denied or pending version is passed over; its blocking verdict is
 //     kept as a reason, and a pending one's Until lowers NextCheckAt.
@@ -73,7 +76,9 @@ func Choose(p ChooseParams, candidates iter.Seq2[Candidate, error]) (Choice, err
 			return Choice{}, err
 		}
 		v := &c.Version
-		if v.Status != release.VersionReady {
+		in := p.Base
+		in.Version, in.Approvals, in.Skips = c.Version, c.Approvals, c.Skips
+		if !in.IsCandidate() {
 			reason(v, "version is "+string(v.Status))
 			continue
 		}
@@ -81,8 +86,6 @@ func Choose(p ChooseParams, candidates iter.Seq2[Candidate, error]) (Choice, err
 			reason(v, why)
 			continue
 		}
-		in := p.Base
-		in.Version, in.Approvals, in.Skips = c.Version, c.Approvals, c.Skips
 		out.Examined++
 		d := Evaluate(p.Policies, in)
 		switch d.Status {

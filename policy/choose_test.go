@@ -59,6 +59,21 @@ func TestChoose(t *testing.T) {
 		{name: "none passes: no version, every reason", policies: []Policy{approve},
 			cs:   []Candidate{cand("v2", release.VersionReady), cand("v1", release.VersionReady)},
 			read: 2, reasons: []string{"v2: approve pending: 0 of 1 required approvals for environment prod", "v1: approve pending: 0 of 1 required approvals for environment prod"}},
+		{name: "a paused version stays where it already runs", base: func(in *Input) {
+			in.SuccessfulVersion = &release.DeploymentVersion{ID: "v3", DeploymentID: "api", Tag: "v3", Status: release.VersionPaused, CreatedAt: t0}
+		}, cs: []Candidate{cand("v4", release.VersionPaused), cand("v3", release.VersionPaused), cand("v2", release.VersionReady)},
+			want: "v3", read: 2, reasons: []string{"v4: version is paused"}},
+		{name: "a paused version stays where its job is active", base: func(in *Input) {
+			in.Jobs = []JobRecord{job("j", "v3", release.JobInProgress, t0)}
+		}, cs: []Candidate{cand("v3", release.VersionPaused), cand("v2", release.VersionReady)}, want: "v3", read: 1},
+		{name: "a paused version where it runs still answers to the policies", policies: []Policy{approve}, base: func(in *Input) {
+			in.SuccessfulVersion = &release.DeploymentVersion{ID: "v3", DeploymentID: "api", Tag: "v3", Status: release.VersionPaused, CreatedAt: t0}
+		}, cs: []Candidate{cand("v3", release.VersionPaused), cand("v2", release.VersionReady, "alice")}, want: "v2", read: 2,
+			reasons: []string{"v3: approve pending: 0 of 1 required approvals for environment prod"}},
+		{name: "a rejected version leaves even where it runs", base: func(in *Input) {
+			in.SuccessfulVersion = &release.DeploymentVersion{ID: "v3", DeploymentID: "api", Tag: "v3", Status: release.VersionRejected, CreatedAt: t0}
+		}, cs: []Candidate{cand("v3", release.VersionRejected), cand("v2", release.VersionReady)}, want: "v2", read: 2,
+			reasons: []string{"v3: version is rejected"}},
 		{name: "excluded versions are passed over with their reason", exclude: map[string]string{"v2": "rolled back"},
 			cs: []Candidate{cand("v2", release.VersionReady), cand("v1", release.VersionReady)}, want: "v1", read: 2,
 			reasons: []string{"v2: rolled back"}},

@@ -24,9 +24,14 @@
 //   - A rule waived by an unexpired policy skip for the version and target
 //     scope counts as Allowed and says so.
 //   - A policy whose selector fails to evaluate fails closed (Denied).
-//   - Without a retry rule a release gets exactly one job; with one, at most
-//     MaxRetries+1. Without a concurrency rule a target has at most one
-//     active job.
+//   - A release's run is its consecutive jobs at the head of the target's
+//     history: without a retry rule a run has exactly one job; with one, at
+//     most MaxRetries+1. A release wanted again after another one ran starts
+//     a new run (a fresh budget). Without a concurrency rule a target has at
+//     most one active job.
+//   - Choose takes ready versions, and a paused version only where the
+//     target already runs it: a pause stops a rollout, it rolls nothing
+//     back.
 //   - Gradual rollout admits the targets of each deployment and environment
 //     in ascending FNV-1a order of (target key + version ID), from a start
 //     no earlier than the version's creation, its approval and progression

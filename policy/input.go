@@ -119,6 +119,19 @@ func (in *Input) runsVersion() bool {
 	return id != "" && (in.successfulVersionID() == id || in.activeVersionID() == id)
 }
 
+// IsCandidate reports whether the input's version may be chosen for its
+// target (Choose's rule): a ready version, or a paused version where the
+// target already runs it.
+func (in *Input) IsCandidate() bool {
+	switch in.Version.Status {
+	case release.VersionReady:
+		return true
+	case release.VersionPaused:
+		return in.runsVersion()
+	}
+	return false
+}
+
 // evalContext is the per-evaluation state: the lazily built CEL activation
 // and what the approval, progression and window gates found, for
 // gradualRollout.

@@ -75,9 +75,12 @@ const (
 // empty.
 var DefaultRetryStatuses = []release.JobStatus{release.JobFailure, release.JobInvalidIntegration, release.JobInvalidJobAgent}
 
-// Retry lets a release get more than one job. Attempts = the newest-first
-// streak of this release's jobs (Input.ReleaseID) whose status is in
-// RetryOnStatuses (default DefaultRetryStatuses). See MayCreateJob.
+// Retry lets a release get more than one job in a row. Attempts = the
+// newest-first streak of the target's jobs that are this release's
+// (Input.ReleaseID) and whose status is in RetryOnStatuses (default
+// DefaultRetryStatuses); a job of another release ends the streak, so a
+// release wanted again after another one ran starts a fresh budget. See
+// MayCreateJob.
 type Retry struct {
 	MaxRetries        int                 `json:"max_retries"`
 	RetryOnStatuses   []release.JobStatus `json:"retry_on_statuses,omitempty"`
@@ -132,14 +135,18 @@ func (r Retry) Evaluate(in *Input) Verdict { return MayCreateJob(&r, in) }
 func (r Retry) evaluate(in *Input, _ *evalContext) Verdict { return MayCreateJob(&r, in) }
 
 // MayCreateJob answers "may a new job be created for release
-// Input.ReleaseID now?" under retry rule r (nil: no retry rule).
+// Input.ReleaseID now?" under retry rule r (nil: no retry rule). It reads
+// the release's run: the newest-first jobs of the target up to the first
+// job of another release.
 //
-//   - The release has no job yet: Allowed.
-//   - Its newest job is active: Pending (no Until).
-//   - Its newest job ended in a status that is not retried: Denied.
-//   - No retry rule: Denied (each release gets exactly one job).
-//   - Attempts > MaxRetries: Denied (retries exhausted); so a release never
-//     gets more than MaxRetries+1 jobs.
+//   - The run is empty (the target has no job, or its newest job is of
+//     another release): Allowed, so a release wanted again after another
+//     one ran is deployed again.
+//   - The run's newest job is active: Pending (no Until).
+//   - It ended in a status that is not retried: Denied.
+//   - No retry rule: Denied (a run has exactly one job).
+//   - Attempts > MaxRetries: Denied (retries exhausted); so a run never has
+//     more than MaxRetries+1 jobs.
 //   - Now before the newest job's completion + Backoff(attempts): Pending
 //     until then.
 //   - Otherwise Allowed.
@@ -153,7 +160,7 @@ func MayCreateJob(r *Retry, in *Input) Verdict {
 	for i := range in.Jobs {
 		j := &in.Jobs[i]
 		if j.ReleaseID != in.ReleaseID {
-			continue
+			break
 		}
 		if newest == nil {
 			newest = j
@@ -167,6 +174,9 @@ func MayCreateJob(r *Retry, in *Input) Verdict {
 		attempts++
 	}
 	if newest == nil {
+		if len(in.Jobs) > 0 {
+			return allowed("the target's newest job " + in.Jobs[0].ID + " is of another release")
+		}
 		return allowed("the release has no job yet")
 	}
 	if attempts == 0 {

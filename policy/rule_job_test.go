@@ -42,6 +42,19 @@ func TestMayCreateJob(t *testing.T) {
 		{"streak stops at a non-retryable job", retry, []JobRecord{
 			relJob("j3", "rel", release.JobFailure, t0), relJob("j2", "rel", release.JobFailure, t0), relJob("j1", "rel", release.JobCancelled, t0),
 		}, at(time.Hour), Allowed, time.Time{}},
+		{"a job of another release ends the streak: wanted again, it gets a job", nil, []JobRecord{
+			relJob("j2", "other", release.JobSuccessful, t0), relJob("j1", "rel", release.JobSuccessful, at(-time.Hour)),
+		}, at(time.Hour), Allowed, time.Time{}},
+		{"a flip back starts a fresh budget", retry, []JobRecord{
+			relJob("j6", "rel", release.JobFailure, t0), relJob("j5", "rel", release.JobFailure, at(-time.Hour)),
+			relJob("j4", "other", release.JobSuccessful, at(-2*time.Hour)),
+			relJob("j3", "rel", release.JobFailure, at(-3*time.Hour)), relJob("j2", "rel", release.JobFailure, at(-4*time.Hour)), relJob("j1", "rel", release.JobFailure, at(-5*time.Hour)),
+		}, at(time.Hour), Allowed, time.Time{}},
+		{"a flip back counts only its own failures", retry, []JobRecord{
+			relJob("j5", "rel", release.JobFailure, t0),
+			relJob("j4", "other", release.JobSuccessful, at(-2*time.Hour)),
+			relJob("j3", "rel", release.JobFailure, at(-3*time.Hour)), relJob("j2", "rel", release.JobFailure, at(-4*time.Hour)), relJob("j1", "rel", release.JobFailure, at(-5*time.Hour)),
+		}, at(time.Hour), Allowed, time.Time{}},
 		{"custom retry statuses", &Retry{MaxRetries: 1, RetryOnStatuses: []release.JobStatus{release.JobCancelled}},
 			[]JobRecord{relJob("j", "rel", release.JobCancelled, t0)}, t0, Allowed, time.Time{}},
 		{"custom statuses replace the defaults", &Retry{MaxRetries: 1, RetryOnStatuses: []release.JobStatus{release.JobCancelled}},
@@ -125,8 +138,9 @@ func TestEvaluateJobDefaults(t *testing.T) {
 	require.Equal(t, Allowed, EvaluateJob(policies, in).Status)
 }
 
-// TestRetryProperty: creating jobs only when allowed never gives a release
-// more than MaxRetries+1 jobs.
+// TestRetryProperty: creating jobs only when allowed never gives a run (a
+// release's consecutive jobs) more than MaxRetries+1 jobs, and a release
+// wanted again after another one ran gets a job.
 func TestRetryProperty(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
@@ -142,11 +156,20 @@ func TestRetryProperty(t *testing.T) {
 		in := Input{Now: t0, ReleaseID: "rel"}
 		created := 0
 		for step := range 40 {
+			if rapid.IntRange(0, 9).Draw(t, "flip") == 0 {
+				in.ReleaseID = map[string]string{"rel": "other", "other": "rel"}[in.ReleaseID]
+				if len(in.Jobs) > 0 && !in.Jobs[0].Status.IsActive() && in.Jobs[0].ReleaseID != in.ReleaseID {
+					require.Equal(t, Allowed, EvaluateJob(policies, in).Status, "wanted again after another release ran")
+				}
+			}
+			if len(in.Jobs) > 0 && in.Jobs[0].ReleaseID != in.ReleaseID {
+				created = 0 // a new run
+			}
 			d := EvaluateJob(policies, in)
 			switch d.Status {
 			case Allowed:
 				created++
-				j := relJob(fmt.Sprint("j", step), "rel", release.JobPending, in.Now)
+				j := relJob(fmt.Sprint("j", step), in.ReleaseID, release.JobPending, in.Now)
 				in.Jobs = append([]JobRecord{j}, in.Jobs...)
 			case Pending:
 				if !d.Until.IsZero() {

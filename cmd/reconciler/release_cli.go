@@ -266,6 +266,11 @@ func explainText(ex *chain.Explanation) string {
 			fmt.Fprintf(&b, "  %s\n", r)
 		}
 	}
+	if ex.Convergence.Converged {
+		fmt.Fprintf(&b, "converged: yes, %s\n", ex.Convergence.Message)
+	} else {
+		fmt.Fprintf(&b, "converged: no, %s\n", ex.Convergence.Message)
+	}
 	if ex.Forced != "" {
 		fmt.Fprintf(&b, "forced: %s (policies skipped for it)\n", ex.Forced)
 	}

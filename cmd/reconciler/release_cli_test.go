@@ -99,6 +99,7 @@ func TestReleaseCLI(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "v9 (web-v9, ready): pending")
 	require.Contains(t, out, "after-staging")
+	require.Contains(t, out, "converged: no, runs nothing yet;", "explain never says all is well before the target runs its desired release")
 
 	out, err = runRoot(t, "version", "force-deploy", "web-v9", "--environment", "prod", "--resource", "eu-1",
 		"--user", "carol", "--reason", "hotfix", "--expires", "1h", "--dsn", dsn)

@@ -45,7 +45,10 @@ const historyLimit = 50
 // Every pass re-reads what it needs through the store port and recomputes
 // its answer, so a repeated or retried item changes nothing that was
 // already done: releases are content-addressed, jobs are created once per
-// (release, attempt) key and agents dispatch once per job id.
+// (release, run, attempt) key and agents dispatch once per job id. A run is
+// a release's consecutive jobs at the head of the target's history, so a
+// desired release that is not the newest job's gets a job whatever ran
+// before.
 type Chain struct {
 	// Store is the release store. The chain uses every one of its ports:
 	// the objects (SyncTargets, policies), Targets, Versions (the desired

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"strconv"
 	"time"
@@ -48,7 +49,8 @@ func (c *Chain) eligible(ctx context.Context, f *facts, rel *release.Release) (p
 // jobEligibility is the job-eligibility controller: may a job for the
 // target's desired release run now (concurrency, retry)? If so it hands
 // off to job-dispatch; if not yet, it wakes itself when the gate may open
-// (a finished job wakes the chain anyway).
+// (a finished job wakes the chain anyway). It also hands off when the
+// target's newest job is a superseded one, for job-dispatch to cancel.
 func (c *Chain) jobEligibility(ctx context.Context, it engine.Item) engine.Outcome {
 	start := time.Now()
 	t, err := targetOf(it)
@@ -66,7 +68,7 @@ func (c *Chain) jobEligibility(ctx context.Context, it engine.Item) engine.Outco
 	if err != nil {
 		return engine.Retry(fmt.Errorf("job eligibility of %s: %w", t, err))
 	}
-	if dec.Status != policy.Allowed {
+	if dec.Status != policy.Allowed && !superseded(f.Jobs, rel) {
 		c.log(ctx, false, KindJobEligibility, t.Key(), "wait", dec.Blocking.Message, start, slog.String("status", string(dec.Status)))
 		return wakeAt(dec.Until)
 	}
@@ -77,20 +79,58 @@ func (c *Chain) jobEligibility(ctx context.Context, it engine.Item) engine.Outco
 	return engine.Done()
 }
 
-// jobID is the id of a release's attempt-th job: derived from the
-// idempotency key, so a retried create names the same job.
-func jobID(releaseID string, attempt int) string {
-	return releaseID[:min(len(releaseID), 16)] + "-" + strconv.Itoa(attempt)
+// run is the desired release's run on a target: its consecutive jobs at
+// the head of the target's history (newest first). A release wanted again
+// after another one ran starts a new run, so it is deployed again; retries
+// count within the run (policy.MayCreateJob).
+type run struct {
+	releaseID string
+	// n counts the run's jobs: f.Jobs[:n].
+	n int
+	// after is the id of the job the run follows ("" when the run starts
+	// the target's history as read).
+	after string
+}
+
+// runOf is release releaseID's run at the head of jobs (newest first).
+func runOf(jobs []ports.JobRow, releaseID string) run {
+	r := run{releaseID: releaseID}
+	for r.n < len(jobs) && jobs[r.n].ReleaseID == releaseID {
+		r.n++
+	}
+	if r.n < len(jobs) {
+		r.after = jobs[r.n].ID
+	}
+	return r
+}
+
+// nextJob is the id and idempotency key of the run's next job (attempt
+// n+1): derived from the release, the job the run follows and the attempt,
+// so a retried create names the same job, and a new run of a release that
+// ran before names a new one. A run that starts the history keeps the
+// plain (release, attempt) key.
+func (r run) nextJob() (id, key string) {
+	attempt := r.n + 1
+	id = r.releaseID[:min(len(r.releaseID), 16)] + "-"
+	key = ports.JobKey(r.releaseID, attempt)
+	if r.after != "" {
+		h := fnv.New64a()
+		h.Write([]byte(r.after))
+		id += strconv.FormatUint(h.Sum64(), 16) + "-"
+		key += "/after/" + r.after
+	}
+	return id + strconv.Itoa(attempt), key
 }
 
 // jobDispatch is the job-dispatch controller. Items are per target, so one
 // target's dispatches never overlap: it re-checks the job gates, creates
-// the release's next job once per (release, attempt) key with the agent
-// configuration merged agent → deployment → version, hands it to the
-// agent of its type and records the external id. A job whose deployment
-// names no usable agent ends invalidJobAgent. A job created but not yet
-// handed over (a crash in between) is handed over by the next pass; agents
-// dispatch once per job id.
+// the desired release's next job once per (release, run, attempt) key (see
+// run) with the agent configuration merged agent → deployment → version,
+// hands it to the agent of its type and records the external id. A job
+// whose deployment names no usable agent ends invalidJobAgent. A job
+// created but not yet handed over (a crash in between) is handed over by
+// the next pass, or cancelled when its release is no longer desired;
+// agents dispatch once per job id.
 func (c *Chain) jobDispatch(ctx context.Context, it engine.Item) engine.Outcome {
 	start := time.Now()
 	t, err := targetOf(it)
@@ -119,19 +159,21 @@ func (c *Chain) dispatch(ctx context.Context, t release.ReleaseTarget, f *facts,
 	if rel == nil {
 		return engine.Done()
 	}
-	attempt := 1
-	var undelivered *ports.JobRow
-	for i := range f.Jobs {
-		j := &f.Jobs[i]
-		if j.ReleaseID != rel.ID {
-			continue
+	if superseded(f.Jobs, rel) {
+		// Created for a release no longer desired and never handed over:
+		// nothing ran, so it ends and the desired release takes its place.
+		j := &f.Jobs[0]
+		err := c.ReportJob(ctx, ports.JobReport{JobID: j.ID, Status: release.JobCancelled, Message: "superseded before dispatch by release " + rel.ID})
+		if err != nil && !errors.Is(err, release.ErrInvalid) { // invalid: it moved meanwhile
+			return engine.Retry(fmt.Errorf("job dispatch of %s: %w", t, err))
 		}
-		if attempt == 1 && j.Status == release.JobPending && j.ExternalID == "" {
-			undelivered = j
-		}
-		attempt++
+		return engine.RequeueAt(c.Clock.Now())
 	}
-	row := undelivered
+	r := runOf(f.Jobs, rel.ID)
+	var row *ports.JobRow
+	if r.n > 0 && undelivered(&f.Jobs[0]) {
+		row = &f.Jobs[0]
+	}
 	envCap := 0
 	if row == nil {
 		dec, limit, err := c.eligible(ctx, f, rel)
@@ -146,7 +188,7 @@ func (c *Chain) dispatch(ctx context.Context, t release.ReleaseTarget, f *facts,
 	}
 	rt := c.routeOf(f)
 	if row == nil {
-		created, err := c.createJob(ctx, f, rel, attempt, rt, envCap)
+		created, err := c.createJob(ctx, f, rel, r, rt, envCap)
 		if errors.Is(err, ports.ErrLimitReached) {
 			// Other targets filled the environment meanwhile; a finished
 			// job there wakes this target again.
@@ -203,15 +245,32 @@ func (c *Chain) routeOf(f *facts) route {
 	return route{agent: &f.Agent.Value, version: *f.Version}
 }
 
-// createJob creates the release's attempt-th job on route rt, or ended
-// invalidJobAgent when it names no usable agent; envCap > 0 caps the
-// environment's active jobs atomically (ports.ErrLimitReached).
-func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, attempt int, rt route, envCap int) (ports.JobRow, error) {
+// undelivered reports whether a job was created but never handed to its
+// agent.
+func undelivered(j *ports.JobRow) bool { return j.Status == release.JobPending && j.ExternalID == "" }
+
+// superseded reports whether the target's newest job was never handed over
+// and is of a release other than rel: job-dispatch cancels it.
+func superseded(jobs []ports.JobRow, rel *release.Release) bool {
+	return len(jobs) > 0 && undelivered(&jobs[0]) && jobs[0].ReleaseID != rel.ID
+}
+
+// createJob creates run r's next job on route rt, or ended invalidJobAgent
+// when it names no usable agent; envCap > 0 caps the environment's active
+// jobs atomically (ports.ErrLimitReached). Its creation time is after the
+// target's newest job's, so the history's order is the order of creation
+// even when clocks step back or stand still.
+func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, r run, rt route, envCap int) (ports.JobRow, error) {
 	dep := &f.Detail.Deployment
+	id, key := r.nextJob()
+	created := ports.StoredTime(c.Clock.Now())
+	if len(f.Jobs) > 0 && !created.After(f.Jobs[0].CreatedAt) {
+		created = f.Jobs[0].CreatedAt.Add(time.Microsecond)
+	}
 	job := release.Job{
-		ID: jobID(rel.ID, attempt), ReleaseID: rel.ID, TargetKey: rel.Target.Key(), JobAgentID: dep.JobAgentID,
-		Status: release.JobPending, CreatedAt: c.Clock.Now(),
-		DispatchContext: map[string]any{"release_id": rel.ID, "version_id": rel.VersionID, "attempt": attempt},
+		ID: id, ReleaseID: rel.ID, TargetKey: rel.Target.Key(), JobAgentID: dep.JobAgentID,
+		Status: release.JobPending, CreatedAt: created,
+		DispatchContext: map[string]any{"release_id": rel.ID, "version_id": rel.VersionID, "attempt": r.n + 1},
 	}
 	if rt.agent == nil {
 		job.Status, job.Message, job.CompletedAt = release.JobInvalidJobAgent, rt.why, job.CreatedAt
@@ -220,7 +279,7 @@ func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, a
 		job.JobAgentConfig = release.MergeConfig(rt.agent.Config, dep.JobAgentConfig, rt.version.JobAgentConfig)
 		job.DispatchContext["version_tag"] = rt.version.Tag
 	}
-	row, _, err := c.Store.JobCreate(ctx, ports.JobCreateParams{Job: job, IdempotencyKey: ports.JobKey(rel.ID, attempt),
+	row, _, err := c.Store.JobCreate(ctx, ports.JobCreateParams{Job: job, IdempotencyKey: key,
 		MaxActiveInEnvironment: envCap})
 	return row, err
 }

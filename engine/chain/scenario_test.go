@@ -3,6 +3,7 @@ package chain_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -49,6 +50,7 @@ type fakeAgent struct {
 	mu         sync.Mutex
 	dispatched map[string]int             // job id → dispatch calls
 	cancelled  map[string]ports.JobCancel // job id → cancel asked
+	down       bool                       // refuse every dispatch
 }
 
 // CancelJob records the request.
@@ -67,6 +69,9 @@ func (a *fakeAgent) Type() string { return "fake" }
 func (a *fakeAgent) Dispatch(_ context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.down {
+		return ports.JobDispatchResult{}, errors.New("agent unreachable")
+	}
 	a.dispatched[d.Job.ID]++
 	return ports.JobDispatchResult{ExternalID: "fake/" + d.Job.ID, Status: release.JobInProgress}, nil
 }

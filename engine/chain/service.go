@@ -131,12 +131,13 @@ type VersionVerdicts struct {
 }
 
 // Explanation answers "why is this version (not) deploying here?": the
-// target's desired release and, for its newest versions, every rule's
-// verdict.
+// target's desired release, whether the target runs it, and, for its
+// newest versions, every rule's verdict.
 type Explanation struct {
-	Target  release.ReleaseTarget `json:"target"`
-	Desired *ports.DesiredRelease `json:"desired,omitempty"`
-	Jobs    []ports.JobRow        `json:"jobs,omitempty"`
+	Target      release.ReleaseTarget `json:"target"`
+	Desired     *ports.DesiredRelease `json:"desired,omitempty"`
+	Convergence Convergence           `json:"convergence"`
+	Jobs        []ports.JobRow        `json:"jobs,omitempty"`
 	// Forced says which force-deploy pins the target, when one does: the
 	// policies below are then skipped for that version.
 	Forced   string            `json:"forced,omitempty"`
@@ -156,6 +157,9 @@ func (c *Chain) Explain(ctx context.Context, t release.ReleaseTarget, limit int)
 		return Explanation{}, fmt.Errorf("%s: %w", op, err)
 	}
 	out := Explanation{Target: t, Jobs: f.Jobs, Desired: f.Desired}
+	if out.Convergence, err = c.convergence(ctx, f); err != nil {
+		return Explanation{}, fmt.Errorf("%s: %w", op, err)
+	}
 	if _, why, err := c.forcedVersion(ctx, f); err != nil {
 		return Explanation{}, fmt.Errorf("%s: %w", op, err)
 	} else {
@@ -166,13 +170,13 @@ func (c *Chain) Explain(ctx context.Context, t release.ReleaseTarget, limit int)
 			return Explanation{}, fmt.Errorf("%s: %w", op, err)
 		}
 		vv := VersionVerdicts{Version: cand.Version}
-		if cand.Version.Status != release.VersionReady {
-			// Only ready versions are candidates; their rules do not matter.
+		in := f.base
+		in.Version, in.Approvals, in.Skips = cand.Version, cand.Approvals, cand.Skips
+		if !in.IsCandidate() {
+			// Not a candidate here (policy.Choose); its rules do not matter.
 			vv.Decision = policy.Decision{Status: policy.Denied,
 				Blocking: policy.RuleVerdict{Verdict: policy.Verdict{Status: policy.Denied, Message: "version is " + string(cand.Version.Status)}}}
 		} else {
-			in := f.base
-			in.Version, in.Approvals, in.Skips = cand.Version, cand.Approvals, cand.Skips
 			vv.Decision, vv.Verdicts = policy.Evaluate(f.policies, in), policy.Explain(f.policies, in)
 		}
 		out.Versions = append(out.Versions, vv)
@@ -180,6 +184,76 @@ func (c *Chain) Explain(ctx context.Context, t release.ReleaseTarget, limit int)
 			break
 		}
 	}
+	return out, nil
+}
+
+// Convergence says whether a target runs its desired release.
+type Convergence struct {
+	// Converged is set only while the target's newest job is a successful
+	// job of its desired release whose verification has not failed.
+	Converged bool `json:"converged"`
+	// Running is the version of the target's newest successful job; empty
+	// when none.
+	Running string `json:"running,omitempty"`
+	// Message says what the target runs, what it should run and, when it
+	// does not, what it waits for: "runs v2; desired v1: deploying: job
+	// ... is inProgress".
+	Message string `json:"message"`
+}
+
+// convergence compares the target's jobs with its desired release; when a
+// job is still to come it runs the job gates, as job-eligibility does.
+func (c *Chain) convergence(ctx context.Context, f *facts) (Convergence, error) {
+	var out Convergence
+	runs := "runs nothing yet"
+	for i := range f.Jobs {
+		if j := &f.Jobs[i]; j.Status == release.JobSuccessful {
+			out.Running = j.VersionID
+			runs = "runs " + j.VersionID
+			break
+		}
+	}
+	rel := f.Release
+	switch {
+	case f.Desired == nil:
+		out.Message = runs + "; the desired release is not evaluated yet"
+		return out, nil
+	case rel == nil:
+		out.Message = runs + "; no release is desired"
+		return out, nil
+	}
+	want := "desired " + rel.VersionID
+	if r := runOf(f.Jobs, rel.ID); r.n > 0 {
+		j := &f.Jobs[0]
+		switch {
+		case j.Status == release.JobSuccessful && j.Verification == release.VerificationRunning:
+			out.Message = runs + "; " + want + ": verifying job " + j.ID
+			return out, nil
+		case j.Status == release.JobSuccessful && j.Verification == release.VerificationFailed:
+			out.Message = runs + "; " + want + ": the verification of job " + j.ID + " failed"
+			return out, nil
+		case j.Status == release.JobSuccessful:
+			out.Converged = true
+			out.Message = "runs its desired release " + rel.VersionID + " (job " + j.ID + ")"
+			return out, nil
+		case j.Status.IsActive():
+			out.Message = runs + "; " + want + ": deploying: job " + j.ID + " is " + string(j.Status)
+			return out, nil
+		}
+	}
+	dec, _, err := c.eligible(ctx, f, rel)
+	if err != nil {
+		return out, err
+	}
+	if dec.Status == policy.Allowed {
+		out.Message = runs + "; " + want + ": its job is due"
+		return out, nil
+	}
+	name := dec.Blocking.RuleID
+	if name == "" {
+		name = string(dec.Blocking.Type)
+	}
+	out.Message = runs + "; " + want + ": waits: " + name + " " + string(dec.Status) + ": " + dec.Blocking.Message
 	return out, nil
 }
 
