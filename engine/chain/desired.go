@@ -155,8 +155,9 @@ func (c *Chain) forcedVersion(ctx context.Context, f *facts) (*release.Deploymen
 	return best, why, nil
 }
 
-// choose applies a force-deploy, then the rollback rules, then streams the versions newest
-// first through policy.Choose. It returns the version (nil: none), the
+// choose applies a force-deploy, then the rollback rules (returning to the
+// last good version unless it is no longer a candidate, e.g. rejected),
+// then streams the versions newest first through policy.Choose. It returns the version (nil: none), the
 // choice and a reason code for the log.
 func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersion, policy.Choice, string, error) {
 	if v, why, err := c.forcedVersion(ctx, f); err != nil || v != nil {
@@ -185,7 +186,11 @@ func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersio
 			if err != nil {
 				return nil, policy.Choice{}, "", err
 			}
-			return &v, policy.Choice{Reasons: []string{d.Reason}}, "rollback", nil
+			in := f.base
+			in.Version = v
+			if in.IsCandidate() { // never back to a rejected version: Choose picks then
+				return &v, policy.Choice{Reasons: []string{d.Reason}}, "rollback", nil
+			}
 		}
 	}
 	ch, err := policy.Choose(policy.ChooseParams{Policies: f.policies, Base: f.base, Exclude: exclude}, c.candidates(ctx, f.Detail.Deployment.ID, f.policies))

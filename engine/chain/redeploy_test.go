@@ -119,18 +119,25 @@ func TestScenarioRejectRedeploysPrevious(t *testing.T) {
 	})
 }
 
+// rollbackAfterV3 sets a rollback rule on failure, deploys v1 and v2
+// everywhere and starts v3.
+func (h *harness) rollbackAfterV3() {
+	h.t.Helper()
+	h.policy(policy.Policy{ID: "rollback", Rules: []policy.Rule{
+		{ID: "on-failure", Spec: policy.Rollback{OnJobStatuses: []release.JobStatus{release.JobFailure}}}}})
+	h.deploy("v1")
+	h.deploy("v2")
+	h.version("v3")
+	h.drain()
+}
+
 // TestScenarioRollbackRedeploysLastGood: with a rollback rule, v3 failing
 // returns every target to v2, which ran before and is deployed again; v3
 // is not tried again, and nothing else runs once v2 succeeded.
 func TestScenarioRollbackRedeploysLastGood(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, h *harness) {
-		h.policy(policy.Policy{ID: "rollback", Rules: []policy.Rule{
-			{ID: "on-failure", Spec: policy.Rollback{OnJobStatuses: []release.JobStatus{release.JobFailure}}}}})
-		h.deploy("v1")
-		h.deploy("v2")
-		h.version("v3")
-		h.drain()
+		h.rollbackAfterV3()
 		h.requireRunning("v3", allEnvs...)
 		h.finish(release.JobFailure, allEnvs...)
 		h.drain()
@@ -216,5 +223,22 @@ func TestScenarioUndeliveredJobIsSuperseded(t *testing.T) {
 		for id := range h.agent.dispatched {
 			require.NotEqual(t, h.jobs("dev", "c1")[1].ID, id, "the superseded job never reached the agent")
 		}
+	})
+}
+
+// TestScenarioRollbackSkipsRejected: the rollback rule never returns a
+// target to a rejected version; the newest version the policies allow
+// takes its place.
+func TestScenarioRollbackSkipsRejected(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		h.rollbackAfterV3()
+		require.NoError(t, h.chain.SetVersionStatus(h.ctx, "v2", release.VersionRejected))
+		h.drain()
+		h.requireRunning("v3", allEnvs...)
+		h.finish(release.JobFailure, allEnvs...)
+		h.drain()
+		h.requireDesired("v1", allEnvs...)
+		h.requireRunning("v1", allEnvs...)
 	})
 }
