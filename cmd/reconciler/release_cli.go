@@ -222,7 +222,9 @@ func newExplainCmd() *cobra.Command {
 		Short: "Show a release target's desired release and every rule's verdict per version",
 		Long: `explain evaluates the policies for the target's newest versions, exactly as the
 desired-release controller does, and prints each rule's verdict: the answer to
-"why is this version not deploying?". It changes nothing.`,
+"why is this version not deploying?". It also says whether the target has
+converged (its newest job is a successful job of its desired release) and, if
+not, what it runs and what it waits for. It changes nothing.`,
 		Example: `  reconciler explain web:prod:eu-1 --dsn "$RECONCILER_DSN"
   reconciler explain web:prod:eu-1 -o json --limit 10`,
 		Args: argsUsage(cobra.ExactArgs(1)),

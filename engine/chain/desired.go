@@ -157,8 +157,8 @@ func (c *Chain) forcedVersion(ctx context.Context, f *facts) (*release.Deploymen
 
 // choose applies a force-deploy, then the rollback rules (returning to the
 // last good version unless it is no longer a candidate, e.g. rejected),
-// then streams the versions newest first through policy.Choose. It returns the version (nil: none), the
-// choice and a reason code for the log.
+// then streams the versions newest first through policy.Choose. It returns
+// the version (nil: none), the choice and a reason code for the log.
 func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersion, policy.Choice, string, error) {
 	if v, why, err := c.forcedVersion(ctx, f); err != nil || v != nil {
 		return v, policy.Choice{Reasons: []string{why}}, "force-deploy", err

@@ -160,10 +160,14 @@ func (c *Chain) dispatch(ctx context.Context, t release.ReleaseTarget, f *facts,
 		return engine.Done()
 	}
 	if superseded(f.Jobs, rel) {
-		// Created for a release no longer desired and never handed over:
-		// nothing ran, so it ends and the desired release takes its place.
+		// Created for a release no longer desired and not handed over as
+		// far as the store knows: it ends (its agent, which may have taken
+		// it just before a crash, is asked to stop it) and the desired
+		// release takes its place.
 		j := &f.Jobs[0]
-		err := c.ReportJob(ctx, ports.JobReport{JobID: j.ID, Status: release.JobCancelled, Message: "superseded before dispatch by release " + rel.ID})
+		msg := "superseded before dispatch by release " + rel.ID
+		c.stopJob(ctx, f, j, msg)
+		err := c.ReportJob(ctx, ports.JobReport{JobID: j.ID, Status: release.JobCancelled, Message: msg})
 		if err != nil && !errors.Is(err, release.ErrInvalid) { // invalid: it moved meanwhile
 			return engine.Retry(fmt.Errorf("job dispatch of %s: %w", t, err))
 		}

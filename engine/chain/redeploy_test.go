@@ -194,7 +194,8 @@ func TestScenarioPauseThenUnpause(t *testing.T) {
 
 // TestScenarioUndeliveredJobIsSuperseded: v2's jobs are created while the
 // agent is unreachable, so none is handed over; rejecting v2 cancels them
-// (nothing ran) and v1, which ran before, is deployed again.
+// (their agent is asked to stop them) and v1, which ran before, is deployed
+// again.
 func TestScenarioUndeliveredJobIsSuperseded(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, h *harness) {
@@ -218,11 +219,11 @@ func TestScenarioUndeliveredJobIsSuperseded(t *testing.T) {
 			require.Equal(t, release.JobCancelled, rows[1].Status, env)
 			require.Contains(t, rows[1].Message, "superseded before dispatch", env)
 		}
+		superseded := h.jobs("dev", "c1")[1]
 		h.agent.mu.Lock()
 		defer h.agent.mu.Unlock()
-		for id := range h.agent.dispatched {
-			require.NotEqual(t, h.jobs("dev", "c1")[1].ID, id, "the superseded job never reached the agent")
-		}
+		require.NotContains(t, h.agent.dispatched, superseded.ID, "the superseded job is never handed over")
+		require.Contains(t, h.agent.cancelled[superseded.ID].Reason, "superseded before dispatch", "its agent is told to stop it")
 	})
 }
 
