@@ -144,7 +144,8 @@ type JobCreateParams struct {
 	// TargetKey must be the release's target.
 	Job release.Job
 	// IdempotencyKey is unique across jobs: a second create with the same
-	// key returns the first job. Use JobKey(releaseID, attempt).
+	// key returns the first job. The chain uses JobKey(releaseID, attempt),
+	// suffixed with the job a later run of the release follows.
 	IdempotencyKey string
 	// MaxActiveInEnvironment, when > 0, caps the active jobs of the job's
 	// deployment in its environment (policy.Concurrency's per-environment
