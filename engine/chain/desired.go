@@ -230,7 +230,7 @@ func (c *Chain) candidates(ctx context.Context, deploymentID string, policies []
 // loadPolicyFacts reads what the enabled policies' rules need beyond the
 // target itself, and only that: the active and successful versions (cooldown,
 // rollout), the system's environments with their targets' jobs
-// (progression), the deployment's targets (rollout) and the other
+// (progression), the deployment's targets in the target's environment (rollout) and the other
 // deployments on the resource (dependency).
 func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 	in, t := &f.base, f.Detail.Target
@@ -269,7 +269,10 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 		}
 	}
 	if policy.HasRule(f.policies, policy.TypeGradualRollout) {
-		if in.DeploymentTargets, err = c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: t.DeploymentID}}); err != nil {
+		// Rollout positions count the targets of the deployment in the
+		// target's environment.
+		scope := ports.TargetScope{DeploymentID: t.DeploymentID, EnvironmentID: t.EnvironmentID}
+		if in.DeploymentTargets, err = c.Store.TargetList(ctx, ports.TargetListParams{Scope: scope}); err != nil {
 			return err
 		}
 	}

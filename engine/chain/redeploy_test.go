@@ -2,6 +2,7 @@ package chain_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -241,5 +242,38 @@ func TestScenarioRollbackSkipsRejected(t *testing.T) {
 		h.drain()
 		h.requireDesired("v1", allEnvs...)
 		h.requireRunning("v1", allEnvs...)
+	})
+}
+
+// TestScenarioRolloutStartsAtWindow: v2 arrives at 08:03, before the 09:00
+// allow window; the gradual rollout starts when the window opens and rolls
+// each environment on its own: at 09:00 one target of each environment
+// takes v2, a minute later the other.
+func TestScenarioRolloutStartsAtWindow(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		h.policy(policy.Policy{ID: "window-rollout", Rules: []policy.Rule{
+			{ID: "nine-to-five", Spec: policy.DeploymentWindow{RRule: "FREQ=DAILY;BYHOUR=9;BYMINUTE=0;BYSECOND=0", DurationMinutes: 480}},
+			{ID: "one-a-minute", Spec: policy.GradualRollout{RolloutType: policy.RolloutLinear, TimeScaleInterval: 60}}}})
+		h.version("v1") // a first deployment ignores windows, not the rollout
+		h.drain()
+		h.clock.Advance(time.Minute)
+		h.drain()
+		h.finish(release.JobSuccessful, allEnvs...)
+		h.drain()
+		h.version("v2")
+		h.drain()
+		h.requireRunning("v1", allEnvs...)
+
+		nine := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+		h.clock.Set(nine.Add(30 * time.Second))
+		h.drain()
+		for _, env := range allEnvs {
+			got := []string{h.running(env, "c1"), h.running(env, "c2")}
+			require.ElementsMatch(t, []string{"v1", "v2"}, got, "%s: one target of the environment at the window's opening", env)
+		}
+		h.clock.Set(nine.Add(time.Minute))
+		h.drain()
+		h.requireRunning("v2", allEnvs...)
 	})
 }
