@@ -15,7 +15,12 @@
 //     ports; nothing is carried between passes in memory.
 //   - An item is completed only with the lease it was processed under; a
 //     lost lease is dropped, never acked.
-//   - Leases are renewed while a pass runs; a panic is recovered into a
-//     retry; on shutdown in-flight items finish or their leases are released.
+//   - Leases are renewed while a pass runs, up to its deadline
+//     (PassTimeout, default 10 leases): then its context is cancelled and
+//     the item retried, and a pass that ignores that is no longer renewed.
+//     A panic is recovered into a retry; on shutdown in-flight items finish
+//     or their leases are released.
+//   - "lease lost" is warned only for a pass still running whose renewal
+//     was refused, never for one whose own ack ended the lease first.
 //   - The engine imports ports only, never an adapter.
 package engine

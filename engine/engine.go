@@ -24,6 +24,12 @@ type Options struct {
 	Logger *slog.Logger
 	// LeaseDuration is how long a lease lasts between renewals (default 30 s).
 	LeaseDuration time.Duration
+	// PassTimeout is how long one pass may run (default
+	// PassTimeoutLeases × LeaseDuration):
+	// then its context is cancelled (cause ErrPassDeadline) and the item
+	// retried; a pass that ignores its context is no longer renewed, so
+	// its lease runs out and another engine may take the item.
+	PassTimeout time.Duration
 	// PollInterval bounds how long an idle kind waits before asking the queue
 	// again when no wake-up arrives (default 1 s).
 	PollInterval time.Duration
@@ -67,9 +73,14 @@ type Engine struct {
 }
 
 type flight struct {
-	ref    ports.LeaseRef
-	cancel context.CancelCauseFunc
-	lost   bool
+	ref      ports.LeaseRef
+	cancel   context.CancelCauseFunc
+	deadline time.Time // past it the pass is no longer renewed
+	lost     bool
+	// completing is set once the pass returned: its lease is being ended
+	// (acked or retried), so a heartbeat that then finds it gone did not
+	// lose it.
+	completing bool
 }
 
 type ackReq struct {
@@ -79,6 +90,14 @@ type ackReq struct {
 
 // errLeaseLost cancels a pass whose lease was taken away.
 var errLeaseLost = errors.New("lease lost during the pass")
+
+// PassTimeoutLeases is the default pass deadline in lease durations: a
+// pass may outlive its first lease (renewals keep it), but not forever.
+const PassTimeoutLeases = 10
+
+// ErrPassDeadline is the cause of a pass's cancellation when it ran past
+// its deadline (Options.PassTimeout); the item is then retried.
+var ErrPassDeadline = errors.New("pass deadline exceeded")
 
 // New builds an engine on q.
 func New(q ports.Queue, opts Options) *Engine {
@@ -94,6 +113,9 @@ func New(q ports.Queue, opts Options) *Engine {
 	}
 	if opts.LeaseDuration <= 0 {
 		opts.LeaseDuration = 30 * time.Second
+	}
+	if opts.PassTimeout <= 0 {
+		opts.PassTimeout = PassTimeoutLeases * opts.LeaseDuration
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = time.Second
@@ -288,9 +310,12 @@ func (e *Engine) gatherSlots(ctx context.Context, slots chan struct{}, want int)
 
 // pass runs one processor call and completes the item.
 func (e *Engine) pass(workCtx context.Context, r registration, l ports.Lease) {
-	ctx, cancel := context.WithCancelCause(workCtx)
+	deadline := time.Now().Add(e.opts.PassTimeout)
+	timed, cancelTimed := context.WithDeadlineCause(workCtx, deadline, ErrPassDeadline)
+	defer cancelTimed()
+	ctx, cancel := context.WithCancelCause(timed)
 	defer cancel(nil)
-	f := &flight{ref: l.Ref(), cancel: cancel}
+	f := &flight{ref: l.Ref(), cancel: cancel, deadline: deadline}
 	e.mu.Lock()
 	e.inflight[l.Key] = f
 	e.mu.Unlock()
@@ -302,10 +327,16 @@ func (e *Engine) pass(workCtx context.Context, r registration, l ports.Lease) {
 
 	start := time.Now()
 	out := e.safeProcess(ctx, r, Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime})
+	if errors.Is(context.Cause(ctx), ErrPassDeadline) {
+		e.log.Warn("pass ran past its deadline; retrying", "kind", r.kind, "id", l.Key.ScopeID, "timeout", e.opts.PassTimeout,
+			"outcome", out.String())
+		out = Retry(fmt.Errorf("%w after %s", ErrPassDeadline, e.opts.PassTimeout))
+	}
 	e.opts.Metrics.observe(r.kind, out, time.Since(start))
 
 	e.mu.Lock()
 	lost := f.lost
+	f.completing = true
 	e.mu.Unlock()
 	if lost || errors.Is(context.Cause(ctx), errLeaseLost) {
 		e.log.Warn("lease lost during pass; result dropped", "kind", r.kind, "id", l.Key.ScopeID, "outcome", out.String())
@@ -422,10 +453,15 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		// A pass past its deadline ignored its cancellation: it is not
+		// renewed, so its lease runs out.
+		now := time.Now()
 		e.mu.Lock()
 		refs := make([]ports.LeaseRef, 0, len(e.inflight))
 		for _, f := range e.inflight {
-			refs = append(refs, f.ref)
+			if !f.completing && now.Before(f.deadline) {
+				refs = append(refs, f.ref)
+			}
 		}
 		e.mu.Unlock()
 		if len(refs) == 0 {
@@ -440,13 +476,19 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 			if r == nil {
 				continue
 			}
+			// A pass that returned meanwhile had its lease ended by its own
+			// ack: only a pass still running lost its lease.
 			e.mu.Lock()
-			if f, ok := e.inflight[refs[i].Key]; ok && f.ref == refs[i] {
+			f, ok := e.inflight[refs[i].Key]
+			lost := ok && f.ref == refs[i] && !f.completing
+			if lost {
 				f.lost = true
 				f.cancel(errLeaseLost)
 			}
 			e.mu.Unlock()
-			e.log.Warn("lease lost", "kind", refs[i].Key.Kind, "id", refs[i].Key.ScopeID)
+			if lost {
+				e.log.Warn("lease lost", "kind", refs[i].Key.Kind, "id", refs[i].Key.ScopeID, "error", r)
+			}
 		}
 	}
 }
