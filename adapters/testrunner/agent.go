@@ -34,6 +34,7 @@ type Agent struct {
 	log      *slog.Logger
 	attempts int
 	backoff  time.Duration
+	lease    time.Duration
 
 	// ctx lives until Close; reports and their backoffs run under it.
 	ctx    context.Context
@@ -43,6 +44,7 @@ type Agent struct {
 	closed  bool
 	results map[string]ports.JobDispatchResult // by job id, kept for idempotency
 	timers  map[string]*time.Timer             // pending reports by job id
+	leased  map[string]ports.JobReport         // renewals of pending jobs by id (with a lease)
 	wg      sync.WaitGroup                     // running reports; Add only under mu while open
 }
 
@@ -71,6 +73,14 @@ func WithReportRetry(attempts int, backoff time.Duration) Option {
 	}
 }
 
+// WithLease makes the agent hold a lease of d on every job it runs (see
+// ports.JobLeaser): it renews the leases of its pending jobs every d/3 by
+// an inProgress report, so a job that died with its process is noticed
+// once its lease runs out. Zero (the default) holds none.
+func WithLease(d time.Duration) Option {
+	return func(a *Agent) { a.lease = max(d, 0) }
+}
+
 // New returns a test runner that reports outcomes through reporter and
 // stamps them with clock. Call Close when done with it.
 func New(reporter ports.JobReporter, clock ports.Clock, opts ...Option) *Agent {
@@ -85,11 +95,49 @@ func New(reporter ports.JobReporter, clock ports.Clock, opts ...Option) *Agent {
 		cancel:   cancel,
 		results:  map[string]ports.JobDispatchResult{},
 		timers:   map[string]*time.Timer{},
+		leased:   map[string]ports.JobReport{},
 	}
 	for _, o := range opts {
 		o(a)
 	}
+	if a.lease > 0 {
+		a.wg.Add(1)
+		go a.renewLoop()
+	}
 	return a
+}
+
+var _ ports.JobLeaser = (*Agent)(nil)
+
+// JobLease is the lease the agent holds on each job it runs (WithLease);
+// zero: none.
+func (a *Agent) JobLease() time.Duration { return a.lease }
+
+// renewLoop renews the leases of the pending jobs every lease/3 until
+// Close. A renewal that fails is only logged: the next one tries again.
+func (a *Agent) renewLoop() {
+	defer a.wg.Done()
+	t := time.NewTicker(a.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-t.C:
+		}
+		a.mu.Lock()
+		renew := make([]ports.JobReport, 0, len(a.leased))
+		for _, r := range a.leased {
+			renew = append(renew, r)
+		}
+		a.mu.Unlock()
+		for _, r := range renew {
+			r.At = a.clock.Now()
+			if err := a.reporter.ReportJob(a.ctx, r); err != nil && a.ctx.Err() == nil {
+				a.log.Debug("testrunner: lease renewal failed", slog.String("id", r.JobID), slog.Any("err", err))
+			}
+		}
+	}
 }
 
 // Type returns "test-runner".
@@ -134,6 +182,10 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		Outputs:    cfg.outputs,
 	}
 	a.results[id] = res
+	if a.lease > 0 {
+		a.leased[id] = ports.JobReport{JobID: id, AgentID: d.Agent.ID, ExternalID: res.ExternalID,
+			Status: release.JobInProgress, Lease: a.lease}
+	}
 	a.log.LogAttrs(ctx, slog.LevelInfo, "testrunner.accepted", slog.String("job", id), slog.Duration("delay", cfg.delay))
 	// The timer's function runs on its own goroutine, after this lock is
 	// released, even when the delay is zero.
@@ -153,6 +205,7 @@ func (a *Agent) CancelJob(_ context.Context, c ports.JobCancel) error {
 		return nil // reported, being reported, unknown, or closed
 	}
 	delete(a.timers, c.JobID)
+	delete(a.leased, c.JobID)
 	r := ports.JobReport{JobID: c.JobID, AgentID: c.Agent.ID, ExternalID: a.results[c.JobID].ExternalID,
 		Status: release.JobCancelled, Message: "cancelled"}
 	if c.Reason != "" {
@@ -176,6 +229,7 @@ func (a *Agent) fire(r ports.JobReport) {
 		return
 	}
 	delete(a.timers, r.JobID)
+	delete(a.leased, r.JobID)
 	a.wg.Add(1)
 	a.mu.Unlock()
 	defer a.wg.Done()
@@ -229,6 +283,7 @@ func (a *Agent) Close() {
 		t.Stop()
 		delete(a.timers, id)
 	}
+	clear(a.leased)
 	a.mu.Unlock()
 	a.cancel()
 	a.wg.Wait()

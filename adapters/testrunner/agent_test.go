@@ -306,3 +306,41 @@ func TestCancelJob(t *testing.T) {
 	default:
 	}
 }
+
+// TestLeaseRenewedUntilReported: with a lease, a pending job's lease is
+// renewed by inProgress reports carrying it until the outcome is
+// reported, and never after.
+func TestLeaseRenewedUntilReported(t *testing.T) {
+	f := setup(t, WithLease(30*time.Millisecond))
+	require.Equal(t, 30*time.Millisecond, f.agent.JobLease())
+	f.dispatch(t, "j1", map[string]any{"delay": "200ms"})
+	renewals := 0
+	for {
+		r := f.next(t)
+		require.Equal(t, "j1", r.JobID)
+		if r.Status.IsTerminal() {
+			require.Equal(t, release.JobSuccessful, r.Status)
+			break
+		}
+		require.Equal(t, release.JobInProgress, r.Status)
+		require.Equal(t, 30*time.Millisecond, r.Lease)
+		require.Equal(t, Type+"/j1", r.ExternalID)
+		renewals++
+	}
+	require.GreaterOrEqual(t, renewals, 2, "renewed every 10ms for 200ms")
+	require.Eventually(t, func() bool {
+		f.agent.mu.Lock()
+		defer f.agent.mu.Unlock()
+		return len(f.agent.leased) == 0
+	}, time.Second, 5*time.Millisecond, "nothing left to renew")
+}
+
+// TestNoLeaseByDefault: without WithLease the agent holds no lease and
+// sends no renewals.
+func TestNoLeaseByDefault(t *testing.T) {
+	f := setup(t)
+	require.Zero(t, f.agent.JobLease())
+	f.dispatch(t, "j1", map[string]any{"delay": "30ms"})
+	r := f.next(t)
+	require.Equal(t, release.JobSuccessful, r.Status, "the outcome is the only report")
+}

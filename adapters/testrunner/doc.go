@@ -21,6 +21,12 @@
 //     ExternalID set, At read from the injected clock). A failed report is
 //     retried a few times with a doubling backoff, then dropped with a log
 //     line; nothing panics.
+//   - With WithLease(d) it is a ports.JobLeaser: every pending job's lease
+//     is renewed every d/3 by an inProgress report with Lease d, until its
+//     outcome is reported or it is cancelled. The jobs run in the process,
+//     so they die with it; their leases then run out, and that is how the
+//     workflow controller notices.
+//   - Every accepted job is logged (testrunner.accepted, with its id).
 //   - Close stops pending timers, cancels in-flight reports and waits for
 //     them: no goroutine outlives it.
 package testrunner

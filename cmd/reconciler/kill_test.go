@@ -17,10 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
-	"github.com/reconcilerhq/reconciler/engine/flow"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/ports"
-	"github.com/reconcilerhq/reconciler/workflow"
 )
 
 // buildBinary compiles the reconciler once per test binary.
@@ -260,77 +258,4 @@ func startServeLog(t *testing.T, bin, dsn, what string, log *procLog) *exec.Cmd 
 	cmd.Env = append(os.Environ(), "RECONCILER_DSN=")
 	startProcessLog(t, cmd, "engine starting", what, log)
 	return cmd
-}
-
-// TestKillServeMidWorkflowLosesNothing runs a 60-item matrix workflow on
-// two serve processes and SIGKILLs one of them mid-run. The survivor takes
-// over the dead one's leases; the jobs that died with its in-process test
-// runner time out and are retried; the workflow succeeds with every item
-// succeeded.
-func TestKillServeMidWorkflowLosesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("process test")
-	}
-	t.Parallel()
-	ctx := t.Context()
-	bin, dsn, be := runnerBackend(t)
-	items := make([]string, 60)
-	for i := range items {
-		items[i] = fmt.Sprint(i)
-	}
-	file := filepath.Join(t.TempDir(), "fan.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(`apiVersion: ctrlplane.dev/v1
-kind: WorkflowTemplate
-metadata: {name: fan}
-spec:
-  parameters:
-    - {name: items, type: matrix, source: {kind: list, items: [`+strings.Join(items, ", ")+`]}}
-  tasks:
-    - name: work
-      type: job
-      jobAgentRef: runner
-      matrix: "{{workflow.parameters.items}}"
-      matrixStrategy: {maxParallel: 12}
-      timeout: 3s
-      retryStrategy: {limit: 3}
-      config: {delay: 150ms}
-    - {name: done, type: job, jobAgentRef: runner, dependencies: [work], timeout: 3s, retryStrategy: {limit: 3}, config: {delay: 10ms}}
-`), 0o600))
-
-	victim := startServe(t, bin, dsn)
-	startServe(t, bin, dsn)
-	_, err := runRoot(t, "workflow", "run", file, "--id", "fan-kill", "--dsn", dsn)
-	require.NoError(t, err)
-	succeeded := func() (int, workflow.WorkflowPhase) {
-		w, err := be.workflows.WorkflowGet(ctx, "fan-kill")
-		require.NoError(t, err)
-		runs, err := be.workflows.TaskRunsList(ctx, "fan-kill")
-		require.NoError(t, err)
-		n := 0
-		for _, r := range runs {
-			if r.Phase == workflow.TaskSucceeded {
-				n++
-			}
-		}
-		return n, w.Phase
-	}
-	waitUntil(t, 60*time.Second, func() bool { n, _ := succeeded(); return n >= 15 })
-	require.NoError(t, victim.Process.Kill())
-	_ = victim.Wait()
-	n, _ := succeeded()
-	t.Logf("killed a serve process after %d items succeeded", n)
-
-	waitUntil(t, 90*time.Second, func() bool { _, p := succeeded(); return p.Terminal() })
-	st, err := (&flow.Controller{Store: be.workflows}).Status(ctx, "fan-kill")
-	require.NoError(t, err)
-	require.Equal(t, workflow.WorkflowSucceeded, st.Workflow.Phase, st.Workflow.Message)
-	require.Len(t, st.TaskRuns, 61)
-	retried := 0
-	for _, r := range st.TaskRuns {
-		require.Equal(t, workflow.TaskSucceeded, r.Phase, "%s: %s", r.ID, r.Message)
-		if r.Attempt > 0 {
-			retried++
-		}
-	}
-	t.Logf("%d TaskRuns were retried after their job died with the killed process", retried)
 }

@@ -26,16 +26,17 @@ type releaseRuntime struct {
 	runner *testrunner.Agent
 }
 
-// newReleaseRuntime wires the runtime over the stores; secrets may be nil.
+// newReleaseRuntime wires the runtime over the stores; secrets may be nil;
+// runner configures the test runner.
 func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStore, catalog ports.Catalog, q ports.Queue,
-	clock ports.Clock, log *slog.Logger, secrets ports.SecretResolver) *releaseRuntime {
+	clock ports.Clock, log *slog.Logger, secrets ports.SecretResolver, runner ...testrunner.Option) *releaseRuntime {
 	rt := &releaseRuntime{}
 	rt.runner = testrunner.New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error {
 		if flow.IsJobID(r.JobID) {
 			return rt.flows.ReportJob(ctx, r)
 		}
 		return rt.chain.ReportJob(ctx, r)
-	}), clock, testrunner.WithLogger(log))
+	}), clock, append([]testrunner.Option{testrunner.WithLogger(log)}, runner...)...)
 	rt.chain = &chain.Chain{Store: releases, Queue: q, Clock: clock, Logger: log,
 		Agents:    map[string]ports.JobAgent{testrunner.Type: rt.runner},
 		Verifiers: map[string]ports.Verifier{verifiers.SleepType: verifiers.Sleep{}, verifiers.ScriptedType: verifiers.Scripted{}}}
@@ -50,6 +51,12 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 func (rt *releaseRuntime) register(eng *engine.Engine, concurrency int) {
 	rt.chain.Register(eng, concurrency)
 	rt.flows.Register(eng, concurrency)
+}
+
+// resyncSources are the chain's and the workflows' parts of the periodic
+// sweep.
+func (rt *releaseRuntime) resyncSources() []engine.ResyncSource {
+	return []engine.ResyncSource{rt.chain.ResyncSource(), rt.flows.ResyncSource()}
 }
 
 // close stops the test runner's pending reports.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/adapters/envsecret"
 	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -84,8 +85,8 @@ Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metr
 	f.BoolVar(&o.migrate, "migrate", true, "apply database migrations at start (Postgres only)")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address of the health, metrics and API listener; empty disables it")
 	f.IntVar(&o.concurrency, "concurrency", def.Concurrency, "parallel reconcile passes per kind")
-	f.DurationVar(&o.lock, "lock", def.LockDuration, "work-item lease; renewed while a pass runs")
-	f.DurationVar(&o.resyncInterval, "resync-interval", def.ResyncInterval, "full sweep cadence for non-terminal runs")
+	f.DurationVar(&o.lock, "lock", def.LockDuration, "work-item lease; renewed while a pass runs, for at most 10 leases (then the pass is cancelled and retried); also each test-runner job's lease")
+	f.DurationVar(&o.resyncInterval, "resync-interval", def.ResyncInterval, "full sweep cadence: non-terminal runs and workflows, every release target")
 	f.DurationVar(&o.stallThreshold, "stall-threshold", def.StallThreshold, "heartbeat staleness threshold")
 	f.IntVar(&o.maxAutoResumes, "max-auto-resumes", def.MaxAutoResumes, "cap on automatic resumes between manual actions")
 	f.DurationVar(&o.unknownPodGrace, "unknown-pod-grace", def.UnknownPodGrace, "how long a pod may stay in the unknown phase before its run counts it as lost")
@@ -154,7 +155,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}, engine.KindOptions{Concurrency: o.concurrency})
 	}
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log,
-		envsecret.Resolver{Prefix: o.secretPrefix, Dirs: o.secretDirs})
+		envsecret.Resolver{Prefix: o.secretPrefix, Dirs: o.secretDirs}, testrunner.WithLease(o.lock))
 	defer rt.close()
 	rt.register(eng, o.concurrency)
 	if demo {
@@ -163,7 +164,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 	}
 	resync := &engine.Resync{Queue: be.queue, Interval: o.resyncInterval, Clock: clock, Logger: log,
-		Sources: []engine.ResyncSource{runs.NonTerminal(be.runs, reconcile.Kinds...)}}
+		Sources: append([]engine.ResyncSource{runs.NonTerminal(be.runs, reconcile.Kinds...)}, rt.resyncSources()...)}
 
 	var srv *http.Server
 	if o.listen != "" {

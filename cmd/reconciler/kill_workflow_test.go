@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/workflow"
+)
+
+// fanTemplate is a 60-item matrix of test-runner jobs and one job after
+// them, with a retry strategy and NO timeout: a job that dies with its
+// process can only be noticed by the test runner's lease.
+func fanTemplate(t *testing.T, delay string) string {
+	items := make([]string, 60)
+	for i := range items {
+		items[i] = fmt.Sprint(i)
+	}
+	file := filepath.Join(t.TempDir(), "fan.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`apiVersion: ctrlplane.dev/v1
+kind: WorkflowTemplate
+metadata: {name: fan}
+spec:
+  parameters:
+    - {name: items, type: matrix, source: {kind: list, items: [`+strings.Join(items, ", ")+`]}}
+  tasks:
+    - name: work
+      type: job
+      jobAgentRef: runner
+      matrix: "{{workflow.parameters.items}}"
+      matrixStrategy: {maxParallel: 12}
+      retryStrategy: {limit: 3}
+      config: {delay: `+delay+`}
+    - {name: done, type: job, jobAgentRef: runner, dependencies: [work], retryStrategy: {limit: 3}, config: {delay: 10ms}}
+`), 0o600))
+	return file
+}
+
+// TestKillServeMidWorkflowLosesNothing runs a 60-item matrix workflow of
+// jobs with no timeout on two serve processes and SIGKILLs one of them
+// while it has jobs in flight (read from its accepted sends and the
+// stored TaskRuns). The jobs that died with it are noticed by their
+// lapsed leases and retried under new job ids; the workflow succeeds with
+// every item succeeded; no job id is sent twice; only runs whose job was
+// in flight on the killed process are retried.
+func TestKillServeMidWorkflowLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	t.Parallel()
+	ctx := t.Context()
+	bin, dsn, be := runnerBackend(t)
+	file := fanTemplate(t, "400ms")
+
+	log := &procLog{keep: []string{"testrunner.accepted"}}
+	victim := startServeLog(t, bin, dsn, "victim", log)
+	startServeLog(t, bin, dsn, "survivor", log)
+	_, err := runRoot(t, "workflow", "run", file, "--id", "fan-kill", "--dsn", dsn)
+	require.NoError(t, err)
+
+	// inFlight lists the TaskRuns running a job the victim accepted.
+	inFlight := func() map[string]string {
+		runs, err := be.workflows.TaskRunsList(ctx, "fan-kill")
+		require.NoError(t, err)
+		byJob := map[string]string{}
+		for _, r := range runs {
+			if r.Phase == workflow.TaskRunning && r.JobID != "" {
+				byJob[r.JobID] = r.ID
+			}
+		}
+		out := map[string]string{}
+		for job, procs := range sendsByJob(log) {
+			if run, ok := byJob[job]; ok && procs[0] == "victim" {
+				out[run] = job
+			}
+		}
+		return out
+	}
+	var killed map[string]string
+	waitUntil(t, 60*time.Second, func() bool { killed = inFlight(); return len(killed) >= 3 })
+	require.NoError(t, victim.Process.Kill())
+	_ = victim.Wait()
+	t.Logf("killed the victim with %d jobs in flight", len(killed))
+
+	waitUntil(t, 90*time.Second, func() bool {
+		w, err := be.workflows.WorkflowGet(ctx, "fan-kill")
+		require.NoError(t, err)
+		return w.Phase.Terminal()
+	})
+	st, err := (&flow.Controller{Store: be.workflows}).Status(ctx, "fan-kill")
+	require.NoError(t, err)
+	require.Equal(t, workflow.WorkflowSucceeded, st.Workflow.Phase, st.Workflow.Message)
+	require.Len(t, st.TaskRuns, 61)
+	retriedKilled := 0
+	for _, r := range st.TaskRuns {
+		require.Equal(t, workflow.TaskSucceeded, r.Phase, "%s: %s", r.ID, r.Message)
+		if r.Attempt == 0 {
+			continue
+		}
+		_, wasKilled := killed[r.ID]
+		first := sendsByJob(log)[flow.JobID("fan-kill", r.ID, 0)]
+		require.True(t, wasKilled || (len(first) > 0 && first[0] == "victim"),
+			"%s was retried although its first job was not on the killed process", r.ID)
+		if wasKilled {
+			retriedKilled++
+		}
+	}
+	require.Positive(t, retriedKilled, "a job in flight at the kill was retried after its lease ran out")
+	for job, procs := range sendsByJob(log) {
+		require.Len(t, procs, 1, "job %s sent once", job)
+	}
+	t.Logf("%d of the %d jobs in flight on the killed process were retried; the rest had reported just before the kill", retriedKilled, len(killed))
+}
