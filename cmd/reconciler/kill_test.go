@@ -243,15 +243,9 @@ func TestServeStopsOnSIGTERM(t *testing.T) {
 	require.NoError(t, cmd.Wait(), "a graceful stop exits 0")
 }
 
-// startServe runs `reconciler serve` on dsn and waits until its engine
-// runs.
-func startServe(t *testing.T, bin, dsn string) *exec.Cmd {
-	t.Helper()
-	return startServeLog(t, bin, dsn, "serve", nil)
-}
-
-// startServeLog is startServe keeping the process's lines in log under
-// the name what.
+// startServeLog runs `reconciler serve` on dsn, waits until its engine
+// runs, and keeps the process's lines in log (nil: none) under the name
+// what.
 func startServeLog(t *testing.T, bin, dsn, what string, log *procLog) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "", "--lock", "2s", "--concurrency", "4")
