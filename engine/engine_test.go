@@ -233,7 +233,8 @@ func TestEngineRenewsLeaseDuringLongPass(t *testing.T) {
 	t.Parallel()
 	q := memory.NewQueue(ports.SystemClock)
 	mk := func() *engine.Engine {
-		return engine.New(q, engine.Options{Logger: quietLogger(), LeaseDuration: 60 * time.Millisecond, PollInterval: 5 * time.Millisecond})
+		// Leases long enough that a loaded machine still renews them in time.
+		return engine.New(q, engine.Options{Logger: quietLogger(), LeaseDuration: 300 * time.Millisecond, PollInterval: 5 * time.Millisecond})
 	}
 	var calls atomic.Int32
 	done := make(chan struct{})
@@ -241,7 +242,7 @@ func TestEngineRenewsLeaseDuringLongPass(t *testing.T) {
 		if calls.Add(1) == 1 {
 			// Several lease periods; the heartbeat must keep the lease.
 			select {
-			case <-time.After(400 * time.Millisecond):
+			case <-time.After(1200 * time.Millisecond):
 			case <-ctx.Done():
 				return engine.Retry(ctx.Err())
 			}
