@@ -103,10 +103,12 @@ func TestKillServeMidWorkflowLosesNothing(t *testing.T) {
 		if r.Attempt == 0 {
 			continue
 		}
+		// A retried run's first job died with the victim: it was in flight
+		// there, or recorded by the victim's pass and never sent.
 		_, wasKilled := killed[r.ID]
 		first := sendsByJob(log)[flow.JobID("fan-kill", r.ID, 0)]
-		require.True(t, wasKilled || (len(first) > 0 && first[0] == "victim"),
-			"%s was retried although its first job was not on the killed process", r.ID)
+		require.True(t, wasKilled || len(first) == 0 || first[0] == "victim",
+			"%s was retried although its first job ran on the survivor (%v)", r.ID, first)
 		if wasKilled {
 			retriedKilled++
 		}
