@@ -234,7 +234,7 @@ func TestEngineRenewsLeaseDuringLongPass(t *testing.T) {
 	q := memory.NewQueue(ports.SystemClock)
 	mk := func() *engine.Engine {
 		// Leases long enough that a loaded machine still renews them in time.
-		return engine.New(q, engine.Options{Logger: quietLogger(), LeaseDuration: 300 * time.Millisecond, PollInterval: 5 * time.Millisecond})
+		return engine.New(q, engine.Options{Logger: quietLogger(), LeaseDuration: time.Second, PollInterval: 5 * time.Millisecond})
 	}
 	var calls atomic.Int32
 	done := make(chan struct{})
@@ -242,7 +242,7 @@ func TestEngineRenewsLeaseDuringLongPass(t *testing.T) {
 		if calls.Add(1) == 1 {
 			// Several lease periods; the heartbeat must keep the lease.
 			select {
-			case <-time.After(1200 * time.Millisecond):
+			case <-time.After(2500 * time.Millisecond):
 			case <-ctx.Done():
 				return engine.Retry(ctx.Err())
 			}

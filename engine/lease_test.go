@@ -77,13 +77,17 @@ func TestHeartbeatRacingAnAckLogsNoLeaseLost(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{})
 	h := &countingHandler{}
-	q := &ackRacingQueue{Queue: b.q, heartbeats: make(chan struct{}), acked: make(chan struct{}, 1)}
+	q := &ackRacingQueue{Queue: b.q, heartbeats: make(chan struct{}, 1), acked: make(chan struct{}, 1)}
 	eng := engine.New(q, engine.Options{Logger: slog.New(h), LeaseDuration: 30 * time.Millisecond, PollInterval: 20 * time.Millisecond})
 	const n = 5
 	var mu sync.Mutex
 	passes := map[ports.WorkKey]int{}
 	eng.Register("k", engine.ProcessorFunc(func(ctx context.Context, it engine.Item) engine.Outcome {
-		<-q.heartbeats // a heartbeat of this pass is under way
+		select {
+		case <-q.heartbeats: // a heartbeat of this pass is under way
+		case <-ctx.Done():
+			return engine.Retry(ctx.Err())
+		}
 		mu.Lock()
 		passes[it.Key]++
 		mu.Unlock()
