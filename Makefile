@@ -38,9 +38,11 @@ race: ## Run every test under the race detector (slower)
 bench: ## Run the Go benchmarks of the hot paths (Postgres ones start their own cluster)
 	scripts/with-postgres.sh $(GO) test -run '^$$' -bench . -benchmem -benchtime 1s $(PKGS)
 
+SOAK        ?= 5m
+
 .PHONY: soak
-soak: build ## Long chaos runs: kill worker processes under load (behind their own target)
-	RECONCILER_SOAK=1 scripts/with-postgres.sh $(GO) test -count=1 -timeout 60m -run 'Soak|Kill' ./engine/... ./cmd/...
+soak: ## Loop the kill tests with random kill timings for SOAK (default 5m; make soak SOAK=10m); prints one summary line
+	@RECONCILER_SOAK=$(SOAK) bash -o pipefail -c "scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 24h -run '^TestSoak$$' ./cmd/reconciler/ | grep -E '^(soak:|FAIL|--- FAIL|ok|\s+[a-z_]+_test.go)'"
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck

@@ -136,23 +136,26 @@ func TestKillWorkerMidRunLosesNothing(t *testing.T) {
 		t.Skip("multi-process crash test")
 	}
 	t.Parallel()
-	r := killWorkers(t, soakScale(5000, 20000), 0)
+	var r killResult
+	killWorkers(t, soakScale(5000, 20000), 0, &r)
 	require.NotEmpty(t, r.held, "the victim held leases when it was killed")
 	require.Positive(t, r.reLeased, "items the victim held were re-leased by the others")
 	t.Logf("killed w1 holding %d leases; %d of them re-leased and completed by the others (attempt >= 2); %d of %d items ran twice, every one after a lease expired",
 		len(r.held), r.reLeased, r.dups, r.items)
 }
 
-// killResult is what a worker kill run observed.
+// killResult is what a worker kill run observed: lost and duplicated
+// (run twice without a lease expiry) are filled in before they are
+// asserted to be zero, so a soak can count a failing run's.
 type killResult struct {
-	items, dups, reLeased int
-	held                  []string // keys the victim held at the kill
+	items, dups, reLeased, lost, duplicated int
+	held                                    []string // keys the victim held at the kill
 }
 
 // killWorkers runs n items on three workers and SIGKILLs w1 once it holds
 // leases, after delay (a soak's random kill timing) and at least a tenth
-// of the items; it asserts the recovery and returns what it saw.
-func killWorkers(t *testing.T, n int, delay time.Duration) killResult {
+// of the items; it asserts the recovery and fills res with what it saw.
+func killWorkers(t *testing.T, n int, delay time.Duration, res *killResult) {
 	bin, err := buildBinary()
 	require.NoError(t, err)
 	dsn, _ := pgtest.Schema(t)
@@ -210,6 +213,11 @@ func killWorkers(t *testing.T, n int, delay time.Duration) killResult {
 
 	// Every item completes: the killed worker's leases expire and the others
 	// take them over.
+	res.items, res.held = n, held
+	defer func() { // also when a wait or an assertion below fails
+		res.lost = n - count(`SELECT count(DISTINCT key) FROM bench_completions`)
+		res.duplicated = count(`SELECT count(*) FROM (SELECT key FROM bench_completions GROUP BY key HAVING count(*) > 1 AND max(attempt) < 2) d`)
+	}()
 	waitUntil(t, 120*time.Second, func() bool {
 		stats, err := q.WorkStats(ctx)
 		require.NoError(t, err)
@@ -226,8 +234,7 @@ func killWorkers(t *testing.T, n int, delay time.Duration) killResult {
 	// the second pass is a re-lease, so its attempt is at least 2.
 	require.Zero(t, count(`SELECT count(*) FROM (SELECT key FROM bench_completions GROUP BY key
 		HAVING count(*) > 1 AND max(attempt) < 2) d`), "an item ran twice without its lease expiring")
-	res := killResult{items: n, held: held,
-		dups: count(`SELECT count(*) FROM (SELECT key FROM bench_completions GROUP BY key HAVING count(*) > 1) d`)}
+	res.dups = count(`SELECT count(*) FROM (SELECT key FROM bench_completions GROUP BY key HAVING count(*) > 1) d`)
 	for _, k := range held {
 		var reLeased bool
 		require.NoError(t, rec.QueryRowContext(ctx, `SELECT count(*) > 0 FROM bench_completions WHERE key = $1 AND owner <> 'w1' AND attempt >= 2`, k).Scan(&reLeased))
@@ -235,7 +242,6 @@ func killWorkers(t *testing.T, n int, delay time.Duration) killResult {
 			res.reLeased++
 		}
 	}
-	return res
 }
 
 func waitUntil(t *testing.T, limit time.Duration, cond func() bool) {
