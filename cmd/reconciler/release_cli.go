@@ -284,6 +284,7 @@ func explainText(ex *chain.Explanation) string {
 				break
 			}
 			fmt.Fprintf(&b, "  %s  %-12s version %s %s\n", j.ID, j.Status, j.VersionID, j.Message)
+			writeLastMeasurements(&b, map[string]any{"measurements": j.Measurements})
 		}
 	}
 	b.WriteString("versions (newest first):\n")

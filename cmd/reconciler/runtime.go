@@ -24,6 +24,7 @@ type releaseRuntime struct {
 	chain  *chain.Chain
 	flows  *flow.Controller
 	runner *testrunner.Agent
+	ext    *integrations
 }
 
 // newReleaseRuntime wires the runtime over the stores; secrets may be nil;
@@ -31,15 +32,19 @@ type releaseRuntime struct {
 func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStore, catalog ports.Catalog, q ports.Queue,
 	clock ports.Clock, log *slog.Logger, secrets ports.SecretResolver, runner ...testrunner.Option) *releaseRuntime {
 	rt := &releaseRuntime{}
-	rt.runner = testrunner.New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error {
+	report := ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error {
 		if flow.IsJobID(r.JobID) {
 			return rt.flows.ReportJob(ctx, r)
 		}
 		return rt.chain.ReportJob(ctx, r)
-	}), clock, append([]testrunner.Option{testrunner.WithLogger(log)}, runner...)...)
+	})
+	rt.runner = testrunner.New(report, clock, append([]testrunner.Option{testrunner.WithLogger(log)}, runner...)...)
+	rt.ext = newIntegrations(report, secrets, log, integrationOptionsFromEnv())
 	rt.chain = &chain.Chain{Store: releases, Queue: q, Clock: clock, Logger: log,
 		Agents:    map[string]ports.JobAgent{testrunner.Type: rt.runner},
 		Verifiers: map[string]ports.Verifier{verifiers.SleepType: verifiers.Sleep{}, verifiers.ScriptedType: verifiers.Scripted{}}}
+	maps.Copy(rt.chain.Agents, rt.ext.agents)
+	maps.Copy(rt.chain.Verifiers, rt.ext.verifiers)
 	rt.flows = &flow.Controller{Store: workflows, Queue: q, Releases: releases, Catalog: catalog, Jobs: rt.chain,
 		Clock: clock, Logger: log, Agents: maps.Clone(rt.chain.Agents), Verifiers: rt.chain.Verifiers,
 		Webhooks: httphook.Client{}, Secrets: secrets}
@@ -59,5 +64,9 @@ func (rt *releaseRuntime) resyncSources() []engine.ResyncSource {
 	return []engine.ResyncSource{rt.chain.ResyncSource(), rt.flows.ResyncSource()}
 }
 
-// close stops the test runner's pending reports.
-func (rt *releaseRuntime) close() { rt.runner.Close() }
+// close stops the test runner's pending reports and the external agents'
+// followers.
+func (rt *releaseRuntime) close() {
+	rt.runner.Close()
+	rt.ext.close()
+}

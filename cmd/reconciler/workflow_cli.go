@@ -16,6 +16,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/engine/flow"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
 	"github.com/reconcilerhq/reconciler/workflow"
 )
@@ -273,9 +274,45 @@ func statusText(st *flow.Status) string {
 				fmt.Fprintf(&b, " %s", r.Message)
 			}
 			b.WriteString("\n")
+			writeLastMeasurements(&b, r.Outputs)
 		}
 	}
 	return b.String()
+}
+
+// writeLastMeasurements adds a line per metric of a verification run with
+// what its last measurement measured (or why it could not), so the status
+// says why a verification failed.
+func writeLastMeasurements(b *strings.Builder, outputs map[string]any) {
+	raw, err := json.Marshal(outputs["measurements"])
+	if err != nil {
+		return
+	}
+	var taken map[string][]release.Measurement
+	if json.Unmarshal(raw, &taken) != nil || len(taken) == 0 {
+		return
+	}
+	names := make([]string, 0, len(taken))
+	for n := range taken {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		ms := taken[n]
+		if len(ms) == 0 {
+			continue
+		}
+		last := ms[len(ms)-1]
+		what := "error: " + last.Error
+		if last.Error == "" {
+			r, _ := json.Marshal(last.Result)
+			what = "result " + string(r)
+		}
+		if len(what) > 300 {
+			what = what[:300] + "..."
+		}
+		fmt.Fprintf(b, "      %s (%d measured): last %s\n", n, len(ms), what)
+	}
 }
 
 func newWorkflowApproveCmd() *cobra.Command {

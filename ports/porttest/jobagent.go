@@ -32,6 +32,13 @@ type JobAgentOptions struct {
 	// Timeout bounds every wait for a report and for a cancelled dispatch
 	// to return; default 10s. It is a deadline for failing, not a sleep.
 	Timeout time.Duration
+	// Durable marks an agent whose runs live in an external system that
+	// outlives it: the suite then dispatches a job, closes that agent (when
+	// it has a Close method) as a crash would end it, and dispatches the
+	// job again through a second agent from newAgent, which must find the
+	// run the first one started (the same external id) instead of starting
+	// another.
+	Durable bool
 }
 
 // JobAgent is the conformance suite of ports.JobAgent. newAgent is called
@@ -47,8 +54,10 @@ type JobAgentOptions struct {
 // reports name the dispatched job (by JobID, or by AgentID and the result's
 // ExternalID), carry valid statuses, and move the job only along
 // release.JobEdges from the dispatch status; that distinct jobs are not
-// confused; and that a dispatch with a cancelled context returns promptly
-// and leaves the job dispatchable.
+// confused; that a dispatch with a cancelled context returns promptly
+// and leaves the job dispatchable; and, for a Durable agent, that a
+// dispatch retried through a new agent after a crash finds the run the
+// first one started.
 func JobAgent(t *testing.T, newAgent func(t *testing.T, r ports.JobReporter) ports.JobAgent, opts JobAgentOptions) {
 	t.Helper()
 	if opts.Timeout <= 0 {
@@ -71,6 +80,9 @@ func JobAgent(t *testing.T, newAgent func(t *testing.T, r ports.JobReporter) por
 	t.Run("ReportsDispatchedJob", func(t *testing.T) { jobAgentReports(setup(t)) })
 	t.Run("DistinctJobs", func(t *testing.T) { jobAgentDistinct(setup(t)) })
 	t.Run("CancelledContextReturnsPromptly", func(t *testing.T) { jobAgentCancelled(setup(t)) })
+	if opts.Durable {
+		t.Run("DispatchRetriedAfterACrash", func(t *testing.T) { jobAgentCrashRetry(setup(t), newAgent) })
+	}
 }
 
 // JobAgentDispatch is the suite's default dispatch: a valid job with id
@@ -345,6 +357,23 @@ func jobAgentCancelled(f *jobAgentFixture) {
 	_, ok := f.dispatch(f.ctx, f.dispatchOf("job-cancelled"))
 	require.True(f.t, ok)
 	f.awaitOutcome("job-cancelled")
+}
+
+func jobAgentCrashRetry(f *jobAgentFixture, newAgent func(t *testing.T, r ports.JobReporter) ports.JobAgent) {
+	d := f.dispatchOf("job-crash")
+	first, ok := f.dispatch(f.ctx, d)
+	require.True(f.t, ok)
+	if c, ok := f.agent.(interface{ Close() }); ok {
+		c.Close()
+	}
+	second := newAgent(f.t, f.rep)
+	require.NotNil(f.t, second, "newAgent returned nil")
+	again, err := second.Dispatch(f.ctx, f.dispatchOf("job-crash"))
+	require.NoError(f.t, err, "a dispatch retried after a crash")
+	require.Equal(f.t, first.ExternalID, again.ExternalID, "the retried dispatch finds the run the first agent started")
+	f.agent = second
+	f.awaitOutcome("job-crash")
+	// At most one terminal report in all: checked after the cleanups.
 }
 
 // recordingReporter is a ports.JobReporter that records every report and

@@ -1,0 +1,224 @@
+package argocd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/reconcilerhq/reconciler/internal/configmap"
+)
+
+const token = "argocd-test-token"
+
+// fakeArgoCD implements the Argo CD REST endpoints the agent uses: get,
+// patch (merge) and sync an Application, terminate its operation. Each
+// GET moves a sync one step: requested → Running → Succeeded with the
+// app Progressing → Healthy (or the configured end).
+type fakeArgoCD struct {
+	t  *testing.T
+	mu sync.Mutex
+	// endHealth is the health after a sync (default Healthy); failSync
+	// makes the operation fail.
+	endHealth string
+	failSync  bool
+	faults    []int
+	malformed bool
+
+	apps     map[string]*fakeApp
+	syncs    []map[string]any
+	patches  []map[string]any
+	requests []string
+	srv      *httptest.Server
+}
+
+type fakeApp struct {
+	revision   string
+	namespace  string
+	params     []helmParameter
+	operation  *operation
+	opState    *operation
+	phase      string
+	message    string
+	sync       string
+	health     string
+	steps      int
+	terminated bool
+}
+
+func newFakeArgoCD(t *testing.T, apps ...string) *fakeArgoCD {
+	f := &fakeArgoCD{t: t, endHealth: "Healthy", apps: map[string]*fakeApp{}}
+	for _, a := range apps {
+		f.apps[a] = &fakeApp{revision: "v0", namespace: "default", sync: "Synced", health: "Healthy",
+			params: []helmParameter{{Name: "replicas", Value: "1"}}}
+	}
+	f.srv = httptest.NewServer(f)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeArgoCD) config(app string) map[string]any {
+	return map[string]any{"server": f.srv.URL, "application": app, "revision": "v1.2.3",
+		"parameters": map[string]any{"image.tag": "v1.2.3"}, "namespace": "shop", "tokenRef": "env:RECONCILER_SECRET_ARGOCD"}
+}
+
+func (f *fakeArgoCD) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, r.Method+" "+r.URL.Path)
+	if len(f.faults) > 0 {
+		code := f.faults[0]
+		f.faults = f.faults[1:]
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, `{"error":"try later","code":14}`, code)
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer "+token {
+		http.Error(w, `{"error":"invalid session","code":16}`, http.StatusUnauthorized)
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/applications/")
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	name, sub, _ := strings.Cut(rest, "/")
+	app, ok := f.apps[name]
+	if !ok {
+		http.Error(w, fmt.Sprintf(`{"error":"applications.argoproj.io \"%s\" not found","code":5}`, name), http.StatusNotFound)
+		return
+	}
+	var body map[string]any
+	if r.Method == http.MethodPost || r.Method == http.MethodPatch {
+		b, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(b, &body); err != nil || body["name"] != name {
+			http.Error(w, `{"error":"bad request","code":3}`, http.StatusBadRequest)
+			return
+		}
+	}
+	switch {
+	case r.Method == http.MethodGet && sub == "":
+		if f.malformed {
+			f.malformed = false
+			_, _ = w.Write([]byte(`{"metadata": `))
+			return
+		}
+		f.step(app)
+		writeJSON(w, f.render(name, app))
+	case r.Method == http.MethodPatch && sub == "":
+		if body["patchType"] != "merge" {
+			http.Error(w, `{"error":"unsupported patch type","code":3}`, http.StatusBadRequest)
+			return
+		}
+		var p struct {
+			Spec struct {
+				Source *struct {
+					TargetRevision string `json:"targetRevision"`
+					Helm           *struct {
+						Parameters []helmParameter `json:"parameters"`
+					} `json:"helm"`
+				} `json:"source"`
+				Destination *struct {
+					Namespace string `json:"namespace"`
+				} `json:"destination"`
+			} `json:"spec"`
+		}
+		patch, _ := body["patch"].(string)
+		if err := json.Unmarshal([]byte(patch), &p); err != nil {
+			http.Error(w, `{"error":"bad patch","code":3}`, http.StatusBadRequest)
+			return
+		}
+		if s := p.Spec.Source; s != nil {
+			if s.TargetRevision != "" {
+				app.revision = s.TargetRevision
+			}
+			if s.Helm != nil {
+				app.params = s.Helm.Parameters
+			}
+		}
+		if d := p.Spec.Destination; d != nil {
+			app.namespace = d.Namespace
+		}
+		var pm map[string]any
+		_ = json.Unmarshal([]byte(patch), &pm)
+		f.patches = append(f.patches, pm)
+		writeJSON(w, f.render(name, app))
+	case r.Method == http.MethodPost && sub == "sync":
+		if app.operation != nil || app.phase == "Running" {
+			http.Error(w, `{"error":"another operation is already in progress","code":9}`, http.StatusConflict)
+			return
+		}
+		var op operation
+		b, _ := json.Marshal(body)
+		_ = json.Unmarshal(b, &struct {
+			Infos *[]info `json:"infos"`
+		}{&op.Info})
+		f.syncs = append(f.syncs, body)
+		app.operation, app.steps, app.terminated = &op, 0, false
+		writeJSON(w, f.render(name, app))
+	case r.Method == http.MethodDelete && sub == "operation":
+		if app.phase != "Running" && app.operation == nil {
+			http.Error(w, `{"error":"Unable to terminate operation. No operation is in progress","code":9}`, http.StatusConflict)
+			return
+		}
+		app.terminated = true
+		writeJSON(w, map[string]any{})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// step moves a sync one step.
+func (f *fakeArgoCD) step(app *fakeApp) {
+	switch {
+	case app.operation != nil:
+		app.opState, app.operation, app.phase, app.sync = app.operation, nil, "Running", "OutOfSync"
+	case app.phase == "Running" && app.terminated:
+		app.phase, app.message = "Failed", "Operation terminated"
+	case app.phase == "Running" && f.failSync:
+		app.phase, app.message = "Failed", "one or more objects failed to apply"
+	case app.phase == "Running":
+		app.phase, app.sync, app.health = "Succeeded", "Synced", "Progressing"
+	case app.phase == "Succeeded" && app.health == "Progressing":
+		app.health = f.endHealth
+	}
+}
+
+func (f *fakeArgoCD) render(name string, app *fakeApp) map[string]any {
+	status := map[string]any{
+		"sync":   map[string]any{"status": app.sync, "revision": app.revision},
+		"health": map[string]any{"status": app.health},
+	}
+	if app.opState != nil {
+		status["operationState"] = map[string]any{"operation": map[string]any{"info": app.opState.Info, "sync": map[string]any{"revision": app.revision}},
+			"phase": app.phase, "message": app.message, "startedAt": "2026-11-23T10:00:00Z"}
+	}
+	out := map[string]any{
+		"metadata": map[string]any{"name": name, "namespace": "argocd"},
+		"spec": map[string]any{"source": map[string]any{"repoURL": "https://git.example/app.git", "targetRevision": app.revision,
+			"helm": map[string]any{"parameters": app.params}},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": app.namespace}},
+		"status": status,
+	}
+	if app.operation != nil {
+		out["operation"] = map[string]any{"info": app.operation.Info, "sync": map[string]any{"revision": app.revision}}
+	}
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (f *fakeArgoCD) syncCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.syncs)
+}
+
+var testSecrets = configmap.Secrets{"env:RECONCILER_SECRET_ARGOCD": token}

@@ -1,0 +1,254 @@
+// Package argoworkflows is the "argo-workflows" job agent: it submits a
+// Workflow from a WorkflowTemplate through Argo Server's REST API (POST
+// /api/v1/workflows/NS/submit), follows it (GET
+// /api/v1/workflows/NS/NAME) and stops it on CancelJob (PUT
+// .../NAME/stop, which runs its exit handlers).
+//
+// Idempotency: the Workflow's name is derived from the template and the
+// job's correlation key, and it carries the key as the label
+// reconciler.dev/job; a submit retried after a crash answers 409
+// AlreadyExists and the agent follows the Workflow that exists.
+//
+// Credentials come only from the SecretResolver (tokenRef), per request.
+package argoworkflows
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/jobfollow"
+	"github.com/reconcilerhq/reconciler/internal/outbound"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// Type is the release.JobAgent.Type this agent serves.
+const Type = "argo-workflows"
+
+// Label is the label carrying the job's correlation key.
+const Label = "reconciler.dev/job"
+
+// Options configures an Agent; zero fields take defaults.
+type Options struct {
+	HTTP             outbound.Options
+	MinPoll, MaxPoll time.Duration
+	Logger           *slog.Logger
+}
+
+// Agent is the argo-workflows job agent; goroutine-safe. Close it when
+// done.
+type Agent struct {
+	http    *outbound.Client
+	secrets ports.SecretResolver
+	track   *jobfollow.Tracker
+
+	mu   sync.Mutex
+	cfgs map[string]config // by job id, for CancelJob
+}
+
+var (
+	_ ports.JobAgent    = (*Agent)(nil)
+	_ ports.JobCanceler = (*Agent)(nil)
+)
+
+// New returns an agent reporting through reporter and reading tokens
+// through secrets.
+func New(reporter ports.JobReporter, secrets ports.SecretResolver, o Options) *Agent {
+	o.HTTP.Adapter = Type
+	return &Agent{http: outbound.New(o.HTTP), secrets: secrets, cfgs: map[string]config{},
+		track: jobfollow.New(jobfollow.Options{Adapter: Type, Reporter: reporter, Logger: o.Logger, MinPoll: o.MinPoll, MaxPoll: o.MaxPoll})}
+}
+
+// Type returns "argo-workflows".
+func (a *Agent) Type() string { return Type }
+
+// Close stops following workflows.
+func (a *Agent) Close() { a.track.Close() }
+
+type config struct {
+	server, namespace, template, tokenRef string
+	parameters                            map[string]string
+}
+
+var dnsName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
+
+// ValidateConfig checks an argo-workflows job_agent_config; a refusal is a
+// *release.FieldError naming job_agent_config.<key>. Keys:
+//
+//	server            Argo Server's URL (required)
+//	namespace         the namespace to run in (required)
+//	workflowTemplate  the WorkflowTemplate's name (required)
+//	parameters        workflow parameters, an object of scalars
+//	tokenRef          secret reference of a bearer token (required)
+func ValidateConfig(cfg map[string]any) error {
+	_, err := parseConfig(cfg)
+	return err
+}
+
+func parseConfig(cfg map[string]any) (config, error) {
+	r := &configmap.Reader{Prefix: "job_agent_config", Map: cfg}
+	c := config{server: r.URL("server", ""), namespace: r.Required("namespace"), template: r.Required("workflowTemplate"),
+		parameters: r.Strings("parameters"), tokenRef: r.SecretRef("tokenRef", "")}
+	for key, v := range map[string]string{"namespace": c.namespace, "workflowTemplate": c.template} {
+		if v != "" && !dnsName.MatchString(v) {
+			r.Fail(key, fmt.Sprintf("want a Kubernetes object name, got %q", v))
+		}
+	}
+	return c, r.Err
+}
+
+// workflowName is the job's Workflow name: the template's (cut to fit)
+// and 12 hex digits of the correlation key.
+func workflowName(template, key string) string {
+	suffix := key[len(key)-12:]
+	if len(template) > 40 {
+		template = strings.TrimRight(template[:40], "-.")
+	}
+	return template + "-" + suffix
+}
+
+// wf is the part of a Workflow the agent reads.
+type wf struct {
+	Metadata struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Status struct {
+		Phase    string `json:"phase"`
+		Message  string `json:"message"`
+		Progress string `json:"progress"`
+	} `json:"status"`
+}
+
+func (a *Agent) header(ctx context.Context, cfg config) (http.Header, error) {
+	token, err := configmap.Resolve(ctx, a.secrets, "job_agent_config.tokenRef", cfg.tokenRef)
+	if err != nil {
+		return nil, err
+	}
+	return http.Header{"Authorization": {"Bearer " + token}}, nil
+}
+
+// Dispatch submits the job's Workflow once (see the package doc). A bad
+// config or an unreadable token ends the job invalidJobAgent; a template
+// the server does not have, too.
+func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
+	return a.track.Dispatch(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+		invalid := func(err error) (jobfollow.Started, error) {
+			return jobfollow.Started{Result: ports.JobDispatchResult{Status: release.JobInvalidJobAgent, Message: Type + ": " + err.Error()}}, nil
+		}
+		cfg, err := parseConfig(d.Job.JobAgentConfig)
+		var h http.Header
+		if err == nil {
+			h, err = a.header(ctx, cfg)
+		}
+		if err != nil {
+			return invalid(err)
+		}
+		key := jobfollow.CorrelationKey(d.Job.ID)
+		name := workflowName(cfg.template, key)
+		params := make([]string, 0, len(cfg.parameters))
+		for k, v := range cfg.parameters {
+			params = append(params, k+"="+v)
+		}
+		sort.Strings(params)
+		body := map[string]any{"namespace": cfg.namespace, "resourceKind": "WorkflowTemplate", "resourceName": cfg.template,
+			"submitOptions": map[string]any{"name": name, "parameters": params, "labels": Label + "=" + key}}
+		resp, err := a.http.Do(ctx, outbound.Request{Call: "submit workflow", Method: http.MethodPost, Header: h,
+			URL: cfg.server + "/api/v1/workflows/" + url.PathEscape(cfg.namespace) + "/submit"}.JSON(body))
+		if err != nil {
+			return jobfollow.Started{}, err
+		}
+		switch {
+		case resp.Status/100 == 2, resp.Status == http.StatusConflict: // submitted now, or by the attempt before a crash
+		case resp.Status == http.StatusNotFound:
+			return invalid(release.Invalid("job_agent_config.workflowTemplate", "Argo has no WorkflowTemplate "+cfg.template+" in "+cfg.namespace))
+		default:
+			return jobfollow.Started{}, &outbound.Error{Adapter: Type, Call: "submit workflow", Status: resp.Status, Body: prefix(resp.Body)}
+		}
+		a.mu.Lock()
+		a.cfgs[d.Job.ID] = cfg
+		a.mu.Unlock()
+		link := cfg.server + "/workflows/" + url.PathEscape(cfg.namespace) + "/" + url.PathEscape(name)
+		return jobfollow.Started{
+			Result: ports.JobDispatchResult{ExternalID: cfg.namespace + "/" + name, Status: release.JobInProgress, Message: "workflow " + name + " " + link},
+			Poll:   func(ctx context.Context) (jobfollow.State, error) { return a.poll(ctx, cfg, name, key, link) },
+		}, nil
+	})
+}
+
+// poll reads the Workflow and maps its phase.
+func (a *Agent) poll(ctx context.Context, cfg config, name, key, link string) (jobfollow.State, error) {
+	h, err := a.header(ctx, cfg)
+	if err != nil {
+		return jobfollow.State{}, err
+	}
+	var w wf
+	_, err = a.http.DoJSON(ctx, outbound.Request{Call: "get workflow", Method: http.MethodGet, Header: h, Idempotent: true,
+		URL: cfg.server + "/api/v1/workflows/" + url.PathEscape(cfg.namespace) + "/" + url.PathEscape(name)}, &w)
+	if outbound.StatusOf(err) == http.StatusNotFound {
+		return jobfollow.State{Status: release.JobExternalRunNotFound, Message: "workflow " + name + " not found"}, nil
+	}
+	if err != nil {
+		return jobfollow.State{}, err
+	}
+	if w.Metadata.Name != name {
+		return jobfollow.State{}, a.http.Errorf("get workflow", "%w: asked for %s, got %q", outbound.ErrMalformed, name, w.Metadata.Name)
+	}
+	if w.Metadata.Labels[Label] != key {
+		return jobfollow.State{Status: release.JobExternalRunNotFound, Message: "workflow " + name + " belongs to another job"}, nil
+	}
+	st := jobfollow.State{Status: release.JobInProgress, Message: strings.TrimSpace("workflow " + name + " " + w.Status.Phase + " " + w.Status.Message),
+		Outputs: map[string]any{"workflow": name, "phase": w.Status.Phase, "progress": w.Status.Progress, "url": link}}
+	switch w.Status.Phase {
+	case "Succeeded":
+		st.Status = release.JobSuccessful
+	case "Failed", "Error":
+		st.Status = release.JobFailure
+	}
+	return st, nil
+}
+
+// CancelJob stops the job's Workflow; one that ended or is unknown is
+// left as it is.
+func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
+	ns, name, ok := strings.Cut(c.ExternalID, "/")
+	if !ok || name == "" {
+		return nil
+	}
+	a.mu.Lock()
+	cfg, ok := a.cfgs[c.JobID]
+	a.mu.Unlock()
+	if !ok {
+		return nil // not dispatched by this process: its config is unknown here
+	}
+	h, err := a.header(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	resp, err := a.http.Do(ctx, outbound.Request{Call: "stop workflow", Method: http.MethodPut, Header: h, Idempotent: true,
+		URL: cfg.server + "/api/v1/workflows/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/stop"}.JSON(
+		map[string]any{"name": name, "namespace": ns, "message": "stopped by reconciler: " + c.Reason}))
+	if err != nil {
+		return err
+	}
+	if resp.Status/100 == 2 || resp.Status == http.StatusNotFound || resp.Status == http.StatusConflict {
+		return nil
+	}
+	return &outbound.Error{Adapter: Type, Call: "stop workflow", Status: resp.Status, Body: prefix(resp.Body)}
+}
+
+func prefix(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "..."
+	}
+	return string(b)
+}

@@ -1,0 +1,164 @@
+package datadog
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/outbound"
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+var secrets = configmap.Secrets{DefaultAPIKeyRef: "dd-api", DefaultAppKeyRef: "dd-app"}
+
+// now is the fixed clock of the tests.
+var now = time.Unix(1_800_000_000, 0)
+
+type fixedClock struct{}
+
+func (fixedClock) Now() time.Time { return now }
+
+// fakeDatadog implements GET /api/v1/query: it answers each query with
+// the configured rate as a series of three points.
+type fakeDatadog struct {
+	t        *testing.T
+	mu       sync.Mutex
+	rate     float64
+	faults   []int
+	body     string // answered as is when set
+	requests []*http.Request
+	srv      *httptest.Server
+}
+
+func newFake(t *testing.T, rate float64) *fakeDatadog {
+	f := &fakeDatadog{t: t, rate: rate}
+	f.srv = httptest.NewServer(f)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeDatadog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, r)
+	if len(f.faults) > 0 {
+		code := f.faults[0]
+		f.faults = f.faults[1:]
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, `{"errors":["Rate limit exceeded"]}`, code)
+		return
+	}
+	if r.Header.Get("DD-API-KEY") != "dd-api" || r.Header.Get("DD-APPLICATION-KEY") != "dd-app" {
+		http.Error(w, `{"errors":["Forbidden"]}`, http.StatusForbidden)
+		return
+	}
+	if r.Method != http.MethodGet || r.URL.Path != "/api/v1/query" {
+		http.NotFound(w, r)
+		return
+	}
+	if f.body != "" {
+		_, _ = w.Write([]byte(f.body))
+		return
+	}
+	q := r.URL.Query()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"status": "ok", "res_type": "time_series", "query": q.Get("query"), "from_date": 0, "to_date": 0,
+		"series": []any{map[string]any{"metric": "errors", "scope": "service:web", "expression": "sum:errors{service:web}.as_rate()",
+			"pointlist": []any{[]any{1.7999997e12, 0.0}, []any{1.7999998e12, f.rate}, []any{1.7999999e12, nil}}}},
+	})
+}
+
+func newVerifier(f *fakeDatadog) *Verifier {
+	return New(secrets, Options{Address: f.srv.URL, Clock: fixedClock{}, HTTP: outbound.Options{Backoff: time.Millisecond}})
+}
+
+func request(query string) ports.MeasureRequest {
+	return porttest.MeasureRequestFor(Type, map[string]any{"query": query}, 1)
+}
+
+func TestConformance(t *testing.T) {
+	f := newFake(t, 0.002)
+	porttest.Verifier(t, func(t *testing.T) ports.Verifier { return newVerifier(f) }, porttest.VerifierOptions{
+		Measurable:    []ports.MeasureRequest{request("sum:errors{service:web}.as_rate()")},
+		Failing:       []ports.MeasureRequest{porttest.MeasureRequestFor(Type, map[string]any{}, 1), porttest.MeasureRequestFor(Type, map[string]any{"query": "q", "appKeyRef": "env:RECONCILER_SECRET_NONE"}, 1)},
+		Deterministic: true,
+	})
+}
+
+func TestMeasureSendsTheDocumentedRequestAndKeepsWhatWasMeasured(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, 0.002)
+	got, err := newVerifier(f).Measure(t.Context(), request("sum:errors{service:web}.as_rate()"))
+	require.NoError(t, err)
+	require.Len(t, f.requests, 1)
+	r := f.requests[0]
+	require.Equal(t, http.MethodGet, r.Method)
+	require.Equal(t, "/api/v1/query", r.URL.Path)
+	require.Equal(t, map[string][]string{"from": {"1799999700"}, "to": {"1800000000"}, "query": {"sum:errors{service:web}.as_rate()"}}, map[string][]string(r.URL.Query()))
+	require.Equal(t, map[string]any{
+		"query": "sum:errors{service:web}.as_rate()", "from": 1799999700.0, "to": 1800000000.0, "value": 0.002,
+		"series": []any{map[string]any{"metric": "errors", "scope": "service:web", "expression": "sum:errors{service:web}.as_rate()",
+			"points": []any{[]any{1.7999997e12, 0.0}, []any{1.7999998e12, 0.002}, []any{1.7999999e12, nil}}}},
+	}, got)
+}
+
+func TestConditionsJudgeTheResult(t *testing.T) {
+	t.Parallel()
+	spec := policy.MetricSpec{Name: "error-rate", Count: 1, SuccessCondition: "result.value < 0.01",
+		Provider: policy.Provider{Type: Type, Config: map[string]any{"query": "q"}}}
+	for rate, want := range map[float64]release.VerificationStatus{0.002: release.VerificationPassed, 0.2: release.VerificationFailed} {
+		got, err := newVerifier(newFake(t, rate)).Measure(t.Context(), ports.MeasureRequest{Metric: spec, Attempt: 1})
+		require.NoError(t, err)
+		status, msg := policy.EvaluateMeasurements(spec, []release.Measurement{{At: now, Result: got}})
+		require.Equal(t, want, status, msg)
+	}
+}
+
+func TestRetriesAndErrors(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, 0.002)
+	f.faults = []int{429, 502, 503}
+	_, err := newVerifier(f).Measure(t.Context(), request("q"))
+	require.NoError(t, err)
+	require.Len(t, f.requests, 4)
+
+	f = newFake(t, 0)
+	f.faults = []int{500, 500, 500, 500}
+	_, err = newVerifier(f).Measure(t.Context(), request("q"))
+	require.ErrorContains(t, err, "datadog: query metrics: status 500")
+
+	for body, want := range map[string]string{
+		`{"status":"error","error":"Rule 'foo' not parsed"}`: "Rule 'foo' not parsed",
+		`{"status":"ok"}`: "malformed response",
+		`{"status":"ok","series":[{"pointlist":[[1]]}]}`: "malformed response",
+		`<html>`: "malformed response",
+	} {
+		f := newFake(t, 0)
+		f.body = body
+		_, err := newVerifier(f).Measure(t.Context(), request("q"))
+		require.ErrorContains(t, err, want, body)
+	}
+}
+
+func TestKeysNeverAppearInErrorsOrResults(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, 0)
+	f.faults = []int{500, 500, 500, 500}
+	_, err := newVerifier(f).Measure(t.Context(), request("q"))
+	require.NotContains(t, err.Error(), "dd-api")
+	require.NotContains(t, err.Error(), "dd-app")
+	require.ErrorContains(t, ValidateConfig(map[string]any{"query": "q", "window": "-1m"}), "provider.config.window")
+	require.ErrorContains(t, ValidateConfig(map[string]any{"query": "q", "apiKeyRef": "abc123"}), "provider.config.apiKeyRef")
+	require.ErrorContains(t, ValidateConfig(map[string]any{}), "provider.config.query")
+	require.NoError(t, ValidateConfig(map[string]any{"query": "q"}))
+}

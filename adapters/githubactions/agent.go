@@ -1,0 +1,323 @@
+package githubactions
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/jobfollow"
+	"github.com/reconcilerhq/reconciler/internal/outbound"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// Type is the release.JobAgent.Type this agent serves.
+const Type = "github-actions"
+
+// Options configures an Agent; zero fields take defaults.
+type Options struct {
+	// HTTP tunes the client (timeouts, retries, caps); Adapter is set.
+	HTTP outbound.Options
+	// MinPoll and MaxPoll bound the polling backoff (default 2s, 30s).
+	MinPoll, MaxPoll time.Duration
+	// FindTimeout bounds the wait for a dispatched run to appear in the
+	// run list when the dispatch response does not name it (default 30s).
+	FindTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Agent is the github-actions job agent. It is goroutine-safe; Close it
+// when done.
+type Agent struct {
+	http    *outbound.Client
+	secrets ports.SecretResolver
+	track   *jobfollow.Tracker
+	find    time.Duration
+	minPoll time.Duration
+
+	mu   sync.Mutex
+	cfgs map[string]config // by job id, for CancelJob
+}
+
+var (
+	_ ports.JobAgent    = (*Agent)(nil)
+	_ ports.JobCanceler = (*Agent)(nil)
+)
+
+// New returns an agent reporting through reporter and reading tokens
+// through secrets.
+func New(reporter ports.JobReporter, secrets ports.SecretResolver, o Options) *Agent {
+	o.HTTP.Adapter = Type
+	if o.FindTimeout <= 0 {
+		o.FindTimeout = 30 * time.Second
+	}
+	t := jobfollow.New(jobfollow.Options{Adapter: Type, Reporter: reporter, Logger: o.Logger, MinPoll: o.MinPoll, MaxPoll: o.MaxPoll})
+	minPoll := o.MinPoll
+	if minPoll <= 0 {
+		minPoll = 2 * time.Second
+	}
+	return &Agent{http: outbound.New(o.HTTP), secrets: secrets, track: t, find: o.FindTimeout, minPoll: minPoll,
+		cfgs: map[string]config{}}
+}
+
+// Type returns "github-actions".
+func (a *Agent) Type() string { return Type }
+
+// Close stops following runs.
+func (a *Agent) Close() { a.track.Close() }
+
+// run is the part of a workflow run the agent reads.
+type run struct {
+	ID           int64  `json:"id"`
+	Name         string `json:"name"`
+	DisplayTitle string `json:"display_title"`
+	Status       string `json:"status"`
+	Conclusion   string `json:"conclusion"`
+	HTMLURL      string `json:"html_url"`
+	Event        string `json:"event"`
+}
+
+// Dispatch starts the job's workflow run once: it follows a run already
+// carrying the job's correlation key, or dispatches the workflow and
+// finds the new run. A bad config or an unreadable token ends the job
+// invalidJobAgent with the field in the message.
+func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
+	return a.track.Dispatch(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+		cfg, err := parseConfig(d.Job.JobAgentConfig)
+		if err == nil {
+			_, err = configmap.Resolve(ctx, a.secrets, "job_agent_config.tokenRef", cfg.tokenRef)
+		}
+		if err != nil {
+			return jobfollow.Started{Result: ports.JobDispatchResult{Status: release.JobInvalidJobAgent,
+				Message: Type + ": " + err.Error()}}, nil
+		}
+		key := jobfollow.CorrelationKey(d.Job.ID)
+		r, found, err := a.findRun(ctx, cfg, key)
+		if err != nil {
+			return jobfollow.Started{}, err
+		}
+		if !found {
+			if r, err = a.dispatch(ctx, cfg, key); err != nil {
+				return jobfollow.Started{}, err
+			}
+		}
+		a.mu.Lock()
+		a.cfgs[d.Job.ID] = cfg
+		a.mu.Unlock()
+		return a.started(cfg, r), nil
+	})
+}
+
+// started is the dispatch result and follower of run r.
+func (a *Agent) started(cfg config, r run) jobfollow.Started {
+	id := strconv.FormatInt(r.ID, 10)
+	st := stateOf(r)
+	res := ports.JobDispatchResult{ExternalID: id, Status: release.JobInProgress, Message: "workflow run " + id + " " + r.HTMLURL}
+	if st.Status.IsTerminal() || st.Status == release.JobActionRequired {
+		res.Status, res.Message = st.Status, st.Message
+	}
+	return jobfollow.Started{Result: res, Poll: func(ctx context.Context) (jobfollow.State, error) {
+		return a.poll(ctx, cfg, r.ID)
+	}}
+}
+
+// header is the request header with the token.
+func (a *Agent) header(ctx context.Context, cfg config) (http.Header, error) {
+	token, err := configmap.Resolve(ctx, a.secrets, "job_agent_config.tokenRef", cfg.tokenRef)
+	if err != nil {
+		return nil, err
+	}
+	return http.Header{
+		"Authorization":        {"Bearer " + token},
+		"Accept":               {"application/vnd.github+json"},
+		"X-Github-Api-Version": {"2022-11-28"},
+	}, nil
+}
+
+// repoURL is the URL of a repository path.
+func repoURL(cfg config, format string, args ...any) string {
+	return cfg.baseURL + "/repos/" + url.PathEscape(cfg.owner) + "/" + url.PathEscape(cfg.repo) + fmt.Sprintf(format, args...)
+}
+
+// findRun looks for the workflow's recent workflow_dispatch run whose
+// title or name carries key.
+func (a *Agent) findRun(ctx context.Context, cfg config, key string) (run, bool, error) {
+	h, err := a.header(ctx, cfg)
+	if err != nil {
+		return run{}, false, err
+	}
+	var list struct {
+		WorkflowRuns *[]run `json:"workflow_runs"`
+	}
+	_, err = a.http.DoJSON(ctx, outbound.Request{Call: "list workflow runs", Method: http.MethodGet, Header: h, Idempotent: true,
+		URL: repoURL(cfg, "/actions/workflows/%s/runs?event=workflow_dispatch&per_page=100", url.PathEscape(cfg.workflow))}, &list)
+	if err != nil {
+		return run{}, false, err
+	}
+	if list.WorkflowRuns == nil {
+		return run{}, false, a.http.Errorf("list workflow runs", "%w: no workflow_runs in the response", outbound.ErrMalformed)
+	}
+	for _, r := range *list.WorkflowRuns {
+		if strings.Contains(r.DisplayTitle, key) || strings.Contains(r.Name, key) {
+			return r, true, nil
+		}
+	}
+	return run{}, false, nil
+}
+
+// dispatch creates the workflow_dispatch event and returns the new run:
+// named by the response (return_run_details) or found by key.
+func (a *Agent) dispatch(ctx context.Context, cfg config, key string) (run, error) {
+	h, err := a.header(ctx, cfg)
+	if err != nil {
+		return run{}, err
+	}
+	inputs := map[string]string{cfg.correlationInput: key}
+	for k, v := range cfg.inputs {
+		inputs[k] = v
+	}
+	body := map[string]any{"ref": cfg.ref, "inputs": inputs, "return_run_details": true}
+	req := outbound.Request{Call: "dispatch workflow", Method: http.MethodPost, Header: h,
+		URL: repoURL(cfg, "/actions/workflows/%s/dispatches", url.PathEscape(cfg.workflow))}.JSON(body)
+	resp, err := a.http.Do(ctx, req)
+	if err != nil {
+		return run{}, err
+	}
+	switch {
+	case resp.Status == http.StatusOK:
+		var details struct {
+			WorkflowRunID int64  `json:"workflow_run_id"`
+			HTMLURL       string `json:"html_url"`
+		}
+		if err := a.http.Decode("dispatch workflow", resp, &details); err != nil {
+			return run{}, err
+		}
+		if details.WorkflowRunID <= 0 {
+			return run{}, a.http.Errorf("dispatch workflow", "%w: no workflow_run_id in the response", outbound.ErrMalformed)
+		}
+		return run{ID: details.WorkflowRunID, HTMLURL: details.HTMLURL, Status: "queued"}, nil
+	case resp.Status == http.StatusNoContent:
+		return a.awaitRun(ctx, cfg, key)
+	}
+	return run{}, &outbound.Error{Adapter: Type, Call: "dispatch workflow", Status: resp.Status, Body: prefix(resp.Body)}
+}
+
+// awaitRun waits for the dispatched run to appear in the run list. If it
+// does not within the find timeout the error says so; the retried
+// dispatch lists again first, so it dispatches nothing twice once the run
+// shows.
+func (a *Agent) awaitRun(ctx context.Context, cfg config, key string) (run, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.find)
+	defer cancel()
+	wait := min(a.minPoll, time.Second)
+	for {
+		r, found, err := a.findRun(ctx, cfg, key)
+		if found {
+			return r, nil
+		}
+		if err == nil {
+			err = a.http.Errorf("find dispatched run", "no run titled with %s yet (does the workflow's run-name use inputs.%s?)", key, cfg.correlationInput)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return run{}, err
+		case <-t.C:
+		}
+		wait = min(wait*2, 5*time.Second)
+	}
+}
+
+// poll reads the run's state.
+func (a *Agent) poll(ctx context.Context, cfg config, id int64) (jobfollow.State, error) {
+	h, err := a.header(ctx, cfg)
+	if err != nil {
+		return jobfollow.State{}, err
+	}
+	var r run
+	_, err = a.http.DoJSON(ctx, outbound.Request{Call: "get workflow run", Method: http.MethodGet, Header: h, Idempotent: true,
+		URL: repoURL(cfg, "/actions/runs/%d", id)}, &r)
+	if outbound.StatusOf(err) == http.StatusNotFound {
+		return jobfollow.State{Status: release.JobExternalRunNotFound, Message: fmt.Sprintf("workflow run %d not found", id)}, nil
+	}
+	if err != nil {
+		return jobfollow.State{}, err
+	}
+	if r.ID != id || r.Status == "" {
+		return jobfollow.State{}, a.http.Errorf("get workflow run", "%w: run %d answered with id %d, status %q", outbound.ErrMalformed, id, r.ID, r.Status)
+	}
+	return stateOf(r), nil
+}
+
+// stateOf maps a run's status and conclusion to a job status.
+func stateOf(r run) jobfollow.State {
+	st := jobfollow.State{Outputs: map[string]any{"run_id": strconv.FormatInt(r.ID, 10), "url": r.HTMLURL}}
+	what := fmt.Sprintf("workflow run %d %s", r.ID, r.Status)
+	switch r.Status {
+	case "completed":
+		what += " (" + r.Conclusion + ")"
+		switch r.Conclusion {
+		case "success", "neutral", "skipped":
+			st.Status = release.JobSuccessful
+		case "cancelled":
+			st.Status = release.JobCancelled
+		case "action_required":
+			st.Status = release.JobActionRequired
+		default: // failure, timed_out, startup_failure, stale
+			st.Status = release.JobFailure
+		}
+	case "waiting", "action_required":
+		st.Status = release.JobActionRequired
+	default: // queued, requested, pending, in_progress
+		st.Status = release.JobInProgress
+	}
+	st.Message = strings.TrimSpace(what + " " + r.HTMLURL)
+	return st
+}
+
+// CancelJob cancels the job's run; a run that already ended or is
+// unknown is left as it is.
+func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
+	id, err := strconv.ParseInt(c.ExternalID, 10, 64)
+	if err != nil || id <= 0 {
+		return nil // never started a run: nothing to cancel
+	}
+	a.mu.Lock()
+	cfg, ok := a.cfgs[c.JobID]
+	a.mu.Unlock()
+	if !ok { // dispatched by an earlier process: the agent's own config names the repository
+		if cfg, err = parseConfig(c.Agent.Config); err != nil {
+			return fmt.Errorf("%s: cancel run %d: %w", Type, id, err)
+		}
+	}
+	h, err := a.header(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("%s: cancel run %d: %w", Type, id, err)
+	}
+	resp, err := a.http.Do(ctx, outbound.Request{Call: "cancel workflow run", Method: http.MethodPost, Header: h, Idempotent: true,
+		URL: repoURL(cfg, "/actions/runs/%d/cancel", id)})
+	if err != nil {
+		return err
+	}
+	switch resp.Status {
+	case http.StatusAccepted, http.StatusNotFound, http.StatusConflict: // cancelling, gone, already ended
+		return nil
+	}
+	return &outbound.Error{Adapter: Type, Call: "cancel workflow run", Status: resp.Status, Body: prefix(resp.Body)}
+}
+
+// prefix is the start of a body for an error.
+func prefix(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "..."
+	}
+	return string(b)
+}

@@ -1,0 +1,284 @@
+package githubactions
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/internal/jobfollow"
+	"github.com/reconcilerhq/reconciler/internal/outbound"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// fastOptions polls and retries in milliseconds.
+func fastOptions() Options {
+	return Options{MinPoll: 5 * time.Millisecond, MaxPoll: 20 * time.Millisecond, FindTimeout: 2 * time.Second,
+		HTTP: outbound.Options{Backoff: time.Millisecond}}
+}
+
+func newAgent(t *testing.T, r ports.JobReporter, o Options) *Agent {
+	a := New(r, testSecrets, o)
+	t.Cleanup(a.Close)
+	return a
+}
+
+func TestConformance(t *testing.T) {
+	f := newFakeGitHub(t)
+	porttest.JobAgent(t, func(t *testing.T, r ports.JobReporter) ports.JobAgent {
+		return newAgent(t, r, fastOptions())
+	}, porttest.JobAgentOptions{Config: f.config(), Durable: true})
+}
+
+func TestConformanceWithoutRunDetails(t *testing.T) {
+	f := newFakeGitHub(t)
+	f.noDetails = true
+	porttest.JobAgent(t, func(t *testing.T, r ports.JobReporter) ports.JobAgent {
+		return newAgent(t, r, fastOptions())
+	}, porttest.JobAgentOptions{Config: f.config(), Durable: true})
+}
+
+// reports records reports and signals each.
+type reports struct {
+	mu  sync.Mutex
+	all []ports.JobReport
+	ch  chan ports.JobReport
+}
+
+func newReports() *reports { return &reports{ch: make(chan ports.JobReport, 64)} }
+
+func (r *reports) ReportJob(_ context.Context, rep ports.JobReport) error {
+	r.mu.Lock()
+	r.all = append(r.all, rep)
+	r.mu.Unlock()
+	r.ch <- rep
+	return nil
+}
+
+// next waits for the next report.
+func (r *reports) next(t *testing.T) ports.JobReport {
+	t.Helper()
+	select {
+	case rep := <-r.ch:
+		return rep
+	case <-time.After(10 * time.Second):
+		t.Fatal("no report")
+		return ports.JobReport{}
+	}
+}
+
+func dispatchOf(id string, cfg map[string]any) ports.JobDispatch {
+	return porttest.JobAgentDispatch(Type, id, cfg)
+}
+
+func TestDispatchSendsTheDocumentedRequestsAndReportsTheOutcome(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	rep := newReports()
+	a := newAgent(t, rep, fastOptions())
+	res, err := a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
+	require.NoError(t, err)
+	require.Equal(t, release.JobInProgress, res.Status)
+	require.Equal(t, "1001", res.ExternalID)
+	require.Contains(t, res.Message, "https://github.example/acme/app/actions/runs/1001")
+
+	f.mu.Lock()
+	require.Equal(t, []string{"GET /repos/acme/app/actions/workflows/deploy.yml/runs", "POST /repos/acme/app/actions/workflows/deploy.yml/dispatches"}, f.requests)
+	require.Equal(t, map[string]any{"ref": "main", "return_run_details": true, "inputs": map[string]any{
+		"environment": "prod", "dry": "false", "reconciler_job": jobfollow.CorrelationKey("job-1")}}, f.dispatches[0])
+	f.mu.Unlock()
+
+	got := rep.next(t)
+	require.Equal(t, release.JobSuccessful, got.Status)
+	require.Equal(t, "job-1", got.JobID)
+	require.Equal(t, "1001", got.ExternalID)
+	require.Equal(t, map[string]any{"run_id": "1001", "url": "https://github.example/acme/app/actions/runs/1001"}, got.Outputs)
+}
+
+func TestConclusionsMapToJobStatuses(t *testing.T) {
+	t.Parallel()
+	for conclusion, want := range map[string]release.JobStatus{
+		"success": release.JobSuccessful, "failure": release.JobFailure, "timed_out": release.JobFailure,
+		"cancelled": release.JobCancelled, "skipped": release.JobSuccessful, "action_required": release.JobActionRequired,
+	} {
+		t.Run(conclusion, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeGitHub(t)
+			f.conclusion = conclusion
+			rep := newReports()
+			a := newAgent(t, rep, fastOptions())
+			_, err := a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
+			require.NoError(t, err)
+			require.Equal(t, want, rep.next(t).Status)
+		})
+	}
+}
+
+func TestDispatchRetriedAfterACrashFindsTheRun(t *testing.T) {
+	t.Parallel()
+	for _, noDetails := range []bool{false, true} {
+		f := newFakeGitHub(t)
+		f.noDetails = noDetails
+		slow := fastOptions()
+		slow.MinPoll = time.Hour // nobody polls: the run stays queued
+		first := newAgent(t, newReports(), slow)
+		res1, err := first.Dispatch(t.Context(), dispatchOf("job-crash", f.config()))
+		require.NoError(t, err)
+		first.Close() // the process died; a new one retries the work item
+		second := newAgent(t, newReports(), slow)
+		res2, err := second.Dispatch(t.Context(), dispatchOf("job-crash", f.config()))
+		require.NoError(t, err)
+		require.Equal(t, res1.ExternalID, res2.ExternalID)
+		require.Equal(t, 1, f.dispatchCount(), "the retried dispatch started no second run")
+	}
+}
+
+func TestRetriesRateLimitsAndServerErrors(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	f.faults = []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable}
+	rep := newReports()
+	a := newAgent(t, rep, fastOptions())
+	_, err := a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
+	require.NoError(t, err)
+	require.Equal(t, 1, f.dispatchCount())
+	require.Equal(t, release.JobSuccessful, rep.next(t).Status)
+}
+
+func TestServerErrorsExhaustedFailTheDispatchNamingTheCall(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	f.faults = []int{500, 500, 500, 500}
+	a := newAgent(t, newReports(), fastOptions())
+	_, err := a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
+	require.ErrorContains(t, err, "github-actions: list workflow runs: status 500")
+	require.Zero(t, f.dispatchCount())
+	// The work item's retry succeeds.
+	_, err = a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
+	require.NoError(t, err)
+}
+
+func TestMalformedRunIsPolledAgain(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	f.malformed = true
+	rep := newReports()
+	a := newAgent(t, rep, fastOptions())
+	_, err := a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
+	require.NoError(t, err)
+	require.Equal(t, release.JobSuccessful, rep.next(t).Status)
+}
+
+func TestMalformedRunListFailsTheDispatch(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"total_count": 1}`))
+	}))
+	defer srv.Close()
+	cfg := newFakeGitHub(t).config()
+	cfg["baseURL"] = srv.URL
+	a := newAgent(t, newReports(), fastOptions())
+	_, err := a.Dispatch(t.Context(), dispatchOf("job-1", cfg))
+	require.ErrorIs(t, err, outbound.ErrMalformed)
+}
+
+func TestBadConfigEndsTheJobInvalidJobAgentNamingTheField(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	for field, mutate := range map[string]func(map[string]any){
+		"job_agent_config.owner":        func(c map[string]any) { delete(c, "owner") },
+		"job_agent_config.workflowFile": func(c map[string]any) { c["workflowFile"] = 7.0 },
+		"job_agent_config.baseURL":      func(c map[string]any) { c["baseURL"] = "ftp://x" },
+		"job_agent_config.tokenRef":     func(c map[string]any) { c["tokenRef"] = "env:RECONCILER_SECRET_MISSING" },
+		"job_agent_config.inputs.x":     func(c map[string]any) { c["inputs"] = map[string]any{"x": []any{}} },
+	} {
+		cfg := f.config()
+		mutate(cfg)
+		if field != "job_agent_config.tokenRef" { // a reference is checked, not resolved, by ValidateConfig
+			require.ErrorContains(t, ValidateConfig(cfg), field)
+		}
+		a := newAgent(t, newReports(), fastOptions())
+		res, err := a.Dispatch(t.Context(), dispatchOf("job-bad", cfg))
+		require.NoError(t, err)
+		require.Equal(t, release.JobInvalidJobAgent, res.Status, field)
+		require.Contains(t, res.Message, field)
+		require.NotContains(t, res.Message, token)
+	}
+	require.Zero(t, f.dispatchCount())
+	require.NoError(t, ValidateConfig(f.config()))
+}
+
+func TestCancelJobCancelsTheRun(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	rep := newReports()
+	o := fastOptions()
+	o.MinPoll = 200 * time.Millisecond
+	a := newAgent(t, rep, o)
+	d := dispatchOf("job-1", f.config())
+	res, err := a.Dispatch(t.Context(), d)
+	require.NoError(t, err)
+	c := ports.JobCancel{JobID: "job-1", ExternalID: res.ExternalID, Agent: d.Agent, Reason: "workflow cancelled"}
+	require.NoError(t, a.CancelJob(t.Context(), c))
+	f.mu.Lock()
+	require.Equal(t, []int64{1001}, f.cancels)
+	require.Contains(t, f.requests, "POST /repos/acme/app/actions/runs/1001/cancel")
+	f.mu.Unlock()
+	require.Equal(t, release.JobCancelled, rep.next(t).Status)
+	require.NoError(t, a.CancelJob(t.Context(), c), "cancelling an ended run is not an error")
+	record := d.Agent
+	record.Config = f.config() // a job of an earlier process: the agent record names the repository
+	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-x", ExternalID: "99", Agent: record}), "unknown run")
+	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-y", Agent: d.Agent}), "no run started")
+}
+
+func TestWebhookVerifiesTheSignatureAndReports(t *testing.T) {
+	t.Parallel()
+	rep := newReports()
+	h := WebhookHandler{AgentID: "gha", SecretRef: "env:RECONCILER_SECRET_HOOK", Secrets: testSecrets, Reporter: rep}
+	body := []byte(`{"action":"completed","workflow_run":{"id":42,"status":"completed","conclusion":"failure","html_url":"https://github.example/r/42"}}`)
+	send := func(event, sig string, body []byte) int {
+		req := httptest.NewRequest(http.MethodPost, "/hooks/github", bytes.NewReader(body))
+		req.Header.Set("X-GitHub-Event", event)
+		req.Header.Set("X-Hub-Signature-256", sig)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	require.Equal(t, http.StatusUnauthorized, send("workflow_run", Sign([]byte("wrong"), body), body))
+	require.Equal(t, http.StatusUnauthorized, send("workflow_run", "", body))
+	require.Equal(t, http.StatusUnauthorized, send("workflow_run", "sha256=zz", body))
+	require.Equal(t, http.StatusNoContent, send("ping", Sign([]byte("hook-secret"), []byte(`{}`)), []byte(`{}`)))
+	bad := []byte(`{"workflow_run":{}}`)
+	require.Equal(t, http.StatusBadRequest, send("workflow_run", Sign([]byte("hook-secret"), bad), bad))
+	require.Empty(t, rep.all)
+	require.Equal(t, http.StatusAccepted, send("workflow_run", Sign([]byte("hook-secret"), body), body))
+	got := rep.next(t)
+	require.Equal(t, ports.JobReport{AgentID: "gha", ExternalID: "42", Status: release.JobFailure,
+		Message: "workflow run 42 completed (failure) https://github.example/r/42",
+		Outputs: map[string]any{"run_id": "42", "url": "https://github.example/r/42"}}, got)
+
+	req := httptest.NewRequest(http.MethodGet, "/hooks/github", nil)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	require.Equal(t, http.StatusMethodNotAllowed, w.Code)
+	big := bytes.Repeat([]byte("x"), MaxWebhookBody+1)
+	require.Equal(t, http.StatusRequestEntityTooLarge, send("workflow_run", Sign([]byte("hook-secret"), big), big))
+}
+
+func TestVerifySignature(t *testing.T) {
+	t.Parallel()
+	// The example of GitHub's "Validating webhook deliveries" page.
+	require.True(t, VerifySignature([]byte("It's a Secret to Everybody"), []byte("Hello, World!"),
+		"sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"))
+	require.False(t, VerifySignature([]byte("It's a Secret to Everybody"), []byte("Hello, World?"),
+		"sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"))
+	require.False(t, VerifySignature(nil, []byte("x"), Sign(nil, []byte("x"))), "an empty secret verifies nothing")
+}

@@ -1,0 +1,173 @@
+package githubactions
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/reconcilerhq/reconciler/internal/configmap"
+)
+
+// token is the test token the fake requires.
+const token = "ghp_test_token"
+
+// fakeGitHub implements the documented Actions endpoints the agent uses:
+// list a workflow's runs, create a workflow_dispatch event, get a run and
+// cancel it. Each GET of a run moves it one step: queued → in_progress →
+// completed with the configured conclusion.
+type fakeGitHub struct {
+	t  *testing.T
+	mu sync.Mutex
+	// conclusion every run ends with (default success).
+	conclusion string
+	// noDetails answers dispatches 204 without the run's details (the
+	// API's behaviour without return_run_details).
+	noDetails bool
+	// faults are statuses answered to the next requests, one each.
+	faults []int
+	// malformed answers the next GET of a run with a body that is not JSON.
+	malformed bool
+
+	runs       map[int64]*fakeRun
+	order      []int64
+	nextID     int64
+	dispatches []map[string]any // request bodies
+	cancels    []int64
+	requests   []string // "METHOD path"
+	srv        *httptest.Server
+}
+
+type fakeRun struct {
+	run
+	steps int
+}
+
+func newFakeGitHub(t *testing.T) *fakeGitHub {
+	f := &fakeGitHub{t: t, conclusion: "success", runs: map[int64]*fakeRun{}, nextID: 1000}
+	f.srv = httptest.NewServer(f)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeGitHub) config() map[string]any {
+	return map[string]any{"baseURL": f.srv.URL, "owner": "acme", "repo": "app", "workflowFile": "deploy.yml",
+		"tokenRef": "env:RECONCILER_SECRET_GH", "inputs": map[string]any{"environment": "prod", "dry": false}}
+}
+
+func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, r.Method+" "+r.URL.Path)
+	if len(f.faults) > 0 {
+		code := f.faults[0]
+		f.faults = f.faults[1:]
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, `{"message":"try later"}`, code)
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer "+token || r.Header.Get("Accept") != "application/vnd.github+json" ||
+		r.Header.Get("X-GitHub-Api-Version") != "2022-11-28" {
+		http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
+		return
+	}
+	const prefix = "/repos/acme/app/actions/"
+	path, ok := strings.CutPrefix(r.URL.Path, prefix)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet && path == "workflows/deploy.yml/runs":
+		if r.URL.Query().Get("event") != "workflow_dispatch" {
+			f.t.Errorf("list runs without event=workflow_dispatch: %s", r.URL.RawQuery)
+		}
+		runs := []run{}
+		for i := len(f.order) - 1; i >= 0; i-- { // newest first
+			runs = append(runs, f.runs[f.order[i]].run)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"total_count": len(runs), "workflow_runs": runs})
+	case r.Method == http.MethodPost && path == "workflows/deploy.yml/dispatches":
+		var body map[string]any
+		b, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(b, &body); err != nil || r.Header.Get("Content-Type") != "application/json" {
+			http.Error(w, `{"message":"Problems parsing JSON"}`, http.StatusBadRequest)
+			return
+		}
+		inputs, _ := body["inputs"].(map[string]any)
+		key, _ := inputs["reconciler_job"].(string)
+		if body["ref"] == nil || key == "" {
+			http.Error(w, `{"message":"Required input 'reconciler_job' not provided"}`, http.StatusUnprocessableEntity)
+			return
+		}
+		f.dispatches = append(f.dispatches, body)
+		f.nextID++
+		id := f.nextID
+		f.runs[id] = &fakeRun{run: run{ID: id, Name: "deploy", DisplayTitle: "deploy " + key, Status: "queued",
+			Event: "workflow_dispatch", HTMLURL: fmt.Sprintf("https://github.example/acme/app/actions/runs/%d", id)}}
+		f.order = append(f.order, id)
+		if f.noDetails || body["return_run_details"] != true {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"workflow_run_id": id,
+			"run_url":  fmt.Sprintf("%s/repos/acme/app/actions/runs/%d", f.srv.URL, id),
+			"html_url": f.runs[id].HTMLURL})
+	case r.Method == http.MethodGet && strings.HasPrefix(path, "runs/"):
+		id, err := strconv.ParseInt(strings.TrimPrefix(path, "runs/"), 10, 64)
+		fr, ok := f.runs[id]
+		if err != nil || !ok {
+			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+			return
+		}
+		if f.malformed {
+			f.malformed = false
+			_, _ = w.Write([]byte(`<html>oops`))
+			return
+		}
+		fr.steps++
+		switch {
+		case fr.Status == "completed":
+		case fr.steps == 1:
+			fr.Status = "in_progress"
+		default:
+			fr.Status, fr.Conclusion = "completed", f.conclusion
+		}
+		writeJSON(w, http.StatusOK, fr.run)
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "runs/") && strings.HasSuffix(path, "/cancel"):
+		id, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(path, "runs/"), "/cancel"), 10, 64)
+		fr, ok := f.runs[id]
+		switch {
+		case !ok:
+			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+		case fr.Status == "completed":
+			http.Error(w, `{"message":"Cannot cancel a workflow run that is completed."}`, http.StatusConflict)
+		default:
+			f.cancels = append(f.cancels, id)
+			fr.Status, fr.Conclusion = "completed", "cancelled"
+			writeJSON(w, http.StatusAccepted, map[string]any{})
+		}
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// dispatchCount is how many workflow_dispatch events were created.
+func (f *fakeGitHub) dispatchCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.dispatches)
+}
+
+var testSecrets = configmap.Secrets{"env:RECONCILER_SECRET_GH": token, "env:RECONCILER_SECRET_HOOK": "hook-secret"}

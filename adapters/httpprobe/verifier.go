@@ -1,0 +1,121 @@
+// Package httpprobe is the "http" verification provider: a measurement is
+// one HTTP request to the metric's URL. Any response is a result (the
+// metric's conditions judge it); only a failure to get one (refused
+// connection, timeout, a body over the cap) is an error. The result the
+// conditions read as `result`:
+//
+//	url      the URL requested
+//	method   the method used
+//	status   the response's status code
+//	headers  the response's headers, lower-case names, first value each
+//	body     the body decoded as JSON when it is JSON, else as text
+//
+// so a stored measurement says what was measured; the request's own
+// headers (which may carry credentials) are not kept. A probe is tried
+// once: its answer, a 5xx too, is the measurement.
+package httpprobe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/outbound"
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// Type is the policy.Provider.Type this verifier serves.
+const Type = "http"
+
+// Limits of a probe.
+const (
+	DefaultTimeout = 10 * time.Second
+	MaxBody        = 1 << 20
+	maxHeaders     = 50
+)
+
+// Verifier is the http verification provider; goroutine-safe.
+type Verifier struct{ http *outbound.Client }
+
+var _ ports.Verifier = (*Verifier)(nil)
+
+// New returns a probe verifier; o's Attempts default to 1, its Timeout to
+// DefaultTimeout and its MaxBody to MaxBody.
+func New(o outbound.Options) *Verifier {
+	o.Adapter = Type
+	if o.Attempts <= 0 {
+		o.Attempts = 1
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = MaxBody
+	}
+	return &Verifier{http: outbound.New(o)}
+}
+
+// Type returns "http".
+func (v *Verifier) Type() string { return Type }
+
+type config struct {
+	url, method, body string
+	headers           map[string]string
+}
+
+var methods = map[string]bool{http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true}
+
+// ValidateConfig checks an http provider.config; a refusal is a
+// *release.FieldError naming provider.config.<key>. Keys: url (required),
+// method (default GET), headers (object of strings), body (string).
+func ValidateConfig(cfg map[string]any) error {
+	_, err := parse(cfg)
+	return err
+}
+
+func parse(cfg map[string]any) (config, error) {
+	r := &configmap.Reader{Prefix: "provider.config", Map: cfg}
+	c := config{url: r.URL("url", ""), method: strings.ToUpper(r.String("method", http.MethodGet)),
+		headers: r.Strings("headers"), body: r.String("body", "")}
+	if r.Err == nil && !methods[c.method] {
+		r.Fail("method", fmt.Sprintf("want GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, got %q", c.method))
+	}
+	return c, r.Err
+}
+
+// Measure sends the probe once.
+func (v *Verifier) Measure(ctx context.Context, r ports.MeasureRequest) (any, error) {
+	cfg, err := parse(r.Metric.Provider.Config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: metric %q: %w", Type, r.Metric.Name, err)
+	}
+	h := http.Header{}
+	for k, val := range cfg.headers {
+		h.Set(k, val)
+	}
+	req := outbound.Request{Call: "probe", Method: cfg.method, URL: cfg.url, Header: h, Idempotent: true, AnyStatus: true}
+	if cfg.body != "" {
+		req.Body = []byte(cfg.body)
+	}
+	resp, err := v.http.Do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	headers := map[string]any{}
+	for k, vs := range resp.Header {
+		if len(headers) < maxHeaders && len(vs) > 0 {
+			headers[strings.ToLower(k)] = vs[0]
+		}
+	}
+	var body any = string(resp.Body)
+	var decoded any
+	if len(resp.Body) > 0 && json.Unmarshal(resp.Body, &decoded) == nil {
+		body = decoded
+	}
+	return map[string]any{"url": cfg.url, "method": cfg.method, "status": float64(resp.Status), "headers": headers, "body": body}, nil
+}

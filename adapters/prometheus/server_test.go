@@ -1,0 +1,97 @@
+package prometheus
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	promclient "github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// TestAgainstARealPrometheus runs the verifier against the Prometheus
+// server scripts/with-prometheus.sh starts (make test wraps every test in
+// it), which scrapes a target this test serves. It skips without one
+// outside CI and fails without one in CI.
+func TestAgainstARealPrometheus(t *testing.T) {
+	addr, target := os.Getenv("RECONCILER_TEST_PROMETHEUS"), os.Getenv("RECONCILER_TEST_PROMETHEUS_TARGET")
+	if addr == "" || target == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("RECONCILER_TEST_PROMETHEUS is not set in CI: run the tests through scripts/with-prometheus.sh (make test does)")
+		}
+		t.Skip("no Prometheus server: run through scripts/with-prometheus.sh")
+	}
+	reg := promclient.NewRegistry()
+	rate := promclient.NewGaugeVec(promclient.GaugeOpts{Name: "reconciler_test_error_rate", Help: "Errors per request."}, []string{"service"})
+	reg.MustRegister(rate)
+	rate.WithLabelValues("web").Set(0.002)
+	ln, err := net.Listen("tcp", target)
+	require.NoError(t, err)
+	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Error(err)
+		}
+	}()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	v := New(nil, Options{Address: addr})
+	measure := func(query string) (map[string]any, error) {
+		res, err := v.Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"query": query}, 1))
+		m, _ := res.(map[string]any)
+		return m, err
+	}
+	// awaitValue polls the server until query's value is want: Prometheus
+	// scrapes every second and offers no signal to wait on.
+	awaitValue := func(query string, want float64) map[string]any {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			m, err := measure(query)
+			require.NoError(t, err)
+			if m["value"] == want {
+				return m
+			}
+			require.True(t, time.Now().Before(deadline), "%s never became %v; last result %v", query, want, m)
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	awaitValue(`up{job="reconciler-test"}`, 1)
+	got := awaitValue(`reconciler_test_error_rate{job="reconciler-test",service="web"}`, 0.002)
+	require.Equal(t, "vector", got["resultType"])
+	samples := got["samples"].([]any)
+	require.Len(t, samples, 1)
+	labels := samples[0].(map[string]any)["metric"].(map[string]any)
+	require.Equal(t, "web", labels["service"])
+	require.Equal(t, "reconciler-test", labels["job"])
+
+	spec := policy.MetricSpec{Name: "error-rate", Count: 1, SuccessCondition: "result.value < 0.01",
+		Provider: policy.Provider{Type: Type, Config: map[string]any{"query": "reconciler_test_error_rate"}}}
+	status, msg := policy.EvaluateMeasurements(spec, []release.Measurement{{Result: got}})
+	require.Equal(t, release.VerificationPassed, status, msg)
+
+	rate.WithLabelValues("web").Set(0.3)
+	got = awaitValue(`reconciler_test_error_rate{job="reconciler-test",service="web"}`, 0.3)
+	status, msg = policy.EvaluateMeasurements(spec, []release.Measurement{{Result: got}})
+	require.Equal(t, release.VerificationFailed, status, msg)
+
+	scalar, err := measure(`scalar(reconciler_test_error_rate{job="reconciler-test"}) * 2`)
+	require.NoError(t, err)
+	require.Equal(t, "scalar", scalar["resultType"])
+	require.InDelta(t, 0.6, scalar["value"], 1e-9)
+
+	_, err = measure(`reconciler_test_error_rate{`)
+	require.ErrorContains(t, err, "prometheus: instant query: status 400")
+	require.ErrorContains(t, err, "bad_data")
+	_, err = measure(`reconciler_test_error_rate[1m]`)
+	require.ErrorContains(t, err, "matrix")
+
+}

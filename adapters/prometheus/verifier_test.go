@@ -1,0 +1,146 @@
+package prometheus
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/outbound"
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+var now = time.UnixMilli(1_800_000_000_500)
+
+type fixedClock struct{}
+
+func (fixedClock) Now() time.Time { return now }
+
+// fakePrometheus implements GET /api/v1/query with canned data.
+type fakePrometheus struct {
+	mu       sync.Mutex
+	status   int
+	body     string
+	faults   []int
+	requests []*http.Request
+	srv      *httptest.Server
+}
+
+const vector = `{"status":"success","data":{"resultType":"vector","result":[
+ {"metric":{"__name__":"up","job":"web","instance":"a:80"},"value":[1800000000.5,"1"]},
+ {"metric":{"__name__":"up","job":"web","instance":"b:80"},"value":[1800000000.5,"0"]}]}}`
+
+func newFake(t *testing.T, body string) *fakePrometheus {
+	f := &fakePrometheus{status: http.StatusOK, body: body}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.requests = append(f.requests, r)
+		if len(f.faults) > 0 {
+			code := f.faults[0]
+			f.faults = f.faults[1:]
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(code)
+			return
+		}
+		if r.Method != http.MethodGet || r.URL.Path != "/api/v1/query" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(f.status)
+		_, _ = w.Write([]byte(f.body))
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func newVerifier(f *fakePrometheus) *Verifier {
+	return New(nil, Options{Clock: fixedClock{}, HTTP: outbound.Options{Backoff: time.Millisecond}, Address: f.srv.URL})
+}
+
+func TestConformance(t *testing.T) {
+	f := newFake(t, vector)
+	porttest.Verifier(t, func(t *testing.T) ports.Verifier { return newVerifier(f) }, porttest.VerifierOptions{
+		Measurable: []ports.MeasureRequest{porttest.MeasureRequestFor(Type, map[string]any{"query": "up"}, 1),
+			porttest.MeasureRequestFor(Type, map[string]any{"query": "up", "address": f.srv.URL}, 2)},
+		Failing:       []ports.MeasureRequest{porttest.MeasureRequestFor(Type, map[string]any{"address": f.srv.URL}, 1)},
+		Deterministic: true,
+	})
+}
+
+func TestMeasureSendsTheDocumentedRequestAndKeepsWhatWasMeasured(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, vector)
+	got, err := newVerifier(f).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"query": `up{job="web"}`}, 1))
+	require.NoError(t, err)
+	require.Len(t, f.requests, 1)
+	require.Equal(t, map[string][]string{"query": {`up{job="web"}`}, "time": {"1800000000.500"}}, map[string][]string(f.requests[0].URL.Query()))
+	require.Empty(t, f.requests[0].Header.Get("Authorization"))
+	require.Equal(t, map[string]any{"query": `up{job="web"}`, "time": 1800000000.5, "resultType": "vector", "value": 1.0,
+		"values": []any{1.0, 0.0},
+		"samples": []any{
+			map[string]any{"metric": map[string]any{"__name__": "up", "job": "web", "instance": "a:80"}, "value": 1.0},
+			map[string]any{"metric": map[string]any{"__name__": "up", "job": "web", "instance": "b:80"}, "value": 0.0}}}, got)
+
+	spec := policy.MetricSpec{Name: "all-up", Count: 1, SuccessCondition: "result.values.all(v, v == 1.0)",
+		Provider: policy.Provider{Type: Type, Config: map[string]any{"query": "up"}}}
+	status, msg := policy.EvaluateMeasurements(spec, []release.Measurement{{At: now, Result: got}})
+	require.Equal(t, release.VerificationFailed, status, "one target is down: %s", msg)
+}
+
+func TestBearerTokenFromSecrets(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, `{"status":"success","data":{"resultType":"scalar","result":[1800000000.5,"42"]}}`)
+	v := New(configmap.Secrets{"env:RECONCILER_SECRET_PROM": "prom-token"}, Options{Address: f.srv.URL, Clock: fixedClock{}})
+	got, err := v.Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"query": "42", "tokenRef": "env:RECONCILER_SECRET_PROM"}, 1))
+	require.NoError(t, err)
+	require.Equal(t, "Bearer prom-token", f.requests[0].Header.Get("Authorization"))
+	require.Equal(t, 42.0, got.(map[string]any)["value"])
+}
+
+func TestRetriesAndErrors(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, vector)
+	f.faults = []int{429, 503}
+	_, err := newVerifier(f).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"query": "up"}, 1))
+	require.NoError(t, err)
+	require.Len(t, f.requests, 3)
+
+	bad := newFake(t, `{"status":"error","errorType":"bad_data","error":"1:3: parse error: unexpected <op:{>"}`)
+	bad.status = http.StatusBadRequest
+	_, err = newVerifier(bad).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"query": "up{"}, 1))
+	require.ErrorContains(t, err, "prometheus: instant query: status 400")
+	require.ErrorContains(t, err, "parse error")
+
+	for body, want := range map[string]string{
+		`<html>`:               "malformed response",
+		`{"status":"success"}`: "malformed response",
+		`{"status":"success","data":{"resultType":"vector","result":[{"value":[1,"x"]}]}}`:         "not a number",
+		`{"status":"success","data":{"resultType":"matrix","result":[]}}`:                          "matrix",
+		`{"status":"success","data":{"resultType":"vector","result":[{"value":[1,"NaN"]}]}}`:       "",
+		`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1]}]}}`: "malformed response",
+	} {
+		f := newFake(t, body)
+		got, err := newVerifier(f).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"query": "up"}, 1))
+		if want == "" {
+			require.NoError(t, err)
+			b, err := json.Marshal(got)
+			require.NoError(t, err, "NaN is kept as null: the result stays JSON")
+			require.Contains(t, string(b), `"value":null`)
+			continue
+		}
+		require.ErrorContains(t, err, want, body)
+	}
+	require.ErrorContains(t, ValidateConfig(map[string]any{"query": "up"}), "provider.config.address")
+	require.ErrorContains(t, ValidateConfig(map[string]any{"query": "up", "address": "http://p", "tokenRef": "raw"}), "provider.config.tokenRef")
+	require.NoError(t, ValidateConfig(map[string]any{"query": "up", "address": "http://p:9090"}))
+}

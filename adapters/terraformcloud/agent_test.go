@@ -1,0 +1,188 @@
+package terraformcloud
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/internal/jobfollow"
+	"github.com/reconcilerhq/reconciler/internal/outbound"
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+func fastOptions() Options {
+	return Options{MinPoll: 5 * time.Millisecond, MaxPoll: 20 * time.Millisecond, HTTP: outbound.Options{Backoff: time.Millisecond}}
+}
+
+func newAgent(t *testing.T, r ports.JobReporter, o Options) *Agent {
+	a := New(r, testSecrets, o)
+	t.Cleanup(a.Close)
+	return a
+}
+
+type reports struct{ ch chan ports.JobReport }
+
+func newReports() *reports { return &reports{ch: make(chan ports.JobReport, 64)} }
+
+func (r *reports) ReportJob(_ context.Context, rep ports.JobReport) error { r.ch <- rep; return nil }
+
+func (r *reports) last(t *testing.T) ports.JobReport {
+	t.Helper()
+	for {
+		select {
+		case rep := <-r.ch:
+			if rep.Status.IsTerminal() || rep.Status == release.JobActionRequired {
+				return rep
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no report")
+		}
+	}
+}
+
+func TestConformance(t *testing.T) {
+	f := newFakeTFC(t)
+	porttest.JobAgent(t, func(t *testing.T, r ports.JobReporter) ports.JobAgent { return newAgent(t, r, fastOptions()) },
+		porttest.JobAgentOptions{Config: f.config(), Durable: true})
+}
+
+func TestDispatchCreatesTheRunAndFollowsItToApplied(t *testing.T) {
+	t.Parallel()
+	f := newFakeTFC(t)
+	rep := newReports()
+	res, err := newAgent(t, rep, fastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	require.NoError(t, err)
+	require.Equal(t, "run-100", res.ExternalID)
+	require.Equal(t, release.JobInProgress, res.Status)
+	f.mu.Lock()
+	require.Equal(t, []string{"GET /api/v2/workspaces/ws-abc123/runs", "POST /api/v2/runs"}, f.requests)
+	require.Equal(t, map[string]any{"data": map[string]any{"type": "runs",
+		"attributes": map[string]any{"message": "Triggered by reconciler [" + jobfollow.CorrelationKey("job-1") + "]",
+			"variables": []any{map[string]any{"key": "image_tag", "value": `"v1.2.3"`}, map[string]any{"key": "replicas", "value": "3"}}},
+		"relationships": map[string]any{"workspace": map[string]any{"data": map[string]any{"type": "workspaces", "id": "ws-abc123"}}}}}, f.created[0])
+	f.mu.Unlock()
+	got := rep.last(t)
+	require.Equal(t, release.JobSuccessful, got.Status)
+	require.Equal(t, f.srv.URL+"/app/acme/workspaces/prod/runs/run-100", got.Outputs["url"])
+}
+
+func TestErroredRunFailsAndConfirmableRunNeedsAction(t *testing.T) {
+	t.Parallel()
+	f := newFakeTFC(t)
+	f.end = "errored"
+	rep := newReports()
+	_, err := newAgent(t, rep, fastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	require.NoError(t, err)
+	require.Equal(t, release.JobFailure, rep.last(t).Status)
+
+	g := newFakeTFC(t)
+	g.confirm = true
+	rep = newReports()
+	a := newAgent(t, rep, fastOptions())
+	d := porttest.JobAgentDispatch(Type, "job-2", g.config())
+	res, err := a.Dispatch(t.Context(), d)
+	require.NoError(t, err)
+	require.Equal(t, release.JobActionRequired, rep.last(t).Status)
+	// Cancelling a run waiting for confirmation discards it.
+	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-2", ExternalID: res.ExternalID, Agent: d.Agent}))
+	g.mu.Lock()
+	require.Equal(t, []string{"run-100 discard"}, g.actions)
+	g.mu.Unlock()
+	require.Equal(t, release.JobCancelled, rep.last(t).Status)
+	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-2", ExternalID: res.ExternalID, Agent: d.Agent}), "an ended run")
+}
+
+func TestCancelJobCancelsAPlanningRun(t *testing.T) {
+	t.Parallel()
+	f := newFakeTFC(t)
+	o := fastOptions()
+	o.MinPoll = time.Hour
+	a := newAgent(t, newReports(), o)
+	d := porttest.JobAgentDispatch(Type, "job-1", f.config())
+	res, err := a.Dispatch(t.Context(), d)
+	require.NoError(t, err)
+	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-1", ExternalID: res.ExternalID, Agent: d.Agent}))
+	f.mu.Lock()
+	require.Equal(t, []string{"run-100 cancel"}, f.actions)
+	f.mu.Unlock()
+}
+
+func TestDispatchRetriedAfterACrashFindsTheRun(t *testing.T) {
+	t.Parallel()
+	f := newFakeTFC(t)
+	o := fastOptions()
+	o.MinPoll = time.Hour
+	first := newAgent(t, newReports(), o)
+	r1, err := first.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	require.NoError(t, err)
+	first.Close()
+	r2, err := newAgent(t, newReports(), o).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	require.NoError(t, err)
+	require.Equal(t, r1.ExternalID, r2.ExternalID)
+	require.Equal(t, 1, f.createdCount())
+}
+
+func TestRetriesMalformedAndBadConfig(t *testing.T) {
+	t.Parallel()
+	f := newFakeTFC(t)
+	f.faults = []int{http.StatusTooManyRequests, http.StatusBadGateway}
+	f.malformed = true
+	rep := newReports()
+	_, err := newAgent(t, rep, fastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	require.NoError(t, err)
+	require.Equal(t, release.JobSuccessful, rep.last(t).Status)
+	require.Equal(t, 1, f.createdCount())
+
+	for field, mutate := range map[string]func(map[string]any){
+		"job_agent_config.workspaceId":         func(c map[string]any) { c["workspaceId"] = "prod" },
+		"job_agent_config.variables.image_tag": func(c map[string]any) { c["variables"] = map[string]any{"image_tag": []any{}} },
+		"job_agent_config.tokenRef":            func(c map[string]any) { delete(c, "tokenRef") },
+	} {
+		cfg := f.config()
+		mutate(cfg)
+		require.ErrorContains(t, ValidateConfig(cfg), field)
+		res, err := newAgent(t, newReports(), fastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-bad", cfg))
+		require.NoError(t, err)
+		require.Equal(t, release.JobInvalidJobAgent, res.Status)
+		require.Contains(t, res.Message, field)
+	}
+}
+
+func TestVerifierReadsTheJobsRun(t *testing.T) {
+	f := newFakeTFC(t)
+	o := fastOptions()
+	o.MinPoll = time.Hour
+	res, err := newAgent(t, newReports(), o).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	require.NoError(t, err)
+	cfg := map[string]any{"address": f.srv.URL, "tokenRef": "env:RECONCILER_SECRET_TFC"}
+	req := porttest.MeasureRequestFor(Type, cfg, 1)
+	req.Job.ExternalID = res.ExternalID
+	v := NewVerifier(testSecrets, outbound.Options{Backoff: time.Millisecond})
+	got, err := v.Measure(t.Context(), req)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"run_id": "run-100", "status": "planning", "has_changes": false}, got)
+	spec := req.Metric
+	spec.SuccessCondition = `result.status == "applied"`
+	spec.Count = 1
+	status, _ := policy.EvaluateMeasurements(spec, []release.Measurement{{Result: got}})
+	require.Equal(t, release.VerificationFailed, status)
+
+	require.ErrorContains(t, ValidateProviderConfig(map[string]any{"tokenRef": "env:X", "runId": "nope"}), "provider.config.runId")
+	missing := porttest.MeasureRequestFor(Type, map[string]any{"address": f.srv.URL, "tokenRef": "env:RECONCILER_SECRET_TFC", "runId": "run-999"}, 1)
+	_, err = v.Measure(t.Context(), missing)
+	require.ErrorContains(t, err, "run run-999 not found")
+
+	t.Run("conformance", func(t *testing.T) {
+		withRun := porttest.MeasureRequestFor(Type, map[string]any{"address": f.srv.URL, "tokenRef": "env:RECONCILER_SECRET_TFC", "runId": res.ExternalID}, 1)
+		porttest.Verifier(t, func(t *testing.T) ports.Verifier { return v }, porttest.VerifierOptions{
+			Measurable: []ports.MeasureRequest{withRun},
+			Failing:    []ports.MeasureRequest{missing, porttest.MeasureRequestFor(Type, map[string]any{"address": f.srv.URL}, 1)},
+		})
+	})
+}

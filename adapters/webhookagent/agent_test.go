@@ -1,0 +1,172 @@
+package webhookagent
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/outbound"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+const secret = "hook-secret"
+
+var testSecrets = configmap.Secrets{"env:RECONCILER_SECRET_HOOK": secret}
+
+// receiver is a webhook receiver: it verifies each delivery, runs a job
+// once per Idempotency-Key and answers with its own id for the run.
+type receiver struct {
+	mu     sync.Mutex
+	faults []int
+	answer string // body of a 2xx answer; default {"external_id": "run-<n>"}
+	keys   map[string]string
+	jobs   []Payload
+	srv    *httptest.Server
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{keys: map[string]string{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.faults) > 0 {
+			code := r.faults[0]
+			r.faults = r.faults[1:]
+			w.WriteHeader(code)
+			return
+		}
+		body, _ := io.ReadAll(req.Body)
+		if req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/json" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if err := Verify([]byte(secret), body, req.Header.Get(HeaderTimestamp), req.Header.Get(HeaderSignature), time.Now(), 0); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		key := req.Header.Get("Idempotency-Key")
+		id, seen := r.keys[key]
+		if !seen {
+			var p Payload
+			if json.Unmarshal(body, &p) != nil || p.Job.ID != key {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			r.jobs = append(r.jobs, p)
+			id = "run-" + strconv.Itoa(len(r.jobs))
+			r.keys[key] = id
+		}
+		if r.answer != "" {
+			_, _ = w.Write([]byte(r.answer))
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"external_id": id})
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) config() map[string]any {
+	return map[string]any{"url": r.srv.URL + "/jobs", "secretRef": "env:RECONCILER_SECRET_HOOK"}
+}
+
+func newAgent(t *testing.T) *Agent {
+	a := New(testSecrets, nil, outbound.Options{Backoff: time.Millisecond})
+	t.Cleanup(a.Close)
+	return a
+}
+
+func TestConformance(t *testing.T) {
+	r := newReceiver(t)
+	porttest.JobAgent(t, func(t *testing.T, _ ports.JobReporter) ports.JobAgent { return newAgent(t) },
+		porttest.JobAgentOptions{Config: r.config(), Passive: true, Durable: true})
+}
+
+func TestDeliversTheSignedJob(t *testing.T) {
+	t.Parallel()
+	r := newReceiver(t)
+	d := porttest.JobAgentDispatch(Type, "job-1", r.config())
+	res, err := newAgent(t).Dispatch(t.Context(), d)
+	require.NoError(t, err)
+	require.Equal(t, ports.JobDispatchResult{ExternalID: "run-1", Status: release.JobInProgress,
+		Message: "delivered to " + r.srv.URL + "/jobs; the receiver reports through the API"}, res)
+	require.Len(t, r.jobs, 1)
+	got := r.jobs[0]
+	require.Equal(t, d.Job.ID, got.Job.ID)
+	require.Equal(t, d.Version.Tag, got.Version.Tag)
+	require.Equal(t, d.Resource.Identifier, got.Resource.Identifier)
+	require.Equal(t, "agent-1", got.Agent.ID)
+}
+
+func TestRedeliveryAfterACrashCarriesTheSameKey(t *testing.T) {
+	t.Parallel()
+	r := newReceiver(t)
+	r1, err := newAgent(t).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", r.config()))
+	require.NoError(t, err)
+	r2, err := newAgent(t).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", r.config()))
+	require.NoError(t, err)
+	require.Equal(t, r1, r2)
+	require.Len(t, r.jobs, 1, "the receiver ran the job once")
+}
+
+func TestRetriesAndAnswers(t *testing.T) {
+	t.Parallel()
+	r := newReceiver(t)
+	r.faults = []int{http.StatusServiceUnavailable, http.StatusTooManyRequests}
+	_, err := newAgent(t).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", r.config()))
+	require.NoError(t, err)
+
+	r = newReceiver(t)
+	r.answer = "accepted, thanks"
+	res, err := newAgent(t).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-2", r.config()))
+	require.NoError(t, err)
+	require.Equal(t, "job-2", res.ExternalID, "an answer without an external id: the job id")
+
+	r = newReceiver(t)
+	r.faults = []int{500, 500, 500, 500}
+	_, err = newAgent(t).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-3", r.config()))
+	require.ErrorContains(t, err, "webhook: deliver job: status 500")
+
+	r = newReceiver(t)
+	cfg := r.config()
+	cfg["secretRef"] = "env:RECONCILER_SECRET_OTHER"
+	bad := configmap.Secrets{"env:RECONCILER_SECRET_OTHER": "wrong"}
+	res, err = New(bad, nil, outbound.Options{}).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-4", cfg))
+	require.NoError(t, err)
+	require.Equal(t, release.JobInvalidJobAgent, res.Status, "the receiver refused the signature: 401")
+	require.Contains(t, res.Message, "status 401")
+
+	for field, c := range map[string]map[string]any{
+		"job_agent_config.url":       {"secretRef": "env:RECONCILER_SECRET_HOOK"},
+		"job_agent_config.secretRef": {"url": "http://x", "secretRef": "hunter2"},
+	} {
+		require.ErrorContains(t, ValidateConfig(c), field)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	body := []byte(`{"job":{"id":"j"}}`)
+	ts := strconv.FormatInt(now.Unix(), 10)
+	sig := Sign([]byte(secret), ts, body)
+	require.NoError(t, Verify([]byte(secret), body, ts, sig, now.Add(time.Minute), 0))
+	require.ErrorIs(t, Verify([]byte(secret), body, ts, sig, now.Add(6*time.Minute), 0), ErrStale)
+	require.ErrorIs(t, Verify([]byte(secret), body, ts, sig, now.Add(-6*time.Minute), 0), ErrStale)
+	require.ErrorIs(t, Verify([]byte(secret), body, "soon", sig, now, 0), ErrStale)
+	require.ErrorIs(t, Verify([]byte(secret), append(body, ' '), ts, sig, now, 0), ErrBadSignature)
+	require.ErrorIs(t, Verify([]byte("other"), body, ts, sig, now, 0), ErrBadSignature)
+	later := strconv.FormatInt(now.Unix()+1, 10)
+	require.ErrorIs(t, Verify([]byte(secret), body, later, sig, now, 0), ErrBadSignature, "the timestamp is signed too")
+	require.ErrorIs(t, Verify(nil, body, ts, Sign(nil, ts, body), now, 0), ErrBadSignature)
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/reconcilerhq/reconciler/adapters/argocd"
+	"github.com/reconcilerhq/reconciler/adapters/argoworkflows"
+	"github.com/reconcilerhq/reconciler/adapters/datadog"
+	"github.com/reconcilerhq/reconciler/adapters/githubactions"
+	"github.com/reconcilerhq/reconciler/adapters/httpprobe"
+	"github.com/reconcilerhq/reconciler/adapters/prometheus"
+	"github.com/reconcilerhq/reconciler/adapters/terraformcloud"
+	"github.com/reconcilerhq/reconciler/adapters/webhookagent"
+	"github.com/reconcilerhq/reconciler/internal/outbound"
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// integrationOptions configures the job agents and verification providers
+// that call external systems.
+type integrationOptions struct {
+	// datadogAddress is the Datadog API root a metric uses when its
+	// provider names none (RECONCILER_DATADOG_ADDRESS).
+	datadogAddress string
+}
+
+// integrationOptionsFromEnv reads the options from the environment:
+// RECONCILER_DATADOG_ADDRESS (default datadog.DefaultAddress).
+func integrationOptionsFromEnv() integrationOptions {
+	o := integrationOptions{datadogAddress: datadog.DefaultAddress}
+	if v := os.Getenv("RECONCILER_DATADOG_ADDRESS"); v != "" {
+		o.datadogAddress = v
+	}
+	return o
+}
+
+// integrations are the external job agents and verifiers serve registers,
+// by type.
+type integrations struct {
+	agents    map[string]ports.JobAgent
+	verifiers map[string]ports.Verifier
+	closers   []func()
+}
+
+// newIntegrations builds the external agents, reporting through report
+// and reading credentials through secrets only.
+func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log *slog.Logger, o integrationOptions) *integrations {
+	gha := githubactions.New(report, secrets, githubactions.Options{Logger: log})
+	acd := argocd.New(report, secrets, argocd.Options{Logger: log})
+	tfc := terraformcloud.New(report, secrets, terraformcloud.Options{Logger: log})
+	awf := argoworkflows.New(report, secrets, argoworkflows.Options{Logger: log})
+	hook := webhookagent.New(secrets, ports.SystemClock, outbound.Options{})
+	return &integrations{
+		agents: map[string]ports.JobAgent{githubactions.Type: gha, argocd.Type: acd, terraformcloud.Type: tfc,
+			argoworkflows.Type: awf, webhookagent.Type: hook},
+		verifiers: map[string]ports.Verifier{
+			datadog.Type:        datadog.New(secrets, datadog.Options{Address: o.datadogAddress}),
+			prometheus.Type:     prometheus.New(secrets, prometheus.Options{}),
+			httpprobe.Type:      httpprobe.New(outbound.Options{}),
+			terraformcloud.Type: terraformcloud.NewVerifier(secrets, outbound.Options{}),
+		},
+		closers: []func(){gha.Close, acd.Close, tfc.Close, awf.Close, hook.Close},
+	}
+}
+
+// agentConfigValidators check a job agent record's config by its type,
+// before it is stored; each refusal names job_agent_config.<key>.
+var agentConfigValidators = map[string]func(map[string]any) error{
+	githubactions.Type:  githubactions.ValidateConfig,
+	argocd.Type:         argocd.ValidateConfig,
+	terraformcloud.Type: terraformcloud.ValidateConfig,
+	argoworkflows.Type:  argoworkflows.ValidateConfig,
+	webhookagent.Type:   webhookagent.ValidateConfig,
+}
+
+// providerConfigValidators check a verification metric's provider config
+// by its type; each refusal names provider.config.<key>.
+var providerConfigValidators = map[string]func(map[string]any) error{
+	datadog.Type:        datadog.ValidateConfig,
+	prometheus.Type:     prometheus.ValidateConfig,
+	httpprobe.Type:      httpprobe.ValidateConfig,
+	terraformcloud.Type: terraformcloud.ValidateProviderConfig,
+}
+
+// close stops following external runs.
+func (in *integrations) close() {
+	for _, c := range in.closers {
+		c()
+	}
+}

@@ -1,0 +1,17 @@
+// Package outbound is the HTTP client every outbound adapter (job agents,
+// verification providers) shares, so they all behave alike toward the
+// systems they call:
+//
+//   - one Client per adapter, named by the adapter, with a timeout per
+//     attempt;
+//   - retries with a doubling backoff on 429 and 5xx responses and on
+//     transport errors, honouring Retry-After (capped); a request that is
+//     not idempotent is retried only on 429, which the server answers
+//     before it acts;
+//   - a cap on the response body read;
+//   - context cancellation at every wait;
+//   - at most PerHost requests in flight to one host at once;
+//   - every error is an *Error naming the adapter, the call and the HTTP
+//     status (0 when no response came), never a request header, so a
+//     credential sent in a header cannot leak into a log.
+package outbound
