@@ -11,7 +11,7 @@ TEST_FLAGS  ?= -count=1 -timeout 15m
 
 .PHONY: help
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build bin/reconciler
@@ -37,6 +37,11 @@ race: ## Run every test under the race detector (slower)
 .PHONY: bench
 bench: ## Run the Go benchmarks of the hot paths (Postgres ones start their own cluster)
 	scripts/with-postgres.sh $(GO) test -run '^$$' -bench . -benchmem -benchtime 1s $(PKGS)
+
+.PHONY: bench-durable
+bench-durable: build ## Bench queue, release, workflow, River and a bare SKIP LOCKED loop on a stock-durability PostgreSQL
+	cd bench && $(GO) build -o ../bin/bench-compare .
+	RECONCILER_PG_DURABLE=1 scripts/with-postgres.sh scripts/bench-durable.sh
 
 SOAK        ?= 5m
 

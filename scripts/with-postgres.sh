@@ -5,7 +5,12 @@
 # tests: no fsync, loopback and a unix socket only), and stopped and removed
 # when the command ends, however it ends. The command's exit status is kept.
 #
+# With RECONCILER_PG_DURABLE=1 the cluster keeps PostgreSQL's stock
+# durability (fsync, synchronous_commit and full_page_writes on), for
+# benchmarks, and is always started, even when RECONCILER_TEST_DSN is set.
+#
 #   scripts/with-postgres.sh go test ./...
+#   RECONCILER_PG_DURABLE=1 scripts/with-postgres.sh COMMAND
 set -euo pipefail
 
 if [[ $# -eq 0 ]]; then
@@ -13,7 +18,17 @@ if [[ $# -eq 0 ]]; then
 	exit 2
 fi
 
-if [[ -n "${RECONCILER_TEST_DSN:-}" ]]; then
+durable=0
+case "${RECONCILER_PG_DURABLE:-}" in
+"" | 0) ;;
+1) durable=1 ;;
+*)
+	echo "$0: RECONCILER_PG_DURABLE: want 1 or 0, got '${RECONCILER_PG_DURABLE}'" >&2
+	exit 2
+	;;
+esac
+
+if [[ $durable -eq 0 && -n "${RECONCILER_TEST_DSN:-}" ]]; then
 	exec "$@"
 fi
 
@@ -106,7 +121,9 @@ port=""
 for _ in 1 2 3 4 5; do
 	port=$(free_port)
 	opts="-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$tmp"
-	opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	if [[ $durable -eq 0 ]]; then
+		opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	fi
 	opts+=" -c max_connections=500 -c shared_buffers=256MB"
 	if as_pg "$bindir/pg_ctl" -D "$data" -l "$tmp/postgres.log" -o "$opts" -w -t 60 start >/dev/null 2>&1; then
 		started=1
@@ -122,7 +139,11 @@ if [[ $started -ne 1 ]]; then
 fi
 
 export RECONCILER_TEST_DSN="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
-log "PostgreSQL $(basename "$(dirname "$bindir")") running at 127.0.0.1:$port (socket in $tmp), RECONCILER_TEST_DSN set"
+settings="fsync, synchronous_commit and full_page_writes off"
+if [[ $durable -eq 1 ]]; then
+	settings="stock durability: fsync, synchronous_commit and full_page_writes on"
+fi
+log "PostgreSQL $(basename "$(dirname "$bindir")") ($settings) running at 127.0.0.1:$port (socket in $tmp), RECONCILER_TEST_DSN set"
 
 status=0
 "$@" || status=$?

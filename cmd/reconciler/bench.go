@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -46,14 +47,17 @@ func newBenchQueueCmd() *cobra.Command {
 		Long: `bench queue measures the work queue through the real engine in two phases:
 
   1. throughput: a backlog of --items no-op items is drained by --workers
-     engines, each leasing up to --batch items per call (acks are batched);
+     engines, each leasing up to --batch items per call (acks are batched),
+     timed until the last ack has committed (the queue is empty);
   2. latency: items are enqueued one at a time at --rate per second for a
      third of --duration, and the time from enqueue to lease is recorded.
 
 It runs in memory unless --dsn (or RECONCILER_DSN) names a PostgreSQL
 database; the benchmark uses its own schema there and drops it afterwards.
 The last line is JSON:
-{"bench":"queue","items":N,"items_per_sec":X,"lease_latency_p50_ms":X,"lease_latency_p99_ms":X}`,
+{"bench":"queue","items":N,"completions":N,"seconds":X,"items_per_sec":X,
+ "lease_latency_p50_ms":X,"lease_latency_p99_ms":X,"max_rss_mb":X, ...}
+` + benchFiguresHelp,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envFallback(cmd); err != nil {
@@ -83,25 +87,27 @@ const (
 )
 
 func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptions) error {
-	be, cleanup, err := openBenchBackend(ctx, o.dsn)
+	env, cleanup, err := openBenchEnv(ctx, o.dsn)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	q := be.queue
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	// Phase 1: throughput on a backlog.
-	fmt.Fprintf(stderr, "bench queue (%s): enqueueing %d items\n", be.name, o.items)
+	fmt.Fprintf(stderr, "bench queue (%s): enqueueing %d items\n", env.be.name, o.items)
 	const chunk = 1000
 	for i := 0; i < o.items; i += chunk {
 		ps := make([]ports.EnqueueParams, 0, chunk)
 		for j := i; j < min(i+chunk, o.items); j++ {
 			ps = append(ps, ports.EnqueueParams{Key: ports.WorkKey{Kind: benchKind, ScopeType: "item", ScopeID: fmt.Sprintf("t%d", j)}})
 		}
-		if err := q.WorkEnqueue(ctx, ps...); err != nil {
+		if err := env.be.queue.WorkEnqueue(ctx, ps...); err != nil {
 			return fmt.Errorf("enqueue: %w", err)
 		}
+	}
+	if err := env.startTimed(ctx); err != nil {
+		return err
 	}
 	var done atomic.Int64
 	all := make(chan struct{})
@@ -113,19 +119,31 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 		return engine.Done()
 	})
 	start := time.Now()
-	stop := startEngines(ctx, q, o.workers, 200*time.Millisecond, quiet, func(e *engine.Engine) {
+	stop := startEngines(ctx, env.be.queue, o.workers, 200*time.Millisecond, quiet, func(e *engine.Engine) {
 		e.Register(benchKind, proc, engine.KindOptions{Concurrency: o.batch})
 	})
+	limit := time.After(o.duration)
+	drained := false
 	select {
 	case <-all:
-	case <-time.After(o.duration):
+		// Every item had its pass; the span ends when the last ack has
+		// committed: the queue is empty. It is asked only now, so its
+		// reads do not add to the commits of the work.
+		drained = waitQueueEmpty(ctx, env.be.queue, limit)
+	case <-limit:
 	case <-ctx.Done():
 	}
 	elapsed := time.Since(start)
 	stop()
-	drained := done.Load()
-	perSec := float64(drained) / elapsed.Seconds()
-	fmt.Fprintf(stderr, "throughput: %d items in %s = %.0f items/s\n", drained, elapsed.Round(time.Millisecond), perSec)
+	completions := done.Load()
+	perSec := float64(completions) / elapsed.Seconds()
+	fmt.Fprintf(stderr, "throughput: %d passes, every ack committed %v, in %s = %.0f items/s\n",
+		completions, drained, elapsed.Round(time.Millisecond), perSec)
+	figures, err := env.stopTimed(ctx, "item", completions)
+	if err != nil {
+		return err
+	}
+	q := env.be.queue
 
 	// Phase 2: enqueue-to-lease latency at a fixed rate.
 	var mu sync.Mutex
@@ -178,12 +196,49 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
 	}
 	fmt.Fprintf(stderr, "latency at %d items/s: %d samples, p50 %.2f ms, p99 %.2f ms\n", o.rate, len(lat), p(0.5), p(0.99))
-	return json.NewEncoder(stdout).Encode(map[string]any{
-		"bench": "queue", "store": be.name, "workers": o.workers, "batch": o.batch,
-		"items": drained, "items_per_sec": round1(perSec),
+	line := map[string]any{
+		"bench": "queue", "store": env.be.name, "workers": o.workers, "batch": o.batch,
+		"items": o.items, "completions": completions, "drained": drained,
+		"seconds": round3(elapsed.Seconds()), "items_per_sec": round1(perSec),
 		"lease_latency_p50_ms": p(0.5), "lease_latency_p99_ms": p(0.99),
-	})
+	}
+	maps.Copy(line, figures)
+	if err := json.NewEncoder(stdout).Encode(line); err != nil {
+		return err
+	}
+	if !drained {
+		return fmt.Errorf("bench queue: %d passes of %d items, the queue not empty after %s", completions, o.items, o.duration)
+	}
+	return nil
 }
+
+// waitQueueEmpty polls q every 2 ms until it holds no pending or leased
+// item, and reports whether it got there before limit fired.
+func waitQueueEmpty(ctx context.Context, q ports.Queue, limit <-chan time.Time) bool {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !queueEmpty(ctx, q) {
+		select {
+		case <-tick.C:
+		case <-limit:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// benchFiguresHelp tells what the figures of a timed span on Postgres mean.
+const benchFiguresHelp = `On Postgres the line also holds what the server counted for the timed span
+(phase 1 of bench queue), read from pg_stat_database of the database after
+the benchmark's connections ended: commits (xact_commit, read-only ones
+included) and commits_per_unit, rows_written (tup_inserted + tup_updated +
+tup_deleted) and rows_per_unit, xids (transaction ids assigned in the whole
+cluster: the transactions that wrote), and the server's fsync,
+synchronous_commit and full_page_writes. The commits of the one connection
+that reads the counters (a few) are included. Exit status 1 when the work
+did not finish within the time limit (the line is printed all the same).`
 
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
 

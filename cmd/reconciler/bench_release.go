@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime/pprof"
 	"sync"
@@ -46,7 +47,8 @@ job-dispatch) until a job of that version was dispatched on every target.
 It runs in memory unless --dsn (or RECONCILER_DSN) names a PostgreSQL
 database; the benchmark uses its own schema there and drops it afterwards.
 The last line is JSON:
-{"bench":"release","targets":N,"seconds":X,"targets_per_sec":X}`,
+{"bench":"release","targets":N,"seconds":X,"targets_per_sec":X,"max_rss_mb":X, ...}
+` + benchFiguresHelp,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envFallback(cmd); err != nil {
@@ -88,18 +90,21 @@ func (a *countingAgent) Dispatch(_ context.Context, d ports.JobDispatch) (ports.
 }
 
 func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseOptions) error {
-	be, cleanup, err := openBenchBackend(ctx, o.dsn)
+	env, cleanup, err := openBenchEnv(ctx, o.dsn)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	agent := &countingAgent{want: int64(o.targets), done: make(chan struct{})}
-	ch := &chain.Chain{Store: be.releases, Queue: be.queue, Clock: ports.SystemClock, Logger: quiet,
-		Agents: map[string]ports.JobAgent{agent.Type(): agent}}
+	newChain := func(be *backend) *chain.Chain {
+		return &chain.Chain{Store: be.releases, Queue: be.queue, Clock: ports.SystemClock, Logger: quiet,
+			Agents: map[string]ports.JobAgent{agent.Type(): agent}}
+	}
+	ch := newChain(env.be)
 
-	fmt.Fprintf(stderr, "bench release (%s): storing %d resources\n", be.name, o.targets)
-	if err := seedBenchRelease(ctx, be.releases, o.targets); err != nil {
+	fmt.Fprintf(stderr, "bench release (%s): storing %d resources\n", env.be.name, o.targets)
+	if err := seedBenchRelease(ctx, env.be.releases, o.targets); err != nil {
 		return err
 	}
 	diff, err := ch.SyncTargets(ctx, "bench")
@@ -111,9 +116,13 @@ func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseO
 	}
 	// Let the chain settle on "no version yet" first, so the timed phase
 	// measures only the new version's way through it.
-	if err := runChainUntil(ctx, be.queue, ch, o, nil, func() bool { return queueEmpty(ctx, be.queue) }); err != nil {
+	if err := runChainUntil(ctx, env.be.queue, ch, o, nil, func() bool { return queueEmpty(ctx, env.be.queue) }); err != nil {
 		return err
 	}
+	if err := env.startTimed(ctx); err != nil {
+		return err
+	}
+	ch = newChain(env.be)
 
 	fmt.Fprintf(stderr, "bench release: creating a version for %d targets\n", o.targets)
 	if o.cpuProfile != "" {
@@ -128,7 +137,7 @@ func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseO
 		return err
 	}
 	timedOut := false
-	if err := runChainUntil(ctx, be.queue, ch, o, agent.done, nil); err != nil {
+	if err := runChainUntil(ctx, env.be.queue, ch, o, agent.done, nil); err != nil {
 		timedOut = true
 		fmt.Fprintf(stderr, "bench release: %v\n", err)
 	}
@@ -136,10 +145,16 @@ func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseO
 	n := agent.n.Load()
 	perSec := float64(n) / elapsed.Seconds()
 	fmt.Fprintf(stderr, "dispatched %d of %d jobs in %s = %.0f targets/s\n", n, o.targets, elapsed.Round(time.Millisecond), perSec)
-	if err := json.NewEncoder(stdout).Encode(map[string]any{
-		"bench": "release", "store": be.name, "workers": o.workers, "targets": n,
+	figures, err := env.stopTimed(ctx, "target", n)
+	if err != nil {
+		return err
+	}
+	line := map[string]any{
+		"bench": "release", "store": env.be.name, "workers": o.workers, "targets": n,
 		"seconds": round3(elapsed.Seconds()), "targets_per_sec": round1(perSec),
-	}); err != nil {
+	}
+	maps.Copy(line, figures)
+	if err := json.NewEncoder(stdout).Encode(line); err != nil {
 		return err
 	}
 	if timedOut {

@@ -10,10 +10,11 @@ import (
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 )
 
-// benchReleaseLine runs bench release and decodes its last line.
-func benchReleaseLine(t *testing.T, args ...string) map[string]any {
+// benchLine runs the CLI with args (a bench command), requires success and
+// decodes its last line.
+func benchLine(t *testing.T, args ...string) map[string]any {
 	t.Helper()
-	res := runCLI(t, "", append([]string{"bench", "release"}, args...)...)
+	res := runCLI(t, "", args...)
 	require.NoError(t, res.err, res.stderr)
 	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
 	var got map[string]any
@@ -32,12 +33,13 @@ func TestBenchRelease(t *testing.T) {
 			if name == "postgres" {
 				args = append(args, "--dsn", pgtest.DSN(t))
 			}
-			got := benchReleaseLine(t, args...)
+			got := benchLine(t, append([]string{"bench", "release"}, args...)...)
 			require.Equal(t, "release", got["bench"])
 			require.Equal(t, name, got["store"])
 			require.EqualValues(t, 200, got["targets"])
 			require.Greater(t, got["seconds"], 0.0)
 			require.Greater(t, got["targets_per_sec"], 0.0)
+			requireServerFigures(t, name, "target", 200, got)
 		})
 	}
 }
@@ -62,14 +64,33 @@ func TestBenchWorkflow(t *testing.T) {
 			if name == "postgres" {
 				args = append(args, "--dsn", pgtest.DSN(t))
 			}
-			res := runCLI(t, "", args...)
-			require.NoError(t, res.err, res.stderr)
-			lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
-			var got map[string]any
-			require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &got))
+			got := benchLine(t, args...)
 			require.Equal(t, "workflow", got["bench"])
 			require.EqualValues(t, 300, got["items"])
 			require.Greater(t, got["taskruns_per_sec"], 0.0)
+			requireServerFigures(t, name, "taskrun", 300, got)
 		})
+	}
+}
+
+// requireServerFigures checks the figures every bench line holds: the peak
+// RSS, and on Postgres the server's counts for units units of work (at
+// least one commit; the server is shared with parallel tests, so no upper
+// bound) and its durability settings.
+func requireServerFigures(t *testing.T, store, unit string, units int, got map[string]any) {
+	t.Helper()
+	require.Greater(t, got["max_rss_mb"], 0.0)
+	if store == "memory" {
+		require.NotContains(t, got, "commits")
+		return
+	}
+	require.Equal(t, unit, got["unit"])
+	commits := got["commits"].(float64)
+	require.Greater(t, commits, 0.0)
+	require.InDelta(t, commits/float64(units), got["commits_per_unit"], 0.001)
+	require.Greater(t, got["rows_written"], 0.0)
+	require.Greater(t, got["xids"], 0.0)
+	for _, k := range []string{"fsync", "synchronous_commit", "full_page_writes"} {
+		require.NotEmpty(t, got[k], k)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,7 +40,8 @@ the workflow has Succeeded.
 It runs in memory unless --dsn (or RECONCILER_DSN) names a PostgreSQL
 database; the benchmark uses its own schema there and drops it afterwards.
 The last line is JSON:
-{"bench":"workflow","items":N,"seconds":X,"taskruns_per_sec":X}`,
+{"bench":"workflow","items":N,"seconds":X,"taskruns_per_sec":X,"max_rss_mb":X, ...}
+` + benchFiguresHelp,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envFallback(cmd); err != nil {
@@ -78,25 +80,29 @@ func benchTemplate(items, maxParallel int) ([]byte, error) {
 }
 
 func benchWorkflow(ctx context.Context, stdout, stderr io.Writer, o benchWorkflowOptions) error {
-	be, cleanup, err := openBenchBackend(ctx, o.dsn)
+	env, cleanup, err := openBenchEnv(ctx, o.dsn)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if _, err := be.releases.JobAgents().Put(ctx, release.JobAgent{ID: "runner", Name: "runner", Type: testrunner.Type}, 0); err != nil {
+	if _, err := env.be.releases.JobAgents().Put(ctx, release.JobAgent{ID: "runner", Name: "runner", Type: testrunner.Type}, 0); err != nil {
 		return fmt.Errorf("bench workflow: %w", err)
 	}
+	doc, err := benchTemplate(o.items, o.maxParallel)
+	if err != nil {
+		return err
+	}
+	if err := env.startTimed(ctx); err != nil {
+		return err
+	}
+	be := env.be
 	var c *flow.Controller
 	runner := testrunner.New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error { return c.ReportJob(ctx, r) }),
 		ports.SystemClock, testrunner.WithLogger(quiet))
 	defer runner.Close()
 	c = &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Clock: ports.SystemClock, Logger: quiet,
 		Agents: map[string]ports.JobAgent{testrunner.Type: runner}}
-	doc, err := benchTemplate(o.items, o.maxParallel)
-	if err != nil {
-		return err
-	}
 	if o.cpuProfile != "" {
 		stop, err := startCPUProfile(o.cpuProfile)
 		if err != nil {
@@ -130,13 +136,21 @@ func benchWorkflow(ctx context.Context, stdout, stderr io.Writer, o benchWorkflo
 		}
 	}
 	elapsed := time.Since(start)
+	stop()
+	runner.Close()
 	if final.Phase != workflow.WorkflowSucceeded {
 		return fmt.Errorf("bench workflow: ended %s: %s", final.Phase, final.Message)
 	}
 	perSec := float64(o.items) / elapsed.Seconds()
 	fmt.Fprintf(stderr, "%d TaskRuns in %s = %.0f TaskRuns/s\n", o.items, elapsed.Round(time.Millisecond), perSec)
-	return json.NewEncoder(stdout).Encode(map[string]any{
+	figures, err := env.stopTimed(ctx, "taskrun", int64(o.items))
+	if err != nil {
+		return err
+	}
+	line := map[string]any{
 		"bench": "workflow", "store": be.name, "items": o.items, "max_parallel": o.maxParallel,
 		"seconds": round3(elapsed.Seconds()), "taskruns_per_sec": round1(perSec),
-	})
+	}
+	maps.Copy(line, figures)
+	return json.NewEncoder(stdout).Encode(line)
 }

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# bench-durable.sh runs the durable comparison against the server named by
+# RECONCILER_TEST_DSN (make bench-durable starts a stock-settings cluster
+# for it): reconciler's three benches, then River and the bare SKIP LOCKED
+# loop through the burn-down of `bench queue`. Each prints its JSON line on
+# stdout; progress goes to stderr. Sizes come from the environment:
+# BENCH_TARGETS (bench release), BENCH_ITEMS (bench workflow) and
+# BENCH_QUEUE_ITEMS (bench queue, River, the bare loop).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+: "${RECONCILER_TEST_DSN:?run through scripts/with-postgres.sh (make bench-durable)}"
+targets=${BENCH_TARGETS:-10000}
+items=${BENCH_ITEMS:-10000}
+queue=${BENCH_QUEUE_ITEMS:-50000}
+dsn=$RECONCILER_TEST_DSN
+reconciler=${RECONCILER_BIN:-bin/reconciler}
+compare=${BENCH_COMPARE_BIN:-bin/bench-compare}
+
+# The queues first, while the database is small and alike for each.
+"$reconciler" bench queue --dsn "$dsn" --items "$queue" --duration 60s
+"$compare" --system river --dsn "$dsn" --items "$queue" --timeout 5m
+"$compare" --system skiplocked --dsn "$dsn" --items "$queue" --timeout 5m
+"$reconciler" bench release --dsn "$dsn" --targets "$targets" --timeout 10m
+"$reconciler" bench workflow --dsn "$dsn" --items "$items" --timeout 10m
