@@ -1,0 +1,83 @@
+package benchstat_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/internal/benchstat"
+	"github.com/reconcilerhq/reconciler/internal/pgtest"
+)
+
+// TestFields: deltas, per-unit ratios (0 for no units) and settings.
+func TestFields(t *testing.T) {
+	t.Parallel()
+	s := benchstat.Settings{Fsync: "on", SynchronousCommit: "off", FullPageWrites: "on"}
+	before := benchstat.Counters{Commits: 100, RowsWritten: 1000, XIDs: 50}
+	after := benchstat.Counters{Commits: 130, RowsWritten: 1400, XIDs: 70}
+	f := benchstat.Fields("item", 200, before, after, s)
+	require.Equal(t, map[string]any{
+		"unit": "item", "commits": int64(30), "commits_per_unit": 0.15, "xids": int64(20),
+		"rows_written": int64(400), "rows_per_unit": 2.0,
+		"fsync": "on", "synchronous_commit": "off", "full_page_writes": "on",
+	}, f)
+	require.Equal(t, 0.0, benchstat.Fields("item", 0, before, after, s)["commits_per_unit"])
+}
+
+// TestMeter: in a database of its own, the meter counts every row the
+// measured connections wrote and every transaction they committed, although
+// their backends flush their statistics late.
+func TestMeter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base := pgtest.DSN(t)
+	server, err := pgx.Connect(ctx, base)
+	require.NoError(t, err)
+	defer server.Close(ctx)
+	db := fmt.Sprintf("benchstat_%d", time.Now().UnixNano())
+	_, err = server.Exec(ctx, "CREATE DATABASE "+db)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = server.Exec(context.Background(), "DROP DATABASE "+db+" WITH (FORCE)") })
+
+	cfg, err := pgx.ParseConfig(base)
+	require.NoError(t, err)
+	cfg.Database = db
+	admin, err := pgx.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	_, err = admin.Exec(ctx, "CREATE TABLE t (n int)")
+	require.NoError(t, err)
+
+	const app = "benchstat-test"
+	m, err := benchstat.NewMeter(ctx, admin, app)
+	require.NoError(t, err)
+	require.NotEmpty(t, m.Settings().Fsync)
+	require.NoError(t, m.Start(ctx))
+
+	pcfg, err := pgxpool.ParseConfig(base)
+	require.NoError(t, err)
+	pcfg.ConnConfig.Database = db
+	pcfg.ConnConfig.RuntimeParams["application_name"] = app
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	require.NoError(t, err)
+	const txs = 20
+	for i := range txs {
+		_, err := pool.Exec(ctx, "INSERT INTO t VALUES ($1), ($1)", i)
+		require.NoError(t, err)
+	}
+	pool.Close()
+
+	f, err := m.Stop(ctx, "tx", txs)
+	require.NoError(t, err)
+	require.EqualValues(t, 2*txs, f["rows_written"], "every row counted")
+	require.GreaterOrEqual(t, f["commits"], int64(txs), "every transaction counted")
+	// The meter's own reads commit too, but only a few.
+	require.LessOrEqual(t, f["commits"], int64(txs+10))
+	require.GreaterOrEqual(t, f["xids"], int64(txs))
+	require.Greater(t, f["max_rss_mb"], 0.0)
+}
