@@ -42,6 +42,7 @@ type serveOptions struct {
 	demoDir         string
 	secretPrefix    string
 	secretDirs      []string
+	agents          agentOptions
 }
 
 // newServeCmd runs the engine.
@@ -66,6 +67,14 @@ processes on one database share the work safely.
 Every flag can also be set as RECONCILER_<FLAG> (e.g. RECONCILER_LOCK=45s);
 a flag given on the command line wins. SIGINT/SIGTERM stop leasing and let
 in-flight passes finish (up to --shutdown-timeout); a second signal exits at once.
+
+Agents of the four run kinds run as local processes (the process runtime;
+the demo simulates them instead and says so): --agent-command with its
+--agent-arg list starts in <--agent-workdir>/<kind>/<id> with only PATH,
+RECONCILER_RUN_KIND/ID/PURPOSE/TRIGGER/WORKDIR, --agent-env and
+--agent-secret variables; its output goes to agent.log there. Its start,
+heartbeat and exit are recorded on the run, which is woken at once; a
+release sends SIGTERM, then SIGKILL after --agent-stop-grace.
 
 Workflow secrets (sensitive variables) are resolved when a job or request is
 sent: env:NAME reads the daemon's variable NAME (only names with
@@ -99,6 +108,7 @@ Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metr
 	f.StringVar(&o.demoDir, "demo-dir", "", "load the release demo from this directory's release.yaml (default: testdata/demo, built in)")
 	f.StringVar(&o.secretPrefix, "secret-prefix", envsecret.DefaultPrefix, "workflow secrets referenced as env:NAME must have names with this prefix")
 	f.StringArrayVar(&o.secretDirs, "secret-dir", nil, "directory workflow secrets referenced as file:/path may be read from; repeat for several")
+	agentFlags(f, &o.agents)
 	return cmd
 }
 
@@ -127,7 +137,13 @@ func runServe(ctx context.Context, o serveOptions) error {
 	})
 	cfg := reconcile.Config{Concurrency: o.concurrency, LockDuration: o.lock, ResyncInterval: o.resyncInterval,
 		StallThreshold: o.stallThreshold, MaxAutoResumes: o.maxAutoResumes, UnknownPodGrace: o.unknownPodGrace}
-	var agents ports.AgentRuntime = memory.NewAgentRuntime()
+	secrets := envsecret.Resolver{Prefix: o.secretPrefix, Dirs: o.secretDirs}
+	procs, err := newProcessRuntime(o.agents, be.runs, be.queue, secrets, clock, log)
+	if err != nil {
+		return err
+	}
+	defer procs.Close()
+	var agents ports.AgentRuntime = procs
 	var code ports.CodeHost = memory.NewCodeHost()
 	demo := o.demo && o.dsn == ""
 	var demoRelease *demoWorkspace
@@ -144,6 +160,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		sim := newDemoWorld(be.runs, be.queue, clock, demoStep)
 		defer sim.Close()
 		agents, code = sim, sim
+		log.Info("demo: agents and pull requests are simulated; no agent process runs (serve --demo=false runs the process runtime)")
 		if err := seedDemo(ctx, be.runs, be.queue); err != nil {
 			return err
 		}
@@ -154,8 +171,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots,
 		}, engine.KindOptions{Concurrency: o.concurrency})
 	}
-	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log,
-		envsecret.Resolver{Prefix: o.secretPrefix, Dirs: o.secretDirs}, testrunner.WithLease(o.lock))
+	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, secrets, testrunner.WithLease(o.lock))
 	defer rt.close()
 	rt.register(eng, o.concurrency)
 	if demo {

@@ -1,0 +1,27 @@
+// Package process is the ports.AgentRuntime that runs each run's agent as a
+// local OS process: the embedded default of `reconciler serve`.
+//
+// A launch starts the configured command in the run's own working
+// directory (<WorkRoot>/<kind>/<id>), in its own process group, with an
+// environment built only from the configuration (plain values, and secrets
+// resolved through ports.SecretResolver at the moment of starting: never
+// stored, never logged) plus RECONCILER_RUN_KIND, RECONCILER_RUN_ID,
+// RECONCILER_PURPOSE, RECONCILER_TRIGGER and RECONCILER_WORKDIR. Its output
+// goes to agent.log in that directory, not to the daemon's log.
+//
+// The runtime is the run's pod watcher: it writes what it observes through
+// the run store (the pod phase with its Since, a heartbeat while the
+// process lives, the exit code) and wakes the run at once after a phase
+// change; the kernel's heartbeat staleness rule catches whatever is missed
+// (a daemon that died with its agents). The start is written once the
+// launch's own move has landed (the run is in a state where its agent
+// runs), and the exit once the run is in its running state, so an
+// observation never races the executor's compare-and-swap of the launch.
+// An exit 0 also reports the kind's "done" fact: review_done for a review,
+// turn_done (and pending_messages 0) for a persistent agent's turn.
+//
+// Invariants: one process per run (a new launch stops the previous
+// attempt's first); launches and releases are idempotent by key; a release
+// sends SIGTERM to the process group and SIGKILL after the grace period;
+// only the current attempt of a run writes observations.
+package process

@@ -1,0 +1,313 @@
+package process
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// fakeStore is the part of a run store the runtime uses: runs by ref, and
+// every observation sent on observed.
+type fakeStore struct {
+	ports.RunStore
+	mu       sync.Mutex
+	states   map[reconcile.RunRef]reconcile.State
+	observed chan ports.RunObserveParams
+}
+
+func (s *fakeStore) RunGet(_ context.Context, ref reconcile.RunRef) (ports.RunRow, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.states[ref]
+	if !ok {
+		return ports.RunRow{}, ports.ErrNotFound
+	}
+	return ports.RunRow{Ref: ref, State: st}, nil
+}
+
+func (s *fakeStore) RunObserve(_ context.Context, o ports.RunObserveParams) (int64, error) {
+	s.observed <- o
+	return 1, nil
+}
+
+func (s *fakeStore) set(ref reconcile.RunRef, st reconcile.State) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.states[ref] = st
+}
+
+// secretFunc is a SecretResolver from a function.
+type secretFunc func(release.SecretRef) (string, error)
+
+func (f secretFunc) Resolve(_ context.Context, ref release.SecretRef) (string, error) { return f(ref) }
+
+type bundle struct {
+	rt    *Runtime
+	store *fakeStore
+	wakes chan reconcile.RunRef
+	logs  *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// setup returns a runtime running `sh -c script`, with a fake store and the
+// wake-ups on a channel.
+func setup(t *testing.T, script string, edit func(c *Config)) bundle {
+	t.Helper()
+	b := bundle{store: &fakeStore{states: map[reconcile.RunRef]reconcile.State{}, observed: make(chan ports.RunObserveParams, 64)},
+		wakes: make(chan reconcile.RunRef, 64), logs: &syncBuffer{}}
+	cfg := Config{Command: "sh", Args: []string{"-c", script}, WorkRoot: t.TempDir(),
+		StopGrace: 5 * time.Second, Heartbeat: time.Hour}
+	if edit != nil {
+		edit(&cfg)
+	}
+	rt, err := New(cfg, Options{Store: b.store, Logger: slog.New(slog.NewTextHandler(b.logs, nil)),
+		Wake: func(_ context.Context, ref reconcile.RunRef) { b.wakes <- ref },
+		Secrets: secretFunc(func(ref release.SecretRef) (string, error) {
+			if ref.Ref == "env:RECONCILER_SECRET_TOKEN" {
+				return "s3cr3t-value", nil
+			}
+			return "", errors.New("unknown secret " + ref.Ref)
+		})})
+	require.NoError(t, err)
+	t.Cleanup(rt.Close)
+	b.rt = rt
+	return b
+}
+
+// next returns the next observation, failing after a generous deadline.
+func (b bundle) next(t *testing.T) ports.RunObserveParams {
+	t.Helper()
+	select {
+	case o := <-b.store.observed:
+		return o
+	case <-time.After(20 * time.Second):
+		t.Fatal("no observation")
+	}
+	return ports.RunObserveParams{}
+}
+
+// proc returns the run's current process.
+func (b bundle) proc(t *testing.T, ref reconcile.RunRef) *proc {
+	t.Helper()
+	b.rt.mu.Lock()
+	defer b.rt.mu.Unlock()
+	pr := b.rt.procs[ref]
+	require.NotNil(t, pr, "no process for %s", ref)
+	return pr
+}
+
+// exited waits for the process to be reaped.
+func exited(t *testing.T, pr *proc) {
+	t.Helper()
+	select {
+	case <-pr.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("process did not exit")
+	}
+}
+
+func launch(t *testing.T, b bundle, ref reconcile.RunRef, key string) {
+	t.Helper()
+	require.NoError(t, b.rt.AgentLaunch(context.Background(), ports.AgentLaunchParams{Ref: ref, Purpose: ports.PurposeRun, IdempotencyKey: key}))
+}
+
+func TestProcessReportsStartAndExitInStateOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "exit 0", nil)
+	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "r1"}
+	b.store.set(ref, reconcile.RepoQueued)
+	launch(t, b, ref, "k1")
+	exited(t, b.proc(t, ref))
+
+	// The launch's move lands: the start is observed, and the run woken.
+	b.store.set(ref, reconcile.RepoProvisioning)
+	o := b.next(t)
+	require.Equal(t, reconcile.PodRunning, o.Pod.Phase)
+	require.True(t, strings.HasPrefix(o.Pod.Name, "pid-"))
+	require.False(t, o.Pod.Since.IsZero())
+	require.False(t, o.Heartbeat.IsZero())
+	require.Equal(t, ref, <-b.wakes)
+	require.Empty(t, b.store.observed, "the exit waits until the run is running")
+
+	b.store.set(ref, reconcile.RepoRunning)
+	o = b.next(t)
+	require.Equal(t, reconcile.PodTerminated, o.Pod.Phase)
+	require.Equal(t, 0, *o.Pod.ExitCode)
+	require.Nil(t, o.Patch, "a repo agent's success is its pod's exit 0")
+	require.Equal(t, ref, <-b.wakes)
+}
+
+func TestProcessExitReportsCodeAndKindDone(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kind    reconcile.RunKind
+		running reconcile.State
+		script  string
+		code    int
+		patch   map[string]any
+	}{
+		{reconcile.KindStandalone, reconcile.StandaloneRunning, "exit 3", 3, nil},
+		{reconcile.KindPRReview, reconcile.ReviewRunning, "exit 0", 0, map[string]any{"review_done": true}},
+		{reconcile.KindPersistentAgent, reconcile.AgentRunning, "exit 0", 0, map[string]any{"turn_done": true, "pending_messages": 0}},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, tc.script, nil)
+			ref := reconcile.RunRef{Kind: tc.kind, ID: "x"}
+			b.store.set(ref, tc.running)
+			launch(t, b, ref, "k")
+			require.Equal(t, reconcile.PodRunning, b.next(t).Pod.Phase)
+			o := b.next(t)
+			require.Equal(t, reconcile.PodTerminated, o.Pod.Phase)
+			require.Equal(t, tc.code, *o.Pod.ExitCode)
+			require.Equal(t, tc.patch, o.Patch)
+		})
+	}
+}
+
+func TestProcessEnvironmentWorkDirAndSecrets(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `env > env.txt; pwd > pwd.txt; echo "token is $TOKEN"`, func(c *Config) {
+		c.Env = map[string]string{"MODE": "fast"}
+		c.Secrets = map[string]release.SecretRef{"TOKEN": {Ref: "env:RECONCILER_SECRET_TOKEN"}}
+	})
+	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "../escape/me"}
+	b.store.set(ref, reconcile.StandaloneRunning)
+	require.NoError(t, b.rt.AgentLaunch(context.Background(), ports.AgentLaunchParams{Ref: ref, Purpose: ports.PurposeResume,
+		Trigger: "ci-failing", IdempotencyKey: "k"}))
+	exited(t, b.proc(t, ref))
+	dir := b.rt.WorkDir(ref)
+	require.True(t, strings.HasPrefix(dir, b.rt.cfg.WorkRoot+string(filepath.Separator)), "the working directory stays under the root: %s", dir)
+	env, err := os.ReadFile(filepath.Join(dir, "env.txt"))
+	require.NoError(t, err)
+	for _, want := range []string{"MODE=fast", "TOKEN=s3cr3t-value", "RECONCILER_RUN_KIND=standalone", "RECONCILER_RUN_ID=../escape/me",
+		"RECONCILER_PURPOSE=resume", "RECONCILER_TRIGGER=ci-failing", "RECONCILER_WORKDIR=" + dir} {
+		require.Contains(t, string(env), want+"\n")
+	}
+	require.NotContains(t, string(env), "HOME=", "the daemon's environment is not inherited")
+	pwd, err := os.ReadFile(filepath.Join(dir, "pwd.txt"))
+	require.NoError(t, err)
+	require.Equal(t, dir, strings.TrimSpace(string(pwd)))
+	out, err := os.ReadFile(filepath.Join(dir, LogFile))
+	require.NoError(t, err)
+	require.Contains(t, string(out), "token is s3cr3t-value", "the agent's output goes to its log file")
+	b.next(t)
+	b.next(t)
+	require.NotContains(t, b.logs.String(), "s3cr3t-value", "secrets never reach the daemon's log")
+}
+
+func TestProcessReleaseSendsSIGTERM(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `trap 'echo term > got-term; exit 7' TERM; echo up > up; while :; do sleep 0.05; done`, nil)
+	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "s"}
+	b.store.set(ref, reconcile.StandaloneRunning)
+	launch(t, b, ref, "k")
+	require.Equal(t, reconcile.PodRunning, b.next(t).Pod.Phase)
+	pr := b.proc(t, ref)
+	// Release once the shell has installed its trap (it writes "up" after).
+	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(b.rt.WorkDir(ref), "up")); return err == nil },
+		20*time.Second, 10*time.Millisecond)
+	require.NoError(t, b.rt.AgentRelease(context.Background(), ref, "rel"))
+	exited(t, pr)
+	require.Equal(t, 7, pr.exit, "the agent handled SIGTERM")
+	_, err := os.Stat(filepath.Join(b.rt.WorkDir(ref), "got-term"))
+	require.NoError(t, err)
+	require.NoError(t, b.rt.AgentRelease(context.Background(), ref, "rel"), "a release is idempotent")
+}
+
+func TestProcessReleaseKillsAfterGrace(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `trap '' TERM; echo up > up; while :; do sleep 0.05; done`, func(c *Config) { c.StopGrace = 200 * time.Millisecond })
+	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "s"}
+	b.store.set(ref, reconcile.StandaloneRunning)
+	launch(t, b, ref, "k")
+	b.next(t)
+	pr := b.proc(t, ref)
+	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(b.rt.WorkDir(ref), "up")); return err == nil },
+		20*time.Second, 10*time.Millisecond)
+	start := time.Now()
+	require.NoError(t, b.rt.AgentRelease(context.Background(), ref, "rel"))
+	exited(t, pr)
+	require.Equal(t, 128+9, pr.exit, "SIGKILL after the grace period")
+	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+}
+
+func TestProcessLaunchIsIdempotentAndReplacesTheOldAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `echo up > up-$$; while :; do sleep 0.05; done`, func(c *Config) { c.StopGrace = 100 * time.Millisecond })
+	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "s"}
+	b.store.set(ref, reconcile.StandaloneRunning)
+	launch(t, b, ref, "k1")
+	first := b.proc(t, ref)
+	launch(t, b, ref, "k1")
+	require.Same(t, first, b.proc(t, ref), "the same key starts nothing")
+	launch(t, b, ref, "k2")
+	second := b.proc(t, ref)
+	require.NotSame(t, first, second)
+	exited(t, first) // the new attempt stopped the old one first
+	select {
+	case <-second.done:
+		t.Fatal("the new attempt runs")
+	default:
+	}
+}
+
+func TestProcessWithoutCommandRefusesLaunch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", func(c *Config) { c.Command = "" })
+	err := b.rt.AgentLaunch(context.Background(), ports.AgentLaunchParams{Ref: reconcile.RunRef{Kind: reconcile.KindRepo, ID: "r"}, IdempotencyKey: "k"})
+	require.ErrorIs(t, err, ErrNoCommand)
+	require.Contains(t, err.Error(), "--agent-command")
+}
+
+func TestProcessConfigValidateNamesTheField(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "WorkRoot"},
+		{Config{WorkRoot: "/x", Env: map[string]string{"A-B": "1"}}, `Env: "A-B"`},
+		{Config{WorkRoot: "/x", Secrets: map[string]release.SecretRef{"1X": {}}}, `Secrets: "1X"`},
+		{Config{WorkRoot: "/x", Env: map[string]string{"T": ""}, Secrets: map[string]release.SecretRef{"T": {}}}, "T is both"},
+	} {
+		require.ErrorContains(t, tc.cfg.Validate(), tc.want)
+	}
+}
+
+func TestSafeNameKeepsIDsApart(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "task-1", safeName("task-1"))
+	require.NotEqual(t, safeName("a/b"), safeName("a_b"))
+	require.NotContains(t, safeName("../x"), "/")
+	require.NotEqual(t, "..", safeName(".."))
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/reconcilerhq/reconciler/adapters/process"
+	"github.com/reconcilerhq/reconciler/engine/runs"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// agentOptions configure the process agent runtime of serve.
+type agentOptions struct {
+	command   string
+	args      []string
+	env       []string
+	secrets   []string
+	workRoot  string
+	stopGrace time.Duration
+	heartbeat time.Duration
+}
+
+// agentFlags binds the process runtime's flags.
+func agentFlags(f *pflag.FlagSet, o *agentOptions) {
+	f.StringVar(&o.command, "agent-command", "", "program each run's agent runs as, in its own working directory (process runtime); empty: launches fail until set")
+	f.StringArrayVar(&o.args, "agent-arg", nil, "argument of --agent-command; repeat for several")
+	f.StringArrayVar(&o.env, "agent-env", nil, "NAME=VALUE environment variable of every agent; repeat for several")
+	f.StringArrayVar(&o.secrets, "agent-secret", nil, "NAME=REF secret variable of every agent, REF as env:NAME (with --secret-prefix) or file:/path (under a --secret-dir), resolved at each start; repeat for several")
+	f.StringVar(&o.workRoot, "agent-workdir", filepath.Join(os.TempDir(), "reconciler-agents"), "directory holding one working directory per run (<kind>/<id>)")
+	f.DurationVar(&o.stopGrace, "agent-stop-grace", process.DefaultStopGrace, "time between SIGTERM and SIGKILL when an agent is stopped")
+	f.DurationVar(&o.heartbeat, "agent-heartbeat", process.DefaultHeartbeat, "how often a live agent's heartbeat is recorded")
+}
+
+// config turns the flags into the runtime's configuration, naming the
+// wrong flag.
+func (o agentOptions) config() (process.Config, error) {
+	c := process.Config{Command: o.command, Args: o.args, WorkRoot: o.workRoot, StopGrace: o.stopGrace, Heartbeat: o.heartbeat,
+		Env: map[string]string{}, Secrets: map[string]release.SecretRef{}}
+	if o.stopGrace <= 0 || o.heartbeat <= 0 {
+		return c, usagef("--agent-stop-grace and --agent-heartbeat must be positive")
+	}
+	for _, kv := range o.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return c, usagef("--agent-env %q: want NAME=VALUE", kv)
+		}
+		c.Env[k] = v
+	}
+	for _, kv := range o.secrets {
+		k, ref, ok := strings.Cut(kv, "=")
+		if !ok || ref == "" {
+			return c, usagef("--agent-secret %q: want NAME=env:VAR or NAME=file:/path", k)
+		}
+		c.Secrets[k] = release.SecretRef{Ref: ref}
+	}
+	if err := c.Validate(); err != nil {
+		return c, usagef("--agent-env/--agent-secret/--agent-workdir: %v", err)
+	}
+	return c, nil
+}
+
+// newProcessRuntime builds the process agent runtime whose observations
+// wake the run at once.
+func newProcessRuntime(o agentOptions, store ports.RunStore, q ports.Queue, secrets ports.SecretResolver, clock ports.Clock, log *slog.Logger) (*process.Runtime, error) {
+	cfg, err := o.config()
+	if err != nil {
+		return nil, err
+	}
+	rt, err := process.New(cfg, process.Options{Store: store, Secrets: secrets, Clock: clock, Logger: log,
+		Wake: func(ctx context.Context, ref reconcile.RunRef) {
+			_ = q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref), EventTime: clock.Now()})
+		}})
+	if err != nil {
+		return nil, fmt.Errorf("agent runtime: %w", err)
+	}
+	return rt, nil
+}
