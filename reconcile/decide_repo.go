@@ -54,8 +54,10 @@ const (
 //     → failed ("pod-unknown-past-grace"); pod running or ready → running
 //     ("pod-ready"); pod errored or terminated → failed ("pod-dead").
 //     - running, in this order: an open PR that is not yet recorded (stored
-//     PR URL empty or different) → pr_opened, recording the PR
-//     ("pr-detected"), which beats pod death; the pod exited 0 → pr_opened
+//     PR URL empty or different) → pr_opened, recording the PR without its
+//     checks and review, so a problem it already has (CI failing when it is
+//     first seen) is new in pr_opened and reacted to ("pr-detected"), which
+//     beats pod death; the pod exited 0 → pr_opened
 //     when the run already has a PR recorded (Run.PR.URL), as after an
 //     automatic resume, whether or not this snapshot observes it
 //     ("agent-finished"; pr_opened waits for the observation), else
@@ -285,7 +287,11 @@ func repoProvisioning(w *World) Action {
 func repoRunning(s *RepoSnapshot) Action {
 	run, pr, pod := &s.Run, s.PR, s.Pod
 	if pr != nil && prOpen(pr) && (run.PR.URL == "" || run.PR.URL != pr.URL) {
-		return Transition{From: RepoRunning, To: RepoPROpened, Patch: repoPRPatch(pr), Reason: "pr-detected"}
+		// Record the PR without its checks and review, so a problem it
+		// already has counts as new in pr_opened and is reacted to.
+		b := repoPRBuf(pr)
+		b.pr.Checks, b.pr.Review = "", ""
+		return Transition{From: RepoRunning, To: RepoPROpened, Patch: &b.p, Reason: "pr-detected"}
 	}
 	until, waiting, lost := unknownPod(&s.World)
 	switch {

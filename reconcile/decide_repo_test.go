@@ -43,6 +43,12 @@ func repoTestFields(fn func(f *PRFields)) *PRFields {
 	return f
 }
 
+// repoDetected is repoTestPR as pr-detected records it: without checks
+// and review.
+func repoDetected() *PRFields {
+	return repoTestFields(func(f *PRFields) { f.Checks, f.Review = "", "" })
+}
+
 // repoWithPR puts the run in pr_opened with repoTestPR observed and
 // recorded, then lets edit change the observation.
 func repoWithPR(edit func(pr *PullRequest)) func(s *RepoSnapshot) {
@@ -303,16 +309,16 @@ func TestDecideRepoRules(t *testing.T) {
 		// running.
 		{name: "running with a new open PR moves to pr_opened recording it",
 			edit: func(s *RepoSnapshot) { s.PR = repoTestPR() },
-			want: repoWant(Transition{From: RepoRunning, To: RepoPROpened, Patch: &Patch{PR: repoTestFields(nil)}, Reason: "pr-detected"})},
+			want: repoWant(Transition{From: RepoRunning, To: RepoPROpened, Patch: &Patch{PR: repoDetected()}, Reason: "pr-detected"})},
 		{name: "running with an open PR other than the recorded one moves to pr_opened",
 			edit: func(s *RepoSnapshot) {
 				s.PR = repoTestPR()
 				s.Run.PR = *repoTestFields(func(f *PRFields) { f.URL, f.Number = "https://git.example.com/acme/api/pull/6", 6 })
 			},
-			want: repoWant(Transition{From: RepoRunning, To: RepoPROpened, Patch: &Patch{PR: repoTestFields(nil)}, Reason: "pr-detected"})},
+			want: repoWant(Transition{From: RepoRunning, To: RepoPROpened, Patch: &Patch{PR: repoDetected()}, Reason: "pr-detected"})},
 		{name: "PR detection beats pod death",
 			edit: func(s *RepoSnapshot) { s.PR, s.Pod.Phase, s.Pod.LastError = repoTestPR(), PodError, "OOMKilled" },
-			want: repoWant(Transition{From: RepoRunning, To: RepoPROpened, Patch: &Patch{PR: repoTestFields(nil)}, Reason: "pr-detected"})},
+			want: repoWant(Transition{From: RepoRunning, To: RepoPROpened, Patch: &Patch{PR: repoDetected()}, Reason: "pr-detected"})},
 		{name: "a closed PR is not detected",
 			edit: func(s *RepoSnapshot) { s.PR = repoTestPR(); s.PR.State = PRClosed },
 			want: repoWant(Noop{Reason: "agent-running"})},
@@ -325,6 +331,13 @@ func TestDecideRepoRules(t *testing.T) {
 				s.Pod.Phase, s.Pod.ExitCode = PodTerminated, exit(0)
 			},
 			want: repoWant(Transition{From: RepoRunning, To: RepoPROpened, Reason: "agent-finished"})},
+		{name: "a PR first seen with CI already failing is a new problem in pr_opened",
+			edit: repoSeq(repoWithPR(func(pr *PullRequest) { pr.Checks = ChecksFailing }), func(s *RepoSnapshot) {
+				s.Run.PR = *repoDetected()
+				s.Settings.AutoResume = false
+			}),
+			want: repoWant(Transition{From: RepoPROpened, To: RepoNeedsAttention, Reason: "ci-failing-needs-attention",
+				Patch: &Patch{PR: repoTestFields(func(f *PRFields) { f.Checks = ChecksFailing })}})},
 		{name: "an agent that exits 0 with a recorded PR not observed now returns to pr_opened, as documented",
 			edit: func(s *RepoSnapshot) {
 				s.Run.PR = *repoTestFields(nil)
