@@ -48,6 +48,11 @@ type PRSubmitParams struct {
 	Ref            reconcile.RunRef
 	URL            string
 	IdempotencyKey string
+	// HeadSHA is the commit the review looked at (empty: the PR's head).
+	HeadSHA string
+	// Body is the review text; Event is COMMENT (default), APPROVE or
+	// REQUEST_CHANGES.
+	Body, Event string
 }
 
 // CodeHost acts on pull requests. Implementations must be idempotent by key.
@@ -56,4 +61,24 @@ type CodeHost interface {
 	PRMerge(ctx context.Context, p PRMergeParams) error
 	// PRSubmitReview posts the review the review run prepared.
 	PRSubmitReview(ctx context.Context, p PRSubmitParams) error
+}
+
+// PROpenParams opens a pull request from an agent's branch.
+type PROpenParams struct {
+	// Repo is owner/name; Head the agent's branch; Base the target branch
+	// (empty: the repository's default branch).
+	Repo, Head, Base string
+	Title, Body      string
+}
+
+// PullRequests reads and opens pull requests on a code host: the PR
+// poller observes runs' pull requests through it, and an agent's branch
+// becomes a pull request through it.
+type PullRequests interface {
+	// PRGet returns the observed state of the pull request at url
+	// (state, mergeability, checks and reviews summarised).
+	PRGet(ctx context.Context, url string) (reconcile.PullRequest, error)
+	// PROpen opens a pull request from p.Head, or returns the open one
+	// that already has that head (idempotent).
+	PROpen(ctx context.Context, p PROpenParams) (reconcile.PullRequest, error)
 }

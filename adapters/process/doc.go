@@ -6,8 +6,11 @@
 // environment built only from the configuration (plain values, and secrets
 // resolved through ports.SecretResolver at the moment of starting: never
 // stored, never logged) plus RECONCILER_RUN_KIND, RECONCILER_RUN_ID,
-// RECONCILER_PURPOSE, RECONCILER_TRIGGER and RECONCILER_WORKDIR. Its output
-// goes to agent.log in that directory, not to the daemon's log.
+// RECONCILER_PURPOSE, RECONCILER_TRIGGER and RECONCILER_WORKDIR, and for a
+// repo run RECONCILER_REPO and RECONCILER_BRANCH (reconciler/<id>, where it
+// pushes its work). Its output goes to agent.log in that directory, not to
+// the daemon's log. An Exit hook may add to an exit's observation (serve
+// opens the pull request of a repo agent's branch there).
 //
 // The runtime is the run's pod watcher: it writes what it observes through
 // the run store (the pod phase with its Since, a heartbeat while the

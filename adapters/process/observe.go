@@ -58,6 +58,9 @@ func (r *Runtime) observe(pr *proc) {
 	if code == 0 {
 		o.Patch = donePatch(pr.ref.Kind)
 	}
+	if r.opt.Exit != nil {
+		r.opt.Exit(ctx, pr.ref, r.WorkDir(pr.ref), &o)
+	}
 	r.write(ctx, pr, o)
 }
 

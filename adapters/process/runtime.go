@@ -98,6 +98,10 @@ type Options struct {
 	Wake func(context.Context, reconcile.RunRef)
 	// Logger logs starts, exits and failed writes (default slog.Default).
 	Logger *slog.Logger
+	// Exit, when set, may add to the observation of an exit before it is
+	// written (the pull request a repo agent's branch became); workDir is
+	// the agent's working directory.
+	Exit func(ctx context.Context, ref reconcile.RunRef, workDir string, o *ports.RunObserveParams)
 }
 
 // Runtime is the local-process ports.AgentRuntime.
@@ -158,6 +162,10 @@ type proc struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 }
+
+// Branch is the branch a repo run's agent pushes its work to; its pull
+// request is opened from it.
+func Branch(ref reconcile.RunRef) string { return "reconciler/" + safeName(ref.ID) }
 
 // WorkDir returns the working directory of a run's agent.
 func (r *Runtime) WorkDir(ref reconcile.RunRef) string {
@@ -237,6 +245,13 @@ func (r *Runtime) environ(ctx context.Context, p ports.AgentLaunchParams, dir st
 		"RECONCILER_PURPOSE=" + string(p.Purpose),
 		"RECONCILER_TRIGGER=" + p.Trigger,
 		"RECONCILER_WORKDIR=" + dir,
+	}
+	if p.Ref.Kind == reconcile.KindRepo {
+		row, err := r.opt.Store.RunGet(ctx, p.Ref)
+		if err != nil {
+			return nil, fmt.Errorf("launch %s: read run: %w", p.Ref, err)
+		}
+		env = append(env, "RECONCILER_REPO="+row.Repo, "RECONCILER_BRANCH="+Branch(p.Ref))
 	}
 	for k, v := range r.cfg.Env {
 		env = append(env, k+"="+v)

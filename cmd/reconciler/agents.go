@@ -70,12 +70,14 @@ func (o agentOptions) config() (process.Config, error) {
 
 // newProcessRuntime builds the process agent runtime whose observations
 // wake the run at once.
-func newProcessRuntime(o agentOptions, store ports.RunStore, q ports.Queue, secrets ports.SecretResolver, clock ports.Clock, log *slog.Logger) (*process.Runtime, error) {
+// exit, when set, is the runtime's exit hook.
+func newProcessRuntime(o agentOptions, store ports.RunStore, q ports.Queue, secrets ports.SecretResolver, clock ports.Clock, log *slog.Logger,
+	exit func(context.Context, reconcile.RunRef, string, *ports.RunObserveParams)) (*process.Runtime, error) {
 	cfg, err := o.config()
 	if err != nil {
 		return nil, err
 	}
-	rt, err := process.New(cfg, process.Options{Store: store, Secrets: secrets, Clock: clock, Logger: log,
+	rt, err := process.New(cfg, process.Options{Store: store, Secrets: secrets, Clock: clock, Logger: log, Exit: exit,
 		Wake: func(ctx context.Context, ref reconcile.RunRef) {
 			_ = q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref), EventTime: clock.Now()})
 		}})

@@ -26,29 +26,52 @@ type processWorld struct {
 	store *memory.RunStore
 	q     *memory.Queue
 	procs *process.Runtime
-	code  *memory.CodeHost
 }
 
 func setupProcessWorld(t *testing.T, script string) processWorld {
 	t.Helper()
+	return setupWorld(t, script, io.Discard, nil)
+}
+
+// setupWorld is setupProcessWorld logging to logw, with the code host
+// withCode builds over the store and queue (nil: the in-memory recorder).
+func setupWorld(t *testing.T, script string, logw io.Writer, withCode func(store ports.RunStore, q ports.Queue, log *slog.Logger) *githubHost) processWorld {
+	t.Helper()
 	clock := ports.SystemClock
-	w := processWorld{store: memory.NewRunStore(clock), q: memory.NewQueue(clock), code: memory.NewCodeHost()}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w := processWorld{store: memory.NewRunStore(clock), q: memory.NewQueue(clock)}
+	log := slog.New(slog.NewJSONHandler(logw, nil))
+	var code ports.CodeHost = memory.NewCodeHost()
+	var gh *githubHost
+	var exit func(context.Context, reconcile.RunRef, string, *ports.RunObserveParams)
+	if withCode != nil {
+		gh = withCode(w.store, w.q, log)
+		code, exit = gh, gh.exit
+	}
 	procs, err := newProcessRuntime(agentOptions{command: "sh", args: []string{"-c", script}, workRoot: t.TempDir(),
-		stopGrace: 5 * time.Second, heartbeat: time.Hour}, w.store, w.q, nil, clock, log)
+		stopGrace: 5 * time.Second, heartbeat: time.Hour}, w.store, w.q, nil, clock, log, exit)
 	require.NoError(t, err)
 	w.procs = procs
+	if gh != nil {
+		gh.workDir = procs.WorkDir
+	}
 	eng := engine.New(w.q, engine.Options{Logger: log, PollInterval: 10 * time.Millisecond})
 	for _, k := range reconcile.Kinds {
-		eng.Register(string(k), &runs.Processor{Kind: k, Store: w.store, Queue: w.q, Agents: procs, Code: w.code,
+		eng.Register(string(k), &runs.Processor{Kind: k, Store: w.store, Queue: w.q, Agents: procs, Code: code,
 			Config: reconcile.DefaultConfig(), Clock: clock, Logger: log}, engine.KindOptions{Concurrency: 2})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(ctx) }()
+	polled := make(chan error, 1)
+	if gh != nil {
+		go func() { polled <- gh.poller.Run(ctx) }()
+	} else {
+		polled <- nil
+	}
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
+		require.NoError(t, <-polled)
 		procs.Close()
 	})
 	return w

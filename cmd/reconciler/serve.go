@@ -43,6 +43,7 @@ type serveOptions struct {
 	secretPrefix    string
 	secretDirs      []string
 	agents          agentOptions
+	code            codeHostOptions
 }
 
 // newServeCmd runs the engine.
@@ -74,7 +75,16 @@ the demo simulates them instead and says so): --agent-command with its
 RECONCILER_RUN_KIND/ID/PURPOSE/TRIGGER/WORKDIR, --agent-env and
 --agent-secret variables; its output goes to agent.log there. Its start,
 heartbeat and exit are recorded on the run, which is woken at once; a
-release sends SIGTERM, then SIGKILL after --agent-stop-grace.
+release sends SIGTERM, then SIGKILL after --agent-stop-grace. A repo
+agent also gets RECONCILER_REPO and RECONCILER_BRANCH (reconciler/<id>).
+
+With --github-token the code host is GitHub (--github-api): a repo agent
+that exits 0 gets a pull request from its branch, following runs' pull
+requests are read every --pr-poll-interval and at once on a webhook
+delivery signed with --github-webhook-secret (POST /webhooks/github),
+auto-merge uses --github-merge-method, and a review run posts review.md
+(verdict in review-event) from its agent's directory. Without it pull
+requests are only recorded.
 
 Workflow secrets (sensitive variables) are resolved when a job or request is
 sent: env:NAME reads the daemon's variable NAME (only names with
@@ -109,6 +119,7 @@ Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metr
 	f.StringVar(&o.secretPrefix, "secret-prefix", envsecret.DefaultPrefix, "workflow secrets referenced as env:NAME must have names with this prefix")
 	f.StringArrayVar(&o.secretDirs, "secret-dir", nil, "directory workflow secrets referenced as file:/path may be read from; repeat for several")
 	agentFlags(f, &o.agents)
+	codeHostFlags(f, &o.code)
 	return cmd
 }
 
@@ -138,13 +149,25 @@ func runServe(ctx context.Context, o serveOptions) error {
 	cfg := reconcile.Config{Concurrency: o.concurrency, LockDuration: o.lock, ResyncInterval: o.resyncInterval,
 		StallThreshold: o.stallThreshold, MaxAutoResumes: o.maxAutoResumes, UnknownPodGrace: o.unknownPodGrace}
 	secrets := envsecret.Resolver{Prefix: o.secretPrefix, Dirs: o.secretDirs}
-	procs, err := newProcessRuntime(o.agents, be.runs, be.queue, secrets, clock, log)
+	gh, err := newGitHubHost(ctx, o.code, be.runs, be.queue, secrets, clock, log)
+	if err != nil {
+		return err
+	}
+	var exit func(context.Context, reconcile.RunRef, string, *ports.RunObserveParams)
+	if gh != nil {
+		exit = gh.exit
+	}
+	procs, err := newProcessRuntime(o.agents, be.runs, be.queue, secrets, clock, log, exit)
 	if err != nil {
 		return err
 	}
 	defer procs.Close()
 	var agents ports.AgentRuntime = procs
 	var code ports.CodeHost = memory.NewCodeHost()
+	if gh != nil {
+		gh.workDir = procs.WorkDir
+		code = gh
+	}
 	demo := o.demo && o.dsn == ""
 	var demoRelease *demoWorkspace
 	if demo {
@@ -188,7 +211,11 @@ func runServe(ctx context.Context, o serveOptions) error {
 		if err != nil {
 			return fmt.Errorf("listen %s: %w", o.listen, err)
 		}
-		srv = &http.Server{Handler: newHTTPHandler(be, reg), ReadHeaderTimeout: 5 * time.Second}
+		extra := map[string]http.Handler{}
+		if gh != nil && gh.hook != nil && !demo {
+			extra["/webhooks/github"] = http.MaxBytesHandler(gh.hook, 1<<20+1)
+		}
+		srv = &http.Server{Handler: newHTTPHandler(be, reg, extra), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("http server", "error", err)
@@ -201,6 +228,10 @@ func runServe(ctx context.Context, o serveOptions) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = resync.Run(ctx) }()
+	if gh != nil && !demo {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = gh.poller.Run(ctx) }()
+	}
 	err = eng.Run(ctx)
 	wg.Wait()
 	if srv != nil {
@@ -212,9 +243,13 @@ func runServe(ctx context.Context, o serveOptions) error {
 	return err
 }
 
-// newHTTPHandler serves health checks and metrics.
-func newHTTPHandler(be *backend, reg *prometheus.Registry) http.Handler {
+// newHTTPHandler serves health checks, metrics and the extra handlers
+// (the GitHub webhook receiver) by path.
+func newHTTPHandler(be *backend, reg *prometheus.Registry, extra map[string]http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	for path, h := range extra {
+		mux.Handle(path, h)
+	}
 	checks := map[string]func(context.Context) error{
 		"queue": func(ctx context.Context) error { _, err := be.queue.WorkStats(ctx); return err },
 	}

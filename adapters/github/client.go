@@ -1,0 +1,263 @@
+package github
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// Defaults used when Config leaves a knob at zero.
+const (
+	DefaultBaseURL = "https://api.github.com"
+	DefaultMaxWait = 30 * time.Second
+	DefaultTimeout = 30 * time.Second
+	// maxBody caps a response body read.
+	maxBody = 4 << 20
+)
+
+// ErrRateLimited is wrapped by a call refused because the rate limit is
+// spent until a time further than MaxWait away.
+var ErrRateLimited = errors.New("github rate limit exhausted")
+
+// Config configures the client.
+type Config struct {
+	// BaseURL is the REST API root (default https://api.github.com; a
+	// GitHub Enterprise root ends in /api/v3).
+	BaseURL string
+	// Token references the API token, resolved per request.
+	Token release.SecretRef
+	// MergeMethod is merge, squash or rebase (default merge).
+	MergeMethod string
+	// MaxWait is the longest a call waits for the rate limit or a
+	// Retry-After before failing (default 30 s).
+	MaxWait time.Duration
+	// HTTP sends the requests (default: a client with a 30 s timeout).
+	HTTP *http.Client
+}
+
+// Client is the GitHub code host.
+type Client struct {
+	cfg     Config
+	secrets ports.SecretResolver
+	now     func() time.Time
+	sleep   func(context.Context, time.Duration) error
+
+	mu      sync.Mutex
+	resetAt time.Time // the rate limit is spent until then
+}
+
+var (
+	_ ports.CodeHost     = (*Client)(nil)
+	_ ports.PullRequests = (*Client)(nil)
+)
+
+// New returns a client; secrets resolves Config.Token.
+func New(cfg Config, secrets ports.SecretResolver) (*Client, error) {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	switch cfg.MergeMethod {
+	case "":
+		cfg.MergeMethod = "merge"
+	case "merge", "squash", "rebase":
+	default:
+		return nil, fmt.Errorf("github: merge method %q: want merge, squash or rebase", cfg.MergeMethod)
+	}
+	if cfg.Token.Ref == "" {
+		return nil, errors.New("github: token reference is empty")
+	}
+	if secrets == nil {
+		return nil, errors.New("github: no secret resolver for the token")
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = DefaultMaxWait
+	}
+	if cfg.HTTP == nil {
+		cfg.HTTP = &http.Client{Timeout: DefaultTimeout}
+	}
+	return &Client{cfg: cfg, secrets: secrets, now: time.Now, sleep: sleepCtx}, nil
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// apiError is a non-2xx answer: the call, the status and GitHub's message.
+type apiError struct {
+	call    string
+	status  int
+	message string
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("github: %s: status %d: %s", e.call, e.status, e.message)
+}
+
+// statusOf returns the HTTP status of an apiError in err's chain, or 0.
+func statusOf(err error) int {
+	var e *apiError
+	if errors.As(err, &e) {
+		return e.status
+	}
+	return 0
+}
+
+// do sends one API call and decodes a 2xx JSON answer into out (when not
+// nil). It waits out a spent rate limit or a Retry-After up to MaxWait and
+// retries once after a Retry-After.
+func (c *Client) do(ctx context.Context, call, method, path string, in, out any) error {
+	var body []byte
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("github: %s: encode: %w", call, err)
+		}
+		body = b
+	}
+	for attempt := 0; ; attempt++ {
+		if err := c.waitLimit(ctx, call); err != nil {
+			return err
+		}
+		resp, err := c.send(ctx, method, path, body)
+		if err != nil {
+			return fmt.Errorf("github: %s: %w", call, err)
+		}
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("github: %s: read response: %w", call, err)
+		}
+		if len(data) > maxBody {
+			return fmt.Errorf("github: %s: response larger than %d bytes", call, maxBody)
+		}
+		c.noteLimit(resp.Header)
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			if out == nil || len(data) == 0 {
+				return nil
+			}
+			if err := json.Unmarshal(data, out); err != nil {
+				return fmt.Errorf("github: %s: decode response: %w", call, err)
+			}
+			return nil
+		}
+		limited := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusForbidden
+		if wait, ok := retryAfter(resp); ok && limited && attempt == 0 {
+			if wait > c.cfg.MaxWait {
+				return fmt.Errorf("github: %s: retry after %s: %w", call, wait, ErrRateLimited)
+			}
+			if err := c.sleep(ctx, wait); err != nil {
+				return fmt.Errorf("github: %s: %w", call, err)
+			}
+			continue
+		}
+		if limited && attempt == 0 && resp.Header.Get("X-RateLimit-Remaining") == "0" {
+			continue // waitLimit waits for the reset, or refuses
+		}
+		var msg struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(data, &msg)
+		if msg.Message == "" {
+			msg.Message = http.StatusText(resp.StatusCode)
+		}
+		if resp.StatusCode == http.StatusNotFound {
+			return fmt.Errorf("%w: %w", &apiError{call, resp.StatusCode, msg.Message}, ports.ErrNotFound)
+		}
+		return &apiError{call, resp.StatusCode, msg.Message}
+	}
+}
+
+// send builds and sends the request with the token.
+func (c *Client) send(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	token, err := c.secrets.Resolve(ctx, c.cfg.Token)
+	if err != nil {
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.cfg.BaseURL+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.cfg.HTTP.Do(req)
+	if err != nil {
+		// The URL in a transport error names no secret; the token is
+		// only in a header.
+		return nil, err
+	}
+	return resp, nil
+}
+
+// waitLimit holds a call while the rate limit is spent, up to MaxWait.
+func (c *Client) waitLimit(ctx context.Context, call string) error {
+	c.mu.Lock()
+	wait := c.resetAt.Sub(c.now())
+	c.mu.Unlock()
+	if wait <= 0 {
+		return nil
+	}
+	if wait > c.cfg.MaxWait {
+		return fmt.Errorf("github: %s: rate limit resets in %s: %w", call, wait.Round(time.Second), ErrRateLimited)
+	}
+	if err := c.sleep(ctx, wait); err != nil {
+		return fmt.Errorf("github: %s: %w", call, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.resetAt.After(c.now().Add(wait)) {
+		c.resetAt = time.Time{} // waited until the reset
+	}
+	return nil
+}
+
+// noteLimit records a spent rate limit from the response headers.
+func (c *Client) noteLimit(h http.Header) {
+	if h.Get("X-RateLimit-Remaining") != "0" {
+		return
+	}
+	reset, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.resetAt = time.Unix(reset, 0)
+}
+
+// retryAfter reads a Retry-After in seconds, or a spent limit's reset.
+func retryAfter(resp *http.Response) (time.Duration, bool) {
+	if s := resp.Header.Get("Retry-After"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+			return time.Duration(n) * time.Second, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,149 @@
+package github
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// maxDelivery caps a webhook delivery's body.
+const maxDelivery = 1 << 20
+
+// PREvent names a pull request a delivery concerns.
+type PREvent struct {
+	// Event is the X-GitHub-Event name.
+	Event string
+	// Repo is owner/name; URL the pull request's html URL.
+	Repo   string
+	Number int
+	URL    string
+}
+
+// Webhook is the receiver of GitHub webhook deliveries: an http.Handler
+// that verifies X-Hub-Signature-256 (HMAC-SHA256 of the body with Secret)
+// and calls OnPR for every pull request a pull_request,
+// pull_request_review, check_suite or check_run delivery names, so the runs
+// following it are observed again at once. Other events are acknowledged
+// and ignored. A wake-up is idempotent, so a replayed delivery only causes
+// one more observation.
+type Webhook struct {
+	Secret []byte
+	OnPR   func(ctx context.Context, e PREvent)
+}
+
+// delivery is the part of a payload the receiver reads.
+type delivery struct {
+	Repository struct {
+		FullName string `json:"full_name"`
+		HTMLURL  string `json:"html_url"`
+	} `json:"repository"`
+	PullRequest *struct {
+		Number  int    `json:"number"`
+		HTMLURL string `json:"html_url"`
+	} `json:"pull_request"`
+	CheckSuite *struct {
+		PullRequests []struct {
+			Number int `json:"number"`
+		} `json:"pull_requests"`
+	} `json:"check_suite"`
+	CheckRun *struct {
+		PullRequests []struct {
+			Number int `json:"number"`
+		} `json:"pull_requests"`
+	} `json:"check_run"`
+}
+
+// ServeHTTP handles one delivery: 405 for a method other than POST, 413
+// over 1 MiB, 401 for a missing or wrong signature, 400 for a body that is
+// not JSON, else 204.
+func (h Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxDelivery+1))
+	if err != nil {
+		http.Error(w, "cannot read body", http.StatusBadRequest)
+		return
+	}
+	if len(body) > maxDelivery {
+		http.Error(w, "body over 1 MiB", http.StatusRequestEntityTooLarge)
+		return
+	}
+	if !h.verify(r.Header.Get("X-Hub-Signature-256"), body) {
+		http.Error(w, "X-Hub-Signature-256 missing or wrong", http.StatusUnauthorized)
+		return
+	}
+	event := r.Header.Get("X-GitHub-Event")
+	var d delivery
+	if err := json.Unmarshal(body, &d); err != nil {
+		http.Error(w, "body is not JSON: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	for _, e := range d.events(event) {
+		if h.OnPR != nil {
+			h.OnPR(r.Context(), e)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// verify checks the sha256=<hex> signature of body in constant time.
+func (h Webhook) verify(sig string, body []byte) bool {
+	hexSig, ok := strings.CutPrefix(sig, "sha256=")
+	if !ok || len(h.Secret) == 0 {
+		return false
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, h.Secret)
+	mac.Write(body)
+	return hmac.Equal(got, mac.Sum(nil))
+}
+
+// Sign returns the X-Hub-Signature-256 value of body under secret, as
+// GitHub computes it.
+func Sign(secret, body []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// events lists the pull requests the delivery concerns.
+func (d delivery) events(event string) []PREvent {
+	repo := d.Repository.FullName
+	url := func(n int) string { return strings.TrimRight(d.Repository.HTMLURL, "/") + "/pull/" + strconv.Itoa(n) }
+	var out []PREvent
+	switch event {
+	case "pull_request", "pull_request_review":
+		if d.PullRequest != nil && d.PullRequest.Number > 0 {
+			u := d.PullRequest.HTMLURL
+			if u == "" {
+				u = url(d.PullRequest.Number)
+			}
+			out = append(out, PREvent{Event: event, Repo: repo, Number: d.PullRequest.Number, URL: u})
+		}
+	case "check_suite":
+		if d.CheckSuite != nil {
+			for _, pr := range d.CheckSuite.PullRequests {
+				out = append(out, PREvent{Event: event, Repo: repo, Number: pr.Number, URL: url(pr.Number)})
+			}
+		}
+	case "check_run":
+		if d.CheckRun != nil {
+			for _, pr := range d.CheckRun.PullRequests {
+				out = append(out, PREvent{Event: event, Repo: repo, Number: pr.Number, URL: url(pr.Number)})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/adapters/github"
+	"github.com/reconcilerhq/reconciler/adapters/github/githubtest"
+	"github.com/reconcilerhq/reconciler/engine/runs"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// tokenResolver resolves env:GH to the fake GitHub's token.
+type tokenResolver struct{}
+
+func (tokenResolver) Resolve(_ context.Context, ref release.SecretRef) (string, error) {
+	if ref.Ref == "env:GH" {
+		return "tok", nil
+	}
+	return "", ports.ErrNotFound
+}
+
+// lockedBuffer is a goroutine-safe log sink.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// moves returns the states a run moved through, from the decisions logged.
+func (l *lockedBuffer) moves(t *testing.T, id string) []string {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range bytes.Split(bytes.TrimSpace(l.b.Bytes()), []byte("\n")) {
+		var rec struct {
+			Msg, ID, From, To, Outcome, Reason string
+		}
+		require.NoError(t, json.Unmarshal(line, &rec))
+		if rec.Msg == "reconcile.decision" && rec.ID == id && rec.From != "" && rec.Outcome == runs.OutcomeApplied {
+			if len(out) == 0 {
+				out = append(out, rec.From)
+			}
+			out = append(out, rec.To+" ("+rec.Reason+")")
+		}
+	}
+	return out
+}
+
+// setupGitHubWorld runs the engine with the process runtime (the agent
+// exits 0 at once, as if it pushed its branch) and the github code host
+// against a fake GitHub whose newly opened pull requests get checks.
+func setupGitHubWorld(t *testing.T, checks githubtest.CheckRun, approve bool) (processWorld, *githubtest.Server, *lockedBuffer) {
+	t.Helper()
+	fake := githubtest.New("tok")
+	t.Cleanup(fake.Close)
+	fake.Opened = func(pr githubtest.PR) {
+		fake.SetChecks(pr.HeadSHA, checks)
+		if approve {
+			fake.AddReview(pr.Number, githubtest.Review{User: "ann", State: "APPROVED"})
+		}
+	}
+	logs := &lockedBuffer{}
+	w := setupWorld(t, "exit 0", logs, func(store ports.RunStore, q ports.Queue, log *slog.Logger) *githubHost {
+		gh, err := newGitHubHost(context.Background(), codeHostOptions{api: fake.URL, token: "env:GH", mergeMethod: "squash",
+			pollInterval: 20 * time.Millisecond}, store, q, tokenResolver{}, ports.SystemClock, log)
+		require.NoError(t, err)
+		return gh
+	})
+	return w, fake, logs
+}
+
+// TestRepoRunEndToEndMerges: queued → provisioning → running → pr_opened
+// (the agent's branch became a pull request) → the PR is approved with CI
+// green and merged → completed.
+func TestRepoRunEndToEndMerges(t *testing.T) {
+	t.Parallel()
+	w, fake, logs := setupGitHubWorld(t, githubtest.CheckRun{Status: "completed", Conclusion: "success"}, true)
+	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "task-1"}
+	b, err := json.Marshal(reconcile.RepoRun{MaxRetries: 1})
+	require.NoError(t, err)
+	_, err = w.store.RunCreate(context.Background(), ports.RunRow{Ref: ref, State: reconcile.RepoQueued, Body: b, Repo: "acme/api",
+		Settings: reconcile.Settings{AutoMerge: true}})
+	require.NoError(t, err)
+	w.wake(t, ref)
+	row := w.await(t, ref, reconcile.RepoCompleted)
+	require.True(t, row.PR.Merged)
+	require.Equal(t, []string{"queued", "provisioning (capacity-available)", "running (pod-ready)", "pr_opened (pr-detected)",
+		"completed (pr-merged)"}, logs.moves(t, ref.ID))
+	pr, ok := fake.GetPR(1)
+	require.True(t, ok)
+	require.Equal(t, "reconciler/task-1", pr.Head)
+	require.Equal(t, "main", pr.Base)
+	require.True(t, pr.Merged)
+	require.Equal(t, "squash", pr.MergeMethod)
+}
+
+// TestRepoRunEndToEndCIFailsNeedsAttention: CI fails on the agent's pull
+// request and auto-resume is off, so the run needs attention.
+func TestRepoRunEndToEndCIFailsNeedsAttention(t *testing.T) {
+	t.Parallel()
+	w, fake, logs := setupGitHubWorld(t, githubtest.CheckRun{Status: "completed", Conclusion: "failure"}, false)
+	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "task-2"}
+	_, err := w.store.RunCreate(context.Background(), ports.RunRow{Ref: ref, State: reconcile.RepoQueued, Body: []byte(`{}`), Repo: "acme/api",
+		Settings: reconcile.Settings{AutoMerge: true}})
+	require.NoError(t, err)
+	w.wake(t, ref)
+	row := w.await(t, ref, reconcile.RepoNeedsAttention)
+	require.Equal(t, reconcile.ChecksFailing, row.PR.Checks)
+	moves := logs.moves(t, ref.ID)
+	require.Equal(t, "needs_attention (ci-failing-needs-attention)", moves[len(moves)-1])
+	pr, _ := fake.GetPR(1)
+	require.False(t, pr.Merged, "a red pull request is never merged")
+}
+
+// TestWebhookWakesTheRunOfItsPR: a signed check_suite delivery makes the
+// run's PR observed at once.
+func TestWebhookRefreshesTheRunOfItsPR(t *testing.T) {
+	t.Parallel()
+	fake := githubtest.New("tok")
+	t.Cleanup(fake.Close)
+	url := fake.AddPR(githubtest.PR{Number: 1, Owner: "o", Repo: "r", HeadSHA: "s"})
+	fake.SetChecks("s", githubtest.CheckRun{Status: "completed", Conclusion: "failure"})
+	w := setupProcessWorld(t, "exit 0")
+	gh, err := newGitHubHost(context.Background(), codeHostOptions{api: fake.URL, token: "env:GH", webhookSecret: "env:GH",
+		pollInterval: time.Hour}, w.store, w.q, tokenResolver{}, ports.SystemClock, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "t"}
+	b, _ := json.Marshal(reconcile.RepoRun{PR: reconcile.PRFields{URL: url, Number: 1, State: reconcile.PROpen, Checks: reconcile.ChecksPending, HeadSHA: "s"}})
+	_, err = w.store.RunCreate(context.Background(), ports.RunRow{Ref: ref, State: reconcile.RepoPROpened, Body: b, Repo: "o/r"})
+	require.NoError(t, err)
+	body := []byte(`{"check_suite":{"pull_requests":[{"number":1}]},"repository":{"full_name":"o/r","html_url":"` + fake.URL + `/o/r"}}`)
+	req := httptestRequest(t, body, github.Sign([]byte("tok"), body))
+	rec := httptestRecorder()
+	gh.hook.ServeHTTP(rec, req)
+	require.Equal(t, 204, rec.Code)
+	row := w.await(t, ref, reconcile.RepoNeedsAttention)
+	require.Equal(t, reconcile.ChecksFailing, row.PR.Checks)
+}
+
+func httptestRequest(t *testing.T, body []byte, sig string) *http.Request {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/webhooks/github", bytes.NewReader(body))
+	req.Header.Set("X-GitHub-Event", "check_suite")
+	req.Header.Set("X-Hub-Signature-256", sig)
+	return req
+}
+
+func httptestRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
