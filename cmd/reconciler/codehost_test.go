@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,6 +130,34 @@ func TestRepoRunEndToEndCIFailsNeedsAttention(t *testing.T) {
 	require.Equal(t, "needs_attention (ci-failing-needs-attention)", moves[len(moves)-1])
 	pr, _ := fake.GetPR(1)
 	require.False(t, pr.Merged, "a red pull request is never merged")
+}
+
+// TestReviewRunPostsTheAgentsReview: a PR review run's agent writes its
+// review; the run submits it on GitHub, on the commit it reviewed.
+func TestReviewRunPostsTheAgentsReview(t *testing.T) {
+	t.Parallel()
+	fake := githubtest.New("tok")
+	t.Cleanup(fake.Close)
+	url := fake.AddPR(githubtest.PR{Number: 5, Owner: "o", Repo: "r", HeadSHA: "abc"})
+	w := setupWorld(t, `printf 'Looks good.' > review.md; echo APPROVE > review-event`, io.Discard,
+		func(store ports.RunStore, q ports.Queue, log *slog.Logger) *githubHost {
+			gh, err := newGitHubHost(context.Background(), codeHostOptions{api: fake.URL, token: "env:GH",
+				pollInterval: 20 * time.Millisecond}, store, q, tokenResolver{}, ports.SystemClock, log)
+			require.NoError(t, err)
+			return gh
+		})
+	ref := reconcile.RunRef{Kind: reconcile.KindPRReview, ID: "rv"}
+	b, err := json.Marshal(reconcile.PRReviewRun{PRURL: url})
+	require.NoError(t, err)
+	_, err = w.store.RunCreate(context.Background(), ports.RunRow{Ref: ref, State: reconcile.ReviewQueued, Body: b})
+	require.NoError(t, err)
+	w.wake(t, ref)
+	w.await(t, ref, reconcile.ReviewSubmitted)
+	reviews := fake.Reviews(5)
+	require.Len(t, reviews, 1)
+	require.Equal(t, "APPROVED", reviews[0].State)
+	require.Equal(t, "abc", reviews[0].CommitID)
+	require.True(t, strings.HasPrefix(reviews[0].Body, "Looks good.\n\n<!-- reconciler:"), reviews[0].Body)
 }
 
 // TestWebhookWakesTheRunOfItsPR: a signed check_suite delivery makes the
