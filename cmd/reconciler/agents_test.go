@@ -158,10 +158,15 @@ func TestProcessRuntimeRepoAgentWithoutPRNeedsAttention(t *testing.T) {
 // SIGTERM.
 func TestProcessRuntimeCancelStopsTheAgent(t *testing.T) {
 	t.Parallel()
-	w := setupProcessWorld(t, `trap 'echo bye > stopped; exit 0' TERM; while :; do sleep 0.05; done`)
+	w := setupProcessWorld(t, `trap 'echo bye > stopped; exit 0' TERM; echo up > up; while :; do sleep 0.05; done`)
 	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "long"}
 	w.create(t, ref, reconcile.RepoQueued, reconcile.RepoRun{})
 	w.await(t, ref, reconcile.RepoRunning)
+	// Cancel once the agent has installed its SIGTERM handler.
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(w.procs.WorkDir(ref), "up"))
+		return err == nil
+	}, 30*time.Second, 5*time.Millisecond)
 	_, err := w.store.RunObserve(context.Background(), ports.RunObserveParams{Ref: ref, Patch: map[string]any{
 		"reconcile": map[string]any{"control_intent": "cancel"}}})
 	require.NoError(t, err)
