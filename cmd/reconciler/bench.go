@@ -63,19 +63,16 @@ The last line is JSON:
 			if err := envFallback(cmd); err != nil {
 				return err
 			}
-			if o.workers <= 0 || o.batch <= 0 || o.items <= 0 || o.rate <= 0 || o.duration <= 0 {
-				return usagef("--workers, --batch, --items, --rate and --duration must be positive")
-			}
 			return benchQueue(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
 	f := cmd.Flags()
 	dsnFlag(f, &o.dsn)
-	f.DurationVar(&o.duration, "duration", 10*time.Second, "longest the throughput phase may run")
-	f.IntVar(&o.workers, "workers", 2, "engines draining the queue (like separate processes)")
-	f.IntVar(&o.batch, "batch", 256, "items leased per call and passes in flight per engine")
-	f.IntVar(&o.items, "items", 100000, "backlog size of the throughput phase")
-	f.IntVar(&o.rate, "rate", 1000, "enqueue rate of the latency phase, items per second")
+	durationRangeVar(f, &o.duration, "duration", 10*time.Second, time.Second, 24*time.Hour, "longest the throughput phase may run")
+	intRangeVar(f, &o.workers, "workers", 2, 1, 64, "engines draining the queue (like separate processes)")
+	intRangeVar(f, &o.batch, "batch", 256, 1, 10_000, "items leased per call and passes in flight per engine")
+	intRangeVar(f, &o.items, "items", 100000, 1, 10_000_000, "backlog size of the throughput phase")
+	intRangeVar(f, &o.rate, "rate", 1000, 1, 1_000_000, "enqueue rate of the latency phase, items per second")
 	return cmd
 }
 

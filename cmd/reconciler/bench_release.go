@@ -54,18 +54,15 @@ The last line is JSON:
 			if err := envFallback(cmd); err != nil {
 				return err
 			}
-			if o.targets <= 0 || o.workers <= 0 || o.concurrency <= 0 || o.timeout <= 0 {
-				return usagef("--targets, --workers, --concurrency and --timeout must be positive")
-			}
 			return benchRelease(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
 	f := cmd.Flags()
 	dsnFlag(f, &o.dsn)
-	f.IntVar(&o.targets, "targets", 10000, "release targets (one resource each)")
-	f.IntVar(&o.workers, "workers", 1, "engines running the chain (like separate processes)")
-	f.IntVar(&o.concurrency, "concurrency", 64, "passes in flight per kind and engine")
-	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "longest the timed phase may run")
+	intRangeVar(f, &o.targets, "targets", 10000, 1, 1_000_000, "release targets (one resource each)")
+	intRangeVar(f, &o.workers, "workers", 1, 1, 64, "engines running the chain (like separate processes)")
+	intRangeVar(f, &o.concurrency, "concurrency", 64, 1, 4096, "passes in flight per kind and engine")
+	durationRangeVar(f, &o.timeout, "timeout", 2*time.Minute, time.Second, 24*time.Hour, "longest the timed phase may run")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phase to this file")
 	return cmd
 }

@@ -47,17 +47,14 @@ The last line is JSON:
 			if err := envFallback(cmd); err != nil {
 				return err
 			}
-			if o.items <= 0 || o.maxParallel <= 0 || o.timeout <= 0 {
-				return usagef("--items, --max-parallel and --timeout must be positive")
-			}
 			return benchWorkflow(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
 	f := cmd.Flags()
 	dsnFlag(f, &o.dsn)
-	f.IntVar(&o.items, "items", 10000, "matrix items (one TaskRun and one job each)")
-	f.IntVar(&o.maxParallel, "max-parallel", 500, "matrixStrategy.maxParallel")
-	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "longest the run may take")
+	intRangeVar(f, &o.items, "items", 10000, 1, 1_000_000, "matrix items (one TaskRun and one job each)")
+	intRangeVar(f, &o.maxParallel, "max-parallel", 500, 1, 1_000_000, "matrixStrategy.maxParallel")
+	durationRangeVar(f, &o.timeout, "timeout", 5*time.Minute, time.Second, 24*time.Hour, "longest the run may take")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	return cmd
 }

@@ -67,7 +67,7 @@ func newBenchWorkerCmd() *cobra.Command {
 	f := cmd.Flags()
 	dsnFlag(f, &dsn)
 	f.StringVar(&owner, "owner", "", "lease owner name (default worker-PID)")
-	f.DurationVar(&lease, "lock", 2*time.Second, "lease duration")
-	f.IntVar(&batch, "batch", 64, "passes in flight")
+	durationRangeVar(f, &lease, "lock", 2*time.Second, time.Second, time.Hour, "lease duration")
+	intRangeVar(f, &batch, "batch", 64, 1, 10_000, "passes in flight")
 	return cmd
 }

@@ -55,13 +55,8 @@ func newMigrateDownCmd() *cobra.Command {
 	var steps int
 	return newMigrateSubCmd("down", "Revert the newest applied migrations (--steps, default 1)",
 		func(cmd *cobra.Command) func() error {
-			cmd.Flags().IntVar(&steps, "steps", 1, "how many applied migrations to revert, newest first")
-			return func() error {
-				if steps <= 0 {
-					return usagef("migrate down: --steps must be positive, got %d", steps)
-				}
-				return nil
-			}
+			intRangeVar(cmd.Flags(), &steps, "steps", 1, 1, 10_000, "how many applied migrations to revert, newest first")
+			return nil
 		},
 		func(ctx context.Context, db *postgres.DB, cmd *cobra.Command) error {
 			if err := db.MigrateDown(ctx, steps); err != nil {

@@ -14,12 +14,11 @@ import (
 // runMigrate runs `migrate args...` and returns its output and error.
 func runMigrate(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newMigrateCmd()
+	cmd := newRootCmd()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.SetArgs(append([]string{"migrate"}, args...))
 	err := cmd.ExecuteContext(t.Context())
 	return out.String(), err
 }
@@ -44,7 +43,7 @@ func TestMigrateCmdUsage(t *testing.T) {
 		{"unknown subcommand", []string{"sideways"}, `unknown subcommand "sideways"`},
 		{"extra argument", []string{"up", "now", "--dsn", "x"}, "takes no arguments"},
 		{"no dsn", []string{"status"}, "set --dsn or RECONCILER_DSN"},
-		{"zero steps", []string{"down", "--steps", "0", "--dsn", "x"}, "--steps must be positive"},
+		{"zero steps", []string{"down", "--steps", "0", "--dsn", "x"}, `"--steps" flag: out of range: want 1 to 10000`},
 	}
 	for _, tt := range tests {
 		_, err := runMigrate(t, tt.args...)

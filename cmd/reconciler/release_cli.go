@@ -146,9 +146,6 @@ Exit status: 0 forced, 1 not found or failed, 2 invalid input.`,
 		Example: `  reconciler version force-deploy web-v1.4.1 --environment prod --reason "roll back" --dsn "$RECONCILER_DSN"`,
 		Args:    argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if expires < 0 {
-				return usagef("--expires must not be negative")
-			}
 			return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
 				skip.VersionID = args[0]
 				if skip.CreatedBy == "" {
@@ -172,7 +169,7 @@ Exit status: 0 forced, 1 not found or failed, 2 invalid input.`,
 	f.StringVar(&skip.ResourceID, "resource", "", "only this resource's targets")
 	f.StringVar(&skip.Reason, "reason", "", "why, for the decision log and explain")
 	f.StringVar(&skip.CreatedBy, "user", "", "who forces (default $USER)")
-	f.DurationVar(&expires, "expires", 0, "end the force after this long (default: never)")
+	durationRangeVar(f, &expires, "expires", 0, 0, 100*365*24*time.Hour, "end the force after this long (0: never)")
 	return cmd
 }
 
@@ -249,7 +246,7 @@ not, what it runs and what it waits for. It changes nothing.`,
 		},
 	}
 	o.bind(cmd, true)
-	cmd.Flags().IntVar(&limit, "limit", 5, "newest versions to explain (0: all)")
+	intRangeVar(cmd.Flags(), &limit, "limit", 5, 0, 10_000, "newest versions to explain (0: all)")
 	return cmd
 }
 

@@ -103,15 +103,15 @@ Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metr
 	dsnFlag(f, &o.dsn)
 	f.BoolVar(&o.migrate, "migrate", true, "apply database migrations at start (Postgres only)")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address of the health, metrics and API listener; empty disables it")
-	f.IntVar(&o.concurrency, "concurrency", def.Concurrency, "parallel reconcile passes per kind")
-	f.DurationVar(&o.lock, "lock", def.LockDuration, "work-item lease; renewed while a pass runs, for at most 10 leases (then the pass is cancelled and retried); also each test-runner job's lease")
-	f.DurationVar(&o.resyncInterval, "resync-interval", def.ResyncInterval, "full sweep cadence: non-terminal runs and workflows, every release target")
-	f.DurationVar(&o.stallThreshold, "stall-threshold", def.StallThreshold, "heartbeat staleness threshold")
-	f.IntVar(&o.maxAutoResumes, "max-auto-resumes", def.MaxAutoResumes, "cap on automatic resumes between manual actions")
-	f.DurationVar(&o.unknownPodGrace, "unknown-pod-grace", def.UnknownPodGrace, "how long a pod may stay in the unknown phase before its run counts it as lost")
-	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight passes may finish after a stop signal")
-	f.IntVar(&o.globalSlots, "global-slots", 0, "most agents running at once across all runs (0 = unlimited)")
-	f.IntVar(&o.repoSlots, "repo-slots", 0, "most agents running at once per repository (0 = unlimited)")
+	intRangeVar(f, &o.concurrency, "concurrency", def.Concurrency, 1, 1024, "parallel reconcile passes per kind")
+	durationRangeVar(f, &o.lock, "lock", def.LockDuration, time.Second, time.Hour, "work-item lease; renewed while a pass runs, for at most 10 leases (then the pass is cancelled and retried); also each test-runner job's lease")
+	durationRangeVar(f, &o.resyncInterval, "resync-interval", def.ResyncInterval, time.Second, 24*time.Hour, "full sweep cadence: non-terminal runs and workflows, every release target")
+	durationRangeVar(f, &o.stallThreshold, "stall-threshold", def.StallThreshold, time.Second, 30*24*time.Hour, "heartbeat staleness threshold")
+	intRangeVar(f, &o.maxAutoResumes, "max-auto-resumes", def.MaxAutoResumes, 1, 1000, "cap on automatic resumes between manual actions")
+	durationRangeVar(f, &o.unknownPodGrace, "unknown-pod-grace", def.UnknownPodGrace, time.Second, 24*time.Hour, "how long a pod may stay in the unknown phase before its run counts it as lost")
+	durationRangeVar(f, &o.shutdownTimeout, "shutdown-timeout", 10*time.Second, 100*time.Millisecond, time.Hour, "how long in-flight passes may finish after a stop signal")
+	intRangeVar(f, &o.globalSlots, "global-slots", 0, 0, 1_000_000, "most agents running at once across all runs (0 = unlimited)")
+	intRangeVar(f, &o.repoSlots, "repo-slots", 0, 0, 1_000_000, "most agents running at once per repository (0 = unlimited)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (debug logs every snapshot, replayable with decide)")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.BoolVar(&o.demo, "demo", true, "in memory: seed the demo runs and release workspace (ignored with --dsn)")
@@ -127,12 +127,6 @@ func runServe(ctx context.Context, o serveOptions) error {
 	log, err := newLogger(os.Stderr, o.logLevel, o.logFormat)
 	if err != nil {
 		return err
-	}
-	if o.concurrency <= 0 || o.maxAutoResumes <= 0 || o.lock <= 0 || o.resyncInterval <= 0 || o.shutdownTimeout <= 0 || o.unknownPodGrace <= 0 {
-		return usagef("--concurrency, --max-auto-resumes, --lock, --resync-interval, --shutdown-timeout and --unknown-pod-grace must be positive")
-	}
-	if o.globalSlots < 0 || o.repoSlots < 0 {
-		return usagef("--global-slots and --repo-slots must not be negative (0 = unlimited)")
 	}
 	clock := ports.SystemClock
 	be, err := openBackend(ctx, o.dsn, o.migrate, clock)
