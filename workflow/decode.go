@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/reconcilerhq/reconciler/internal/strictjson"
+	"github.com/reconcilerhq/reconciler/internal/yamldoc"
 )
 
 // position is a 1-based line and column in the source document.
@@ -49,8 +50,12 @@ func Parse(data []byte) (*Template, error) {
 		jsonDoc = data
 		pos = jsonPositions(data)
 	} else {
-		var node yaml3.Node
-		if err := yaml3.Unmarshal(data, &node); err != nil {
+		node, err := yamldoc.One(data)
+		var ce *yamldoc.CountError
+		if errors.As(err, &ce) {
+			return nil, syntaxError(ce.Line, 0, ce.Error())
+		}
+		if err != nil {
 			return nil, yamlError(data, err)
 		}
 		j, err := yaml.YAMLToJSONStrict(data)
@@ -59,7 +64,7 @@ func Parse(data []byte) (*Template, error) {
 		}
 		jsonDoc = j
 		pos = map[string]position{}
-		yamlPositions(&node, "", pos, &ps)
+		yamlPositions(node, "", pos, &ps)
 	}
 	dec := json.NewDecoder(bytes.NewReader(jsonDoc))
 	dec.UseNumber()

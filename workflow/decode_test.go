@@ -160,3 +160,14 @@ func TestYAML11BooleanKeysAreFlagged(t *testing.T) {
 	require.Equal(t, "spec.tasks[0].config.y", ps[0].Path)
 	require.Contains(t, ps[0].Message, "read as a boolean by YAML 1.1")
 }
+
+// TestParseRefusesSecondDocument: a YAML stream with two documents is a
+// syntax problem at the second one's line, not a silently ignored tail.
+func TestParseRefusesSecondDocument(t *testing.T) {
+	_, err := workflow.Parse([]byte("apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\n---\nmetadata: {name: x}\n"))
+	var inv *workflow.InvalidError
+	require.ErrorAs(t, err, &inv)
+	require.Len(t, inv.Problems, 1)
+	require.Equal(t, 4, inv.Problems[0].Line)
+	require.Contains(t, inv.Problems[0].Message, "want exactly one YAML document, got 2")
+}

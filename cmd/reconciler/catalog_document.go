@@ -5,17 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
 	"github.com/spf13/cobra"
 )
-
-// maxDocumentBytes caps a document read by create or edit.
-const maxDocumentBytes = 4 << 20
 
 // catalogValidators are the per-kind content checks the catalog service
 // runs on every content change, propose and approve: the service's
@@ -72,25 +67,11 @@ func readDocument(cmd *cobra.Command, obj revision.Object, file string) (json.Ra
 	return content, nil
 }
 
-// readFile reads file, or stdin for "-", up to maxDocumentBytes.
+// readFile reads -f FILE (- for stdin), capped like every input.
 func readFile(cmd *cobra.Command, file string) ([]byte, error) {
-	var r io.Reader
-	if file == "-" {
-		r = cmd.InOrStdin()
-	} else {
-		f, err := os.Open(file)
-		if err != nil {
-			return nil, usagef("-f: %v", err)
-		}
-		defer f.Close()
-		r = f
-	}
-	src, err := io.ReadAll(io.LimitReader(r, maxDocumentBytes+1))
+	src, err := readInput(cmd.InOrStdin(), file)
 	if err != nil {
 		return nil, usagef("-f %s: %v", displayName(file), err)
-	}
-	if len(src) > maxDocumentBytes {
-		return nil, usagef("-f %s: larger than %d bytes", displayName(file), maxDocumentBytes)
 	}
 	return src, nil
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/reconcilerhq/reconciler/internal/strictjson"
+	"github.com/reconcilerhq/reconciler/internal/yamldoc"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
@@ -24,24 +23,15 @@ import (
 // yamlToJSON converts one YAML document holding a mapping to JSON; syntax
 // errors name their line in src (see yamlSyntaxError).
 func yamlToJSON(src []byte) (json.RawMessage, error) {
-	dec := yaml3.NewDecoder(bytes.NewReader(src))
-	docs := 0
-	for {
-		var n yaml3.Node
-		err := dec.Decode(&n)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, yamlSyntaxError(src, err)
-		}
-		docs++
-		if n.Kind == yaml3.DocumentNode && len(n.Content) == 1 && n.Content[0].Kind != yaml3.MappingNode {
-			return nil, revision.Invalid(fmt.Errorf("content: must be a mapping (an object), line %d", n.Content[0].Line))
-		}
-	}
-	if docs != 1 {
-		return nil, revision.Invalid(fmt.Errorf("content: want exactly one YAML document, got %d", docs))
+	n, err := yamldoc.One(src)
+	var ce *yamldoc.CountError
+	switch {
+	case errors.As(err, &ce):
+		return nil, revision.Invalid(fmt.Errorf("content: %w", err))
+	case err != nil:
+		return nil, yamlSyntaxError(src, err)
+	case n.Kind == yaml3.DocumentNode && len(n.Content) == 1 && n.Content[0].Kind != yaml3.MappingNode:
+		return nil, revision.Invalid(fmt.Errorf("content: must be a mapping (an object), line %d", n.Content[0].Line))
 	}
 	j, err := yaml.YAMLToJSONStrict(src)
 	if err != nil {

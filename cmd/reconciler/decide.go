@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -83,13 +82,7 @@ func (e decideFailed) ExitCode() int {
 // decision in the output format; prefix puts the file name before a text
 // line.
 func decideOne(stdin io.Reader, out io.Writer, name, output string, prefix bool) error {
-	var data []byte
-	var err error
-	if name == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(name)
-	}
+	data, err := readInput(stdin, name)
 	if err != nil {
 		return usagef("read snapshot: %v", err)
 	}

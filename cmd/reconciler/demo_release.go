@@ -86,7 +86,7 @@ func demoFS(dir string) (fs.FS, string, error) {
 // names the file, the field and its line.
 func loadReleaseDemo(fsys fs.FS, where string) (*demoWorkspace, error) {
 	name := where + "/" + demoReleaseFile
-	src, err := fs.ReadFile(fsys, demoReleaseFile)
+	src, err := readInputFS(fsys, demoReleaseFile, name)
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -109,7 +109,7 @@ func loadReleaseDemo(fsys fs.FS, where string) (*demoWorkspace, error) {
 		return nil, fmt.Errorf("demo %s: %w", name, err)
 	}
 	for _, file := range w.WorkflowTemplates {
-		src, err := fs.ReadFile(fsys, file)
+		src, err := readInputFS(fsys, file, where+"/"+file)
 		if err != nil {
 			return nil, fmt.Errorf("demo %s: workflow_templates: %w", name, err)
 		}

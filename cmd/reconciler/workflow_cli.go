@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"sort"
@@ -35,18 +36,6 @@ func newWorkflowCmd() *cobra.Command {
 	return cmd
 }
 
-// readFileOrStdin reads path, or standard input for "-".
-func readFileOrStdin(cmd *cobra.Command, path string) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(cmd.InOrStdin())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	return b, nil
-}
-
 func newWorkflowValidateCmd() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
@@ -64,7 +53,7 @@ Exit status: 0 valid, 2 problems found or unreadable.`,
 			if output != "text" && output != "json" {
 				return usagef("--output: want text or json, got %q", output)
 			}
-			src, err := readFileOrStdin(cmd, args[0])
+			src, err := readInput(cmd.InOrStdin(), args[0])
 			if err != nil {
 				return err
 			}
@@ -165,9 +154,15 @@ Exit status: 0 started, 1 not found or failed, 2 invalid template or parameters.
 			if err != nil {
 				return err
 			}
+			// A file is read (and capped) before the database is opened;
+			// a name that is no file is looked up in the catalog.
+			src, err := readInput(cmd.InOrStdin(), args[0])
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
 			return o.run(cmd, func(ctx context.Context, c *flow.Controller, be *backend) error {
 				p := flow.StartParams{ID: id, Parameters: explicit, Scope: scope}
-				if src, err := os.ReadFile(args[0]); err == nil {
+				if src != nil {
 					p.Template = src
 				} else {
 					rev, err := be.catalog.CatalogLatestPublished(ctx, revision.KindWorkflowTemplate, args[0])
