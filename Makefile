@@ -49,6 +49,10 @@ SOAK        ?= 5m
 soak: ## Loop the kill tests with random kill timings for SOAK (default 5m; make soak SOAK=10m); prints one summary line
 	@RECONCILER_SOAK=$(SOAK) bash -o pipefail -c "scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 24h -run '^TestSoak$$' ./cmd/reconciler/ | grep -E '^(soak:|FAIL|--- FAIL|ok|\s+[a-z_]+_test.go)'"
 
+.PHONY: fuzz
+fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s; 1000000x = a million executions)
+	FUZZTIME=$(or $(FUZZTIME),30s) scripts/fuzz.sh
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
