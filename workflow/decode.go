@@ -176,6 +176,25 @@ func yamlPositions(n *yaml3.Node, path string, out map[string]position, ps *prob
 func jsonPositions(data []byte) map[string]position {
 	out := map[string]position{}
 	dec := json.NewDecoder(bytes.NewReader(data))
+	// Offsets only grow: count lines from the last one asked for, so the
+	// whole walk reads the document once.
+	var lastOff int64
+	line, lineStart := 1, int64(0)
+	at := func(off int64) (int, int) {
+		if off > int64(len(data)) {
+			off = int64(len(data))
+		}
+		if off < lastOff {
+			return strictjson.Position(data, off)
+		}
+		for k := lastOff; k < off; k++ {
+			if data[k] == '\n' {
+				line, lineStart = line+1, k+1
+			}
+		}
+		lastOff = off
+		return line, int(off-lineStart) + 1
+	}
 	var walk func(path string) error
 	walk = func(path string) error {
 		tok, err := dec.Token()
@@ -195,7 +214,7 @@ func jsonPositions(data []byte) map[string]position {
 					return err
 				}
 				p := joinPath(path, fmt.Sprint(k))
-				line, col := strictjson.Position(data, skipSpace(data, off))
+				line, col := at(skipSpace(data, off))
 				out[p] = position{line, col}
 				if err := walk(p); err != nil {
 					return err
@@ -204,7 +223,7 @@ func jsonPositions(data []byte) map[string]position {
 		case '[':
 			for i := 0; dec.More(); i++ {
 				p := indexPath(path, i)
-				line, col := strictjson.Position(data, skipSpace(data, dec.InputOffset()))
+				line, col := at(skipSpace(data, dec.InputOffset()))
 				out[p] = position{line, col}
 				if err := walk(p); err != nil {
 					return err

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -27,7 +28,7 @@ type planTask struct {
 	name        string
 	typ         TaskType
 	deps        []depEdge
-	ancestors   []int // every task this one depends on, directly or not
+	ancestors   []int // the ancestors whose outputs the task reads (every ancestor when it reads tasks as a whole)
 	matrixParam string
 	maxParallel int
 	failFast    bool
@@ -65,7 +66,12 @@ func newPlan(t *Template) (*plan, error) {
 		return nil, &InvalidError{Problems: ps}
 	}
 	g := buildGraph(t.Spec.Tasks)
-	anc := g.ancestors()
+	byName := make(map[string]int, len(t.Spec.Tasks))
+	for i := range t.Spec.Tasks {
+		if _, dup := byName[t.Spec.Tasks[i].Name]; !dup {
+			byName[t.Spec.Tasks[i].Name] = i
+		}
+	}
 	p := &plan{tasks: make([]planTask, len(t.Spec.Tasks)), order: g.order}
 	for i := range t.Spec.Tasks {
 		task := &t.Spec.Tasks[i]
@@ -102,22 +108,36 @@ func newPlan(t *Template) (*plan, error) {
 		}
 		hasMatrix := pt.matrixParam != ""
 		var err error
+		// The ancestors the task reads (Validate proved each one is).
+		read := map[int]bool{}
+		whole := false
+		readTasks := func(r *ref) {
+			for _, c := range r.readChains() {
+				if c[0] != RootTasks {
+					continue
+				}
+				pt.needsTasks = true
+				if len(c) < 2 {
+					whole = true
+				} else if j, ok := byName[c[1]]; ok {
+					read[j] = true
+				}
+			}
+		}
 		if task.When != "" {
 			if pt.when, err = compileWhen(task.When, hasMatrix); err != nil {
 				return nil, err
 			}
-			pt.needsTasks = slices.Contains(pt.when.ref.roots(), RootTasks)
+			readTasks(pt.when.ref)
 		}
 		if pt.body, err = compileTree(taskBody(task), hasMatrix); err != nil {
 			return nil, err
 		}
-		pt.body.refs("", func(_ string, r *ref) {
-			pt.needsTasks = pt.needsTasks || slices.Contains(r.roots(), RootTasks)
-		})
-		for j, a := range anc[i] {
-			if a {
-				pt.ancestors = append(pt.ancestors, j)
-			}
+		pt.body.refs("", func(_ string, r *ref) { readTasks(r) })
+		if whole {
+			pt.ancestors = g.ancestorsOf(i)
+		} else if len(read) > 0 {
+			pt.ancestors = slices.Sorted(maps.Keys(read))
 		}
 	}
 	for i := range p.tasks {

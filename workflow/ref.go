@@ -62,6 +62,22 @@ func (r *ref) roots() []string {
 	return out
 }
 
+// readChains returns the identifier chains the reference reads: its path
+// up to the first index, or the chains of its CEL program.
+func (r *ref) readChains() [][]string {
+	if r.path == nil {
+		return r.chains
+	}
+	chain := make([]string, 0, len(r.path))
+	for _, e := range r.path {
+		if e.idx >= 0 {
+			break
+		}
+		chain = append(chain, e.key)
+	}
+	return [][]string{chain}
+}
+
 // compileRef compiles the text between {{ and }}. matrix says whether the
 // matrix root is in scope.
 func compileRef(src string, matrix bool) (*ref, error) {

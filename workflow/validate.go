@@ -29,8 +29,12 @@ func Validate(t *Template) []Problem {
 	v.params()
 	v.tasks()
 	out := append([]Problem(nil), t.decodeProblems...)
+	decoded := make(map[string]bool, len(t.decodeProblems))
+	for _, d := range t.decodeProblems {
+		decoded[d.Path] = true
+	}
 	for _, p := range v.ps.list {
-		if !underDecodeProblem(p.Path, t.decodeProblems) {
+		if !underDecodeProblem(p.Path, decoded) {
 			out = append(out, p)
 		}
 	}
@@ -39,19 +43,44 @@ func Validate(t *Template) []Problem {
 }
 
 // underDecodeProblem drops semantic problems about a field whose decoding
-// already failed (its value is a zero stand-in).
-func underDecodeProblem(path string, decoded []Problem) bool {
-	for _, d := range decoded {
-		if path == d.Path || strings.HasPrefix(path, d.Path+".") || strings.HasPrefix(path, d.Path+"[") {
+// already failed (its value is a zero stand-in): the path or one of its
+// parents is a decoding problem's path.
+func underDecodeProblem(path string, decoded map[string]bool) bool {
+	if len(decoded) == 0 {
+		return false
+	}
+	for p := path; ; p = parentPath(p) {
+		if decoded[p] {
 			return true
 		}
+		if p == "" {
+			return false
+		}
 	}
-	return false
 }
 
 type validator struct {
 	t  *Template
 	ps problems
+	g  *graph
+	// paramByName indexes spec.parameters by name (the first of duplicates).
+	paramByName map[string]*Parameter
+	// refs are the tasks.NAME references awaiting the ancestor check.
+	refs []outputRef
+}
+
+// param returns the parameter named name, or nil.
+func (v *validator) param(name string) *Parameter {
+	if v.paramByName == nil {
+		v.paramByName = make(map[string]*Parameter, len(v.t.Spec.Parameters))
+		for i := range v.t.Spec.Parameters {
+			p := &v.t.Spec.Parameters[i]
+			if _, dup := v.paramByName[p.Name]; !dup {
+				v.paramByName[p.Name] = p
+			}
+		}
+	}
+	return v.paramByName[name]
 }
 
 func (v *validator) header() {
@@ -241,8 +270,38 @@ func (v *validator) tasks() {
 		}
 		v.ps.add(joinPath(indexPath("spec.tasks", c[0]), "dependencies"), "dependency cycle: %s", strings.Join(names, " -> "))
 	}
-	anc := g.ancestors()
+	v.g = g
 	for i := range tasks {
-		v.task(i, seen, anc[i])
+		v.task(i, seen)
+	}
+	v.outputRefs()
+}
+
+// outputRef is a reference to tasks.NAME.outputs whose NAME must be an
+// ancestor of the referring task; answered for all references at once.
+type outputRef struct {
+	q        ancestorQuery
+	path     string
+	src      string
+	fieldMsg string // the problem with the field after NAME, if any
+}
+
+// outputRefs reports the references to a task that is no ancestor of the
+// referring task (and else any problem with the field they read).
+func (v *validator) outputRefs() {
+	qs := make([]ancestorQuery, len(v.refs))
+	for k, r := range v.refs {
+		qs[k] = r.q
+	}
+	for k, ok := range v.g.areAncestors(qs) {
+		r := v.refs[k]
+		t := &v.t.Spec.Tasks
+		switch {
+		case !ok:
+			v.ps.add(r.path, "{{%s}}: task %q is not a dependency of task %q; outputs are only available to dependents",
+				r.src, (*t)[r.q.target].Name, (*t)[r.q.task].Name)
+		case r.fieldMsg != "":
+			v.ps.add(r.path, "{{%s}}: %s", r.src, r.fieldMsg)
+		}
 	}
 }

@@ -3,13 +3,11 @@ package workflow
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 )
 
-// task checks one task. names maps task names to their index; anc marks the
-// task's ancestors (nil when the task is on or behind a cycle).
-func (v *validator) task(i int, names map[string]int, anc []bool) {
+// task checks one task. names maps task names to their index.
+func (v *validator) task(i int, names map[string]int) {
 	t := &v.t.Spec.Tasks[i]
 	path := indexPath("spec.tasks", i)
 	switch t.Type {
@@ -27,6 +25,10 @@ func (v *validator) task(i int, names map[string]int, anc []bool) {
 		v.ps.add(joinPath(path, "type"), "unknown task type %q; want job, verification, approval, wait or webhook", t.Type)
 	}
 	v.blocks(t, path)
+	var listed map[string]bool
+	if len(t.Dependencies) > 1 {
+		listed = make(map[string]bool, len(t.Dependencies))
+	}
 	for k, d := range t.Dependencies {
 		dpath := indexPath(joinPath(path, "dependencies"), k)
 		switch j, ok := names[d]; {
@@ -34,12 +36,15 @@ func (v *validator) task(i int, names map[string]int, anc []bool) {
 			v.ps.add(dpath, "unknown dependency %q", d)
 		case j == i:
 			v.ps.add(dpath, "task %q depends on itself", d)
-		case slices.Index(t.Dependencies, d) < k:
+		case listed[d]:
 			v.ps.add(dpath, "duplicate dependency %q", d)
+		}
+		if listed != nil {
+			listed[d] = true
 		}
 	}
 	hasMatrix := t.Matrix != ""
-	rc := refChecker{v: v, task: t, names: names, anc: anc, matrix: v.taskMatrix(t, path)}
+	rc := refChecker{v: v, index: i, names: names, matrix: v.taskMatrix(t, path)}
 	if t.When != "" {
 		if c, err := compileWhen(t.When, hasMatrix); err != nil {
 			v.refProblem(joinPath(path, "when"), err)
@@ -178,7 +183,7 @@ func (v *validator) taskMatrix(t *Task, path string) *MatrixSource {
 		v.ps.add(mpath, "want a matrix parameter reference like \"{{workflow.parameters.targets}}\", got %q", t.Matrix)
 		return nil
 	}
-	p := v.t.Param(m[1])
+	p := v.param(m[1])
 	switch {
 	case p == nil:
 		v.ps.add(mpath, "unknown parameter %q", m[1])
@@ -204,36 +209,26 @@ func (v *validator) refProblem(path string, err error) {
 // refChecker checks what a compiled reference reads against the template.
 type refChecker struct {
 	v      *validator
-	task   *Task
+	index  int // the task's index
 	names  map[string]int
-	anc    []bool
 	matrix *MatrixSource // the source of the task's matrix parameter, if known
 }
 
 // check validates the roots and the first fields a reference reads (a plain
 // path into a list source's items is checked against every item).
 func (rc refChecker) check(path string, r *ref) {
-	chains := r.chains
-	if r.path != nil {
-		chain := make([]string, 0, len(r.path))
-		for _, e := range r.path {
-			if e.idx >= 0 {
-				break
-			}
-			chain = append(chain, e.key)
-		}
-		chains = [][]string{chain}
-	}
-	for _, c := range chains {
-		if msg := rc.chain(c, r.path != nil); msg != "" {
+	for _, c := range r.readChains() {
+		if msg := rc.chain(path, r, c); msg != "" {
 			rc.v.ps.add(path, "{{%s}}: %s", r.src, msg)
 		}
 	}
 }
 
-// chain checks one chain of field names a reference reads; whole says the
-// chain is a plain path (a CEL chain may end in a method name).
-func (rc refChecker) chain(c []string, whole bool) string {
+// chain checks one chain of field names reference r at path reads; a CEL
+// chain (not a plain path) may end in a method name. A tasks.NAME chain is
+// queued for the ancestor check (see outputRefs).
+func (rc refChecker) chain(path string, r *ref, c []string) string {
+	whole := r.path != nil
 	at := func(i int) string {
 		if i < len(c) {
 			return c[i]
@@ -249,7 +244,7 @@ func (rc refChecker) chain(c []string, whole bool) string {
 			if name == "" {
 				return ""
 			}
-			p := rc.v.t.Param(name)
+			p := rc.v.param(name)
 			if p == nil {
 				return fmt.Sprintf("unknown parameter %q", name)
 			}
@@ -268,12 +263,14 @@ func (rc refChecker) chain(c []string, whole bool) string {
 		if !ok {
 			return fmt.Sprintf("unknown task %q", name)
 		}
-		if rc.anc != nil && !rc.anc[j] {
-			return fmt.Sprintf("task %q is not a dependency of task %q; outputs are only available to dependents", name, rc.task.Name)
-		}
+		var fieldMsg string
 		if f := at(2); f != "" && f != "outputs" {
-			return fmt.Sprintf("no field %q in tasks.%s; want outputs", f, name)
+			fieldMsg = fmt.Sprintf("no field %q in tasks.%s; want outputs", f, name)
 		}
+		if rc.v.g.pos[rc.index] < 0 {
+			return fieldMsg // on or behind a cycle: no ancestors to check against
+		}
+		rc.v.refs = append(rc.v.refs, outputRef{q: ancestorQuery{task: rc.index, target: j}, path: path, src: r.src, fieldMsg: fieldMsg})
 	case RootMatrix:
 		f := at(1)
 		switch {
