@@ -46,22 +46,6 @@ type ref struct {
 	chains [][]string    // identifier chains a CEL program reads (for redaction)
 }
 
-// roots reports which roots the reference may read.
-func (r *ref) roots() []string {
-	if r.path != nil {
-		return []string{r.path[0].key}
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, c := range r.chains {
-		if !seen[c[0]] {
-			seen[c[0]] = true
-			out = append(out, c[0])
-		}
-	}
-	return out
-}
-
 // readChains returns the identifier chains the reference reads: its path
 // up to the first index, or the chains of its CEL program.
 func (r *ref) readChains() [][]string {
