@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,19 +24,51 @@ type DB struct {
 	pool  *pgxpool.Pool
 	// hotMode is how hot-path statements (hotQuery) are sent.
 	hotMode pgx.QueryExecMode
+	// lockWait is told when a migration waits for another session's lock.
+	lockWait func(pid int)
+}
+
+// DefaultConnectTimeout bounds each connection attempt (TCP connect and the
+// server's answer to the start-up message) when the DSN sets no
+// connect_timeout: a server that accepts connections but never answers
+// fails Open instead of hanging it.
+const DefaultConnectTimeout = 10 * time.Second
+
+// openOptions are what the Options of Open tune.
+type openOptions struct {
+	pool     *pgxpool.Config
+	lockWait func(pid int)
 }
 
 // Option tunes Open.
-type Option func(*pgxpool.Config)
+type Option func(*openOptions)
 
 // WithMaxConns caps the pool at n connections (pgx's default is the larger
 // of 4 and the number of CPUs).
 func WithMaxConns(n int32) Option {
-	return func(c *pgxpool.Config) { c.MaxConns = n }
+	return func(o *openOptions) { o.pool.MaxConns = n }
+}
+
+// WithConnectTimeout bounds each connection attempt by d, overriding the
+// DSN's connect_timeout and DefaultConnectTimeout; d <= 0 changes nothing.
+func WithConnectTimeout(d time.Duration) Option {
+	return func(o *openOptions) {
+		if d > 0 {
+			o.pool.ConnConfig.ConnectTimeout = d
+		}
+	}
+}
+
+// WithLockWaitNotice calls notify, with the process id of the session
+// holding it, when a migration has to wait for another session's migration
+// lock (another process migrating the same schema), before it waits.
+func WithLockWaitNotice(notify func(holderPID int)) Option {
+	return func(o *openOptions) { o.lockWait = notify }
 }
 
 // Open connects to dsn (a postgres:// URL or keyword/value string that pgx
-// understands) and checks the server answers.
+// understands) and checks the server answers, each connection attempt
+// bounded by the DSN's connect_timeout (else DefaultConnectTimeout).
 //
 // bun renders every argument into the SQL text, so statements reach pgx
 // without parameters; they are sent with the simple protocol (one round
@@ -61,8 +94,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		// depend on the values: plan each once, not on every call.
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	oo := openOptions{pool: cfg}
 	for _, o := range opts {
-		o(cfg)
+		o(&oo)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -73,7 +110,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("connect %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	sqldb := stdlib.OpenDBFromPool(pool)
-	return &DB{bun: bun.NewDB(sqldb, pgdialect.New()), sqldb: sqldb, pool: pool, hotMode: hot}, nil
+	return &DB{bun: bun.NewDB(sqldb, pgdialect.New()), sqldb: sqldb, pool: pool, hotMode: hot, lockWait: oo.lockWait}, nil
 }
 
 // Close closes the database and its pool. Adapters over it must not be used

@@ -233,8 +233,23 @@ func (db *DB) withMigrationLock(ctx context.Context, fn func(conn *sql.Conn) err
 	}
 	defer conn.Close()
 	lockArgs := strconv.Itoa(migrationLockClass) + ", hashtext(coalesce(current_schema(), ''))"
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock("+lockArgs+")"); err != nil {
+	var got bool
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock("+lockArgs+")").Scan(&got); err != nil {
 		return fmt.Errorf("migrate: take the migration lock: %w", err)
+	}
+	if !got {
+		// Another session migrates this schema: say so, then wait.
+		if db.lockWait != nil {
+			var pid int
+			_ = conn.QueryRowContext(ctx, `SELECT coalesce(max(pid), 0) FROM pg_locks
+				WHERE locktype = 'advisory' AND granted AND classid = $1::bigint::oid
+				AND objid::bigint = hashtext(coalesce(current_schema(), ''))::bigint & 4294967295 AND objsubid = 2`,
+				migrationLockClass).Scan(&pid)
+			db.lockWait(pid)
+		}
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock("+lockArgs+")"); err != nil {
+			return fmt.Errorf("migrate: wait for the migration lock held by another process: %w", err)
+		}
 	}
 	defer func() {
 		// A canceled ctx must not leave the lock held on a pooled

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -34,8 +35,8 @@ type backend struct {
 }
 
 // openBackend opens Postgres (migrating it when migrate is set) or builds
-// the in-memory adapters.
-func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Clock) (*backend, error) {
+// the in-memory adapters; opts tune the Postgres connection.
+func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Clock, opts ...postgres.Option) (*backend, error) {
 	if dsn == "" {
 		return &backend{
 			name:      "memory",
@@ -47,7 +48,7 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 			close:     func() {},
 		}, nil
 	}
-	db, err := postgres.Open(ctx, dsn)
+	db, err := postgres.Open(ctx, dsn, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
@@ -75,6 +76,54 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 // dsnFlag binds --dsn with RECONCILER_DSN as its fallback.
 func dsnFlag(fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "dsn", "", "PostgreSQL connection string (env RECONCILER_DSN); empty runs in memory")
+}
+
+// connectTimeoutFlag binds --connect-timeout (env RECONCILER_CONNECT_TIMEOUT).
+func connectTimeoutFlag(fs *pflag.FlagSet, p *time.Duration) {
+	durationRangeVar(fs, p, "connect-timeout", 0, 0, 10*time.Minute,
+		"longest wait for PostgreSQL to accept a connection and answer; 0: the DSN's connect_timeout, else "+
+			fmtDuration(postgres.DefaultConnectTimeout))
+}
+
+// exitNotMigrated is the exit status of a command that needs a migrated
+// database and found one lacking migrations.
+const exitNotMigrated = 5
+
+// notMigratedError is a database that lacks migrations a command needs.
+type notMigratedError struct{ msg string }
+
+func (e *notMigratedError) Error() string { return e.msg }
+
+// ExitCode is exitNotMigrated.
+func (e *notMigratedError) ExitCode() int { return exitNotMigrated }
+
+// openForRead opens dsn for a command that only reads: it never migrates
+// (a read creates no tables) and refuses a database that lacks migrations.
+func openForRead(ctx context.Context, dsn string) (*backend, error) {
+	be, err := openBackend(ctx, dsn, false, ports.SystemClock)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireMigrated(ctx, be, "run `reconciler migrate up` first"); err != nil {
+		be.close()
+		return nil, err
+	}
+	return be, nil
+}
+
+// requireMigrated refuses to run on a database that lacks migrations; hint
+// says what to do.
+func requireMigrated(ctx context.Context, be *backend, hint string) error {
+	st, err := be.db.MigrateStatus(ctx)
+	if err != nil {
+		return fmt.Errorf("migration status: %w", err)
+	}
+	for _, m := range st {
+		if !m.Applied {
+			return &notMigratedError{fmt.Sprintf("database not migrated (it lacks migration %04d_%s): %s", m.Version, m.Name, hint)}
+		}
+	}
+	return nil
 }
 
 // envFallback fills every flag the user did not set from its RECONCILER_*

@@ -34,7 +34,8 @@ Exit status:
      move that is not allowed (e.g. approving a draft that was not proposed)
   3  conflict: --version is stale, or another change to the object is in
      progress; re-read with "reconciler catalog get" and retry
-  4  not found: no such object, revision or open draft`
+  4  not found: no such object, revision or open draft
+  5  database not migrated: run "reconciler migrate up"`
 
 // catalogError is a failed catalog command: its message and the exit
 // status its kind of failure maps to.
@@ -139,8 +140,10 @@ overwrite each other.
 The catalog must outlive each command to be useful, so these commands need
 PostgreSQL: set --dsn or RECONCILER_DSN. Without one they refuse (exit 2)
 rather than edit an in-memory catalog that would vanish on exit. Pending
-migrations are applied first, as serve does; --migrate=false requires
-` + "`reconciler migrate up`" + ` to have been run instead.
+migrations are applied first by the commands that change something, as serve
+does; --migrate=false requires ` + "`reconciler migrate up`" + ` to have been run
+instead. list and get never migrate: on a database that lacks migrations
+they exit 5.
 ` + catalogExitHelp,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -207,16 +210,23 @@ func (o *catalogOpts) run(cmd *cobra.Command, obj revision.Object, fn func(ctx c
 			"it would vanish when the command exits", cmd.Name())
 	}
 	ctx := cmd.Context()
-	be, err := openBackend(ctx, o.dsn, o.migrate, ports.SystemClock)
+	// Reads never migrate: list and get on an unmigrated database say so.
+	var be *backend
+	var err error
+	if read := cmd.Name() == "list" || cmd.Name() == "get"; read {
+		be, err = openForRead(ctx, o.dsn)
+	} else {
+		be, err = openBackend(ctx, o.dsn, o.migrate, ports.SystemClock)
+		if err == nil && !o.migrate {
+			if err = requireMigrated(ctx, be, "run `reconciler migrate up` first, or drop --migrate=false"); err != nil {
+				be.close()
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}
 	defer be.close()
-	if !o.migrate {
-		if err := requireMigrated(ctx, be); err != nil {
-			return err
-		}
-	}
 	s := &catalogSession{
 		svc:    catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()}),
 		out:    cmd.OutOrStdout(),
@@ -224,20 +234,6 @@ func (o *catalogOpts) run(cmd *cobra.Command, obj revision.Object, fn func(ctx c
 		json:   o.output == "json",
 	}
 	return classify(obj, fn(ctx, s))
-}
-
-// requireMigrated refuses to run on a database that lacks migrations.
-func requireMigrated(ctx context.Context, be *backend) error {
-	st, err := be.db.MigrateStatus(ctx)
-	if err != nil {
-		return fmt.Errorf("migration status: %w", err)
-	}
-	for _, m := range st {
-		if !m.Applied {
-			return fmt.Errorf("the database lacks migration %04d_%s: run `reconciler migrate up` first, or drop --migrate=false", m.Version, m.Name)
-		}
-	}
-	return nil
 }
 
 // parseObject reads a KIND/NAME argument.

@@ -524,13 +524,13 @@ func TestCatalogCLIEnv(t *testing.T) {
 }
 
 // TestCatalogCLINoMigrate: --migrate=false refuses an unmigrated database
-// with a pointer to `reconciler migrate up`.
+// with a pointer to `reconciler migrate up` (exit status 5).
 func TestCatalogCLINoMigrate(t *testing.T) {
 	t.Parallel()
 	dsn, _ := pgtest.Schema(t)
-	r := runCLI(t, "", "catalog", "list", "--migrate=false", "--dsn", dsn)
-	require.Equal(t, 1, r.code, "%v", r.err)
-	require.ErrorContains(t, r.err, "run `reconciler migrate up` first")
+	r := runCLI(t, policyJSON("x"), "catalog", "create", "policy/gate", "-f", "-", "--migrate=false", "--dsn", dsn)
+	require.Equal(t, exitNotMigrated, r.code, "%v", r.err)
+	require.ErrorContains(t, r.err, "run `reconciler migrate up` first, or drop --migrate=false")
 }
 
 // TestShownRevision checks get's default choice over every mix of

@@ -22,8 +22,10 @@ func newMigrateCmd() *cobra.Command {
   down    revert the newest applied migration (--steps N for more)
   status  list every migration and whether it is applied
 
-The database comes from --dsn or RECONCILER_DSN. Concurrent migrations of one
-schema are safe: they take turns under an advisory lock.`,
+The database comes from --dsn or RECONCILER_DSN; a server that does not answer
+fails the command after --connect-timeout. Concurrent migrations of one
+schema are safe: they take turns under an advisory lock, and one that has
+to wait says so.`,
 		// Arguments reach RunE, which turns a wrong subcommand into a usage error.
 		Args: cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -74,8 +76,9 @@ func newMigrateSubCmd(name, short string, flags func(*cobra.Command) func() erro
 	run func(context.Context, *postgres.DB, *cobra.Command) error,
 ) *cobra.Command {
 	var (
-		dsn   string
-		check func() error
+		dsn            string
+		connectTimeout time.Duration
+		check          func() error
 	)
 	cmd := &cobra.Command{
 		Use:   name,
@@ -99,7 +102,11 @@ func newMigrateSubCmd(name, short string, flags func(*cobra.Command) func() erro
 				return usagef("migrate %s: no database: set --dsn or RECONCILER_DSN", name)
 			}
 			ctx := cmd.Context()
-			db, err := postgres.Open(ctx, dsn)
+			errOut := cmd.ErrOrStderr()
+			db, err := postgres.Open(ctx, dsn, postgres.WithConnectTimeout(connectTimeout),
+				postgres.WithLockWaitNotice(func(pid int) {
+					fmt.Fprintf(errOut, "migrate %s: waiting for the migration lock held by another process (pid %d)\n", name, pid)
+				}))
 			if err != nil {
 				return fmt.Errorf("migrate %s: open postgres: %w", name, err)
 			}
@@ -108,6 +115,7 @@ func newMigrateSubCmd(name, short string, flags func(*cobra.Command) func() erro
 		},
 	}
 	cmd.Flags().StringVar(&dsn, "dsn", "", "PostgreSQL connection string (env RECONCILER_DSN); required")
+	connectTimeoutFlag(cmd.Flags(), &connectTimeout)
 	if flags != nil {
 		check = flags(cmd)
 	}

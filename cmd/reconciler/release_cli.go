@@ -22,6 +22,8 @@ import (
 type releaseOpts struct {
 	dsn    string
 	output string
+	// read marks a command that only reads: it never migrates.
+	read bool
 }
 
 // releaseExitConflict is the exit status of a conflict, as in catalog.
@@ -51,8 +53,9 @@ func (o *releaseOpts) run(cmd *cobra.Command, fn func(ctx context.Context, ch *c
 }
 
 // open checks the flags (RECONCILER_* fallbacks, -o) and opens the
-// configured database, migrated; without one it refuses with a usage
-// error that says why (noDB).
+// configured database, migrated (a read-only command refuses an unmigrated
+// one instead); without one it refuses with a usage error that says why
+// (noDB).
 func (o *releaseOpts) open(cmd *cobra.Command, noDB string) (*backend, error) {
 	if err := envFallback(cmd); err != nil {
 		return nil, err
@@ -62,6 +65,9 @@ func (o *releaseOpts) open(cmd *cobra.Command, noDB string) (*backend, error) {
 	}
 	if o.dsn == "" {
 		return nil, usagef("%s: no database: %s", cmd.CommandPath(), noDB)
+	}
+	if o.read {
+		return openForRead(cmd.Context(), o.dsn)
 	}
 	return openBackend(cmd.Context(), o.dsn, true, ports.SystemClock)
 }
@@ -221,7 +227,8 @@ func newExplainCmd() *cobra.Command {
 desired-release controller does, and prints each rule's verdict: the answer to
 "why is this version not deploying?". It also says whether the target has
 converged (its newest job is a successful job of its desired release) and, if
-not, what it runs and what it waits for. It changes nothing.`,
+not, what it runs and what it waits for. It changes nothing: on a database
+that lacks migrations it exits 5 (run ` + "`reconciler migrate up`" + `).`,
 		Example: `  reconciler explain web:prod:eu-1 --dsn "$RECONCILER_DSN"
   reconciler explain web:prod:eu-1 -o json --limit 10`,
 		Args: argsUsage(cobra.ExactArgs(1)),
@@ -246,6 +253,7 @@ not, what it runs and what it waits for. It changes nothing.`,
 		},
 	}
 	o.bind(cmd, true)
+	o.read = true
 	intRangeVar(cmd.Flags(), &limit, "limit", 5, 0, 10_000, "newest versions to explain (0: all)")
 	return cmd
 }

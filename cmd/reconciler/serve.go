@@ -16,6 +16,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/adapters/envsecret"
 	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/adapters/postgres"
 	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/engine/runs"
@@ -25,6 +26,7 @@ import (
 
 type serveOptions struct {
 	dsn             string
+	connectTimeout  time.Duration
 	migrate         bool
 	listen          string
 	concurrency     int
@@ -101,6 +103,7 @@ Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metr
 	}
 	f := cmd.Flags()
 	dsnFlag(f, &o.dsn)
+	connectTimeoutFlag(f, &o.connectTimeout)
 	f.BoolVar(&o.migrate, "migrate", true, "apply database migrations at start (Postgres only)")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address of the health, metrics and API listener; empty disables it")
 	intRangeVar(f, &o.concurrency, "concurrency", def.Concurrency, 1, 1024, "parallel reconcile passes per kind")
@@ -129,7 +132,10 @@ func runServe(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	clock := ports.SystemClock
-	be, err := openBackend(ctx, o.dsn, o.migrate, clock)
+	be, err := openBackend(ctx, o.dsn, o.migrate, clock, postgres.WithConnectTimeout(o.connectTimeout),
+		postgres.WithLockWaitNotice(func(pid int) {
+			log.Warn("waiting for the migration lock held by another process", "pid", pid)
+		}))
 	if err != nil {
 		return err
 	}

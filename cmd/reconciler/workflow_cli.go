@@ -203,7 +203,8 @@ func newWorkflowStatusCmd() *cobra.Command {
 		Long: `status prints the workflow's phase and its tasks in template order, each
 with its dependencies and every TaskRun (one per matrix item): phase, attempt,
 job and message. -o json prints the stored workflow and TaskRuns (secrets are
-shown as [REDACTED]).`,
+shown as [REDACTED]). It changes nothing: on a database that lacks
+migrations it exits 5 (run ` + "`reconciler migrate up`" + `).`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, func(ctx context.Context, c *flow.Controller, _ *backend) error {
@@ -222,6 +223,7 @@ shown as [REDACTED]).`,
 		},
 	}
 	o.bind(cmd, true)
+	o.read = true
 	return cmd
 }
 
