@@ -90,6 +90,9 @@ func TestDeploymentWindowValidation(t *testing.T) {
 		{"never occurs", DeploymentWindow{RRule: "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30", DurationMinutes: 60}, "rules[0].rrule", "never"},
 		{"interval never meets BYHOUR", DeploymentWindow{RRule: "DTSTART:20250601T000000Z\nRRULE:FREQ=HOURLY;INTERVAL=4;BYHOUR=1", DurationMinutes: 60}, "rules[0].rrule", "never"},
 		{"interval never meets BYMINUTE", DeploymentWindow{RRule: "FREQ=MINUTELY;INTERVAL=10;BYMINUTE=5,15", DurationMinutes: 60}, "rules[0].rrule", "never"},
+		// Found by FuzzWindow: each took rrule minutes to years to search.
+		{"BYSETPOS past a minute's set", DeploymentWindow{RRule: "FREQ=MINUTELY;BYSETPOS=-3", Timezone: "Europe/Berlin", DurationMinutes: 1}, "rules[0].rrule", "BYSETPOS"},
+		{"BYSETPOS past a second's set", DeploymentWindow{RRule: "FREQ=SECONDLY;BYSETPOS=2", DurationMinutes: 1}, "rules[0].rrule", "BYSETPOS"},
 		{"COUNT too large", DeploymentWindow{RRule: "FREQ=DAILY;COUNT=100000", DurationMinutes: 60}, "rules[0].rrule", "COUNT"},
 		{"unknown time zone", DeploymentWindow{RRule: "FREQ=DAILY", DurationMinutes: 60, Timezone: "Mars/Olympus"}, "rules[0].timezone", "time zone"},
 		{"zero duration", DeploymentWindow{RRule: "FREQ=DAILY", DurationMinutes: 0}, "rules[0].duration_minutes", "between"},
@@ -106,6 +109,13 @@ func TestDeploymentWindowValidation(t *testing.T) {
 			require.Contains(t, err.Error(), tt.msg)
 		})
 	}
+}
+
+// TestWindowSetPosWithinPeriod: a BYSETPOS inside the period's set is kept.
+func TestWindowSetPosWithinPeriod(t *testing.T) {
+	t.Parallel()
+	p := Policy{ID: "p", Name: "p", Rules: []Rule{{ID: "w", Spec: DeploymentWindow{RRule: "FREQ=HOURLY;BYMINUTE=0,30;BYSETPOS=-1", DurationMinutes: 10}}}}
+	require.NoError(t, p.Validate())
 }
 
 // TestWindowShiftMatchesDTSTART: iterating from a recent period start gives

@@ -112,6 +112,9 @@ func buildWindow(src, tz string) (*window, error) {
 	if !gridReachable(opt, base) {
 		return nil, &errField{"rrule", errors.New("the RRULE never produces an occurrence: INTERVAL never lands on the BYHOUR/BYMINUTE/BYSECOND values")}
 	}
+	if !setPosReachable(opt) {
+		return nil, &errField{"rrule", errors.New("the RRULE never produces an occurrence: no BYSETPOS position exists in a period of its frequency")}
+	}
 	w := &window{loc: loc, opt: *opt, base: base, interval: int64(opt.Interval)}
 	if !w.possible() {
 		return nil, &errField{"rrule", errors.New("the RRULE never produces an occurrence")}
@@ -222,6 +225,35 @@ func gridReachable(o *rrule.ROption, base time.Time) bool {
 					return true
 				}
 			}
+		}
+	}
+	return false
+}
+
+// setPosReachable reports whether a sub-daily rule's BYSETPOS can select
+// anything: each period (an hour, a minute, a second) holds one occurrence
+// per combination of its finer BYxxx values, and a position beyond that
+// count selects none, in every period. rrule would look for one period by
+// period until year 9999 (a minutely rule: millions of periods), so such
+// rules are refused before iterating. Daily and longer periods are few
+// enough to iterate.
+func setPosReachable(o *rrule.ROption) bool {
+	if len(o.Bysetpos) == 0 {
+		return true
+	}
+	size := 1
+	switch o.Freq {
+	case rrule.HOURLY:
+		size = max(len(o.Byminute), 1) * max(len(o.Bysecond), 1)
+	case rrule.MINUTELY:
+		size = max(len(o.Bysecond), 1)
+	case rrule.SECONDLY:
+	default:
+		return true
+	}
+	for _, p := range o.Bysetpos {
+		if (p > 0 && p <= size) || (p < 0 && -p <= size) {
+			return true
 		}
 	}
 	return false
