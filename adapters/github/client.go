@@ -1,18 +1,17 @@
 package github
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -42,14 +41,15 @@ type Config struct {
 	// MaxWait is the longest a call waits for the rate limit or a
 	// Retry-After before failing (default 30 s).
 	MaxWait time.Duration
-	// HTTP sends the requests (default: a client with a 30 s timeout).
-	HTTP *http.Client
+	// Transport sends the requests (default http.DefaultTransport).
+	Transport http.RoundTripper
 }
 
 // Client is the GitHub code host.
 type Client struct {
 	cfg     Config
 	secrets ports.SecretResolver
+	out     *outbound.Client
 	now     func() time.Time
 	sleep   func(context.Context, time.Duration) error
 
@@ -84,10 +84,9 @@ func New(cfg Config, secrets ports.SecretResolver) (*Client, error) {
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = DefaultMaxWait
 	}
-	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{Timeout: DefaultTimeout}
-	}
-	return &Client{cfg: cfg, secrets: secrets, now: time.Now, sleep: sleepCtx}, nil
+	out := outbound.New(outbound.Options{Adapter: "github", Timeout: DefaultTimeout, MaxRetryAfter: cfg.MaxWait,
+		MaxBody: maxBody, Transport: cfg.Transport})
+	return &Client{cfg: cfg, secrets: secrets, out: out, now: time.Now, sleep: sleepCtx}, nil
 }
 
 // sleepCtx waits d or until ctx ends.
@@ -122,9 +121,13 @@ func statusOf(err error) int {
 	return 0
 }
 
-// do sends one API call and decodes a 2xx JSON answer into out (when not
-// nil). It waits out a spent rate limit or a Retry-After up to MaxWait and
-// retries once after a Retry-After.
+// do sends one API call through the shared outbound client (timeouts,
+// retries of 429 and 5xx with Retry-After, body cap, errors that never
+// quote a header) and decodes a 2xx JSON answer into out (when not nil).
+// On top of it, it keeps GitHub's rate limit: a spent limit
+// (X-RateLimit-Remaining 0) holds calls until X-RateLimit-Reset, and a 403
+// with Retry-After (the secondary limit) is retried once, both up to
+// MaxWait.
 func (c *Client) do(ctx context.Context, call, method, path string, in, out any) error {
 	var body []byte
 	if in != nil {
@@ -138,30 +141,26 @@ func (c *Client) do(ctx context.Context, call, method, path string, in, out any)
 		if err := c.waitLimit(ctx, call); err != nil {
 			return err
 		}
-		resp, err := c.send(ctx, method, path, body)
+		req, err := c.request(ctx, call, method, path, body)
 		if err != nil {
-			return fmt.Errorf("github: %s: %w", call, err)
+			return err
 		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-		resp.Body.Close()
+		resp, err := c.out.Do(ctx, req)
 		if err != nil {
-			return fmt.Errorf("github: %s: read response: %w", call, err)
-		}
-		if len(data) > maxBody {
-			return fmt.Errorf("github: %s: response larger than %d bytes", call, maxBody)
+			return err
 		}
 		c.noteLimit(resp.Header)
-		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-			if out == nil || len(data) == 0 {
+		if resp.Status >= 200 && resp.Status < 300 {
+			if out == nil || len(resp.Body) == 0 {
 				return nil
 			}
-			if err := json.Unmarshal(data, out); err != nil {
+			if err := json.Unmarshal(resp.Body, out); err != nil {
 				return fmt.Errorf("github: %s: decode response: %w", call, err)
 			}
 			return nil
 		}
-		limited := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusForbidden
-		if wait, ok := retryAfter(resp); ok && limited && attempt == 0 {
+		limited := resp.Status == http.StatusTooManyRequests || resp.Status == http.StatusForbidden
+		if wait, ok := retryAfter(resp.Header); ok && limited && attempt == 0 {
 			if wait > c.cfg.MaxWait {
 				return fmt.Errorf("github: %s: retry after %s: %w", call, wait, ErrRateLimited)
 			}
@@ -176,44 +175,32 @@ func (c *Client) do(ctx context.Context, call, method, path string, in, out any)
 		var msg struct {
 			Message string `json:"message"`
 		}
-		_ = json.Unmarshal(data, &msg)
+		_ = json.Unmarshal(resp.Body, &msg)
 		if msg.Message == "" {
-			msg.Message = http.StatusText(resp.StatusCode)
+			msg.Message = http.StatusText(resp.Status)
 		}
-		if resp.StatusCode == http.StatusNotFound {
-			return fmt.Errorf("%w: %w", &apiError{call, resp.StatusCode, msg.Message}, ports.ErrNotFound)
+		if resp.Status == http.StatusNotFound {
+			return fmt.Errorf("%w: %w", &apiError{call, resp.Status, msg.Message}, ports.ErrNotFound)
 		}
-		return &apiError{call, resp.StatusCode, msg.Message}
+		return &apiError{call, resp.Status, msg.Message}
 	}
 }
 
-// send builds and sends the request with the token.
-func (c *Client) send(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+// request builds the call with the token, resolved now.
+func (c *Client) request(ctx context.Context, call, method, path string, body []byte) (outbound.Request, error) {
 	token, err := c.secrets.Resolve(ctx, c.cfg.Token)
 	if err != nil {
-		return nil, fmt.Errorf("token: %w", err)
+		return outbound.Request{}, fmt.Errorf("github: %s: token: %w", call, err)
 	}
-	var rd io.Reader
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+token)
+	h.Set("Accept", "application/vnd.github+json")
+	h.Set("X-GitHub-Api-Version", "2022-11-28")
 	if body != nil {
-		rd = bytes.NewReader(body)
+		h.Set("Content-Type", "application/json")
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.cfg.BaseURL+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Accept", "application/vnd.github+json")
-	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.cfg.HTTP.Do(req)
-	if err != nil {
-		// The URL in a transport error names no secret; the token is
-		// only in a header.
-		return nil, err
-	}
-	return resp, nil
+	return outbound.Request{Call: call, Method: method, URL: c.cfg.BaseURL + path, Header: h, Body: body,
+		Idempotent: method == http.MethodGet || method == http.MethodPut}, nil
 }
 
 // waitLimit holds a call while the rate limit is spent, up to MaxWait.
@@ -252,9 +239,9 @@ func (c *Client) noteLimit(h http.Header) {
 	c.resetAt = time.Unix(reset, 0)
 }
 
-// retryAfter reads a Retry-After in seconds, or a spent limit's reset.
-func retryAfter(resp *http.Response) (time.Duration, bool) {
-	if s := resp.Header.Get("Retry-After"); s != "" {
+// retryAfter reads a Retry-After in seconds.
+func retryAfter(h http.Header) (time.Duration, bool) {
+	if s := h.Get("Retry-After"); s != "" {
 		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
 			return time.Duration(n) * time.Second, true
 		}

@@ -5,6 +5,10 @@
 // webhook receiver that wakes the runs a pull_request, check_suite,
 // check_run or pull_request_review delivery concerns.
 //
+// Requests go through internal/outbound (timeouts, retries of 429 and 5xx
+// honouring Retry-After, body cap, errors that never quote a header); the
+// client adds GitHub's own rate limit on top.
+//
 // Invariants: the token is resolved through ports.SecretResolver for each
 // request and sent only in the Authorization header, never logged or put
 // in an error; every call is rate-limit aware (X-RateLimit-Remaining 0
