@@ -250,8 +250,12 @@ func (c *Chain) routeOf(f *facts) route {
 }
 
 // undelivered reports whether a job was created but never handed to its
-// agent.
-func undelivered(j *ports.JobRow) bool { return j.Status == release.JobPending && j.ExternalID == "" }
+// agent. A pending job with a start time but no external id was claimed
+// for a JobLeaser's dispatch (see handOver) and may have been sent: it is
+// not sent again.
+func undelivered(j *ports.JobRow) bool {
+	return j.Status == release.JobPending && j.ExternalID == "" && j.StartedAt.IsZero()
+}
 
 // superseded reports whether the target's newest job was never handed over
 // and is of a release other than rel: job-dispatch cancels it.
@@ -296,12 +300,37 @@ func (c *Chain) handOver(ctx context.Context, f *facts, rel *release.Release, ro
 	if agent == nil {
 		return engine.Retry(fmt.Errorf("job %s: its agent went away; retrying", row.ID))
 	}
-	res, err := c.Agents[agent.Type].Dispatch(ctx, ports.JobDispatch{Job: row.Job, Agent: *agent, Release: *rel, Version: rt.version,
+	impl := c.Agents[agent.Type]
+	if l, ok := impl.(ports.JobLeaser); ok && l.JobLease() > 0 {
+		// An in-process agent cannot tell a job it was sent from a new one
+		// in another process: the job is claimed (its start time recorded)
+		// before it is sent, so no pass sends it again; if the process dies
+		// with it, the deployment's job timeout ends it.
+		claim := row.Job
+		claim.StartedAt = c.Clock.Now()
+		v, err := c.Store.JobUpdate(ctx, claim, row.Version)
+		if errors.Is(err, ports.ErrConflict) {
+			return engine.RequeueAt(c.Clock.Now()) // it moved: recompute
+		}
+		if err != nil {
+			return engine.Retry(fmt.Errorf("claim job %s: %w", row.ID, err))
+		}
+		claimed := *row
+		claimed.Job, claimed.Version = claim, v
+		row = &claimed
+	}
+	res, err := impl.Dispatch(ctx, ports.JobDispatch{Job: row.Job, Agent: *agent, Release: *rel, Version: rt.version,
 		Deployment: f.Detail.Deployment, Environment: f.Detail.Environment, Resource: f.Detail.Resource})
 	if errors.Is(err, release.ErrInvalid) {
 		// A configuration no retry can fix: end the job, the chain moves on.
 		res = ports.JobDispatchResult{Status: release.JobInvalidIntegration, Message: err.Error()}
 	} else if err != nil {
+		if !row.StartedAt.IsZero() && row.ExternalID == "" {
+			// Nothing started: release the claim so the next pass sends it.
+			unclaim := row.Job
+			unclaim.StartedAt = time.Time{}
+			_, _ = c.Store.JobUpdate(ctx, unclaim, row.Version)
+		}
 		return engine.Retry(fmt.Errorf("dispatch job %s to %s: %w", row.ID, agent.ID, err))
 	}
 	if res.Status == "" {
