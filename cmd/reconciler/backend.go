@@ -30,8 +30,10 @@ type backend struct {
 	catalog ports.Catalog
 	// workflows stores workflow instances and their TaskRuns.
 	workflows ports.WorkflowStore
-	db        *postgres.DB
-	close     func()
+	// tokens stores the API's tokens (hashed) and signed reports' nonces.
+	tokens ports.Tokens
+	db     *postgres.DB
+	close  func()
 }
 
 // openBackend opens Postgres (migrating it when migrate is set) or builds
@@ -45,6 +47,7 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 			releases:  memory.NewReleaseStore(clock),
 			catalog:   memory.NewCatalog(clock),
 			workflows: memory.NewWorkflowStore(),
+			tokens:    memory.NewTokens(),
 			close:     func() {},
 		}, nil
 	}
@@ -67,6 +70,7 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 		releases:  postgres.NewReleaseStore(db, clock),
 		catalog:   cat,
 		workflows: postgres.NewWorkflowStore(db),
+		tokens:    postgres.NewTokens(db),
 		db:        db,
 		// The catalog's lock pool closes before the DB it was copied from.
 		close: func() { q.Close(); cat.Close(); db.Close() },
@@ -75,7 +79,7 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 
 // dsnFlag binds --dsn with RECONCILER_DSN as its fallback.
 func dsnFlag(fs *pflag.FlagSet, p *string) {
-	fs.StringVar(p, "dsn", "", "PostgreSQL connection string (env RECONCILER_DSN); empty runs in memory")
+	fs.StringVar(p, "dsn", "", "PostgreSQL connection string (env RECONCILER_DSN)")
 }
 
 // connectTimeoutFlag binds --connect-timeout (env RECONCILER_CONNECT_TIMEOUT).
@@ -87,7 +91,7 @@ func connectTimeoutFlag(fs *pflag.FlagSet, p *time.Duration) {
 
 // exitNotMigrated is the exit status of a command that needs a migrated
 // database and found one lacking migrations.
-const exitNotMigrated = 5
+const exitNotMigrated = 6
 
 // notMigratedError is a database that lacks migrations a command needs.
 type notMigratedError struct{ msg string }

@@ -35,7 +35,8 @@ Exit status:
   3  conflict: --version is stale, or another change to the object is in
      progress; re-read with "reconciler catalog get" and retry
   4  not found: no such object, revision or open draft
-  5  database not migrated: run "reconciler migrate up"`
+  5  unauthorized (with --server: no, unknown or revoked token, or a scope it lacks)
+  6  database not migrated: run "reconciler migrate up"`
 
 // catalogError is a failed catalog command: its message and the exit
 // status its kind of failure maps to.
@@ -143,7 +144,7 @@ rather than edit an in-memory catalog that would vanish on exit. Pending
 migrations are applied first by the commands that change something, as serve
 does; --migrate=false requires ` + "`reconciler migrate up`" + ` to have been run
 instead. list and get never migrate: on a database that lacks migrations
-they exit 5.
+they exit 6.
 ` + catalogExitHelp,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {

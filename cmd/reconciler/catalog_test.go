@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,21 +70,6 @@ type cliResult struct {
 	stdout, stderr string
 	code           int
 	err            error
-}
-
-// exitStatus maps a command error onto the status main exits with.
-func exitStatus(err error) int {
-	if err == nil {
-		return 0
-	}
-	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") {
-		return 2
-	}
-	var ec exitCoder
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
-	}
-	return 1
 }
 
 // runCLI runs `reconciler args...` in process with stdin.

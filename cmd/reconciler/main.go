@@ -5,11 +5,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 )
 
@@ -47,12 +45,5 @@ func main() {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "reconciler:", err)
-	var ec exitCoder
-	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") {
-		os.Exit(2)
-	}
-	if errors.As(err, &ec) {
-		os.Exit(ec.ExitCode())
-	}
-	os.Exit(1)
+	os.Exit(exitStatus(err))
 }

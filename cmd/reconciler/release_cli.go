@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -20,21 +20,32 @@ import (
 
 // releaseOpts are the flags every release-chain command shares.
 type releaseOpts struct {
+	remoteOpts
 	dsn    string
 	output string
 	// read marks a command that only reads: it never migrates.
 	read bool
 }
 
-// releaseExitConflict is the exit status of a conflict, as in catalog.
-const releaseExitConflict = 3
-
-// bind adds --dsn and, when withOutput, -o.
+// bind adds --dsn, --server, --token and, when withOutput, -o.
 func (o *releaseOpts) bind(cmd *cobra.Command, withOutput bool) {
 	dsnFlag(cmd.Flags(), &o.dsn)
+	o.remoteOpts.bind(cmd.Flags())
 	if withOutput {
-		cmd.Flags().StringVarP(&o.output, "output", "o", "text", "text or json")
+		cmd.Flags().StringVarP(&o.output, "output", "o", "table", outputs)
 	}
+}
+
+// check applies the RECONCILER_* fallbacks once and validates -o and
+// the choice of --server or --dsn.
+func (o *releaseOpts) check(cmd *cobra.Command) error {
+	if err := envFallback(cmd); err != nil {
+		return err
+	}
+	if o.server != "" && cmd.Flags().Changed("dsn") {
+		return usagef("--server and --dsn: give one (the server has its own database)")
+	}
+	return checkOutput(o.output)
 }
 
 // run opens the release chain on the configured database and runs fn. The
@@ -57,11 +68,8 @@ func (o *releaseOpts) run(cmd *cobra.Command, fn func(ctx context.Context, ch *c
 // one instead); without one it refuses with a usage error that says why
 // (noDB).
 func (o *releaseOpts) open(cmd *cobra.Command, noDB string) (*backend, error) {
-	if err := envFallback(cmd); err != nil {
+	if err := o.check(cmd); err != nil {
 		return nil, err
-	}
-	if o.output != "" && o.output != "text" && o.output != "json" {
-		return nil, usagef("--output: want text or json, got %q", o.output)
 	}
 	if o.dsn == "" {
 		return nil, usagef("%s: no database: %s", cmd.CommandPath(), noDB)
@@ -72,16 +80,11 @@ func (o *releaseOpts) open(cmd *cobra.Command, noDB string) (*backend, error) {
 	return openBackend(cmd.Context(), o.dsn, true, ports.SystemClock)
 }
 
-// releaseExit maps chain errors onto exit statuses: invalid input 2, a
-// conflict 3, anything else 1.
+// releaseExit maps chain errors onto the exit status table (exitStatus):
+// invalid input 2, a conflict 3, not found 4, anything else 1.
 func releaseExit(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, release.ErrInvalid):
-		return usageError{err}
-	case errors.Is(err, ports.ErrConflict):
-		return &catalogError{msg: err.Error(), err: err, code: releaseExitConflict}
+	if code := exitStatus(err); code != exitOK && code != exitInternal {
+		return &catalogError{msg: err.Error(), err: err, code: code}
 	}
 	return err
 }
@@ -103,25 +106,39 @@ func newVersionCmd() *cobra.Command {
 		Short: "Store a new version of a deployment and evaluate its targets",
 		Long: `create stores a version of DEPLOYMENT tagged TAG (ready unless --status says
 otherwise) and enqueues desired-release for every target of the deployment, so a
-running ` + "`reconciler serve --dsn`" + ` rolls it out as far as the policies allow.
+running ` + "`reconciler serve`" + ` rolls it out as far as the policies allow. With
+--server it goes through that server's API (token scope write); with --dsn it
+writes the database directly.
 
-Exit status: 0 created, 1 not found or failed, 2 invalid input, 3 the id exists.`,
-		Example: `  reconciler version create web v1.4.2 --dsn "$RECONCILER_DSN"`,
-		Args:    argsUsage(cobra.ExactArgs(2)),
+Exit status: 0 created, 2 invalid input, 3 the id exists, 4 no such
+deployment, 5 unauthorized, 1 anything else.`,
+		Example: `  reconciler version create web v1.4.2 --server http://127.0.0.1:8080 --token "$RECONCILER_TOKEN"
+  reconciler version create web v1.4.2 --dsn "$RECONCILER_DSN"`,
+		Args: argsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
-				v := release.DeploymentVersion{ID: id, DeploymentID: args[0], Tag: args[1], Name: name, Status: release.VersionStatus(status)}
-				if v.ID == "" {
-					v.ID = args[0] + "-" + args[1]
-				}
-				if !v.Status.Valid() {
-					return release.Invalid("status", "want building, ready, paused, rejected or failed, got "+status)
-				}
-				if err := ch.CreateVersion(ctx, v); err != nil {
+			remote := func(ctx context.Context, c *client.Client) error {
+				v, err := c.CreateVersion(ctx, api.VersionCreate{ID: id, DeploymentID: args[0], Tag: args[1], Name: name, Status: release.VersionStatus(status)})
+				if err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "created version %s (%s) of %s\n", v.ID, v.Tag, v.DeploymentID)
 				return nil
+			}
+			return o.withRemote(cmd, remote, func() error {
+				return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
+					v := release.DeploymentVersion{ID: id, DeploymentID: args[0], Tag: args[1], Name: name, Status: release.VersionStatus(status)}
+					if v.ID == "" {
+						v.ID = args[0] + "-" + args[1]
+					}
+					if !v.Status.Valid() {
+						return release.Invalid("status", "want building, ready, paused, rejected or failed, got "+status)
+					}
+					if err := ch.CreateVersion(ctx, v); err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "created version %s (%s) of %s\n", v.ID, v.Tag, v.DeploymentID)
+					return nil
+				})
 			})
 		},
 	}
@@ -146,27 +163,32 @@ and --resource: every policy's version gates are skipped for it there, so it
 becomes the desired release even if it is not the newest. Concurrency and retry
 still hold, so a target's active job finishes first. The force is a policy skip
 with rule "*"; it lasts until --expires passes or it is deleted. The newest
-force-deployed version wins where several apply.
+force-deployed version wins where several apply. With --server it goes
+through the API (token scope approve; the force is recorded as the token's
+name); with --dsn it writes the database directly, as --user.
 
-Exit status: 0 forced, 1 not found or failed, 2 invalid input.`,
-		Example: `  reconciler version force-deploy web-v1.4.1 --environment prod --reason "roll back" --dsn "$RECONCILER_DSN"`,
-		Args:    argsUsage(cobra.ExactArgs(1)),
+Exit status: 0 forced, 2 invalid input, 4 no such version, 5 unauthorized,
+1 anything else.`,
+		Example: `  reconciler version force-deploy web-v1.4.1 --environment prod --reason "roll back" --server http://127.0.0.1:8080
+  reconciler version force-deploy web-v1.4.1 --environment prod --dsn "$RECONCILER_DSN" --user alice`,
+		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
-				skip.VersionID = args[0]
-				if skip.CreatedBy == "" {
-					skip.CreatedBy = os.Getenv("USER")
+			remote := func(ctx context.Context, c *client.Client) error {
+				if skip.CreatedBy != "" {
+					return usagef("--user: with --server the force is recorded as the token's name")
 				}
+				f := api.ForceDeployCreate{EnvironmentID: skip.EnvironmentID, ResourceID: skip.ResourceID, Reason: skip.Reason}
 				if expires > 0 {
-					skip.ExpiresAt = ch.Clock.Now().Add(expires)
+					f.ExpiresIn = expires.String()
 				}
-				s, err := ch.ForceDeploy(ctx, skip)
+				s, err := c.ForceDeploy(ctx, args[0], f)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "force-deployed %s (skip %s)\n", s.VersionID, s.ID)
 				return nil
-			})
+			}
+			return o.withRemote(cmd, remote, func() error { return o.forceDeploy(cmd, args[0], skip, expires) })
 		},
 	}
 	o.bind(cmd, false)
@@ -174,9 +196,28 @@ Exit status: 0 forced, 1 not found or failed, 2 invalid input.`,
 	f.StringVar(&skip.EnvironmentID, "environment", "", "only this environment's targets")
 	f.StringVar(&skip.ResourceID, "resource", "", "only this resource's targets")
 	f.StringVar(&skip.Reason, "reason", "", "why, for the decision log and explain")
-	f.StringVar(&skip.CreatedBy, "user", "", "who forces (default $USER)")
+	f.StringVar(&skip.CreatedBy, "user", "", "who forces, with --dsn (default $USER)")
 	durationRangeVar(f, &expires, "expires", 0, 0, 100*365*24*time.Hour, "end the force after this long (0: never)")
 	return cmd
+}
+
+// forceDeploy force-deploys on the database.
+func (o *releaseOpts) forceDeploy(cmd *cobra.Command, versionID string, skip release.PolicySkip, expires time.Duration) error {
+	return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
+		skip.VersionID = versionID
+		if skip.CreatedBy == "" {
+			skip.CreatedBy = os.Getenv("USER")
+		}
+		if expires > 0 {
+			skip.ExpiresAt = ch.Clock.Now().Add(expires)
+		}
+		s, err := ch.ForceDeploy(ctx, skip)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "force-deployed %s (skip %s)\n", s.VersionID, s.ID)
+		return nil
+	})
 }
 
 // newApproveCmd records an approval.
@@ -186,33 +227,53 @@ func newApproveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "approve VERSION ENVIRONMENT",
 		Short: "Approve a version for an environment and re-evaluate its targets there",
-		Long: `approve records USER's approval of VERSION in ENVIRONMENT (anyApproval rules
-count distinct users) and enqueues desired-release for the version's targets in
-that environment. Approving twice keeps the first record.
+		Long: `approve records an approval of VERSION in ENVIRONMENT (anyApproval rules
+count distinct approvers) and enqueues desired-release for the version's targets
+in that environment. Approving twice keeps the first record. With --server it
+goes through the API (token scope approve) and the approver is the token's
+name; with --dsn it writes the database directly, as --user.
 
-Exit status: 0 recorded (or already), 1 not found or failed, 2 invalid input.`,
-		Example: `  reconciler approve web-v1.4.2 prod --user alice --dsn "$RECONCILER_DSN"`,
-		Args:    argsUsage(cobra.ExactArgs(2)),
+Exit status: 0 recorded (or already), 2 invalid input, 4 no such version or
+environment, 5 unauthorized, 1 anything else.`,
+		Example: `  reconciler approve web-v1.4.2 prod --server http://127.0.0.1:8080 --token "$RECONCILER_TOKEN"
+  reconciler approve web-v1.4.2 prod --user alice --dsn "$RECONCILER_DSN"`,
+		Args: argsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
-				if user == "" {
-					user = os.Getenv("USER")
+			report := func(who string, added bool) {
+				if added {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s approved %s in %s\n", who, args[0], args[1])
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s had already approved %s in %s\n", who, args[0], args[1])
 				}
-				added, err := ch.Approve(ctx, release.Approval{VersionID: args[0], EnvironmentID: args[1], User: user})
+			}
+			remote := func(ctx context.Context, c *client.Client) error {
+				if user != "" {
+					return usagef("--user: with --server the approver is the token's name")
+				}
+				a, err := c.Approve(ctx, args[0], args[1])
 				if err != nil {
 					return err
 				}
-				if added {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s approved %s in %s\n", user, args[0], args[1])
-				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s had already approved %s in %s\n", user, args[0], args[1])
-				}
+				report(a.Approval.User, a.Added)
 				return nil
+			}
+			return o.withRemote(cmd, remote, func() error {
+				return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
+					if user == "" {
+						user = os.Getenv("USER")
+					}
+					added, err := ch.Approve(ctx, release.Approval{VersionID: args[0], EnvironmentID: args[1], User: user})
+					if err != nil {
+						return err
+					}
+					report(user, added)
+					return nil
+				})
 			})
 		},
 	}
 	o.bind(cmd, false)
-	cmd.Flags().StringVar(&user, "user", "", "who approves (default $USER)")
+	cmd.Flags().StringVar(&user, "user", "", "who approves, with --dsn (default $USER)")
 	return cmd
 }
 
@@ -227,28 +288,46 @@ func newExplainCmd() *cobra.Command {
 desired-release controller does, and prints each rule's verdict: the answer to
 "why is this version not deploying?". It also says whether the target has
 converged (its newest job is a successful job of its desired release) and, if
-not, what it runs and what it waits for. It changes nothing: on a database
-that lacks migrations it exits 5 (run ` + "`reconciler migrate up`" + `).`,
-		Example: `  reconciler explain web:prod:eu-1 --dsn "$RECONCILER_DSN"
-  reconciler explain web:prod:eu-1 -o json --limit 10`,
+not, what it runs and what it waits for. It changes nothing. With --server it
+asks that server's API (token scope read); with --dsn it reads the database
+(one that lacks migrations exits 6: run ` + "`reconciler migrate up`" + `).`,
+		Example: `  reconciler explain web:prod:eu-1 --server http://127.0.0.1:8080
+  reconciler explain web:prod:eu-1 -o json --limit 10 --dsn "$RECONCILER_DSN"`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := release.ParseTargetKey(args[0])
 			if err != nil {
 				return usagef("target: %v (want DEPLOYMENT:ENVIRONMENT:RESOURCE)", err)
 			}
-			return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
-				ex, err := ch.Explain(ctx, t, limit)
+			if limit < 0 {
+				return usagef("--limit must not be negative")
+			}
+			show := func(ex *chain.Explanation) error {
+				if ok, err := structured(cmd.OutOrStdout(), o.output, ex); ok {
+					return err
+				}
+				_, err := io.WriteString(cmd.OutOrStdout(), explainText(ex))
+				return err
+			}
+			remote := func(ctx context.Context, c *client.Client) error {
+				n := limit
+				if n == 0 {
+					n = 1000 // the server's most
+				}
+				ex, err := c.ExplainTarget(ctx, t.Key(), n)
 				if err != nil {
 					return err
 				}
-				if o.output == "json" {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					return enc.Encode(ex)
-				}
-				_, err = io.WriteString(cmd.OutOrStdout(), explainText(&ex))
-				return err
+				return show(&ex)
+			}
+			return o.withRemote(cmd, remote, func() error {
+				return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
+					ex, err := ch.Explain(ctx, t, limit)
+					if err != nil {
+						return err
+					}
+					return show(&ex)
+				})
 			})
 		},
 	}

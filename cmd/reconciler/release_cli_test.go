@@ -72,7 +72,7 @@ func TestReleaseCLI(t *testing.T) {
 	_, err = runRoot(t, "version", "create", "web", "v9", "--dsn", dsn)
 	requireExit(t, err, 3, "already exists")
 	_, err = runRoot(t, "version", "create", "nope", "v1", "--dsn", dsn)
-	requireExit(t, err, 1, "not found")
+	requireExit(t, err, 4, "not found")
 	_, err = runRoot(t, "version", "create", "web", "v10", "--status", "shiny", "--dsn", dsn)
 	requireExit(t, err, 2, "status")
 
@@ -83,7 +83,7 @@ func TestReleaseCLI(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "already approved")
 	_, err = runRoot(t, "approve", "web-v404", "prod", "--user", "bob", "--dsn", dsn)
-	requireExit(t, err, 1, "not found")
+	requireExit(t, err, 4, "not found")
 
 	out, err = runRoot(t, "explain", "web:prod:eu-1", "-o", "json", "--dsn", dsn)
 	require.NoError(t, err)
@@ -109,14 +109,14 @@ func TestReleaseCLI(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "forced: force-deployed v9 by carol: hotfix")
 	_, err = runRoot(t, "version", "force-deploy", "web-v404", "--dsn", dsn)
-	requireExit(t, err, 1, "not found")
+	requireExit(t, err, 4, "not found")
 	_, err = runRoot(t, "version", "force-deploy", "web-v9", "--expires", "-1h", "--dsn", dsn)
 	requireExit(t, err, 2, "expires")
 
 	_, err = runRoot(t, "explain", "web-prod", "--dsn", dsn)
 	requireExit(t, err, 2, "DEPLOYMENT:ENVIRONMENT:RESOURCE")
 	_, err = runRoot(t, "explain", "web:prod:nowhere", "--dsn", dsn)
-	requireExit(t, err, 1, "not found")
+	requireExit(t, err, 4, "not found")
 }
 
 // TestReleaseCLINoDSN: without a database the commands refuse with a usage

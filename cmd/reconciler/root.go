@@ -8,9 +8,12 @@ import (
 // and is registered here.
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "reconciler",
-		Short:         "Drive deployments and agent runs to their desired state",
-		Long:          "reconciler is a level-based reconciliation engine: it observes a frozen snapshot,\ntakes a pure decision and applies one typed action under compare-and-swap.",
+		Use:   "reconciler",
+		Short: "Drive deployments and agent runs to their desired state",
+		Long: "reconciler is a level-based reconciliation engine: it observes a frozen snapshot,\ntakes a pure decision and applies one typed action under compare-and-swap.\n\n" +
+			"Commands that read or change the release chain, workflows and jobs talk to a running\n" +
+			"server's API with --server URL and --token (RECONCILER_SERVER, RECONCILER_TOKEN),\n" +
+			"or to the database directly with --dsn (offline and admin use).\n\n" + exitHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -26,6 +29,10 @@ func newRootCmd() *cobra.Command {
 		newApproveCmd(),
 		newWorkflowCmd(),
 		newExplainCmd(),
+		newTokenCmd(),
+		newGetCmd(),
+		newJobsCmd(),
+		newDeadCmd(),
 	// subcommands: one line each
 	)
 	return root

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 
+	"github.com/reconcilerhq/reconciler/adapters/apiagent"
 	"github.com/reconcilerhq/reconciler/adapters/httphook"
 	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/adapters/verifiers"
@@ -18,7 +19,8 @@ import (
 // releaseRuntime is the release chain and the workflow controller wired
 // together with the built-in agents: the test runner reports into the
 // chain or the workflow that dispatched its job, workflow tasks use the
-// chain's agents and verifiers, and deployments with a workflow template
+// chain's agents and verifiers, agents of type api report through the
+// HTTP API, and deployments with a workflow template
 // run each release as a workflow.
 type releaseRuntime struct {
 	chain  *chain.Chain
@@ -41,7 +43,7 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 	rt.runner = testrunner.New(report, clock, append([]testrunner.Option{testrunner.WithLogger(log)}, runner...)...)
 	rt.ext = newIntegrations(report, secrets, log, integrationOptionsFromEnv())
 	rt.chain = &chain.Chain{Store: releases, Queue: q, Clock: clock, Logger: log,
-		Agents:    map[string]ports.JobAgent{testrunner.Type: rt.runner},
+		Agents:    map[string]ports.JobAgent{testrunner.Type: rt.runner, apiagent.Type: apiagent.Agent{}},
 		Verifiers: map[string]ports.Verifier{verifiers.SleepType: verifiers.Sleep{}, verifiers.ScriptedType: verifiers.Scripted{}}}
 	maps.Copy(rt.chain.Agents, rt.ext.agents)
 	maps.Copy(rt.chain.Verifiers, rt.ext.verifiers)

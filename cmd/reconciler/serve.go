@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -18,7 +19,9 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
 	"github.com/reconcilerhq/reconciler/adapters/testrunner"
+	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
@@ -44,6 +47,7 @@ type serveOptions struct {
 	demoDir         string
 	secretPrefix    string
 	secretDirs      []string
+	insecureNoAuth  bool
 	agents          agentOptions
 	code            codeHostOptions
 }
@@ -92,13 +96,19 @@ Workflow secrets (sensitive variables) are resolved when a job or request is
 sent: env:NAME reads the daemon's variable NAME (only names with
 --secret-prefix), file:/path a file under a --secret-dir.
 
-Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metrics.`,
+Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metrics.
+
+API: /api/v1 (OpenAPI at /api/v1/openapi.json). Every call needs
+Authorization: Bearer TOKEN with the scope it names. In memory, serve prints a
+fresh admin token at start on standard output; with --dsn, create tokens with
+` + "`reconciler token create --dsn DSN`" + `. --insecure-no-auth serves without
+tokens and is refused unless --listen is a loopback address.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envFallback(cmd); err != nil {
 				return err
 			}
-			return runServe(cmd.Context(), o)
+			return runServe(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
 	f := cmd.Flags()
@@ -123,13 +133,17 @@ Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metr
 	f.StringArrayVar(&o.secretDirs, "secret-dir", nil, "directory workflow secrets referenced as file:/path may be read from; repeat for several")
 	agentFlags(f, &o.agents)
 	codeHostFlags(f, &o.code)
+	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "serve the API without tokens (every caller is admin \"anonymous\"); only on a loopback --listen")
 	return cmd
 }
 
-func runServe(ctx context.Context, o serveOptions) error {
+func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	log, err := newLogger(os.Stderr, o.logLevel, o.logFormat)
 	if err != nil {
 		return err
+	}
+	if o.insecureNoAuth && !loopback(o.listen) {
+		return usagef("--insecure-no-auth: refused on %q, which is not a loopback address (use 127.0.0.1:PORT or [::1]:PORT)", o.listen)
 	}
 	clock := ports.SystemClock
 	be, err := openBackend(ctx, o.dsn, o.migrate, clock, postgres.WithConnectTimeout(o.connectTimeout),
@@ -211,7 +225,14 @@ func runServe(ctx context.Context, o serveOptions) error {
 		if err != nil {
 			return fmt.Errorf("listen %s: %w", o.listen, err)
 		}
-		extra := map[string]http.Handler{}
+		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()}),
+			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth})
+		if o.dsn == "" && !o.insecureNoAuth {
+			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
+				return err
+			}
+		}
+		extra := map[string]http.Handler{api.Prefix + "/": apiSrv.Handler()}
 		if gh != nil && gh.hook != nil && !demo {
 			extra["/webhooks/github"] = http.MaxBytesHandler(gh.hook, 1<<20+1)
 		}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/engine/flow"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -143,9 +145,12 @@ resources, environments or release targets select from the stored workspace
 (--workspace) and system (--system; all of the workspace's when omitted).
 Every problem with the template or
 the parameters is listed and nothing is started. A running
-` + "`reconciler serve --dsn`" + ` executes it; follow it with ` + "`reconciler workflow status ID`" + `.
+` + "`reconciler serve`" + ` executes it; follow it with ` + "`reconciler workflow status ID`" + `.
+With --server, TEMPLATE must be a published workflow-template and the run goes
+through the API (token scope write).
 
-Exit status: 0 started, 1 not found or failed, 2 invalid template or parameters.`,
+Exit status: 0 started, 2 invalid template or parameters, 3 the id exists,
+4 no such template, 5 unauthorized, 1 anything else.`,
 		Example: `  reconciler workflow run deploy --param replicas=3 --dsn "$RECONCILER_DSN"
   reconciler workflow run ./deploy.yaml --param region=eu-west-1`,
 		Args: argsUsage(cobra.ExactArgs(1)),
@@ -160,23 +165,9 @@ Exit status: 0 started, 1 not found or failed, 2 invalid template or parameters.
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
-			return o.run(cmd, func(ctx context.Context, c *flow.Controller, be *backend) error {
-				p := flow.StartParams{ID: id, Parameters: explicit, Scope: scope}
-				if src != nil {
-					p.Template = src
-				} else {
-					rev, err := be.catalog.CatalogLatestPublished(ctx, revision.KindWorkflowTemplate, args[0])
-					if err != nil {
-						return fmt.Errorf("template %s: no such file, and no published workflow-template of that name: %w", args[0], err)
-					}
-					p.Template, p.TemplateName, p.TemplateRevision = rev.Content, rev.Name, rev.Revision
-				}
-				w, err := c.Start(ctx, p)
-				if err != nil {
+			show := func(w ports.WorkflowRecord) error {
+				if ok, err := structured(cmd.OutOrStdout(), o.output, w); ok {
 					return err
-				}
-				if o.output == "json" {
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(w)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "started workflow %s (template %s", w.ID, w.TemplateName)
 				if w.TemplateRevision > 0 {
@@ -184,6 +175,36 @@ Exit status: 0 started, 1 not found or failed, 2 invalid template or parameters.
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), ")")
 				return nil
+			}
+			remote := func(ctx context.Context, c *client.Client) error {
+				if src != nil {
+					return usagef("%s: with --server, TEMPLATE names a published workflow-template (publish a file with `reconciler catalog`)", args[0])
+				}
+				w, err := c.RunWorkflow(ctx, api.WorkflowRun{Template: args[0], ID: id, Parameters: explicit,
+					WorkspaceID: scope.WorkspaceID, SystemID: scope.SystemID})
+				if err != nil {
+					return err
+				}
+				return show(w)
+			}
+			return o.withRemote(cmd, remote, func() error {
+				return o.run(cmd, func(ctx context.Context, c *flow.Controller, be *backend) error {
+					p := flow.StartParams{ID: id, Parameters: explicit, Scope: scope}
+					if src != nil {
+						p.Template = src
+					} else {
+						rev, err := be.catalog.CatalogLatestPublished(ctx, revision.KindWorkflowTemplate, args[0])
+						if err != nil {
+							return fmt.Errorf("template %s: no such file, and no published workflow-template of that name: %w", args[0], err)
+						}
+						p.Template, p.TemplateName, p.TemplateRevision = rev.Content, rev.Name, rev.Revision
+					}
+					w, err := c.Start(ctx, p)
+					if err != nil {
+						return err
+					}
+					return show(w)
+				})
 			})
 		},
 	}
@@ -204,21 +225,31 @@ func newWorkflowStatusCmd() *cobra.Command {
 with its dependencies and every TaskRun (one per matrix item): phase, attempt,
 job and message. -o json prints the stored workflow and TaskRuns (secrets are
 shown as [REDACTED]). It changes nothing: on a database that lacks
-migrations it exits 5 (run ` + "`reconciler migrate up`" + `).`,
+migrations it exits 6 (run ` + "`reconciler migrate up`" + `).`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, func(ctx context.Context, c *flow.Controller, _ *backend) error {
-				st, err := c.Status(ctx, args[0])
+			show := func(st *flow.Status) error {
+				if ok, err := structured(cmd.OutOrStdout(), o.output, st); ok {
+					return err
+				}
+				_, err := io.WriteString(cmd.OutOrStdout(), statusText(st))
+				return err
+			}
+			remote := func(ctx context.Context, c *client.Client) error {
+				st, err := c.GetWorkflow(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				if o.output == "json" {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					return enc.Encode(st)
-				}
-				_, err = io.WriteString(cmd.OutOrStdout(), statusText(&st))
-				return err
+				return show(&st)
+			}
+			return o.withRemote(cmd, remote, func() error {
+				return o.run(cmd, func(ctx context.Context, c *flow.Controller, _ *backend) error {
+					st, err := c.Status(ctx, args[0])
+					if err != nil {
+						return err
+					}
+					return show(&st)
+				})
 			})
 		},
 	}
@@ -318,22 +349,37 @@ func newWorkflowApproveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "approve ID TASKRUN",
 		Short: "Approve a running approval task (TASKRUN is the task name, or NAME.INDEX for a matrix item)",
-		Args:  argsUsage(cobra.ExactArgs(2)),
+		Long: `approve records an approval of a running approval task. With --server it goes
+through the API (token scope approve) and the approver is the token's name;
+with --dsn it writes the database directly, as --user.`,
+		Args: argsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, func(ctx context.Context, c *flow.Controller, _ *backend) error {
-				if user == "" {
-					user = os.Getenv("USER")
+			remote := func(ctx context.Context, c *client.Client) error {
+				if user != "" {
+					return usagef("--user: with --server the approver is the token's name")
 				}
-				if err := c.Approve(ctx, args[0], args[1], user); err != nil {
+				if err := c.ApproveTaskRun(ctx, args[0], args[1]); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s approved %s of workflow %s\n", user, args[1], args[0])
+				fmt.Fprintf(cmd.OutOrStdout(), "approved %s of workflow %s\n", args[1], args[0])
 				return nil
+			}
+			return o.withRemote(cmd, remote, func() error {
+				return o.run(cmd, func(ctx context.Context, c *flow.Controller, _ *backend) error {
+					if user == "" {
+						user = os.Getenv("USER")
+					}
+					if err := c.Approve(ctx, args[0], args[1], user); err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%s approved %s of workflow %s\n", user, args[1], args[0])
+					return nil
+				})
 			})
 		},
 	}
 	o.bind(cmd, false)
-	cmd.Flags().StringVar(&user, "user", "", "who approves (default $USER)")
+	cmd.Flags().StringVar(&user, "user", "", "who approves, with --dsn (default $USER)")
 	return cmd
 }
 
@@ -344,12 +390,22 @@ func newWorkflowCancelCmd() *cobra.Command {
 		Short: "Cancel a workflow: nothing new starts, running tasks are cancelled",
 		Args:  argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, func(ctx context.Context, c *flow.Controller, _ *backend) error {
-				if err := c.Cancel(ctx, args[0]); err != nil {
+			done := func() { fmt.Fprintf(cmd.OutOrStdout(), "cancellation of workflow %s requested\n", args[0]) }
+			remote := func(ctx context.Context, c *client.Client) error {
+				if err := c.CancelWorkflow(ctx, args[0]); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "cancellation of workflow %s requested\n", args[0])
+				done()
 				return nil
+			}
+			return o.withRemote(cmd, remote, func() error {
+				return o.run(cmd, func(ctx context.Context, c *flow.Controller, _ *backend) error {
+					if err := c.Cancel(ctx, args[0]); err != nil {
+						return err
+					}
+					done()
+					return nil
+				})
 			})
 		},
 	}

@@ -142,7 +142,7 @@ func TestWorkflowRunCLI(t *testing.T) {
 		}
 	}
 	_, err = runRoot(t, "workflow", "status", "nope", "--dsn", dsn)
-	requireExit(t, err, 1, "not found")
+	requireExit(t, err, 4, "not found")
 }
 
 // TestWorkflowCLINoDSN: the database commands say what to set.

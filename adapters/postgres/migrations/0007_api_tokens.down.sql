@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS api_nonces;
+DROP TABLE IF EXISTS api_tokens;

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// Security scheme names in the OpenAPI document, and operation metadata.
+const (
+	securityBearer    = "bearer"
+	securitySignature = "signature"
+	metaScope         = "scope"
+	metaSigned        = "signed"
+)
+
+// tokenPrefix starts every token secret, so a leaked one is recognisable.
+const tokenPrefix = "rcn_"
+
+// Principal is who a request acts as: the token's name, or the job agent
+// that signed a report.
+type Principal struct {
+	// Name is recorded on what the request does (approvals, force-deploys,
+	// cancellations, catalog approvals).
+	Name string
+	// Token is the token used; zero for a signed report.
+	Token ports.Token
+	// Signed is set for a report whose signature the handler still has to
+	// check (it needs the body).
+	Signed bool
+}
+
+type principalKey struct{}
+
+// principal is the request's authenticated principal.
+func principal(ctx context.Context) Principal {
+	p, _ := ctx.Value(principalKey{}).(Principal)
+	return p
+}
+
+// HashSecret is how a token secret is stored: its SHA-256. Secrets are 32
+// random bytes, so a fast hash is enough.
+func HashSecret(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+// IssueToken creates a token named name with scopes and returns it with
+// its secret, which is shown once and never stored.
+func IssueToken(ctx context.Context, tokens ports.Tokens, clock ports.Clock, name string, scopes []ports.Scope) (ports.Token, string, error) {
+	id := make([]byte, 6)
+	key := make([]byte, 32)
+	if _, err := rand.Read(id); err != nil {
+		return ports.Token{}, "", fmt.Errorf("issue token: %w", err)
+	}
+	if _, err := rand.Read(key); err != nil {
+		return ports.Token{}, "", fmt.Errorf("issue token: %w", err)
+	}
+	t := ports.Token{ID: hex.EncodeToString(id), Name: name, Scopes: scopes, CreatedAt: ports.StoredTime(clock.Now())}
+	secret := tokenPrefix + t.ID + "_" + base64.RawURLEncoding.EncodeToString(key)
+	if err := tokens.TokenCreate(ctx, t, HashSecret(secret)); err != nil {
+		return ports.Token{}, "", fmt.Errorf("issue token: %w", err)
+	}
+	return t, secret, nil
+}
+
+// authenticate is the middleware of every operation: it checks the bearer
+// token against the operation's scope, or lets a signed report through to
+// its handler, and puts the Principal in the context.
+func (s *Server) authenticate(ctx huma.Context, next func(huma.Context)) {
+	op := ctx.Operation()
+	scope, _ := op.Metadata[metaScope].(ports.Scope)
+	auth := ctx.Header("Authorization")
+	if signed, _ := op.Metadata[metaSigned].(bool); signed && auth == "" && ctx.Header(SignatureHeader) != "" && !s.o.Insecure {
+		next(huma.WithValue(ctx, principalKey{}, Principal{Signed: true}))
+		return
+	}
+	p, status, msg := s.principalOf(ctx.Context(), auth, scope)
+	if status != 0 {
+		if status == http.StatusUnauthorized {
+			ctx.SetHeader("WWW-Authenticate", `Bearer realm="reconciler"`)
+		}
+		_ = huma.WriteErr(s.api, ctx, status, msg)
+		return
+	}
+	next(huma.WithValue(ctx, principalKey{}, p))
+}
+
+// principalOf checks an Authorization header for scope; a non-zero status
+// is the refusal with its message.
+func (s *Server) principalOf(ctx context.Context, auth string, scope ports.Scope) (Principal, int, string) {
+	if s.o.Insecure {
+		name := s.o.InsecurePrincipal
+		if name == "" {
+			name = "anonymous"
+		}
+		return Principal{Name: name, Token: ports.Token{Name: name, Scopes: []ports.Scope{ports.ScopeAdmin}}}, 0, ""
+	}
+	secret, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || secret == "" {
+		return Principal{}, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer TOKEN"
+	}
+	t, err := s.o.Tokens.TokenByHash(ctx, HashSecret(secret))
+	switch {
+	case errors.Is(err, ports.ErrNotFound):
+		return Principal{}, http.StatusUnauthorized, "unknown token"
+	case err != nil:
+		s.o.Logger.ErrorContext(ctx, "api.auth", "error", err)
+		return Principal{}, http.StatusInternalServerError, "internal error"
+	case t.Revoked():
+		return Principal{}, http.StatusUnauthorized, "token " + t.ID + " was revoked"
+	case scope != "" && !t.Allows(scope):
+		return Principal{}, http.StatusForbidden, "token " + t.ID + " lacks scope " + string(scope)
+	}
+	return Principal{Name: t.Name, Token: t}, 0, ""
+}

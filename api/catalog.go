@@ -1,0 +1,134 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/reconcilerhq/reconciler/engine/catalog"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/revision"
+)
+
+// RevisionCreate opens a draft: Content, or the content of published
+// revision From.
+type RevisionCreate struct {
+	Content     json.RawMessage   `json:"content,omitempty" doc:"the document (a JSON object)"`
+	From        int               `json:"from,omitempty" doc:"published revision number to start from when content is absent"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// RevisionEdit replaces an open draft's content at the version read.
+type RevisionEdit struct {
+	Version int64           `json:"version" minimum:"1"`
+	Content json.RawMessage `json:"content"`
+}
+
+// RevisionChange moves a revision along its lifecycle at the version read.
+type RevisionChange struct {
+	Version int64 `json:"version" minimum:"1"`
+}
+
+// RevisionReject sends a proposed revision back to draft with a reason.
+type RevisionReject struct {
+	Version int64  `json:"version" minimum:"1"`
+	Reason  string `json:"reason" minLength:"1"`
+}
+
+// CatalogObject names a catalog object in a path.
+type CatalogObject struct {
+	Kind revision.Kind `path:"kind" enum:"workflow-template,policy"`
+	Name string        `path:"name"`
+}
+
+// RevisionPath names a revision in a path.
+type RevisionPath struct {
+	CatalogObject
+	ID string `path:"id" doc:"revision id"`
+}
+
+func (p *RevisionPath) ref() ports.RevisionRef {
+	return ports.RevisionRef{Kind: p.Kind, Name: p.Name, ID: p.ID}
+}
+
+func (s *Server) registerCatalog() {
+	const base = "/catalog/{kind}/{name}/revisions"
+	huma.Register(s.api, s.op("listRevisions", http.MethodGet, base, "List an object's revisions", ports.ScopeRead, "catalog"),
+		func(ctx context.Context, in *struct {
+			CatalogObject
+			Lifecycle []revision.Lifecycle `query:"lifecycle,explode" enum:"draft,proposed,published,deletion-proposed" doc:"keep revisions in these states"`
+		}) (*body[[]ports.Revision], error) {
+			rs, err := s.o.Catalog.List(ctx, ports.CatalogListParams{Kind: in.Kind, Name: in.Name, Lifecycles: in.Lifecycle})
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			if rs == nil {
+				rs = []ports.Revision{}
+			}
+			return reply(rs), nil
+		})
+	huma.Register(s.api, s.op("getRevision", http.MethodGet, base+"/{id}", "Read a revision", ports.ScopeRead, "catalog"),
+		func(ctx context.Context, in *RevisionPath) (*body[ports.Revision], error) {
+			return s.revision(s.o.Catalog.Get(ctx, in.ref()))(ctx)
+		})
+	huma.Register(s.api, s.created(s.op("createRevision", http.MethodPost, base, "Open a draft revision", ports.ScopeWrite, "catalog")),
+		func(ctx context.Context, in *struct {
+			CatalogObject
+			Body RevisionCreate
+		}) (*body[ports.Revision], error) {
+			return s.revision(s.o.Catalog.Create(ctx, catalog.CreateParams{Kind: in.Kind, Name: in.Name, Content: in.Body.Content,
+				From: in.Body.From, Labels: in.Body.Labels, Annotations: in.Body.Annotations}))(ctx)
+		})
+	huma.Register(s.api, s.op("editRevision", http.MethodPut, base+"/{id}", "Replace a draft's content (409 on a stale version or a held lock)", ports.ScopeWrite, "catalog"),
+		func(ctx context.Context, in *struct {
+			RevisionPath
+			Body RevisionEdit
+		}) (*body[ports.Revision], error) {
+			return s.revision(s.o.Catalog.Edit(ctx, catalog.EditParams{Ref: in.ref(), Version: in.Body.Version, Content: in.Body.Content}))(ctx)
+		})
+	change := func(id, verb, summary string, scope ports.Scope, do func(context.Context, catalog.Change) (ports.Revision, error)) {
+		huma.Register(s.api, s.op(id, http.MethodPost, base+"/{id}/"+verb, summary, scope, "catalog"),
+			func(ctx context.Context, in *struct {
+				RevisionPath
+				Body RevisionChange
+			}) (*body[ports.Revision], error) {
+				return s.revision(do(ctx, catalog.Change{Ref: in.ref(), Version: in.Body.Version}))(ctx)
+			})
+	}
+	change("proposeRevision", "propose", "Propose a draft for publication", ports.ScopeWrite, s.o.Catalog.Propose)
+	change("proposeDeleteRevision", "propose-delete", "Propose deleting a published revision", ports.ScopeWrite, s.o.Catalog.ProposeDelete)
+	change("approveRevision", "approve", "Publish a proposed revision as the caller", ports.ScopeApprove,
+		func(ctx context.Context, c catalog.Change) (ports.Revision, error) {
+			return s.o.Catalog.Approve(ctx, catalog.ApproveParams{Ref: c.Ref, Version: c.Version, Approver: principal(ctx).Name})
+		})
+	huma.Register(s.api, s.op("rejectRevision", http.MethodPost, base+"/{id}/reject", "Send a proposed revision back to draft with a reason", ports.ScopeApprove, "catalog"),
+		func(ctx context.Context, in *struct {
+			RevisionPath
+			Body RevisionReject
+		}) (*body[ports.Revision], error) {
+			return s.revision(s.o.Catalog.Reject(ctx, catalog.RejectParams{Ref: in.ref(), Version: in.Body.Version, Reason: in.Body.Reason}))(ctx)
+		})
+	huma.Register(s.api, s.noContent(s.op("deleteRevision", http.MethodDelete, base+"/{id}", "Delete a draft, proposed or deletion-proposed revision", ports.ScopeWrite, "catalog")),
+		func(ctx context.Context, in *struct {
+			RevisionPath
+			Version int64 `query:"version" required:"true" minimum:"1" doc:"the version read"`
+		}) (*struct{}, error) {
+			if err := s.o.Catalog.Delete(ctx, catalog.Change{Ref: in.ref(), Version: in.Version}); err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			return nil, nil
+		})
+}
+
+// revision replies with r or the problem of err.
+func (s *Server) revision(r ports.Revision, err error) func(context.Context) (*body[ports.Revision], error) {
+	return func(ctx context.Context) (*body[ports.Revision], error) {
+		if err != nil {
+			return nil, s.fail(ctx, err)
+		}
+		return reply(r), nil
+	}
+}

@@ -1,0 +1,61 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/revision"
+)
+
+// revisions is the path of an object's revisions.
+func revisions(obj revision.Object) string {
+	return "/catalog/" + esc(string(obj.Kind)) + "/" + esc(obj.Name) + "/revisions"
+}
+
+// ListRevisions lists an object's revisions, in the given lifecycles
+// (none: all).
+func (c *Client) ListRevisions(ctx context.Context, obj revision.Object, lifecycles ...revision.Lifecycle) ([]ports.Revision, error) {
+	q := ""
+	for i, l := range lifecycles {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		q += sep + "lifecycle=" + esc(string(l))
+	}
+	return get[[]ports.Revision](ctx, c, revisions(obj)+q)
+}
+
+// GetRevision reads a revision by id.
+func (c *Client) GetRevision(ctx context.Context, ref ports.RevisionRef) (ports.Revision, error) {
+	return get[ports.Revision](ctx, c, revisions(ref.Object())+"/"+esc(ref.ID))
+}
+
+// CreateRevision opens a draft.
+func (c *Client) CreateRevision(ctx context.Context, obj revision.Object, r api.RevisionCreate) (ports.Revision, error) {
+	return post[ports.Revision](ctx, c, http.MethodPost, revisions(obj), r)
+}
+
+// EditRevision replaces a draft's content at the version read.
+func (c *Client) EditRevision(ctx context.Context, ref ports.RevisionRef, e api.RevisionEdit) (ports.Revision, error) {
+	return post[ports.Revision](ctx, c, http.MethodPut, revisions(ref.Object())+"/"+esc(ref.ID), e)
+}
+
+// ChangeRevision moves a revision along its lifecycle: op is propose,
+// approve or propose-delete.
+func (c *Client) ChangeRevision(ctx context.Context, ref ports.RevisionRef, op string, version int64) (ports.Revision, error) {
+	return post[ports.Revision](ctx, c, http.MethodPost, revisions(ref.Object())+"/"+esc(ref.ID)+"/"+esc(op), api.RevisionChange{Version: version})
+}
+
+// RejectRevision sends a proposed revision back to draft.
+func (c *Client) RejectRevision(ctx context.Context, ref ports.RevisionRef, r api.RevisionReject) (ports.Revision, error) {
+	return post[ports.Revision](ctx, c, http.MethodPost, revisions(ref.Object())+"/"+esc(ref.ID)+"/reject", r)
+}
+
+// DeleteRevision deletes a draft, proposed or deletion-proposed revision.
+func (c *Client) DeleteRevision(ctx context.Context, ref ports.RevisionRef, version int64) error {
+	return c.do(ctx, http.MethodDelete, revisions(ref.Object())+"/"+esc(ref.ID)+"?version="+strconv.FormatInt(version, 10), nil, nil)
+}

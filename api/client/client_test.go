@@ -1,0 +1,78 @@
+package client_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/api/client"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// TestRequests checks the exact requests the client sends: method, path
+// (ids escaped), auth header and body.
+func TestRequests(t *testing.T) {
+	t.Parallel()
+	type seen struct {
+		method, path, auth, ts, sig, body string
+	}
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.Method, r.URL.EscapedPath(), r.Header.Get("Authorization"), r.Header.Get(api.TimestampHeader), r.Header.Get(api.SignatureHeader), string(b)}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL, "tok")
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	require.NoError(t, c.ReportJob(ctx, "wf/a/b/1", api.JobReport{Status: release.JobSuccessful, Message: "ok"}))
+	s := <-got
+	require.Equal(t, seen{http.MethodPost, "/api/v1/jobs/wf%2Fa%2Fb%2F1/report", "Bearer tok", "", "", `{"status":"successful","message":"ok"}`}, s)
+
+	at := time.Unix(1_700_000_000, 0)
+	require.NoError(t, c.ReportJobSigned(ctx, "j1", api.JobReport{Status: release.JobFailure}, "sec", at))
+	s = <-got
+	body := `{"status":"failure"}`
+	require.Equal(t, seen{http.MethodPost, "/api/v1/jobs/j1/report", "", "1700000000", api.SignReport("sec", at, "j1", []byte(body)), body}, s,
+		"a signed report sends no token")
+
+	require.NoError(t, c.EndForceDeploy(ctx, "v 1", "s1"))
+	s = <-got
+	require.Equal(t, seen{method: http.MethodDelete, path: "/api/v1/versions/v%201/force-deploys/s1", auth: "Bearer tok"}, s)
+}
+
+func TestProblems(t *testing.T) {
+	t.Parallel()
+	var answer atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		status := int(answer.Load())
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "title": http.StatusText(status), "detail": "nope",
+			"errors": []any{map[string]any{"location": "body.tag", "message": "expected string"}}})
+	}))
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL, "")
+	require.NoError(t, err)
+	for code, want := range map[int]error{404: ports.ErrNotFound, 409: ports.ErrConflict, 422: release.ErrInvalid, 413: release.ErrInvalid,
+		400: release.ErrInvalid, 401: client.ErrUnauthorized, 403: client.ErrUnauthorized} {
+		answer.Store(int32(code))
+		_, err := c.GetVersion(t.Context(), "x")
+		require.ErrorIs(t, err, want, code)
+		if code == 422 {
+			require.Contains(t, err.Error(), "body.tag: expected string")
+		}
+	}
+	_, err = client.New("ftp://x", "")
+	require.ErrorIs(t, err, release.ErrInvalid)
+}

@@ -1,0 +1,136 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// activeJob returns the id of the target's active job, drained first.
+func (f *fixture) activeJob(target string) string {
+	f.t.Helper()
+	f.drain()
+	res := f.do(http.MethodGet, "/api/v1/targets/"+target, "read", nil)
+	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
+	active, _ := res.json(f.t)["active"].(map[string]any)
+	require.NotNil(f.t, active, "target %s has an active job: %s", target, res.body)
+	return active["job"].(map[string]any)["id"].(string)
+}
+
+func TestJobReports(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
+		id := f.activeJob("web:dev:r1")
+		res := f.do(http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id), "read", nil)
+		require.Equal(t, http.StatusOK, res.status)
+		require.Equal(t, "pending", res.json(t)["status"], "the api agent leaves the job for the outside agent")
+		res = f.do(http.MethodGet, "/api/v1/jobs?target=web:dev:r1", "read", nil)
+		require.Equal(t, http.StatusOK, res.status)
+		require.Contains(t, string(res.body), id)
+		f.do(http.MethodGet, "/api/v1/jobs?target=nonsense", "read", nil).problem(t, http.StatusBadRequest)
+		f.do(http.MethodGet, "/api/v1/jobs?target=web:dev:nope", "read", nil).problem(t, http.StatusNotFound)
+
+		path := "/api/v1/jobs/" + url.PathEscape(id) + "/report"
+		// With a token of scope agent.
+		f.do(http.MethodPost, path, "read", map[string]any{"status": "inProgress"}).problem(t, http.StatusForbidden)
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, path, "agent", map[string]any{"status": "inProgress", "external_id": "run-7"}).status)
+		p := f.do(http.MethodPost, path, "agent", map[string]any{"status": "done"}).problem(t, http.StatusUnprocessableEntity)
+		require.Contains(t, locations(p), "body.status")
+		f.do(http.MethodPost, path, "agent", map[string]any{"status": "successful", "links": map[string]any{}}).problem(t, http.StatusUnprocessableEntity)
+		f.do(http.MethodPost, "/api/v1/jobs/nope/report", "agent", map[string]any{"status": "successful"}).problem(t, http.StatusNotFound)
+
+		// Signed by the agent's report secret: stale, bad, good, replayed.
+		body, err := json.Marshal(map[string]any{"status": "successful", "message": "deployed"})
+		require.NoError(t, err)
+		now := f.clock.Now()
+		stale := f.do(http.MethodPost, path, "", body, signed(agentSecret, id, now.Add(-6*time.Minute), body)...).problem(t, http.StatusUnauthorized)
+		require.Contains(t, stale["detail"], "window")
+		f.do(http.MethodPost, path, "", body, signed("wrong", id, now, body)...).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodPost, "/api/v1/jobs/nope/report", "", body, signed(agentSecret, id, now, body)...).problem(t, http.StatusUnauthorized)
+		tampered := []byte(`{"status":"failure","message":"deployed"}`)
+		f.do(http.MethodPost, path, "", tampered, signed(agentSecret, id, now, body)...).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodPost, path, "", body, signed(agentSecret, "another-job", now, body)...).problem(t, http.StatusUnauthorized)
+		res = f.do(http.MethodPost, path, "", body, signed(agentSecret, id, now, body)...)
+		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
+		replay := f.do(http.MethodPost, path, "", body, signed(agentSecret, id, now, body)...).problem(t, http.StatusUnauthorized)
+		require.Contains(t, replay["detail"], "already used")
+
+		res = f.do(http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id), "read", nil)
+		job := res.json(t)
+		require.Equal(t, "successful", job["status"])
+		require.Equal(t, "deployed", job["message"])
+		require.Equal(t, id, job["external_id"], "the api agent's external id is kept")
+		// A job that ended cannot be cancelled.
+		f.do(http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/cancel", "write", nil).problem(t, http.StatusUnprocessableEntity)
+	})
+}
+
+func TestJobCancel(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
+		id := f.activeJob("web:dev:r1")
+		f.do(http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/cancel", "read", nil).problem(t, http.StatusForbidden)
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/cancel", "write", nil).status)
+		job := f.do(http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id), "read", nil).json(t)
+		require.Equal(t, "cancelled", job["status"])
+		require.Equal(t, "cancelled by user-write", job["message"], "the principal is recorded")
+		f.do(http.MethodPost, "/api/v1/jobs/nope/cancel", "write", nil).problem(t, http.StatusNotFound)
+	})
+}
+
+func TestTargets(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
+		f.drain()
+		res := f.do(http.MethodGet, "/api/v1/targets?deployment_id=web&limit=1", "read", nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		m := res.json(t)
+		items := m["items"].([]any)
+		require.Len(t, items, 1)
+		require.NotEmpty(t, m["next_cursor"])
+		res = f.do(http.MethodGet, "/api/v1/targets?deployment_id=web&limit=1&cursor="+m["next_cursor"].(string), "read", nil)
+		m2 := res.json(t)
+		require.Len(t, m2["items"].([]any), 1)
+		require.Empty(t, m2["next_cursor"])
+		require.NotEqual(t, items[0].(map[string]any)["target"], m2["items"].([]any)[0].(map[string]any)["target"])
+		f.do(http.MethodGet, "/api/v1/targets/web:dev:nope", "read", nil).problem(t, http.StatusNotFound)
+		f.do(http.MethodGet, "/api/v1/targets/nonsense", "read", nil).problem(t, http.StatusBadRequest)
+		f.do(http.MethodGet, "/api/v1/targets/web:dev:nope/explain", "read", nil).problem(t, http.StatusNotFound)
+	})
+}
+
+func TestOperations(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		key := ports.WorkKey{Kind: "desired-release", ScopeType: "release-target", ScopeID: "web:dev:r1"}
+		require.NoError(t, f.st.queue.WorkEnqueue(f.ctx, ports.EnqueueParams{Key: key, MaxAttempts: 1}))
+		leases, err := f.st.queue.WorkLease(f.ctx, ports.LeaseParams{Kinds: []string{key.Kind}, Limit: 1, Owner: "t", Duration: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, leases, 1)
+		require.NoError(t, f.st.queue.WorkRetry(f.ctx, ports.RetryParams{Lease: leases[0].Ref(), Err: "boom", Terminal: true}))
+
+		res := f.do(http.MethodGet, "/api/v1/operations/dead?kind=desired-release", "read", nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Contains(t, string(res.body), "boom")
+		res = f.do(http.MethodGet, "/api/v1/operations/queue", "read", nil)
+		require.Equal(t, http.StatusOK, res.status)
+		require.EqualValues(t, 1, res.json(t)["dead"])
+
+		body := map[string]any{"kind": key.Kind, "scope_type": key.ScopeType, "scope_id": key.ScopeID}
+		f.do(http.MethodPost, "/api/v1/operations/dead/redrive", "write", body).problem(t, http.StatusForbidden)
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, "/api/v1/operations/dead/redrive", "admin", body).status)
+		f.do(http.MethodPost, "/api/v1/operations/dead/redrive", "admin", body).problem(t, http.StatusConflict)
+		body["scope_id"] = "nope"
+		f.do(http.MethodPost, "/api/v1/operations/dead/redrive", "admin", body).problem(t, http.StatusNotFound)
+		require.Equal(t, "[]\n", string(f.do(http.MethodGet, "/api/v1/operations/dead", "read", nil).body))
+	})
+}

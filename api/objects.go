@@ -1,0 +1,257 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/reconcilerhq/reconciler/internal/strictjson"
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// ObjectPath names an object of a simple kind in a path.
+type ObjectPath struct {
+	ID string `path:"id"`
+}
+
+// objectKind is how the API serves one kind of the object store.
+type objectKind[T any] struct {
+	kind ports.Kind[T]
+	// objects returns the kind's store.
+	objects func() ports.Objects[T]
+	// changed runs after a write or delete of v: target recomputation or
+	// re-evaluation.
+	changed func(ctx context.Context, v *T) error
+}
+
+// registerObjects registers list, get, PUT (create or replace) and delete
+// of every simple kind; writes recompute or re-evaluate what they affect.
+func (s *Server) registerObjects() {
+	st := s.o.Releases
+	syncSystem := func(ctx context.Context, id string) error {
+		_, err := s.o.Chain.SyncTargets(ctx, id)
+		var se *release.SelectorError
+		if errors.As(err, &se) || errors.Is(err, ports.ErrNotFound) {
+			return nil // stored all the same; a deleted system has no targets
+		}
+		return err
+	}
+	registerKind(s, objectKind[release.Workspace]{kind: ports.WorkspaceKind, objects: st.Workspaces})
+	registerKind(s, objectKind[release.System]{kind: ports.SystemKind, objects: st.Systems,
+		changed: func(ctx context.Context, v *release.System) error { return syncSystem(ctx, v.ID) }})
+	registerKind(s, objectKind[release.Deployment]{kind: ports.DeploymentKind, objects: st.Deployments,
+		changed: func(ctx context.Context, v *release.Deployment) error { return syncSystem(ctx, v.SystemID) }})
+	registerKind(s, objectKind[release.Environment]{kind: ports.EnvironmentKind, objects: st.Environments,
+		changed: func(ctx context.Context, v *release.Environment) error { return syncSystem(ctx, v.SystemID) }})
+	registerKind(s, objectKind[release.Resource]{kind: ports.ResourceKind, objects: st.Resources,
+		changed: func(ctx context.Context, v *release.Resource) error {
+			systems, err := ports.ListAll(ctx, st.Systems(), v.WorkspaceID)
+			if err != nil {
+				return err
+			}
+			for _, sys := range systems {
+				if err := syncSystem(ctx, sys.Value.ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+	registerKind(s, objectKind[release.JobAgent]{kind: ports.JobAgentKind, objects: st.JobAgents})
+	registerKind(s, objectKind[policy.Policy]{kind: ports.PolicyKind, objects: st.Policies,
+		changed: func(ctx context.Context, _ *policy.Policy) error { return s.evaluateAll(ctx) }})
+}
+
+// evaluateAll starts the chain for every target (a policy changed).
+func (s *Server) evaluateAll(ctx context.Context) error {
+	after := ""
+	for {
+		page, err := s.o.Releases.TargetList(ctx, ports.TargetListParams{AfterKey: after, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		if err := s.o.Chain.EvaluateTargets(ctx, page...); err != nil {
+			return err
+		}
+		if len(page) < 1000 {
+			return nil
+		}
+		after = page[len(page)-1].Key()
+	}
+}
+
+// ifMatch parses an If-Match header: a version, quoted or not; "" when
+// absent.
+func ifMatch(h string) (int64, bool, error) {
+	h = strings.TrimPrefix(strings.TrimSpace(h), "W/")
+	if h == "" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(strings.Trim(h, `"`), 10, 64)
+	if err != nil || n < 0 {
+		return 0, false, huma.Error400BadRequest("bad If-Match", &huma.ErrorDetail{Location: "header.If-Match", Message: "want the object's version, e.g. \"3\"", Value: h})
+	}
+	return n, true, nil
+}
+
+// etag renders a version as an ETag.
+func etag(v int64) string { return `"` + strconv.FormatInt(v, 10) + `"` }
+
+// stored is an object with its ETag header.
+type stored[T any] struct {
+	ETag string `header:"ETag"`
+	Body ports.Stored[T]
+}
+
+func registerKind[T any](s *Server, k objectKind[T]) {
+	name := k.kind.Name
+	path := "/" + strings.ReplaceAll(k.kind.Plural, " ", "-")
+	op, plural := pascal(k.kind.Name), pascal(k.kind.Plural)
+	tag := strings.ReplaceAll(k.kind.Plural, " ", "-")
+	listDoc := "List " + k.kind.Plural + " by id"
+	if k.kind.ParentKind != "" {
+		listDoc += " (parent: a " + k.kind.ParentKind + " id)"
+	}
+	huma.Register(s.api, s.op("list"+plural, http.MethodGet, path, listDoc, ports.ScopeRead, tag),
+		func(ctx context.Context, in *struct {
+			Parent string `query:"parent" doc:"only the objects of this parent id"`
+			PageParams
+		}) (*body[Page[ports.Stored[T]]], error) {
+			if in.Parent != "" && k.kind.ParentKind == "" {
+				return nil, huma.Error400BadRequest(k.kind.Plural+" have no parent", &huma.ErrorDetail{Location: "query.parent", Message: k.kind.Plural + " are top-level"})
+			}
+			p, err := k.objects().List(ctx, ports.ListParams{Parent: in.Parent, Continue: in.Cursor, Limit: in.limit()})
+			if err != nil {
+				if errors.Is(err, release.ErrInvalid) && in.Cursor != "" {
+					return nil, huma.Error400BadRequest("bad cursor", &huma.ErrorDetail{Location: "query.cursor", Message: "not a cursor this API returned"})
+				}
+				return nil, s.fail(ctx, err)
+			}
+			if p.Items == nil {
+				p.Items = []ports.Stored[T]{}
+			}
+			return reply(Page[ports.Stored[T]]{Items: p.Items, NextCursor: p.Continue}), nil
+		})
+	huma.Register(s.api, s.op("get"+op, http.MethodGet, path+"/{id}", "Read a "+name+" with its version (also its ETag)", ports.ScopeRead, tag),
+		func(ctx context.Context, in *ObjectPath) (*stored[T], error) {
+			v, err := k.objects().Get(ctx, in.ID)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			return &stored[T]{ETag: etag(v.Version), Body: v}, nil
+		})
+	put := s.op("put"+op, http.MethodPut, path+"/{id}", "Create or replace a "+name+": with If-Match only at that version (else 409), "+
+		"without it whatever is stored; writing the stored content again changes nothing", ports.ScopeWrite, tag)
+	put.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
+		"application/json": {Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[T](), true, name)}}}
+	huma.Register(s.api, put, func(ctx context.Context, in *struct {
+		ObjectPath
+		IfMatch string `header:"If-Match" doc:"the version read; absent: create, or replace whatever is stored"`
+		RawBody []byte
+	}) (*stored[T], error) {
+		var v T
+		if err := strictjson.Decode(in.RawBody, &v); err != nil {
+			return nil, decodeProblem(err)
+		}
+		if id := k.kind.ID(&v); id != in.ID {
+			return nil, invalid("body.id", "must equal the path's id "+strconv.Quote(in.ID)+", got "+strconv.Quote(id))
+		}
+		want, conditional, err := ifMatch(in.IfMatch)
+		if err != nil {
+			return nil, err
+		}
+		objs := k.objects()
+		if !conditional {
+			cur, err := objs.Get(ctx, in.ID)
+			switch {
+			case err == nil:
+				want = cur.Version
+				if reflect.DeepEqual(normalized(cur.Value), normalized(v)) {
+					return &stored[T]{ETag: etag(cur.Version), Body: cur}, nil // idempotent
+				}
+			case !errors.Is(err, ports.ErrNotFound):
+				return nil, s.fail(ctx, err)
+			}
+		}
+		if _, err := objs.Put(ctx, v, want); err != nil {
+			return nil, s.fail(ctx, err)
+		}
+		if k.changed != nil {
+			if err := k.changed(ctx, &v); err != nil {
+				return nil, s.fail(ctx, err)
+			}
+		}
+		got, err := objs.Get(ctx, in.ID)
+		if err != nil {
+			return nil, s.fail(ctx, err)
+		}
+		return &stored[T]{ETag: etag(got.Version), Body: got}, nil
+	})
+	huma.Register(s.api, s.noContent(s.op("delete"+op, http.MethodDelete, path+"/{id}", "Delete a "+name+" (409 while others depend on it, or at a stale If-Match)", ports.ScopeWrite, tag)),
+		func(ctx context.Context, in *struct {
+			ObjectPath
+			IfMatch string `header:"If-Match" doc:"the version read; absent: whatever is stored"`
+		}) (*struct{}, error) {
+			want, conditional, err := ifMatch(in.IfMatch)
+			if err != nil {
+				return nil, err
+			}
+			objs := k.objects()
+			cur, err := objs.Get(ctx, in.ID)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			if !conditional {
+				want = cur.Version
+			}
+			if err := objs.Delete(ctx, in.ID, want); err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			if k.changed != nil {
+				if err := k.changed(ctx, &cur.Value); err != nil {
+					return nil, s.fail(ctx, err)
+				}
+			}
+			return nil, nil
+		})
+}
+
+// normalized is v after a JSON round trip, as a store keeps it, so an
+// unchanged PUT compares equal to what is stored.
+func normalized[T any](v T) any {
+	var out any
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	if json.Unmarshal(b, &out) != nil {
+		return v
+	}
+	return out
+}
+
+// decodeProblem turns a strict decoding error into a 422 (or 400 for
+// malformed JSON) naming the field.
+func decodeProblem(err error) error {
+	var se *strictjson.Error
+	if errors.As(err, &se) {
+		return invalid(location(se.Path), se.Error())
+	}
+	return huma.Error400BadRequest("malformed JSON: "+err.Error(), &huma.ErrorDetail{Location: "body", Message: err.Error()})
+}
+
+// pascal renders "job agent" as "JobAgent", for operation ids.
+func pascal(s string) string {
+	var b strings.Builder
+	for _, w := range strings.Fields(s) {
+		b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+	}
+	return b.String()
+}

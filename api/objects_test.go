@@ -1,0 +1,92 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestObjects(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		// Create: a new deployment's targets appear.
+		api := map[string]any{"id": "api", "system_id": "sys", "name": "API", "slug": "api", "job_agent_id": "ext", "resource_selector": "true"}
+		res := f.do(http.MethodPut, "/api/v1/deployments/api", "write", api)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, `"1"`, res.header.Get("ETag"))
+		require.EqualValues(t, 1, res.json(t)["version"])
+		require.Equal(t, http.StatusOK, f.do(http.MethodGet, "/api/v1/targets/api:prod:r1", "read", nil).status, "targets recomputed")
+
+		// Idempotent: the same content changes nothing.
+		res = f.do(http.MethodPut, "/api/v1/deployments/api", "write", api)
+		require.Equal(t, `"1"`, res.header.Get("ETag"))
+		// Replace at the version read; a stale one is 409.
+		api["name"] = "API v2"
+		f.do(http.MethodPut, "/api/v1/deployments/api", "write", api, "If-Match", `"7"`).problem(t, http.StatusConflict)
+		res = f.do(http.MethodPut, "/api/v1/deployments/api", "write", api, "If-Match", `"1"`)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, `"2"`, res.header.Get("ETag"))
+		res = f.do(http.MethodGet, "/api/v1/deployments/api", "read", nil)
+		require.Equal(t, `"2"`, res.header.Get("ETag"))
+		require.Equal(t, "API v2", res.json(t)["value"].(map[string]any)["name"])
+
+		// Bad input names the field and changes nothing.
+		api["colour"] = "red"
+		require.Contains(t, locations(f.do(http.MethodPut, "/api/v1/deployments/api", "write", api).problem(t, http.StatusUnprocessableEntity)), "body.colour")
+		delete(api, "colour")
+		api["resource_selector"] = "resource.kind =="
+		require.Contains(t, locations(f.do(http.MethodPut, "/api/v1/deployments/api", "write", api).problem(t, http.StatusUnprocessableEntity)), "body.resource_selector")
+		api["resource_selector"] = "true"
+		require.Contains(t, locations(f.do(http.MethodPut, "/api/v1/deployments/other", "write", api).problem(t, http.StatusUnprocessableEntity)), "body.id")
+		f.do(http.MethodPut, "/api/v1/deployments/api", "write", `{"id": "api",`).problem(t, http.StatusBadRequest)
+		f.do(http.MethodPut, "/api/v1/deployments/api", "write", api, "If-Match", "soon").problem(t, http.StatusBadRequest)
+		api["system_id"] = "nope"
+		f.do(http.MethodPut, "/api/v1/deployments/api", "write", api).problem(t, http.StatusNotFound)
+		f.do(http.MethodPut, "/api/v1/deployments/api", "read", api).problem(t, http.StatusForbidden)
+		require.Equal(t, `"2"`, f.do(http.MethodGet, "/api/v1/deployments/api", "read", nil).header.Get("ETag"))
+
+		// Policies decode their rules strictly.
+		pol := map[string]any{"id": "p2", "name": "p2", "priority": 1, "enabled": true, "selector": "true",
+			"rules": []any{map[string]any{"id": "r", "type": "anyApproval", "min_approvals": 2}}}
+		require.Equal(t, http.StatusOK, f.do(http.MethodPut, "/api/v1/policies/p2", "write", pol).status)
+		pol["rules"] = []any{map[string]any{"id": "r", "type": "anyApproval", "min_aprovals": 2}}
+		p := f.do(http.MethodPut, "/api/v1/policies/p2", "write", pol).problem(t, http.StatusUnprocessableEntity)
+		require.Contains(t, locations(p), "body.rules[0]")
+		require.Contains(t, p["detail"], "min_aprovals")
+
+		// Lists page by id; parents filter.
+		res = f.do(http.MethodGet, "/api/v1/deployments?parent=sys&limit=1", "read", nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		m := res.json(t)
+		require.Len(t, m["items"], 1)
+		require.Equal(t, "api", m["items"].([]any)[0].(map[string]any)["value"].(map[string]any)["id"])
+		res = f.do(http.MethodGet, "/api/v1/deployments?parent=sys&limit=1&cursor="+m["next_cursor"].(string), "read", nil)
+		m = res.json(t)
+		require.Equal(t, "web", m["items"].([]any)[0].(map[string]any)["value"].(map[string]any)["id"])
+		require.Empty(t, m["next_cursor"])
+		f.do(http.MethodGet, "/api/v1/deployments?cursor=zzz", "read", nil).problem(t, http.StatusBadRequest)
+		f.do(http.MethodGet, "/api/v1/job-agents?parent=x", "read", nil).problem(t, http.StatusBadRequest)
+		res = f.do(http.MethodGet, "/api/v1/job-agents", "read", nil)
+		require.Contains(t, string(res.body), `"ext"`)
+
+		// Delete: refused while others depend on it, else gone.
+		f.do(http.MethodDelete, "/api/v1/job-agents/ext", "write", nil).problem(t, http.StatusConflict)
+		f.do(http.MethodDelete, "/api/v1/policies/p2", "write", nil, "If-Match", `"9"`).problem(t, http.StatusConflict)
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodDelete, "/api/v1/policies/p2", "write", nil).status)
+		f.do(http.MethodDelete, "/api/v1/policies/p2", "write", nil).problem(t, http.StatusNotFound)
+		f.do(http.MethodGet, "/api/v1/policies/p2", "read", nil).problem(t, http.StatusNotFound)
+		f.do(http.MethodDelete, "/api/v1/workspaces/ws", "write", nil).problem(t, http.StatusConflict)
+	})
+}
+
+func TestObjectsConcurrentReplace(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		statuses := concurrently(6, func() int {
+			env := map[string]any{"id": "dev", "system_id": "sys", "name": "dev", "resource_selector": "true", "metadata": map[string]any{"raced": "yes"}}
+			return f.do(http.MethodPut, "/api/v1/environments/dev", "write", env, "If-Match", `"1"`).status
+		})
+		requireOneWins(t, statuses, http.StatusOK)
+	})
+}

@@ -1,0 +1,197 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"reflect"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/reconcilerhq/reconciler/engine/catalog"
+	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// Prefix is where the API is mounted.
+const Prefix = "/api/v1"
+
+// DefaultMaxBodyBytes caps request bodies (413 beyond it).
+const DefaultMaxBodyBytes = 1 << 20
+
+// Options are the services and stores the API serves.
+type Options struct {
+	// Chain is the release chain (versions, approvals, jobs, explain).
+	Chain *chain.Chain
+	// Flows is the workflow controller.
+	Flows *flow.Controller
+	// Catalog is the revisioned catalog of workflow templates and policies.
+	Catalog *catalog.Service
+	// Releases and Workflows are read directly for lists and gets.
+	Releases  ports.ReleaseStore
+	Workflows ports.WorkflowStore
+	// Queue is read and redriven by the operations routes.
+	Queue ports.Queue
+	// Tokens authenticates requests and stores signed reports' nonces.
+	Tokens ports.Tokens
+	// Secrets resolves the job agents' report_secret references for
+	// signed job reports; nil refuses signed reports.
+	Secrets ports.SecretResolver
+	Clock   ports.Clock
+	Logger  *slog.Logger
+	// Insecure serves without authentication: every request acts as
+	// InsecurePrincipal ("anonymous" when empty) with every scope. Only
+	// for loopback listeners and in-process use (the CLI on --dsn).
+	Insecure          bool
+	InsecurePrincipal string
+	// MaxBodyBytes caps request bodies; zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+// PolicyRule documents the JSON shape of a policy rule (policy.Rule): its
+// id and type, and that type's parameters beside them.
+type PolicyRule struct {
+	_    struct{}        `additionalProperties:"true"`
+	ID   string          `json:"id"`
+	Type policy.RuleType `json:"type" enum:"versionSelector,versionCooldown,anyApproval,deploymentWindow,deploymentDependency,environmentProgression,gradualRollout,concurrency,retry,rollback,verification"`
+}
+
+// Server is the API: New builds it, Handler serves it.
+type Server struct {
+	o   Options
+	api huma.API
+	mux *http.ServeMux
+}
+
+// New builds the API over o and registers every operation.
+func New(o Options) *Server {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Clock == nil {
+		o.Clock = ports.SystemClock
+	}
+	mux := http.NewServeMux()
+	cfg := huma.DefaultConfig("reconciler API", "1")
+	// The document is served by openAPIHandler (it needs a token); no docs
+	// page (it would load scripts from a CDN) and no $schema links.
+	cfg.OpenAPIPath, cfg.DocsPath, cfg.SchemasPath, cfg.CreateHooks = "", "", "", nil
+	cfg.RejectUnknownQueryParameters = true
+	cfg.Info.Description = "The reconciler control plane: release chain, jobs and workflows. " +
+		"Every operation needs `Authorization: Bearer TOKEN` with the scope it names; " +
+		"job agents may instead sign reports (HMAC-SHA256, see the report operation)."
+	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		securityBearer:    {Type: "http", Scheme: "bearer", Description: "an API token (reconciler token create)"},
+		securitySignature: {Type: "apiKey", In: "header", Name: SignatureHeader, Description: "HMAC-SHA256 of TIMESTAMP.JOB_ID.BODY with the job agent's report secret"},
+	}
+	// policy.Rule has its own JSON shape (id, type and the type's fields).
+	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[policy.Rule](), reflect.TypeFor[PolicyRule]())
+	s := &Server{o: o, mux: mux}
+	s.api = humago.New(mux, cfg)
+	s.api.UseMiddleware(s.authenticate)
+	s.registerVersions()
+	s.registerTargets()
+	s.registerJobs()
+	s.registerWorkflows()
+	s.registerCatalog()
+	s.registerOperations()
+	s.registerObjects()
+	mux.Handle("GET "+Prefix+"/openapi.json", s.openAPIHandler())
+	mux.Handle(Prefix+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusNotFound, "no operation "+r.Method+" "+r.URL.Path)
+	}))
+	return s
+}
+
+// Handler serves the API; mount it at "/api/v1/" or at the root.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// OpenAPI is the API's OpenAPI 3.1 document, as served.
+func (s *Server) OpenAPI() ([]byte, error) {
+	b, err := json.MarshalIndent(s.api.OpenAPI(), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode openapi: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+func (s *Server) openAPIHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, status, msg := s.principalOf(r.Context(), r.Header.Get("Authorization"), ports.ScopeRead); status != 0 {
+			if status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="reconciler"`)
+			}
+			writeProblem(w, status, msg)
+			return
+		}
+		b, err := s.OpenAPI()
+		if err != nil {
+			writeProblem(w, http.StatusInternalServerError, "internal error")
+			return
+		}
+		w.Header().Set("Content-Type", "application/openapi+json")
+		_, _ = w.Write(b)
+	})
+}
+
+// writeProblem writes an RFC 9457 problem outside huma's operations.
+func writeProblem(w http.ResponseWriter, status int, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(huma.ErrorModel{Title: http.StatusText(status), Status: status, Detail: detail})
+}
+
+// op describes an operation: its id, method, path (under Prefix), summary
+// and the scope it needs.
+func (s *Server) op(id, method, path, summary string, scope ports.Scope, tags ...string) huma.Operation {
+	return huma.Operation{
+		OperationID:  id,
+		Method:       method,
+		Path:         Prefix + path,
+		Summary:      summary,
+		Description:  summary + ". Needs scope `" + string(scope) + "`.",
+		Tags:         tags,
+		MaxBodyBytes: s.o.MaxBodyBytes,
+		Security:     []map[string][]string{{securityBearer: {}}},
+		Metadata:     map[string]any{metaScope: scope},
+		Errors:       []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity},
+	}
+}
+
+// fail turns an engine or store error into its problem; anything that is
+// not the caller's fault is logged and hidden behind a 500.
+func (s *Server) fail(ctx context.Context, err error) error {
+	if p := problem(err); p != nil {
+		return p
+	}
+	s.o.Logger.ErrorContext(ctx, "api.error", "error", err)
+	return huma.Error500InternalServerError("internal error")
+}
+
+// body is a response with a JSON body.
+type body[T any] struct {
+	Body T
+}
+
+// reply wraps v as a response.
+func reply[T any](v T) *body[T] { return &body[T]{Body: v} }
+
+// errorsIsAny reports whether err matches any of targets.
+func errorsIsAny(err error, targets ...error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}

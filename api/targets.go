@@ -1,0 +1,117 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// TargetStatus is a release target with what it runs and should run.
+type TargetStatus struct {
+	Target release.ReleaseTarget `json:"target"`
+	// Desired is the desired-release decision; absent before the first.
+	Desired *ports.DesiredRelease `json:"desired,omitempty"`
+	// Current is the newest successful job with its version: what the
+	// target runs.
+	Current *ports.JobWithVersion `json:"current,omitempty"`
+	// Active is the job in flight, if any.
+	Active *ports.JobWithVersion `json:"active,omitempty"`
+}
+
+// TargetPath names a release target in a path.
+type TargetPath struct {
+	Key string `path:"key" doc:"target key DEPLOYMENT:ENVIRONMENT:RESOURCE"`
+}
+
+// target parses a target key path parameter.
+func (k *TargetPath) target() (release.ReleaseTarget, error) {
+	t, err := release.ParseTargetKey(k.Key)
+	if err != nil {
+		return t, huma.Error400BadRequest("bad target key", &huma.ErrorDetail{Location: "path.key", Message: err.Error(), Value: k.Key})
+	}
+	return t, nil
+}
+
+func (s *Server) registerTargets() {
+	huma.Register(s.api, s.op("listTargets", http.MethodGet, "/targets", "List release targets with their desired release, current and active job", ports.ScopeRead, "targets"),
+		func(ctx context.Context, in *struct {
+			SystemID      string `query:"system_id"`
+			DeploymentID  string `query:"deployment_id"`
+			EnvironmentID string `query:"environment_id"`
+			ResourceID    string `query:"resource_id"`
+			PageParams
+		}) (*body[Page[TargetStatus]], error) {
+			after, err := in.after()
+			if err != nil {
+				return nil, err
+			}
+			scope := ports.TargetScope{SystemID: in.SystemID, DeploymentID: in.DeploymentID, EnvironmentID: in.EnvironmentID, ResourceID: in.ResourceID}
+			targets, err := s.o.Releases.TargetList(ctx, ports.TargetListParams{Scope: scope, AfterKey: after, Limit: in.limit() + 1})
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			out := make([]TargetStatus, 0, len(targets))
+			for _, t := range targets {
+				st, err := s.targetStatus(ctx, t)
+				if err != nil {
+					return nil, s.fail(ctx, err)
+				}
+				out = append(out, st)
+			}
+			return reply(page(out, in.limit(), func(t *TargetStatus) string { return t.Target.Key() })), nil
+		})
+	huma.Register(s.api, s.op("getTarget", http.MethodGet, "/targets/{key}", "Read a release target's desired release, current and active job", ports.ScopeRead, "targets"),
+		func(ctx context.Context, in *TargetPath) (*body[TargetStatus], error) {
+			t, err := in.target()
+			if err != nil {
+				return nil, err
+			}
+			if _, err := s.o.Releases.TargetGet(ctx, t); err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			st, err := s.targetStatus(ctx, t)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			return reply(st), nil
+		})
+	huma.Register(s.api, s.op("explainTarget", http.MethodGet, "/targets/{key}/explain", "Every rule's verdict, message and next check time for a target's newest versions", ports.ScopeRead, "targets"),
+		func(ctx context.Context, in *struct {
+			TargetPath
+			Versions int `query:"versions" minimum:"1" maximum:"1000" default:"5" doc:"how many of the newest versions"`
+		}) (*body[chain.Explanation], error) {
+			t, err := in.target()
+			if err != nil {
+				return nil, err
+			}
+			x, err := s.o.Chain.Explain(ctx, t, in.Versions)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			return reply(x), nil
+		})
+}
+
+// targetStatus reads what a target runs and should run.
+func (s *Server) targetStatus(ctx context.Context, t release.ReleaseTarget) (TargetStatus, error) {
+	st := TargetStatus{Target: t}
+	d, err := s.o.Releases.DesiredGet(ctx, t)
+	switch {
+	case err == nil:
+		st.Desired = &d
+	case !errors.Is(err, ports.ErrNotFound):
+		return st, err
+	}
+	js, err := s.o.Releases.TargetJobState(ctx, t)
+	if err != nil {
+		return st, err
+	}
+	st.Current, st.Active = js.Successful, js.Active
+	return st, nil
+}

@@ -1,0 +1,151 @@
+package api_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// gated is a workflow template: an approval, then a job on agent ext.
+var gated = map[string]any{
+	"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "gated"},
+	"spec": map[string]any{
+		"parameters": []any{map[string]any{"name": "image", "type": "string", "required": true}},
+		"tasks": []any{
+			map[string]any{"name": "approve", "type": "approval", "approval": map[string]any{"message": "ship {{workflow.parameters.image}}?"}},
+			map[string]any{"name": "deploy", "type": "job", "jobAgentRef": "ext", "dependencies": []any{"approve"},
+				"config": map[string]any{"image": "{{workflow.parameters.image}}"}},
+		},
+	},
+}
+
+// publish takes a template through the catalog lifecycle over the API.
+func (f *fixture) publish(name string, content any) map[string]any {
+	f.t.Helper()
+	base := "/api/v1/catalog/workflow-template/" + name + "/revisions"
+	res := f.do(http.MethodPost, base, "write", map[string]any{"content": content})
+	require.Equal(f.t, http.StatusCreated, res.status, string(res.body))
+	rev := res.json(f.t)
+	id := rev["id"].(string)
+	res = f.do(http.MethodPost, base+"/"+id+"/propose", "write", map[string]any{"version": rev["version"]})
+	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
+	rev = res.json(f.t)
+	res = f.do(http.MethodPost, base+"/"+id+"/approve", "approve", map[string]any{"version": rev["version"]})
+	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
+	return res.json(f.t)
+}
+
+func TestCatalogLifecycle(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		rev := f.publish("gated", gated)
+		require.Equal(t, "published", rev["lifecycle"])
+		require.Equal(t, "user-approve", rev["approved_by"], "the approver is the caller")
+		base := "/api/v1/catalog/workflow-template/gated/revisions"
+
+		// A second draft: edit at a stale version is 409, reject needs a reason.
+		res := f.do(http.MethodPost, base, "write", map[string]any{"from": 1})
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		d := res.json(t)
+		id, v := d["id"].(string), d["version"].(float64)
+		f.do(http.MethodPut, base+"/"+id, "write", map[string]any{"version": v + 1, "content": gated}).problem(t, http.StatusConflict)
+		f.do(http.MethodPost, base, "write", map[string]any{"from": 1}).problem(t, http.StatusConflict)
+		p := f.do(http.MethodPut, base+"/"+id, "write", map[string]any{"version": v, "content": map[string]any{"kind": "Nope"}}).problem(t, http.StatusUnprocessableEntity)
+		require.NotEmpty(t, p["errors"])
+		res = f.do(http.MethodPost, base+"/"+id+"/propose", "write", map[string]any{"version": v})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		v = res.json(t)["version"].(float64)
+		f.do(http.MethodPost, base+"/"+id+"/reject", "approve", map[string]any{"version": v}).problem(t, http.StatusUnprocessableEntity)
+		f.do(http.MethodPost, base+"/"+id+"/approve", "write", map[string]any{"version": v}).problem(t, http.StatusForbidden)
+		res = f.do(http.MethodPost, base+"/"+id+"/reject", "approve", map[string]any{"version": v, "reason": "no"})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		v = res.json(t)["version"].(float64)
+		f.do(http.MethodDelete, base+"/"+id+"?version=1", "write", nil).problem(t, http.StatusConflict)
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodDelete, base+"/"+id+"?version="+ftoa(v), "write", nil).status)
+		f.do(http.MethodGet, base+"/"+id, "read", nil).problem(t, http.StatusNotFound)
+
+		// Published: proposing its deletion, deleting it is refused (409).
+		pub := rev["id"].(string)
+		res = f.do(http.MethodPost, base+"/"+pub+"/propose-delete", "write", map[string]any{"version": rev["version"]})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, "deletion-proposed", res.json(t)["lifecycle"])
+		res = f.do(http.MethodGet, base+"?lifecycle=deletion-proposed", "read", nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Contains(t, string(res.body), pub)
+		f.do(http.MethodGet, "/api/v1/catalog/gadget/x/revisions", "read", nil).problem(t, http.StatusUnprocessableEntity)
+	})
+}
+
+func TestCatalogConcurrentEditsConflict(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		base := "/api/v1/catalog/workflow-template/gated/revisions"
+		res := f.do(http.MethodPost, base, "write", map[string]any{"content": gated})
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		d := res.json(t)
+		statuses := concurrently(6, func() int {
+			return f.do(http.MethodPut, base+"/"+d["id"].(string), "write", map[string]any{"version": d["version"], "content": gated}).status
+		})
+		requireOneWins(t, statuses, http.StatusOK)
+	})
+}
+
+func TestWorkflows(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		f.publish("gated", gated)
+		p := f.do(http.MethodPost, "/api/v1/workflows", "write", map[string]any{"template": "gated"}).problem(t, http.StatusUnprocessableEntity)
+		require.Contains(t, locations(p), "body.parameters.image")
+		f.do(http.MethodPost, "/api/v1/workflows", "write", map[string]any{"template": "nope"}).problem(t, http.StatusNotFound)
+		res := f.do(http.MethodPost, "/api/v1/workflows", "write", map[string]any{"template": "gated", "id": "wf1", "parameters": map[string]any{"image": "web:2"}})
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		require.Equal(t, float64(1), res.json(t)["template_revision"])
+		f.do(http.MethodPost, "/api/v1/workflows", "write", map[string]any{"template": "gated", "id": "wf1", "parameters": map[string]any{"image": "web:2"}}).problem(t, http.StatusConflict)
+		f.drain()
+
+		st := f.do(http.MethodGet, "/api/v1/workflows/wf1", "read", nil).json(t)
+		runs := st["taskRuns"].([]any)
+		require.Len(t, runs, 1, "only the approval runs")
+		approval := runs[0].(map[string]any)
+		require.Equal(t, "Running", approval["phase"])
+		path := "/api/v1/workflows/wf1/task-runs/" + url.PathEscape(approval["id"].(string)) + "/approve"
+		f.do(http.MethodPost, path, "write", nil).problem(t, http.StatusForbidden)
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, path, "approve", nil).status)
+		f.drain()
+
+		st = f.do(http.MethodGet, "/api/v1/workflows/wf1", "read", nil).json(t)
+		var jobID string
+		for _, r := range st["taskRuns"].([]any) {
+			r := r.(map[string]any)
+			if r["task"] == "approve" {
+				require.Equal(t, []any{"user-approve"}, r["approved_by"], "the approver is the caller")
+			}
+			if r["task"] == "deploy" {
+				jobID, _ = r["jobId"].(string)
+			}
+		}
+		require.NotEmpty(t, jobID, "the deploy job was dispatched: %v", st)
+		f.do(http.MethodPost, "/api/v1/workflows/wf1/task-runs/"+url.PathEscape(approval["id"].(string))+"/approve", "approve", nil).problem(t, http.StatusUnprocessableEntity)
+		res = f.do(http.MethodPost, "/api/v1/jobs/"+url.PathEscape(jobID)+"/report", "agent", map[string]any{"status": "successful", "outputs": map[string]any{"url": "https://x"}})
+		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
+		f.drain()
+		st = f.do(http.MethodGet, "/api/v1/workflows/wf1", "read", nil).json(t)
+		require.Equal(t, "Succeeded", st["workflow"].(map[string]any)["phase"], "%v", st)
+
+		res = f.do(http.MethodGet, "/api/v1/workflows?limit=1", "read", nil)
+		require.Equal(t, http.StatusOK, res.status)
+		require.Contains(t, string(res.body), `"wf1"`)
+		f.do(http.MethodGet, "/api/v1/workflows/nope", "read", nil).problem(t, http.StatusNotFound)
+		f.do(http.MethodPost, "/api/v1/workflows/nope/cancel", "write", nil).problem(t, http.StatusNotFound)
+
+		res = f.do(http.MethodPost, "/api/v1/workflows", "write", map[string]any{"template": "gated", "id": "wf2", "parameters": map[string]any{"image": "web:3"}})
+		require.Equal(t, http.StatusCreated, res.status)
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, "/api/v1/workflows/wf2/cancel", "write", nil).status)
+		f.drain()
+		require.Equal(t, "Cancelled", f.do(http.MethodGet, "/api/v1/workflows/wf2", "read", nil).json(t)["workflow"].(map[string]any)["phase"])
+	})
+}
+
+func ftoa(v float64) string { return url.QueryEscape(jsonNumber(v)) }

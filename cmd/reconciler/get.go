@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/api/client"
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// clientCmd runs fn with the API client of --server, or with --dsn the API
+// in this process over that database.
+func clientCmd(o *releaseOpts, fn func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, closeFn, err := o.apiClient(cmd)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		return releaseExit(fn(cmd, cmd.Context(), c, args))
+	}
+}
+
+// table prints rows under a header, tab-aligned.
+func table(w io.Writer, header string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// show prints v as -o asks, or the table rows() renders.
+func show(cmd *cobra.Command, output string, v any, header string, rows func() [][]string) error {
+	if ok, err := structured(cmd.OutOrStdout(), output, v); ok {
+		return err
+	}
+	return table(cmd.OutOrStdout(), header, rows())
+}
+
+// ts renders a time for tables.
+func ts(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// nextPage tells how to continue a list, on standard error.
+func nextPage(cmd *cobra.Command, cursor string) {
+	if cursor != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "more: add --cursor %s\n", cursor)
+	}
+}
+
+func newGetCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get",
+		Short: "Read release targets, versions, jobs and workflows (through the API)",
+		Long: `get reads through the API: of a running server with --server (token scope
+read), or, with --dsn, through the same API served in this process over that
+database. Lists page with --limit and --cursor (the next cursor is printed on
+standard error). -o table (default), json or yaml.`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error {
+			return usagef("get: want a subcommand (targets, target, versions, version, jobs, job, workflows, workflow)")
+		},
+	}
+	var o releaseOpts
+	var page client.Page
+	var scope ports.TargetScope
+	var target string
+	sub := func(use, short string, args cobra.PositionalArgs, fn func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error) *cobra.Command {
+		c := &cobra.Command{Use: use, Short: short, Args: argsUsage(args), RunE: clientCmd(&o, fn)}
+		o.bind(c, true)
+		return c
+	}
+	paged := func(c *cobra.Command) *cobra.Command {
+		c.Flags().IntVar(&page.Limit, "limit", 100, "most items (1-1000)")
+		c.Flags().StringVar(&page.Cursor, "cursor", "", "continue a list where the previous page ended")
+		return c
+	}
+	targets := paged(sub("targets", "List release targets with their desired release, current and active job", cobra.NoArgs,
+		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			p, err := c.ListTargets(ctx, scope, page)
+			if err != nil {
+				return err
+			}
+			defer nextPage(cmd, p.NextCursor)
+			return show(cmd, o.output, p, "TARGET\tDESIRED\tCURRENT\tACTIVE", func() [][]string { return targetRows(p.Items) })
+		}))
+	targets.Flags().StringVar(&scope.SystemID, "system", "", "only this system's")
+	targets.Flags().StringVar(&scope.DeploymentID, "deployment", "", "only this deployment's")
+	targets.Flags().StringVar(&scope.EnvironmentID, "environment", "", "only this environment's")
+	targets.Flags().StringVar(&scope.ResourceID, "resource", "", "only this resource's")
+	targetOne := sub("target KEY", "Read one release target (KEY is DEPLOYMENT:ENVIRONMENT:RESOURCE)", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
+			t, err := c.GetTarget(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return show(cmd, o.output, t, "TARGET\tDESIRED\tCURRENT\tACTIVE", func() [][]string { return targetRows([]api.TargetStatus{t}) })
+		})
+	var deployment string
+	versions := paged(sub("versions", "List a deployment's versions, newest first", cobra.NoArgs,
+		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			if deployment == "" {
+				return usagef("get versions: --deployment is required")
+			}
+			p, err := c.ListVersions(ctx, deployment, page)
+			if err != nil {
+				return err
+			}
+			defer nextPage(cmd, p.NextCursor)
+			return show(cmd, o.output, p, "ID\tTAG\tSTATUS\tCREATED", func() [][]string {
+				rows := make([][]string, 0, len(p.Items))
+				for _, v := range p.Items {
+					rows = append(rows, []string{v.ID, v.Tag, string(v.Status), ts(v.CreatedAt)})
+				}
+				return rows
+			})
+		}))
+	versions.Flags().StringVar(&deployment, "deployment", "", "the deployment (required)")
+	version := sub("version ID", "Read one deployment version", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
+			v, err := c.GetVersion(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return show(cmd, o.output, v, "ID\tTAG\tSTATUS\tCREATED", func() [][]string {
+				return [][]string{{v.ID, v.Tag, string(v.Status), ts(v.CreatedAt)}}
+			})
+		})
+	jobs := sub("jobs", "List a release target's jobs, newest first", cobra.NoArgs,
+		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			if target == "" {
+				return usagef("get jobs: --target DEPLOYMENT:ENVIRONMENT:RESOURCE is required")
+			}
+			list, err := c.ListJobs(ctx, target, page.Limit)
+			if err != nil {
+				return err
+			}
+			return show(cmd, o.output, list, "ID\tVERSION\tSTATUS\tCREATED\tMESSAGE", func() [][]string { return jobRows(list) })
+		})
+	jobs.Flags().StringVar(&target, "target", "", "the release target (required)")
+	jobs.Flags().IntVar(&page.Limit, "limit", 100, "most jobs (1-1000)")
+	job := sub("job ID", "Read one job", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
+			j, err := c.GetJob(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return show(cmd, o.output, j, "ID\tVERSION\tSTATUS\tCREATED\tMESSAGE", func() [][]string { return jobRows([]ports.JobRow{j}) })
+		})
+	workflows := paged(sub("workflows", "List workflows by id", cobra.NoArgs,
+		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			p, err := c.ListWorkflows(ctx, page)
+			if err != nil {
+				return err
+			}
+			defer nextPage(cmd, p.NextCursor)
+			return show(cmd, o.output, p, "ID\tTEMPLATE\tPHASE\tCREATED", func() [][]string {
+				rows := make([][]string, 0, len(p.Items))
+				for _, w := range p.Items {
+					rows = append(rows, []string{w.ID, w.TemplateName, string(w.Phase), ts(w.CreatedAt)})
+				}
+				return rows
+			})
+		}))
+	workflowOne := sub("workflow ID", "Read a workflow's DAG with each TaskRun", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
+			st, err := c.GetWorkflow(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if ok, err := structured(cmd.OutOrStdout(), o.output, st); ok {
+				return err
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), statusText(&st))
+			return err
+		})
+	cmd.AddCommand(targets, targetOne, versions, version, jobs, job, workflows, workflowOne)
+	return cmd
+}
+
+func targetRows(ts []api.TargetStatus) [][]string {
+	rows := make([][]string, 0, len(ts))
+	for _, t := range ts {
+		desired, current, active := "-", "-", "-"
+		if t.Desired != nil {
+			desired = "none"
+			if t.Desired.ReleaseID != "" {
+				desired = t.Desired.ReleaseID[:min(12, len(t.Desired.ReleaseID))]
+			}
+		}
+		if t.Current != nil {
+			current = t.Current.Version.Tag
+		}
+		if t.Active != nil {
+			active = t.Active.Version.Tag + " (" + string(t.Active.Job.Status) + ")"
+		}
+		rows = append(rows, []string{t.Target.Key(), desired, current, active})
+	}
+	return rows
+}
+
+func jobRows(jobs []ports.JobRow) [][]string {
+	rows := make([][]string, 0, len(jobs))
+	for _, j := range jobs {
+		rows = append(rows, []string{j.ID, j.VersionID, string(j.Status), ts(j.CreatedAt), j.Message})
+	}
+	return rows
+}

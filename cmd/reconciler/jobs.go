@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/api/client"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+func newJobsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "Report on and cancel jobs (through the API), as an agent or an operator",
+		Args:  argsUsage(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error {
+			return usagef("jobs: want a subcommand (report, cancel); list them with `reconciler get jobs`")
+		},
+	}
+	var o releaseOpts
+	var rep api.JobReport
+	var status, secretEnv string
+	var outputs []string
+	report := &cobra.Command{
+		Use:   "report JOB --status STATUS",
+		Short: "Report a job's status as its agent would (token scope agent, or signed)",
+		Long: `report sends an agent's report on JOB: its status (pending, queued, inProgress,
+actionRequired, successful, failure, cancelled, skipped, ...), a message, the
+agent's own run id (--external-id) and outputs (--output-value NAME=VALUE, read
+by later workflow tasks). With --sign-secret-env VAR it signs the report with
+the secret in $VAR (the job agent's report_secret) instead of sending a
+token. A status the job cannot move to is refused (exit 2).`,
+		Example: `  reconciler jobs report 8c458dd92cf2a587-1 --status successful --message deployed --server http://127.0.0.1:8080
+  RECONCILER_AGENT_SECRET=... reconciler jobs report JOB --status failure --sign-secret-env RECONCILER_AGENT_SECRET --server URL`,
+		Args: argsUsage(cobra.ExactArgs(1)),
+		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
+			rep.Status = release.JobStatus(status)
+			if !rep.Status.Valid() {
+				return usagef("--status %q: unknown job status", status)
+			}
+			vals, err := parseParams(outputs)
+			if err != nil {
+				return usagef("--output-value: %v", err)
+			}
+			if len(vals) > 0 {
+				rep.Outputs = vals
+			}
+			if secretEnv != "" {
+				secret := os.Getenv(secretEnv)
+				if secret == "" {
+					return usagef("--sign-secret-env: $%s is empty", secretEnv)
+				}
+				err = c.ReportJobSigned(ctx, args[0], rep, secret, time.Now())
+			} else {
+				err = c.ReportJob(ctx, args[0], rep)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "reported job %s %s\n", args[0], rep.Status)
+			return nil
+		}),
+	}
+	o.bind(report, false)
+	f := report.Flags()
+	f.StringVar(&status, "status", "", "the job's status (required)")
+	f.StringVar(&rep.Message, "message", "", "a message for people")
+	f.StringVar(&rep.ExternalID, "external-id", "", "the agent's id of the run")
+	f.StringArrayVar(&outputs, "output-value", nil, "NAME=VALUE the job produced (JSON values are parsed); repeat for several")
+	f.StringVar(&secretEnv, "sign-secret-env", "", "sign with the secret in this environment variable instead of a token")
+
+	var co releaseOpts
+	cancel := &cobra.Command{
+		Use:   "cancel JOB",
+		Short: "Cancel an active job: its agent is asked to stop it and it ends cancelled (token scope write)",
+		Args:  argsUsage(cobra.ExactArgs(1)),
+		RunE: clientCmd(&co, func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
+			if err := c.CancelJob(ctx, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cancelled job %s\n", args[0])
+			return nil
+		}),
+	}
+	co.bind(cancel, false)
+	cmd.AddCommand(report, cancel)
+	return cmd
+}
+
+func newDeadCmd() *cobra.Command {
+	var o releaseOpts
+	var kind string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "dead",
+		Short: "List dead-lettered work items (through the API); `dead redrive` runs one again",
+		Long: `dead lists the work items that exhausted their attempts or failed terminally,
+oldest first, with their last error (token scope read), and the count of items
+in each queue state on standard error.`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			items, err := c.DeadWork(ctx, kind, limit)
+			if err != nil {
+				return err
+			}
+			stats, err := c.QueueStats(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "queue: %d pending, %d leased, %d dead\n", stats[ports.WorkPending], stats[ports.WorkLeased], stats[ports.WorkDead])
+			return show(cmd, o.output, items, "KIND\tSCOPE\tID\tATTEMPTS\tLAST ERROR", func() [][]string {
+				rows := make([][]string, 0, len(items))
+				for _, it := range items {
+					rows = append(rows, []string{it.Key.Kind, it.Key.ScopeType, it.Key.ScopeID, fmt.Sprint(it.Attempts), it.LastError})
+				}
+				return rows
+			})
+		}),
+	}
+	o.bind(cmd, true)
+	cmd.Flags().StringVar(&kind, "kind", "", "only this kind's")
+	cmd.Flags().IntVar(&limit, "limit", 100, "most items (1-1000)")
+	var ro releaseOpts
+	redrive := &cobra.Command{
+		Use:   "redrive KIND SCOPE_TYPE SCOPE_ID",
+		Short: "Make a dead-lettered item pending again, due now (token scope admin)",
+		Args:  argsUsage(cobra.ExactArgs(3)),
+		RunE: clientCmd(&ro, func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
+			if err := c.Redrive(ctx, ports.WorkKey{Kind: args[0], ScopeType: args[1], ScopeID: args[2]}); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "redrove %s/%s/%s\n", args[0], args[1], args[2])
+			return nil
+		}),
+	}
+	ro.bind(redrive, false)
+	cmd.AddCommand(redrive)
+	return cmd
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/engine/catalog"
+	"github.com/reconcilerhq/reconciler/internal/pgtest"
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// apiServer serves the API over in-memory stores seeded with the demo
+// workspace, and returns its URL with a token per scope.
+func apiServer(t *testing.T) (string, map[ports.Scope]string) {
+	t.Helper()
+	ctx := t.Context()
+	clock := ports.SystemClock
+	releases, q, wfs, cat, tokens := memory.NewReleaseStore(clock), memory.NewQueue(clock), memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewTokens()
+	rt := newReleaseRuntime(releases, wfs, cat, q, clock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	t.Cleanup(rt.close)
+	fsys, where, err := demoFS("")
+	require.NoError(t, err)
+	demo, err := loadReleaseDemo(fsys, where)
+	require.NoError(t, err)
+	require.NoError(t, seedReleaseDemo(ctx, rt.chain, cat, demo))
+	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(cat, catalog.Config{Validators: catalogValidators()}),
+		Releases: releases, Workflows: wfs, Queue: q, Tokens: tokens, Clock: clock})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	out := map[ports.Scope]string{}
+	for _, s := range ports.Scopes {
+		_, secret, err := api.IssueToken(ctx, tokens, clock, "cli-"+string(s), []ports.Scope{s})
+		require.NoError(t, err)
+		out[s] = secret
+	}
+	return hs.URL, out
+}
+
+// TestCLIThroughAPI runs the commands with --server and checks the exit
+// status table: 0 ok, 2 bad input, 3 conflict, 4 not found, 5 unauthorized.
+func TestCLIThroughAPI(t *testing.T) {
+	t.Parallel()
+	url, tok := apiServer(t)
+	as := func(s ports.Scope, args ...string) cliResult {
+		return runCLI(t, "", append(args, "--server", url, "--token", tok[s])...)
+	}
+	r := as(ports.ScopeWrite, "version", "create", "web", "v9")
+	require.Equal(t, 0, r.code, r.stderr+r.stdout)
+	require.Contains(t, r.stdout, "created version web-v9 (v9) of web")
+	require.Equal(t, 3, as(ports.ScopeWrite, "version", "create", "web", "v9").code, "the id exists")
+	require.Equal(t, 4, as(ports.ScopeWrite, "version", "create", "nope", "v1").code)
+	r = as(ports.ScopeWrite, "version", "create", "web", "v10", "--status", "shipped")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.err.Error(), "body.status")
+	require.Equal(t, 5, as(ports.ScopeRead, "version", "create", "web", "v11").code, "a scope it lacks")
+	require.Equal(t, 5, runCLI(t, "", "version", "create", "web", "v11", "--server", url, "--token", "rcn_bogus").code)
+	require.Equal(t, 2, runCLI(t, "", "version", "create", "web", "v11", "--server", url).code, "--server needs a token")
+	require.Equal(t, 1, runCLI(t, "", "get", "targets", "--server", "http://127.0.0.1:1", "--token", "x").code, "unreachable")
+
+	r = as(ports.ScopeApprove, "approve", "web-v9", "prod")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "cli-approve approved web-v9 in prod\n", r.stdout, "the approver is the token's name")
+	require.Equal(t, 2, as(ports.ScopeApprove, "approve", "web-v9", "prod", "--user", "mallory").code, "no free-text approver")
+	require.Equal(t, 4, as(ports.ScopeApprove, "approve", "web-v404", "prod").code)
+	r = as(ports.ScopeApprove, "version", "force-deploy", "web-v9", "--environment", "prod", "--expires", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	r = as(ports.ScopeRead, "explain", "web:prod:eu-1", "-o", "yaml")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "target:\n")
+	r = as(ports.ScopeRead, "explain", "web:prod:eu-1")
+	require.Contains(t, r.stdout, "forced:")
+	require.Equal(t, 4, as(ports.ScopeRead, "explain", "web:prod:nope").code)
+	require.Equal(t, 2, as(ports.ScopeRead, "explain", "web:prod:eu-1", "-o", "xml").code)
+
+	r = as(ports.ScopeRead, "get", "targets", "--deployment", "web", "--limit", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 3, strings.Count(r.stdout, "\n"), "a header and two rows: %s", r.stdout)
+	require.Contains(t, r.stderr, "more: add --cursor ")
+	r = as(ports.ScopeRead, "get", "versions", "--deployment", "web", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"web-v9"`)
+	require.Equal(t, 2, as(ports.ScopeRead, "get", "versions").code, "--deployment is required")
+	require.Equal(t, 4, as(ports.ScopeRead, "get", "version", "nope").code)
+	r = as(ports.ScopeRead, "get", "jobs", "--target", "web:dev:eu-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 4, as(ports.ScopeRead, "get", "job", "nope").code)
+	require.Equal(t, 4, as(ports.ScopeAgent, "jobs", "report", "nope", "--status", "successful").code)
+	require.Equal(t, 2, as(ports.ScopeAgent, "jobs", "report", "nope", "--status", "done").code)
+	r = as(ports.ScopeRead, "dead")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "queue: ")
+	require.Equal(t, 5, as(ports.ScopeRead, "dead", "redrive", "a", "b", "c").code)
+	require.Equal(t, 4, as(ports.ScopeAdmin, "dead", "redrive", "a", "b", "c").code)
+
+	r = as(ports.ScopeWrite, "workflow", "run", "rollout", "--param", "image=x:1", "--id", "wf-cli")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 3, as(ports.ScopeWrite, "workflow", "run", "rollout", "--param", "image=x:1", "--id", "wf-cli").code)
+	require.Equal(t, 2, as(ports.ScopeWrite, "workflow", "run", "rollout").code, "image is required")
+	r = as(ports.ScopeRead, "workflow", "status", "wf-cli")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "workflow wf-cli (rollout revision 1)")
+	require.Equal(t, 0, as(ports.ScopeWrite, "workflow", "cancel", "wf-cli").code)
+	require.Equal(t, 4, as(ports.ScopeRead, "get", "workflow", "nope").code)
+}
+
+// TestCLIThroughAPIInProcess runs the client-only commands with --dsn: the
+// API served in the process over the database, acting as $USER.
+func TestCLIThroughAPIInProcess(t *testing.T) {
+	t.Parallel()
+	dsn, _ := pgtest.Schema(t)
+	r := runCLI(t, "", "get", "targets", "--dsn", dsn)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "TARGET  DESIRED  CURRENT  ACTIVE\n", r.stdout)
+	require.Equal(t, 4, runCLI(t, "", "get", "version", "nope", "--dsn", dsn).code)
+	require.Equal(t, 2, runCLI(t, "", "get", "targets").code, "neither --server nor --dsn")
+	require.Equal(t, 2, runCLI(t, "", "get", "targets", "--dsn", dsn, "--server", "http://x", "--token", "t").code, "both")
+	r = runCLI(t, "", "dead", "-o", "json", "--dsn", dsn)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "[]\n", r.stdout)
+}
+
+func TestServeInsecureOnlyOnLoopback(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", "serve", "--insecure-no-auth", "--listen", "0.0.0.0:0")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.err.Error(), "not a loopback address")
+	require.True(t, loopback("127.0.0.1:8080"))
+	require.True(t, loopback("[::1]:8080"))
+	require.True(t, loopback("localhost:8080"))
+	require.False(t, loopback(":8080"), "every interface")
+}
+
+// TestTokenCommands: create prints the secret once, list never shows it,
+// revoke refuses the token from then on.
+func TestTokenCommands(t *testing.T) {
+	t.Parallel()
+	dsn, _ := pgtest.Schema(t)
+	r := runCLI(t, "", "token", "create", "--name", "ci", "--scope", "read", "--scope", "write", "--dsn", dsn, "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var created struct {
+		Token  ports.Token
+		Secret string
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &created))
+	require.Equal(t, []ports.Scope{ports.ScopeRead, ports.ScopeWrite}, created.Token.Scopes)
+	r = runCLI(t, "", "token", "list", "--dsn", dsn)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, created.Token.ID)
+	require.NotContains(t, r.stdout, created.Secret)
+	require.Equal(t, 2, runCLI(t, "", "token", "create", "--name", "x", "--scope", "root", "--dsn", dsn).code)
+	require.Equal(t, 2, runCLI(t, "", "token", "create", "--scope", "read", "--dsn", dsn).code)
+	require.Equal(t, 4, runCLI(t, "", "token", "revoke", "nope", "--dsn", dsn).code)
+	require.Equal(t, 0, runCLI(t, "", "token", "revoke", created.Token.ID, "--dsn", dsn).code)
+	r = runCLI(t, "", "token", "list", "--dsn", dsn, "-o", "json")
+	require.Contains(t, r.stdout, "revoked_at")
+}

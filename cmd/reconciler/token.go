@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+// loopback reports whether a listen address is on a loopback interface.
+func loopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// printAdminToken issues the in-memory daemon's admin token and prints it
+// once; it lives as long as the process.
+func printAdminToken(ctx context.Context, out io.Writer, tokens ports.Tokens, clock ports.Clock) error {
+	_, secret, err := api.IssueToken(ctx, tokens, clock, "admin", []ports.Scope{ports.ScopeAdmin})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "API admin token (valid while this process runs; shown once):\n  export RECONCILER_TOKEN=%s\n", secret)
+	return err
+}
+
+// newTokenCmd groups the API token commands.
+func newTokenCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Create, list and revoke API tokens (stored hashed in PostgreSQL)",
+		Long: `token administers the bearer tokens of the API that ` + "`reconciler serve`" + ` serves
+under /api/v1. A token has a name (recorded as the author of what it does:
+approvals, force-deploys, cancellations) and scopes: read, write, approve,
+agent, admin (admin grants every scope). Only a hash of each token is stored,
+so its secret is printed once, by create.
+
+Tokens live in PostgreSQL (--dsn or RECONCILER_DSN). The in-memory daemon
+keeps its own: it prints a fresh admin token when it starts.`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error {
+			return usagef("token: want a subcommand (create, list, revoke)")
+		},
+	}
+	cmd.AddCommand(newTokenCreateCmd(), newTokenListCmd(), newTokenRevokeCmd())
+	return cmd
+}
+
+// tokenRun opens the configured database and runs fn on its token store.
+func tokenRun(cmd *cobra.Command, o *releaseOpts, fn func(ctx context.Context, tokens ports.Tokens) error) error {
+	be, err := o.open(cmd, "tokens are stored in PostgreSQL; the in-memory daemon prints its own admin token at start")
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	return releaseExit(fn(cmd.Context(), be.tokens))
+}
+
+func newTokenCreateCmd() *cobra.Command {
+	var o releaseOpts
+	var name string
+	var scopes []string
+	cmd := &cobra.Command{
+		Use:   "create --name NAME --scope SCOPE...",
+		Short: "Create a token and print its secret once",
+		Long: `create stores a new token named NAME with the given scopes (read, write,
+approve, agent, admin; repeat --scope or separate with commas) and prints its
+secret, which is not stored and cannot be shown again. -o json prints the
+token record with the secret.`,
+		Example: `  reconciler token create --name ci --scope read,write --dsn "$RECONCILER_DSN"
+  reconciler token create --name deploy-agent --scope agent --dsn "$RECONCILER_DSN"`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var sc []ports.Scope
+			for _, s := range scopes {
+				for _, one := range strings.Split(s, ",") {
+					if one = strings.TrimSpace(one); !ports.Scope(one).Valid() {
+						return usagef("--scope %q: want read, write, approve, agent or admin", one)
+					}
+					sc = append(sc, ports.Scope(strings.TrimSpace(one)))
+				}
+			}
+			if name == "" || len(sc) == 0 {
+				return usagef("token create: --name and at least one --scope are required")
+			}
+			return tokenRun(cmd, &o, func(ctx context.Context, tokens ports.Tokens) error {
+				t, secret, err := api.IssueToken(ctx, tokens, ports.SystemClock, name, sc)
+				if err != nil {
+					return err
+				}
+				if o.output == "json" {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"token": t, "secret": secret})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "created token %s (%s, scopes %s); its secret, shown once:\n%s\n", t.ID, t.Name, joinScopes(t.Scopes), secret)
+				return nil
+			})
+		},
+	}
+	o.bind(cmd, true)
+	cmd.Flags().StringVar(&name, "name", "", "whose token: recorded as the author of what it does")
+	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "read, write, approve, agent or admin; repeat for several")
+	return cmd
+}
+
+func newTokenListCmd() *cobra.Command {
+	var o releaseOpts
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List tokens (never their secrets)",
+		Args:  argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return tokenRun(cmd, &o, func(ctx context.Context, tokens ports.Tokens) error {
+				list, err := tokens.TokenList(ctx)
+				if err != nil {
+					return err
+				}
+				if o.output == "json" {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(list)
+				}
+				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "ID\tNAME\tSCOPES\tCREATED\tREVOKED")
+				for _, t := range list {
+					revoked := "-"
+					if t.Revoked() {
+						revoked = t.RevokedAt.Format("2006-01-02T15:04:05Z")
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, joinScopes(t.Scopes), t.CreatedAt.Format("2006-01-02T15:04:05Z"), revoked)
+				}
+				return w.Flush()
+			})
+		},
+	}
+	o.bind(cmd, true)
+	return cmd
+}
+
+func newTokenRevokeCmd() *cobra.Command {
+	var o releaseOpts
+	cmd := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke a token: every later request with it is refused (401)",
+		Args:  argsUsage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return tokenRun(cmd, &o, func(ctx context.Context, tokens ports.Tokens) error {
+				err := tokens.TokenRevoke(ctx, args[0], ports.SystemClock.Now())
+				if errors.Is(err, ports.ErrNotFound) {
+					return &catalogError{msg: err.Error(), err: err, code: exitNotFound}
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked token %s\n", args[0])
+				return nil
+			})
+		},
+	}
+	o.bind(cmd, false)
+	return cmd
+}
+
+func joinScopes(s []ports.Scope) string {
+	out := make([]string, len(s))
+	for i := range s {
+		out[i] = string(s[i])
+	}
+	return strings.Join(out, ",")
+}
