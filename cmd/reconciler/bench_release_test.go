@@ -16,9 +16,15 @@ func benchLine(t *testing.T, args ...string) map[string]any {
 	t.Helper()
 	res := runCLI(t, "", args...)
 	require.NoError(t, res.err, res.stderr)
-	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	return lastJSONLine(t, res.stdout)
+}
+
+// lastJSONLine decodes the last line of stdout.
+func lastJSONLine(t *testing.T, stdout string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	var got map[string]any
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &got), "the last line is JSON: %q", res.stdout)
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &got), "the last line is JSON: %q", stdout)
 	return got
 }
 
@@ -68,9 +74,25 @@ func TestBenchWorkflow(t *testing.T) {
 			require.Equal(t, "workflow", got["bench"])
 			require.EqualValues(t, 300, got["items"])
 			require.Greater(t, got["taskruns_per_sec"], 0.0)
+			require.Equal(t, "Succeeded", got["phase"])
 			requireServerFigures(t, name, "taskrun", 300, got)
 		})
 	}
+}
+
+// TestBenchWorkflowTimeout: a workflow that does not finish in time still
+// gets its line, saying so, and the command fails.
+func TestBenchWorkflowTimeout(t *testing.T) {
+	t.Parallel()
+	res := runCLI(t, "", "bench", "workflow", "--items", "2000", "--max-parallel", "1", "--timeout", "1ms")
+	require.Error(t, res.err)
+	require.Equal(t, 1, res.code, res.stderr)
+	require.ErrorContains(t, res.err, "not finished after 1ms")
+	got := lastJSONLine(t, res.stdout)
+	require.Equal(t, "workflow", got["bench"])
+	require.NotEqual(t, "Succeeded", got["phase"])
+	require.NotContains(t, got, "taskruns_per_sec")
+	require.Greater(t, got["max_rss_mb"], 0.0)
 }
 
 // requireServerFigures checks the figures every bench line holds: the peak
