@@ -84,10 +84,10 @@ func TestBenchWorkflow(t *testing.T) {
 // gets its line, saying so, and the command fails.
 func TestBenchWorkflowTimeout(t *testing.T) {
 	t.Parallel()
-	res := runCLI(t, "", "bench", "workflow", "--items", "2000", "--max-parallel", "1", "--timeout", "1ms")
+	res := runCLI(t, "", "bench", "workflow", "--items", "20000", "--max-parallel", "1", "--timeout", "1s")
 	require.Error(t, res.err)
 	require.Equal(t, 1, res.code, res.stderr)
-	require.ErrorContains(t, res.err, "not finished after 1ms")
+	require.ErrorContains(t, res.err, "not finished after 1s")
 	got := lastJSONLine(t, res.stdout)
 	require.Equal(t, "workflow", got["bench"])
 	require.NotEqual(t, "Succeeded", got["phase"])
