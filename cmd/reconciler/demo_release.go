@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/reconcilerhq/reconciler"
@@ -108,6 +109,9 @@ func loadReleaseDemo(fsys fs.FS, where string) (*demoWorkspace, error) {
 		}
 		return nil, fmt.Errorf("demo %s: %w", name, err)
 	}
+	if err := w.validate(src, name); err != nil {
+		return nil, err
+	}
 	for _, file := range w.WorkflowTemplates {
 		src, err := readInputFS(fsys, file, where+"/"+file)
 		if err != nil {
@@ -145,6 +149,75 @@ func publishDemoTemplates(ctx context.Context, cat ports.Catalog, w *demoWorkspa
 		}
 	}
 	return nil
+}
+
+// validate checks every object of the workspace as the store will when it
+// is seeded, so a bad CEL expression or RRULE is refused before anything
+// starts, naming the file, the line and column of the field (from src),
+// the field's path and, for CEL, the position in the expression.
+func (w *demoWorkspace) validate(src []byte, name string) error {
+	type validated interface{ Validate() error }
+	check := func(list string, i int, v validated) error {
+		err := v.Validate()
+		if err == nil {
+			return nil
+		}
+		path := fmt.Sprintf("%s[%d]", list, i)
+		var fe *release.FieldError
+		if errors.As(err, &fe) && fe.Field != "" {
+			path += "." + fe.Field
+		}
+		for p := path; p != ""; p = parentField(p) {
+			if key, val, ok := locateField(src, p); ok {
+				at := val
+				if key != nil && p != path {
+					at = key
+				}
+				return usagef("demo %s:%d:%d: %s: %v", name, at.Line, at.Column, path, err)
+			}
+		}
+		return usagef("demo %s: %s: %v", name, path, err)
+	}
+	for i := range w.Systems {
+		if err := check("systems", i, &w.Systems[i]); err != nil {
+			return err
+		}
+	}
+	for i := range w.Environments {
+		if err := check("environments", i, &w.Environments[i]); err != nil {
+			return err
+		}
+	}
+	for i := range w.Resources {
+		if err := check("resources", i, &w.Resources[i]); err != nil {
+			return err
+		}
+	}
+	for i := range w.JobAgents {
+		if err := check("job_agents", i, &w.JobAgents[i]); err != nil {
+			return err
+		}
+	}
+	for i := range w.Deployments {
+		if err := check("deployments", i, &w.Deployments[i]); err != nil {
+			return err
+		}
+	}
+	for i := range w.Policies {
+		if err := check("policies", i, &w.Policies[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parentField strips the last field or index from a path ("" at the top).
+func parentField(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i < 0 {
+		return ""
+	}
+	return p[:i]
 }
 
 // seedReleaseDemo stores the demo workspace of the release chain and pushes

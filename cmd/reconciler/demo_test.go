@@ -191,3 +191,27 @@ func TestDemoReleaseBadFile(t *testing.T) {
 	res = runCLI(t, "", "serve", "--demo-dir", t.TempDir(), "--listen", "")
 	require.Equal(t, 2, res.code, "a directory without release.yaml: %s", res.stderr)
 }
+
+// TestDemoReleaseBadExpression: an invalid CEL expression or RRULE in a
+// --demo-dir file is refused before anything starts, naming the file, the
+// line and column, the field and the expression's own position; exit 2.
+func TestDemoReleaseBadExpression(t *testing.T) {
+	t.Parallel()
+	base := "workspace: {id: demo, name: Demo}\nsystems:\n  - {id: shop, workspace_id: demo, name: Shop}\n"
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{"cel", base + "environments:\n  - {id: dev, system_id: shop, name: dev, resource_selector: 'resource.kind =='}\n",
+			"release.yaml:5:62: environments[0].resource_selector"},
+		{"rrule", base + "policies:\n  - id: p\n    name: p\n    priority: 1\n    enabled: true\n    rules:\n      - {id: w, type: deploymentWindow, rrule: 'FREQ=SOMETIMES', duration_minutes: 60}\n",
+			"release.yaml:10:48: policies[0].rules[0].rrule"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, demoReleaseFile), []byte(tt.src), 0o600))
+			res := runCLI(t, "", "serve", "--demo-dir", dir, "--listen", "")
+			require.Equal(t, 2, res.code, "%v", res.err)
+			require.ErrorContains(t, res.err, dir+"/"+tt.want)
+		})
+	}
+}
