@@ -540,7 +540,7 @@ func TestScenarioForceDeploy(t *testing.T) {
 		require.Equal(t, "force-deployed v1 by alice: hotfix", ex.Forced)
 
 		// Force v2 on dev, where v1's job is still active: it waits.
-		_, err = h.chain.ForceDeploy(h.ctx, release.PolicySkip{VersionID: "v2", EnvironmentID: "dev", ResourceID: "c1"})
+		_, err = h.chain.ForceDeploy(h.ctx, release.PolicySkip{VersionID: "v2", EnvironmentID: "dev", ResourceID: "c1", CreatedBy: "bob"})
 		require.NoError(t, err)
 		h.drain()
 		require.Equal(t, "v1", h.running("dev", "c1"), "the forced version waits for the active job")
@@ -558,8 +558,21 @@ func TestScenarioForceDeploy(t *testing.T) {
 		require.Empty(t, d.ReleaseID, "without the force the policies hold prod back")
 		require.Len(t, h.jobs("prod", "c1"), 1)
 
-		_, err = h.chain.ForceDeploy(h.ctx, release.PolicySkip{VersionID: "nope"})
+		_, err = h.chain.ForceDeploy(h.ctx, release.PolicySkip{VersionID: "nope", CreatedBy: "bob"})
 		require.ErrorIs(t, err, ports.ErrNotFound)
+
+		// Names that resolve to nothing, or no user, are refused as
+		// invalid input before anything is stored.
+		for _, bad := range []release.PolicySkip{
+			{VersionID: "v2", EnvironmentID: "nowhere", CreatedBy: "bob"},
+			{VersionID: "v2", ResourceID: "no-such-cluster", CreatedBy: "bob"},
+			{VersionID: "v2"},
+		} {
+			_, err = h.chain.ForceDeploy(h.ctx, bad)
+			require.ErrorIs(t, err, release.ErrInvalid, "%+v", bad)
+		}
+		_, err = h.chain.Approve(h.ctx, release.Approval{VersionID: "v2", EnvironmentID: "nowhere", User: "bob"})
+		require.ErrorIs(t, err, release.ErrInvalid)
 	})
 }
 

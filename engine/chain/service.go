@@ -98,11 +98,35 @@ func (c *Chain) Approve(ctx context.Context, a release.Approval) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("approve %s: %w", a.VersionID, err)
 	}
+	if err := c.mustExist(ctx, a.EnvironmentID, ""); err != nil {
+		return false, fmt.Errorf("approve %s: %w", a.VersionID, err)
+	}
 	added, err := c.Store.ApprovalAdd(ctx, a)
 	if err != nil {
 		return false, err
 	}
 	return added, c.evaluateDeployment(ctx, ports.TargetScope{DeploymentID: v.DeploymentID, EnvironmentID: a.EnvironmentID})
+}
+
+// mustExist refuses, as invalid input naming the field, an environment or
+// resource id (when not empty) that names nothing stored: an approval or a
+// force that could never apply is not stored.
+func (c *Chain) mustExist(ctx context.Context, environmentID, resourceID string) error {
+	if environmentID != "" {
+		if _, err := c.Store.Environments().Get(ctx, environmentID); errors.Is(err, ports.ErrNotFound) {
+			return release.Invalid("environment_id", "no environment "+strconv.Quote(environmentID))
+		} else if err != nil {
+			return err
+		}
+	}
+	if resourceID != "" {
+		if _, err := c.Store.Resources().Get(ctx, resourceID); errors.Is(err, ports.ErrNotFound) {
+			return release.Invalid("resource_id", "no resource "+strconv.Quote(resourceID))
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // evaluateDeployment starts the chain for every target of scope.
@@ -268,6 +292,9 @@ func (c *Chain) ForceDeploy(ctx context.Context, s release.PolicySkip) (release.
 	op := "force-deploy " + s.VersionID
 	v, err := c.Store.VersionGet(ctx, s.VersionID)
 	if err != nil {
+		return s, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.mustExist(ctx, s.EnvironmentID, s.ResourceID); err != nil {
 		return s, fmt.Errorf("%s: %w", op, err)
 	}
 	s.RuleID = release.ForceDeployRule

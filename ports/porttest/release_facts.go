@@ -100,11 +100,11 @@ func relTargetFacts(t *testing.T, e *relEnv) {
 	// Force-deploy skips covering the target, by id; not other rules' skips,
 	// other scopes or other deployments' versions.
 	for _, sk := range []release.PolicySkip{
-		{ID: "f-all", VersionID: "v1", RuleID: release.ForceDeployRule},
-		{ID: "f-env", VersionID: "v2", RuleID: release.ForceDeployRule, EnvironmentID: relE1, ExpiresAt: relAt(1)},
-		{ID: "f-other-env", VersionID: "v2", RuleID: release.ForceDeployRule, EnvironmentID: relE2},
-		{ID: "f-other-res", VersionID: "v2", RuleID: release.ForceDeployRule, ResourceID: relR2},
-		{ID: "f-other-dep", VersionID: "v3", RuleID: release.ForceDeployRule},
+		{ID: "f-all", VersionID: "v1", RuleID: release.ForceDeployRule, CreatedBy: "ops"},
+		{ID: "f-env", VersionID: "v2", RuleID: release.ForceDeployRule, CreatedBy: "ops", EnvironmentID: relE1, ExpiresAt: relAt(1)},
+		{ID: "f-other-env", VersionID: "v2", RuleID: release.ForceDeployRule, CreatedBy: "ops", EnvironmentID: relE2},
+		{ID: "f-other-res", VersionID: "v2", RuleID: release.ForceDeployRule, CreatedBy: "ops", ResourceID: relR2},
+		{ID: "f-other-dep", VersionID: "v3", RuleID: release.ForceDeployRule, CreatedBy: "ops"},
 		{ID: "not-force", VersionID: "v1", RuleID: "approval"},
 	} {
 		require.NoError(t, s.PolicySkipPut(ctx, sk))

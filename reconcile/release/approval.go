@@ -61,7 +61,33 @@ func (s *PolicySkip) validateFields() error {
 	if err := checkID("version_id", s.VersionID); err != nil {
 		return err
 	}
-	return checkRequired("rule_id", s.RuleID)
+	if err := checkRequired("rule_id", s.RuleID); err != nil {
+		return err
+	}
+	if s.EnvironmentID != "" {
+		if err := checkID("environment_id", s.EnvironmentID); err != nil {
+			return err
+		}
+	}
+	if s.ResourceID != "" {
+		if err := checkID("resource_id", s.ResourceID); err != nil {
+			return err
+		}
+	}
+	if s.RuleID == ForceDeployRule {
+		// A force overrides every policy: someone must answer for it.
+		if err := checkRequired("created_by", s.CreatedBy); err != nil {
+			return err
+		}
+	} else if err := checkName("created_by", s.CreatedBy); err != nil {
+		return err
+	}
+	if s.ID != "" {
+		if err := checkID("id", s.ID); err != nil {
+			return err
+		}
+	}
+	return checkName("reason", s.Reason)
 }
 
 // ForceDeployRule is the RuleID of a force-deploy: a policy skip that waives

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/reconcilerhq/reconciler/policy/expr"
 )
@@ -91,22 +94,57 @@ func CheckExpr(env *expr.Env, field, src string) error {
 	return nil
 }
 
-// checkID reports an empty ID or one that holds a ':' or white space, which
-// would make target keys ambiguous.
+// MaxIDLength and MaxNameLength bound ids (they are index keys: a longer
+// one ended in a raw btree error) and names, tags and users.
+const (
+	MaxIDLength   = 255
+	MaxNameLength = 1024
+)
+
+// checkID reports an empty ID, one longer than MaxIDLength, or one that
+// holds a ':', white space or a control character (':' and white space
+// would make target keys ambiguous).
 func checkID(field, id string) error {
 	if id == "" {
 		return Invalid(field, "is required")
 	}
+	if len(id) > MaxIDLength {
+		return Invalid(field, fmt.Sprintf("is %d bytes long; at most %d", len(id), MaxIDLength))
+	}
 	if strings.ContainsAny(id, ": \t\r\n\x00") {
 		return Invalid(field, "must not contain ':', white space or NUL")
 	}
-	return nil
+	return checkControl(field, id)
 }
 
-// checkRequired reports an empty string.
+// checkRequired reports an empty string, one longer than MaxNameLength, or
+// one holding a control character.
 func checkRequired(field, v string) error {
 	if strings.TrimSpace(v) == "" {
 		return Invalid(field, "is required")
+	}
+	return checkName(field, v)
+}
+
+// checkName reports a name, tag or user longer than MaxNameLength or
+// holding a control character (an ANSI escape would be echoed raw); empty
+// is allowed.
+func checkName(field, v string) error {
+	if len(v) > MaxNameLength {
+		return Invalid(field, fmt.Sprintf("is %d bytes long; at most %d", len(v), MaxNameLength))
+	}
+	return checkControl(field, v)
+}
+
+// checkControl refuses control characters (C0, DEL, C1) and invalid UTF-8.
+func checkControl(field, v string) error {
+	if !utf8.ValidString(v) {
+		return Invalid(field, "is not valid UTF-8")
+	}
+	for i, r := range v {
+		if unicode.IsControl(r) {
+			return Invalid(field, fmt.Sprintf("contains the control character %U at byte %d", r, i))
+		}
 	}
 	return nil
 }

@@ -55,6 +55,9 @@ func (v *DeploymentVersion) validateFields() error {
 	if err := checkRequired("tag", v.Tag); err != nil {
 		return err
 	}
+	if err := checkName("name", v.Name); err != nil {
+		return err
+	}
 	if !v.Status.Valid() {
 		return Invalid("status", "unknown version status "+quote(string(v.Status))+"; want building, ready, paused, rejected or failed")
 	}
