@@ -170,3 +170,21 @@ func TestWindowShiftMatchesDTSTART(t *testing.T) {
 		}
 	})
 }
+
+func TestWindowCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	rule := func(i int) string { return fmt.Sprintf("FREQ=DAILY;BYHOUR=%d;BYMINUTE=%d", i/60%24, i%60) }
+	first, err := compileWindow(rule(0), "Europe/Berlin")
+	require.NoError(t, err)
+	for i := 1; i <= windowCacheSize+10; i++ {
+		_, err := compileWindow(rule(i), "Europe/Berlin")
+		require.NoError(t, err)
+		require.LessOrEqual(t, windowCache.Len(), windowCacheSize)
+	}
+	// The first rule was dropped; compiled again it answers the same.
+	again, err := compileWindow(rule(0), "Europe/Berlin")
+	require.NoError(t, err)
+	require.NotSame(t, first, again)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	require.Equal(t, first.at(now, time.Hour), again.at(now, time.Hour))
+}

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/reconcilerhq/reconciler/policy/expr"
+	"github.com/reconcilerhq/reconciler/expr"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/teambition/rrule-go"
 )
 
@@ -21,6 +21,10 @@ const (
 	// cacheSlack is how many intervals a cached shifted rule may lag
 	// behind the ideal start before it is rebuilt.
 	cacheSlack = 32
+	// windowCacheSize bounds the compiled recurrences kept (the oldest
+	// dropped first; lookups take only a read lock): rules come from
+	// stored policies, so their number is open-ended.
+	windowCacheSize = 1024
 )
 
 // defaultDTStart anchors rules without DTSTART: Monday 2001-01-01 00:00:00
@@ -54,7 +58,17 @@ type windowEntry struct {
 	err error
 }
 
-var windowCache sync.Map // tz + "\n" + rrule -> windowEntry
+// windowCache maps tz + "\n" + rrule to its compiled windowEntry.
+var windowCache = mustLRU[string, windowEntry](windowCacheSize)
+
+// mustLRU builds a bounded cache of a constant, positive size.
+func mustLRU[K comparable, V any](size int) *lru.Cache[K, V] {
+	c, err := lru.New[K, V](size)
+	if err != nil {
+		panic(err) // only for a size <= 0, a programming error
+	}
+	return c
+}
 
 // errField is a compile error naming the parameter at fault.
 type errField struct {
@@ -67,12 +81,11 @@ func (e *errField) Error() string { return e.err.Error() }
 // compileWindow parses and caches a recurrence in time zone tz ("" = UTC).
 func compileWindow(src, tz string) (*window, error) {
 	key := tz + "\n" + src
-	if e, ok := windowCache.Load(key); ok {
-		ent := e.(windowEntry)
+	if ent, ok := windowCache.Peek(key); ok {
 		return ent.w, ent.err
 	}
 	w, err := buildWindow(src, tz)
-	windowCache.Store(key, windowEntry{w, err})
+	windowCache.Add(key, windowEntry{w, err})
 	return w, err
 }
 

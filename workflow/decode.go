@@ -78,6 +78,15 @@ func Parse(data []byte) (*Template, error) {
 	checkShape(typeOfTemplate, tree, "", &ps)
 
 	t := &Template{positions: pos, cache: &planCache{}}
+	if len(ps.list) > 0 {
+		// Decode what checkShape left of the tree: the values it dropped
+		// would stop encoding/json before the rest is read.
+		pruned, err := json.Marshal(tree)
+		if err != nil {
+			return nil, syntaxError(0, 0, err.Error())
+		}
+		jsonDoc = pruned
+	}
 	strict := json.NewDecoder(bytes.NewReader(jsonDoc))
 	if len(ps.list) == 0 {
 		strict.DisallowUnknownFields()

@@ -143,7 +143,7 @@ func TestJSONTemplateWithTabs(t *testing.T) {
 	require.Equal(t, 5, ps[0].Line, "JSON positions are tracked too")
 	tpl, err := workflow.Load([]byte(strings.Replace(src, `, "bogus": true`, "", 1)))
 	require.NoError(t, err)
-	require.Equal(t, "30s", tpl.Spec.Tasks[0].Wait.Duration.Std().String())
+	require.Equal(t, "30s", tpl.Spec.Tasks[0].Wait.Duration.D().String())
 }
 
 func TestInvalidErrorListsEveryProblem(t *testing.T) {
@@ -170,4 +170,25 @@ func TestParseRefusesSecondDocument(t *testing.T) {
 	require.Len(t, inv.Problems, 1)
 	require.Equal(t, 4, inv.Problems[0].Line)
 	require.Contains(t, inv.Problems[0].Message, "want exactly one YAML document, got 2")
+}
+
+// A bad duration is reported with its path, and the rest of the template
+// still decodes: the semantic problems after it are reported too.
+func TestBadDurationDoesNotHideLaterProblems(t *testing.T) {
+	t.Parallel()
+	src := `apiVersion: ctrlplane.dev/v1
+kind: WorkflowTemplate
+metadata: {name: x}
+spec:
+  tasks:
+    - {name: a, type: wait, wait: {duration: -5m}}
+    - {name: b, type: job, jobAgentRef: ci, timeout: soon, retryStrategy: {limit: 1, backoff: {duration: true}}}
+    - {name: c, type: wait, wait: {duration: 1}, dependencies: [nope]}
+`
+	ps := problemsOf(t, src)
+	require.Contains(t, findProblem(t, ps, "spec.tasks[0].wait.duration").Message, `"-5m" is negative`)
+	require.Contains(t, findProblem(t, ps, "spec.tasks[1].timeout").Message, `got "soon"`)
+	require.Contains(t, findProblem(t, ps, "spec.tasks[1].retryStrategy.backoff.duration").Message, "got a boolean")
+	require.Contains(t, findProblem(t, ps, "spec.tasks[2].dependencies[0]").Message, "nope")
+	require.Len(t, ps, 4, "a field that failed to decode is not reported again by the semantic checks")
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/reconcilerhq/reconciler/policy/expr"
+	"github.com/reconcilerhq/reconciler/expr"
 )
 
 // Inputs are the candidate objects a matrix source selects from, as maps

@@ -87,24 +87,24 @@ func newPlan(t *Template) (*plan, error) {
 			pt.retryLimit, pt.factor = int(r.Limit), 1
 			if b := r.Backoff; b != nil {
 				if b.Duration != nil {
-					pt.backoff = b.Duration.Std()
+					pt.backoff = b.Duration.D()
 				}
 				if b.Factor != nil {
 					pt.factor = int(*b.Factor)
 				}
 				if b.Cap != nil {
-					pt.backoffCap = b.Cap.Std()
+					pt.backoffCap = b.Cap.D()
 				}
 				if b.MaxDuration != nil {
-					pt.maxDuration = b.MaxDuration.Std()
+					pt.maxDuration = b.MaxDuration.D()
 				}
 			}
 		}
 		if task.Timeout != nil {
-			pt.timeout = task.Timeout.Std()
+			pt.timeout = task.Timeout.D()
 		}
 		if task.Wait != nil {
-			pt.wait = task.Wait.Duration.Std()
+			pt.wait = task.Wait.Duration.D()
 		}
 		hasMatrix := pt.matrixParam != ""
 		var err error

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/workflow"
 	"github.com/reconcilerhq/reconciler/workflow/scenario"
 )
@@ -41,7 +42,7 @@ func genWorkflow(t *rapid.T) (*workflow.Template, map[string][]any) {
 		task := workflow.Task{Name: fmt.Sprintf("t%d", i), Type: workflow.TaskJob, JobAgentRef: "ci"}
 		if rapid.IntRange(0, 5).Draw(t, "wait") == 0 {
 			task.Type, task.JobAgentRef = workflow.TaskWait, ""
-			task.Wait = &workflow.Wait{Duration: workflow.Duration(time.Duration(rapid.IntRange(1, 30).Draw(t, "waitFor")) * time.Second)}
+			task.Wait = &workflow.Wait{Duration: reconcile.Duration(time.Duration(rapid.IntRange(1, 30).Draw(t, "waitFor")) * time.Second)}
 		}
 		for j := 0; j < i; j++ {
 			if rapid.Bool().Draw(t, "dep") {
@@ -58,13 +59,13 @@ func genWorkflow(t *rapid.T) (*workflow.Template, map[string][]any) {
 			task.When = "false"
 		}
 		if rapid.Bool().Draw(t, "retry") {
-			d := workflow.Duration(time.Duration(rapid.IntRange(1, 5).Draw(t, "backoff")) * time.Second)
+			d := reconcile.Duration(time.Duration(rapid.IntRange(1, 5).Draw(t, "backoff")) * time.Second)
 			f := workflow.IntOrString(rapid.IntRange(1, 3).Draw(t, "factor"))
 			task.RetryStrategy = &workflow.RetryStrategy{Limit: workflow.IntOrString(rapid.IntRange(0, 2).Draw(t, "limit")),
 				Backoff: &workflow.Backoff{Duration: &d, Factor: &f}}
 		}
 		if rapid.Bool().Draw(t, "timeout") {
-			d := workflow.Duration(time.Duration(rapid.IntRange(5, 40).Draw(t, "timeoutSecs")) * time.Second)
+			d := reconcile.Duration(time.Duration(rapid.IntRange(5, 40).Draw(t, "timeoutSecs")) * time.Second)
 			task.Timeout = &d
 		}
 		tpl.Spec.Tasks = append(tpl.Spec.Tasks, task)

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/reconcilerhq/reconciler/policy/expr"
+	"github.com/reconcilerhq/reconciler/expr"
 )
 
 // The roots a {{ }} reference or a `when` condition can name.

@@ -2,14 +2,18 @@ package workflow
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/reconcilerhq/reconciler/reconcile"
 )
 
 var (
 	typeOfTemplate = reflect.TypeOf(Template{})
 	shapedType     = reflect.TypeOf((*shaped)(nil)).Elem()
+	durationType   = reflect.TypeOf(reconcile.Duration(0))
 )
 
 // shaped is implemented by types that accept more than one JSON shape. shape
@@ -21,12 +25,21 @@ type shaped interface {
 
 // checkShape compares a decoded JSON tree against the Go type it will be
 // decoded into and records every unknown field and wrong type with its path.
-func checkShape(t reflect.Type, v any, path string, ps *problems) {
+// A value whose decoding would stop encoding/json (a bad duration) is
+// replaced by null in the tree, so the rest still decodes.
+func checkShape(t reflect.Type, v any, path string, ps *problems) (drop bool) {
 	if v == nil {
-		return
+		return false
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t == durationType {
+		if err := checkDuration(v); err != nil {
+			ps.add(path, "%s", err)
+			return true
+		}
+		return false
 	}
 	if reflect.PointerTo(t).Implements(shapedType) {
 		alt, msg := reflect.New(t).Interface().(shaped).shape(v)
@@ -34,18 +47,18 @@ func checkShape(t reflect.Type, v any, path string, ps *problems) {
 			ps.add(path, "%s", msg)
 		}
 		if alt != nil {
-			checkShape(alt, v, path, ps)
+			return checkShape(alt, v, path, ps)
 		}
-		return
+		return false
 	}
 	switch t.Kind() {
 	case reflect.Interface:
-		return
+		return false
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
 		if !ok {
 			ps.add(path, "want an object, got %s", jsonKind(v))
-			return
+			return false
 		}
 		fields := jsonFields(t)
 		for _, k := range sortedKeys(m) {
@@ -54,25 +67,31 @@ func checkShape(t reflect.Type, v any, path string, ps *problems) {
 				ps.add(joinPath(path, k), "%s", unknownField(k, fields))
 				continue
 			}
-			checkShape(ft, m[k], joinPath(path, k), ps)
+			if checkShape(ft, m[k], joinPath(path, k), ps) {
+				m[k] = nil
+			}
 		}
 	case reflect.Map:
 		m, ok := v.(map[string]any)
 		if !ok {
 			ps.add(path, "want an object, got %s", jsonKind(v))
-			return
+			return false
 		}
 		for _, k := range sortedKeys(m) {
-			checkShape(t.Elem(), m[k], joinPath(path, k), ps)
+			if checkShape(t.Elem(), m[k], joinPath(path, k), ps) {
+				m[k] = nil
+			}
 		}
 	case reflect.Slice:
 		l, ok := v.([]any)
 		if !ok {
 			ps.add(path, "want an array, got %s", jsonKind(v))
-			return
+			return false
 		}
 		for i, item := range l {
-			checkShape(t.Elem(), item, indexPath(path, i), ps)
+			if checkShape(t.Elem(), item, indexPath(path, i), ps) {
+				l[i] = nil
+			}
 		}
 	case reflect.String:
 		if _, ok := v.(string); !ok {
@@ -86,7 +105,7 @@ func checkShape(t reflect.Type, v any, path string, ps *problems) {
 		n, ok := v.(json.Number)
 		if !ok {
 			ps.add(path, "want an integer, got %s", jsonKind(v))
-			return
+			return false
 		}
 		if _, err := n.Int64(); err != nil {
 			ps.add(path, "want an integer, got %s", n)
@@ -96,6 +115,21 @@ func checkShape(t reflect.Type, v any, path string, ps *problems) {
 			ps.add(path, "want a number, got %s", jsonKind(v))
 		}
 	}
+	return false
+}
+
+// checkDuration checks a decoded JSON value against reconcile.Duration: a
+// number of seconds or a string ParseDuration reads.
+func checkDuration(v any) error {
+	switch x := v.(type) {
+	case json.Number:
+		_, err := reconcile.ParseDuration(x.String())
+		return err
+	case string:
+		_, err := reconcile.ParseDuration(x)
+		return err
+	}
+	return fmt.Errorf("want seconds or a duration like \"30s\", got %s", jsonKind(v))
 }
 
 // jsonFields maps the JSON names of a struct's exported fields to their

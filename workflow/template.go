@@ -1,5 +1,7 @@
 package workflow
 
+import "github.com/reconcilerhq/reconciler/reconcile"
+
 // APIVersion is the only apiVersion a WorkflowTemplate document may carry.
 const APIVersion = "ctrlplane.dev/v1"
 
@@ -114,21 +116,21 @@ type MatrixSource struct {
 // (verification, approval, wait, webhook) may use {{ }} references; they are
 // resolved per TaskRun when the task becomes ready.
 type Task struct {
-	Name           string          `json:"name"`
-	Type           TaskType        `json:"type"`
-	Description    string          `json:"description,omitempty"`
-	JobAgentRef    string          `json:"jobAgentRef,omitempty"`
-	Config         map[string]any  `json:"config,omitempty"`
-	Dependencies   []string        `json:"dependencies,omitempty"`
-	When           string          `json:"when,omitempty"`
-	Matrix         string          `json:"matrix,omitempty"`
-	MatrixStrategy *MatrixStrategy `json:"matrixStrategy,omitempty"`
-	RetryStrategy  *RetryStrategy  `json:"retryStrategy,omitempty"`
-	Timeout        *Duration       `json:"timeout,omitempty"`
-	Verification   *Verification   `json:"verification,omitempty"`
-	Approval       *Approval       `json:"approval,omitempty"`
-	Wait           *Wait           `json:"wait,omitempty"`
-	Webhook        *Webhook        `json:"webhook,omitempty"`
+	Name           string              `json:"name"`
+	Type           TaskType            `json:"type"`
+	Description    string              `json:"description,omitempty"`
+	JobAgentRef    string              `json:"jobAgentRef,omitempty"`
+	Config         map[string]any      `json:"config,omitempty"`
+	Dependencies   []string            `json:"dependencies,omitempty"`
+	When           string              `json:"when,omitempty"`
+	Matrix         string              `json:"matrix,omitempty"`
+	MatrixStrategy *MatrixStrategy     `json:"matrixStrategy,omitempty"`
+	RetryStrategy  *RetryStrategy      `json:"retryStrategy,omitempty"`
+	Timeout        *reconcile.Duration `json:"timeout,omitempty"`
+	Verification   *Verification       `json:"verification,omitempty"`
+	Approval       *Approval           `json:"approval,omitempty"`
+	Wait           *Wait               `json:"wait,omitempty"`
+	Webhook        *Webhook            `json:"webhook,omitempty"`
 }
 
 // MatrixStrategy bounds a matrix task's fan-out. MaxParallel caps the items
@@ -150,10 +152,10 @@ type RetryStrategy struct {
 // the failed attempt finished, at most Cap; no retry starts later than
 // MaxDuration after the first attempt started.
 type Backoff struct {
-	Duration    *Duration    `json:"duration,omitempty"`
-	Factor      *IntOrString `json:"factor,omitempty"`
-	Cap         *Duration    `json:"cap,omitempty"`
-	MaxDuration *Duration    `json:"maxDuration,omitempty"`
+	Duration    *reconcile.Duration `json:"duration,omitempty"`
+	Factor      *IntOrString        `json:"factor,omitempty"`
+	Cap         *reconcile.Duration `json:"cap,omitempty"`
+	MaxDuration *reconcile.Duration `json:"maxDuration,omitempty"`
 }
 
 // Verification is the block of a verification task: metrics whose success
@@ -164,13 +166,13 @@ type Verification struct {
 
 // Metric is one measurement a verification task takes.
 type Metric struct {
-	Name             string    `json:"name"`
-	Provider         Provider  `json:"provider"`
-	SuccessCondition string    `json:"successCondition"`
-	FailureCondition string    `json:"failureCondition,omitempty"`
-	Interval         *Duration `json:"interval,omitempty"`
-	Count            int       `json:"count,omitempty"`
-	FailureLimit     int       `json:"failureLimit,omitempty"`
+	Name             string              `json:"name"`
+	Provider         Provider            `json:"provider"`
+	SuccessCondition string              `json:"successCondition"`
+	FailureCondition string              `json:"failureCondition,omitempty"`
+	Interval         *reconcile.Duration `json:"interval,omitempty"`
+	Count            int                 `json:"count,omitempty"`
+	FailureLimit     int                 `json:"failureLimit,omitempty"`
 }
 
 // Provider says where a metric's value comes from.
@@ -193,7 +195,7 @@ type Approval struct {
 
 // Wait is the block of a wait task: it succeeds Duration after it started.
 type Wait struct {
-	Duration Duration `json:"duration"`
+	Duration reconcile.Duration `json:"duration"`
 }
 
 // Webhook is the block of a webhook task: one HTTP request.

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/reconcilerhq/reconciler/policy/expr"
+	"github.com/reconcilerhq/reconciler/expr"
 )
 
 var (

@@ -228,7 +228,7 @@ func metricSpec(m *workflow.Metric) policy.MetricSpec {
 		FailureCondition: m.FailureCondition, FailureLimit: m.FailureLimit,
 		Provider: policy.Provider{Type: m.Provider.Type, Config: map[string]any{}}}
 	if m.Interval != nil {
-		spec.IntervalSeconds = int64(m.Interval.Std() / time.Second)
+		spec.IntervalSeconds = int64(m.Interval.D() / time.Second)
 	}
 	p := m.Provider
 	for k, v := range map[string]string{"query": p.Query, "address": p.Address, "url": p.URL, "method": p.Method, "body": p.Body} {

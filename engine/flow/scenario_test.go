@@ -178,7 +178,7 @@ func runScenario(t *testing.T, sc *scenario.Scenario, backend string) (flow.Stat
 	require.NoError(t, err)
 	cancelAt := time.Time{}
 	if sc.CancelAfter != nil {
-		cancelAt = scenario.Start.Add(sc.CancelAfter.Std())
+		cancelAt = scenario.Start.Add(sc.CancelAfter.D())
 	}
 	for step := 0; step < 2000; step++ {
 		_, err := eng.Drain(ctx)

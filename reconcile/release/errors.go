@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/reconcilerhq/reconciler/policy/expr"
+	"github.com/reconcilerhq/reconciler/expr"
 )
 
 // ErrInvalid matches every validation failure of this package's types (and

@@ -3,7 +3,7 @@ package release
 import (
 	"fmt"
 
-	"github.com/reconcilerhq/reconciler/policy/expr"
+	"github.com/reconcilerhq/reconciler/expr"
 )
 
 // The CEL variables a selector can name.
@@ -64,7 +64,7 @@ type Selector interface {
 	Match(selector string, s *Subject) (bool, error)
 }
 
-// CEL is the Selector backed by policy/expr in SelectorEnv. Compiled
+// CEL is the Selector backed by expr in SelectorEnv. Compiled
 // programs are cached by source. The zero value is ready to use and safe for
 // concurrent use.
 type CEL struct{}

@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/workflow"
 )
 
@@ -42,9 +43,9 @@ type Scenario struct {
 		ReleaseTargets []map[string]any `json:"releaseTargets,omitempty"`
 	} `json:"inputs,omitempty"`
 	// JobDuration is how long each job attempt runs (default 10s).
-	JobDuration *workflow.Duration `json:"jobDuration,omitempty"`
+	JobDuration *reconcile.Duration `json:"jobDuration,omitempty"`
 	// CancelAfter requests cancellation this long after the start.
-	CancelAfter *workflow.Duration `json:"cancelAfter,omitempty"`
+	CancelAfter *reconcile.Duration `json:"cancelAfter,omitempty"`
 	// Outcomes script jobs by "task" (every item) or "task[i]" (one item):
 	// attempts joined by "-then-", each succeed, fail or hang; the last one
 	// repeats. Unlisted jobs succeed.
@@ -211,10 +212,10 @@ func (sc *Scenario) Prepare() (*Sim, error) {
 		},
 	}
 	if sc.JobDuration != nil {
-		sim.JobDuration = sc.JobDuration.Std()
+		sim.JobDuration = sc.JobDuration.D()
 	}
 	if sc.CancelAfter != nil {
-		sim.CancelAt = Start.Add(sc.CancelAfter.Std())
+		sim.CancelAt = Start.Add(sc.CancelAfter.D())
 	}
 	return sim, nil
 }

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -89,4 +90,42 @@ func BenchmarkEvalBool(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestCompileCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	env := MustEnv("x")
+	first, err := env.Compile("x == 0")
+	require.NoError(t, err)
+	for i := 1; i <= CacheSize+10; i++ {
+		_, err := env.Compile(fmt.Sprintf("x == %d", i))
+		require.NoError(t, err)
+		require.LessOrEqual(t, env.cache.Len(), CacheSize)
+	}
+	require.Equal(t, CacheSize, env.cache.Len())
+	// The oldest program was dropped: compiling it again
+	// gives a new, equally working program.
+	again, err := env.Compile("x == 0")
+	require.NoError(t, err)
+	require.NotSame(t, first, again)
+	ok, err := again.EvalBool(map[string]any{"x": 0})
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+// BenchmarkCompileCached is the selector hot path: every Match compiles
+// its selector, which is a cache hit after the first.
+func BenchmarkCompileCached(b *testing.B) {
+	env := MustEnv("resource")
+	src := `resource.kind == "Kubernetes"`
+	_, err := env.Compile(src)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := env.Compile(src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

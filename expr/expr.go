@@ -4,13 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/ext"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
+
+// CacheSize bounds how many compiled programs one Env keeps. Expressions
+// come from stored objects and templates, so their number is open-ended;
+// the program compiled longest ago is dropped first and compiled again when
+// it is next needed. A lookup takes only the cache's read lock (it does not
+// reorder entries), so concurrent evaluations do not queue on the cache.
+const CacheSize = 1024
 
 // Error describes an expression that does not compile or evaluate. Line and
 // Column are 1-based and zero when unknown.
@@ -30,12 +37,12 @@ func (e *Error) Error() string {
 }
 
 // Env is a CEL environment with a fixed set of top-level variables, each of
-// dynamic type (maps, lists and scalars decoded from JSON). It caches compiled
-// programs by source and is safe for concurrent use.
+// dynamic type (maps, lists and scalars decoded from JSON). It caches up to
+// CacheSize compiled programs by source and is safe for concurrent use.
 type Env struct {
 	env   *cel.Env
 	vars  []string
-	cache sync.Map // string -> *Program
+	cache *lru.Cache[string, *Program]
 }
 
 // NewEnv builds an environment in which the named variables are declared.
@@ -48,7 +55,11 @@ func NewEnv(vars ...string) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cel environment: %w", err)
 	}
-	return &Env{env: env, vars: append([]string(nil), vars...)}, nil
+	cache, err := lru.New[string, *Program](CacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("cel program cache: %w", err)
+	}
+	return &Env{env: env, vars: append([]string(nil), vars...), cache: cache}, nil
 }
 
 // MustEnv is NewEnv for package-level environments built from constant
@@ -73,11 +84,11 @@ type Program struct {
 // Source returns the expression text.
 func (p *Program) Source() string { return p.src }
 
-// Compile parses and type-checks src, returning a cached program when the
-// same source was compiled before. Errors are *Error.
+// Compile parses and type-checks src, returning the cached program when the
+// same source is still in the cache. Errors are *Error.
 func (e *Env) Compile(src string) (*Program, error) {
-	if p, ok := e.cache.Load(src); ok {
-		return p.(*Program), nil
+	if p, ok := e.cache.Peek(src); ok {
+		return p, nil
 	}
 	if src == "" {
 		return nil, &Error{Expr: src, Message: "empty expression"}
@@ -96,8 +107,10 @@ func (e *Env) Compile(src string) (*Program, error) {
 		return nil, &Error{Expr: src, Message: err.Error()}
 	}
 	p := &Program{src: src, prg: prg}
-	actual, _ := e.cache.LoadOrStore(src, p)
-	return actual.(*Program), nil
+	if prev, ok, _ := e.cache.PeekOrAdd(src, p); ok {
+		return prev, nil // a concurrent Compile stored it first
+	}
+	return p, nil
 }
 
 // Check compiles src and reports only whether it is valid.
