@@ -59,3 +59,21 @@ func TestDurationOr(t *testing.T) {
 	require.Equal(t, time.Hour, reconcile.Duration(-time.Second).Or(time.Hour))
 	require.Equal(t, time.Second, reconcile.Duration(time.Second).Or(time.Hour))
 }
+
+// FuzzParseDuration: a duration is parsed or refused, never negative and
+// never a panic, as text and as JSON. Run with `make fuzz`.
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"30s", "1h", "90", "1.5", "-1s", "1e300", "", " 2m ", "9223372036854775807", `"90s"`, "null"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := reconcile.ParseDuration(s)
+		if err == nil && d < 0 {
+			t.Fatalf("ParseDuration(%q) = %v, negative", s, d)
+		}
+		var u reconcile.Duration
+		if err := u.UnmarshalJSON([]byte(s)); err == nil && u < 0 {
+			t.Fatalf("UnmarshalJSON(%q) = %v, negative", s, u)
+		}
+	})
+}

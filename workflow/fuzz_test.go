@@ -50,19 +50,3 @@ func FuzzLoadTemplate(f *testing.F) {
 		_, _ = Load(doc)
 	})
 }
-
-// FuzzParseDuration: a duration in the template notation is parsed or
-// refused, never negative and never a panic.
-func FuzzParseDuration(f *testing.F) {
-	for _, s := range []string{"30s", "1h", "90", "1.5", "-1s", "1e300", "", " 2m ", "9223372036854775807"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ParseDuration(s)
-		if err == nil && d < 0 {
-			t.Fatalf("ParseDuration(%q) = %v, negative", s, d)
-		}
-		var u Duration
-		_ = u.UnmarshalJSON([]byte(s))
-	})
-}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/adapters/process"
+	"github.com/reconcilerhq/reconciler/adapters/simulated"
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -40,7 +41,7 @@ func setupWorld(t *testing.T, script string, logw io.Writer, withCode func(store
 	clock := ports.SystemClock
 	w := processWorld{store: memory.NewRunStore(clock), q: memory.NewQueue(clock)}
 	log := slog.New(slog.NewJSONHandler(logw, nil))
-	var code ports.CodeHost = memory.NewCodeHost()
+	var code ports.CodeHost = simulated.NewCodeHost()
 	var gh *githubHost
 	var exit func(context.Context, reconcile.RunRef, string, *ports.RunObserveParams)
 	if withCode != nil {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/adapters/simulated"
 	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
@@ -81,8 +81,8 @@ func seedDemo(ctx context.Context, store ports.RunStore, q ports.Queue) error {
 // newDemoWorld returns the simulated agents and code host of the demo, one
 // step apart: they write what they observe to store and wake the run
 // through q.
-func newDemoWorld(store ports.RunStore, q ports.Queue, clock ports.Clock, step time.Duration) *memory.Simulator {
-	return memory.NewSimulator(store, clock, step, func(ctx context.Context, ref reconcile.RunRef) {
+func newDemoWorld(store ports.RunStore, q ports.Queue, clock ports.Clock, step time.Duration) *simulated.World {
+	return simulated.NewWorld(store, clock, step, func(ctx context.Context, ref reconcile.RunRef) {
 		_ = q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref)})
 	})
 }

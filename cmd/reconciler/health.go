@@ -12,10 +12,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
+// check is one named health check: an error fails it; a detail is shown
+// beside its result in the verbose listing.
+type check func(context.Context) (detail string, err error)
+
 // healthHandler serves a named set of checks the way Kubernetes components
 // do: 200 "ok" when all pass, 503 otherwise; /<path>/<check> runs one check;
-// ?verbose lists each check's result.
-func healthHandler(checks map[string]func(context.Context) error) http.Handler {
+// ?verbose lists each check's result and detail.
+func healthHandler(checks map[string]check) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()
@@ -35,10 +39,14 @@ func healthHandler(checks map[string]func(context.Context) error) http.Handler {
 		var b strings.Builder
 		failed := false
 		for _, n := range names {
-			if err := checks[n](ctx); err != nil {
+			detail, err := checks[n](ctx)
+			switch {
+			case err != nil:
 				failed = true
 				fmt.Fprintf(&b, "[-]%s failed: %v\n", n, err)
-			} else {
+			case detail != "":
+				fmt.Fprintf(&b, "[+]%s ok: %s\n", n, detail)
+			default:
 				fmt.Fprintf(&b, "[+]%s ok\n", n)
 			}
 		}

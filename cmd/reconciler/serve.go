@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reconcilerhq/reconciler/adapters/envsecret"
-	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
 	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/api"
@@ -50,6 +49,7 @@ type serveOptions struct {
 	insecureNoAuth  bool
 	agents          agentOptions
 	code            codeHostOptions
+	logOut          io.Writer // where the log goes; nil is standard error
 }
 
 // newServeCmd runs the engine.
@@ -90,7 +90,9 @@ requests are read every --pr-poll-interval and at once on a webhook
 delivery signed with --github-webhook-secret (POST /webhooks/github),
 auto-merge uses --github-merge-method, and a review run posts review.md
 (verdict in review-event) from its agent's directory. Without it pull
-requests are only recorded.
+requests are only recorded. serve logs a warning naming every stand-in
+(the demo's simulated world, the recording code host) and shows it in
+/readyz?verbose.
 
 Workflow secrets (sensitive variables) are resolved when a job or request is
 sent: env:NAME reads the daemon's variable NAME (only names with
@@ -138,7 +140,10 @@ tokens and is refused unless --listen is a loopback address.`,
 }
 
 func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
-	log, err := newLogger(os.Stderr, o.logLevel, o.logFormat)
+	if o.logOut == nil {
+		o.logOut = os.Stderr
+	}
+	log, err := newLogger(o.logOut, o.logLevel, o.logFormat)
 	if err != nil {
 		return err
 	}
@@ -176,8 +181,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		return err
 	}
 	defer procs.Close()
-	var agents ports.AgentRuntime = procs
-	var code ports.CodeHost = memory.NewCodeHost()
+	var code ports.CodeHost // nil: none configured, newRunWorld records
 	if gh != nil {
 		gh.workDir = procs.WorkDir
 		code = gh
@@ -193,10 +197,10 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 			return usageError{err}
 		}
 	}
+	world := newRunWorld(be, clock, demo, procs, code)
+	defer world.close()
+	world.warn(log)
 	if demo {
-		sim := newDemoWorld(be.runs, be.queue, clock, demoStep)
-		defer sim.Close()
-		agents, code = sim, sim
 		log.Info("demo: agents and pull requests are simulated; no agent process runs (serve --demo=false runs the process runtime)")
 		if err := seedDemo(ctx, be.runs, be.queue); err != nil {
 			return err
@@ -204,7 +208,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	}
 	for _, k := range reconcile.Kinds {
 		eng.Register(string(k), &runs.Processor{
-			Kind: k, Store: be.runs, Queue: be.queue, Agents: agents, Code: code, Config: cfg,
+			Kind: k, Store: be.runs, Queue: be.queue, Agents: world.agents, Code: world.code, Config: cfg,
 			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots,
 		}, engine.KindOptions{Concurrency: o.concurrency})
 	}
@@ -236,7 +240,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		if gh != nil && gh.hook != nil && !demo {
 			extra["/webhooks/github"] = http.MaxBytesHandler(gh.hook, 1<<20+1)
 		}
-		srv = &http.Server{Handler: newHTTPHandler(be, reg, extra), ReadHeaderTimeout: 5 * time.Second}
+		srv = &http.Server{Handler: newHTTPHandler(be, reg, extra, world), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("http server", "error", err)
@@ -265,14 +269,16 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 }
 
 // newHTTPHandler serves health checks, metrics and the extra handlers
-// (the GitHub webhook receiver) by path.
-func newHTTPHandler(be *backend, reg *prometheus.Registry, extra map[string]http.Handler) http.Handler {
+// (the GitHub webhook receiver) by path. The runtime check names the run
+// kinds' outside world, so a stand-in shows in /readyz?verbose.
+func newHTTPHandler(be *backend, reg *prometheus.Registry, extra map[string]http.Handler, world runWorld) http.Handler {
 	mux := http.NewServeMux()
 	for path, h := range extra {
 		mux.Handle(path, h)
 	}
-	checks := map[string]func(context.Context) error{
-		"queue": func(ctx context.Context) error { _, err := be.queue.WorkStats(ctx); return err },
+	checks := map[string]check{
+		"queue":   func(ctx context.Context) (string, error) { _, err := be.queue.WorkStats(ctx); return "", err },
+		"runtime": func(context.Context) (string, error) { return world.detail(), nil },
 	}
 	mux.Handle("/healthz", healthHandler(nil))
 	mux.Handle("/healthz/", healthHandler(nil))

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/adapters/simulated"
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -22,8 +23,8 @@ import (
 type runBundle struct {
 	q      *memory.Queue
 	store  *memory.RunStore
-	agents *memory.AgentRuntime
-	code   *memory.CodeHost
+	agents *simulated.AgentRuntime
+	code   *simulated.CodeHost
 	eng    *engine.Engine
 	proc   func(k reconcile.RunKind) *runs.Processor
 }
@@ -33,8 +34,8 @@ func setupRuns(t *testing.T) runBundle {
 	b := runBundle{
 		q:      memory.NewQueue(ports.SystemClock),
 		store:  memory.NewRunStore(ports.SystemClock),
-		agents: memory.NewAgentRuntime(),
-		code:   memory.NewCodeHost(),
+		agents: simulated.NewAgentRuntime(),
+		code:   simulated.NewCodeHost(),
 	}
 	b.proc = func(k reconcile.RunKind) *runs.Processor {
 		return &runs.Processor{Kind: k, Store: b.store, Queue: b.q, Agents: b.agents, Code: b.code,

@@ -1,4 +1,4 @@
-package memory
+package simulated
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
 
-// Simulator is a ports.AgentRuntime and ports.CodeHost that plays the
-// outside world for the demo daemon: every launched agent gets a pod that
+// World is a ports.AgentRuntime and ports.CodeHost that plays the outside
+// world for the demo daemon: every launched agent gets a pod that
 // becomes ready one step later and finishes its work two steps after that
 // (a repo run opens an approved pull request with passing checks, a
 // standalone run exits 0, an agent turn and a review report done), and a
@@ -23,7 +23,7 @@ import (
 //
 // Launches, releases, merges and submissions are idempotent by key. Close
 // stops every pending step.
-type Simulator struct {
+type World struct {
 	store ports.RunStore
 	clock ports.Clock
 	step  time.Duration
@@ -42,19 +42,19 @@ type Simulator struct {
 }
 
 var (
-	_ ports.AgentRuntime = (*Simulator)(nil)
-	_ ports.CodeHost     = (*Simulator)(nil)
+	_ ports.AgentRuntime = (*World)(nil)
+	_ ports.CodeHost     = (*World)(nil)
 )
 
 // NewSimulator returns a simulator that writes observations to store,
 // stamped by clock, one step apart, calling wake after each.
-func NewSimulator(store ports.RunStore, clock ports.Clock, step time.Duration, wake func(context.Context, reconcile.RunRef)) *Simulator {
-	return &Simulator{store: store, clock: clock, step: step, wake: wake, stop: make(chan struct{}),
+func NewWorld(store ports.RunStore, clock ports.Clock, step time.Duration, wake func(context.Context, reconcile.RunRef)) *World {
+	return &World{store: store, clock: clock, step: step, wake: wake, stop: make(chan struct{}),
 		seen: map[string]bool{}, prs: map[string]reconcile.RunRef{}, last: map[reconcile.RunRef]chan struct{}{}}
 }
 
 // Close stops the steps not yet taken; later calls schedule nothing.
-func (s *Simulator) Close() {
+func (s *World) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
@@ -68,7 +68,7 @@ func (s *Simulator) Close() {
 }
 
 // first reports whether key is new, and records it.
-func (s *Simulator) first(key string) bool {
+func (s *World) first(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.seen[key] {
@@ -83,7 +83,7 @@ func (s *Simulator) first(key string) bool {
 // of them: an agent's outcome only arrives once the engine has the run
 // running, however slow the engine is. A run's observations are written
 // in the order they were scheduled.
-func (s *Simulator) after(n int, o ports.RunObserveParams, states ...reconcile.State) {
+func (s *World) after(n int, o ports.RunObserveParams, states ...reconcile.State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -123,7 +123,7 @@ func (s *Simulator) after(n int, o ports.RunObserveParams, states ...reconcile.S
 
 // AgentLaunch starts the simulated pod of the run and scripts what the
 // agent in it does.
-func (s *Simulator) AgentLaunch(_ context.Context, p ports.AgentLaunchParams) error {
+func (s *World) AgentLaunch(_ context.Context, p ports.AgentLaunchParams) error {
 	if !s.first(p.IdempotencyKey) {
 		return nil
 	}
@@ -153,7 +153,7 @@ func (s *Simulator) AgentLaunch(_ context.Context, p ports.AgentLaunchParams) er
 }
 
 // AgentRelease lets the simulated pod go.
-func (s *Simulator) AgentRelease(_ context.Context, ref reconcile.RunRef, key string) error {
+func (s *World) AgentRelease(_ context.Context, ref reconcile.RunRef, key string) error {
 	if s.first(key) {
 		s.after(1, ports.RunObserveParams{Ref: ref, Pod: &reconcile.Pod{Phase: reconcile.PodTerminated}})
 	}
@@ -162,7 +162,7 @@ func (s *Simulator) AgentRelease(_ context.Context, ref reconcile.RunRef, key st
 
 // PRMerge merges a pull request a simulated repo run opened, one step
 // later.
-func (s *Simulator) PRMerge(ctx context.Context, p ports.PRMergeParams) error {
+func (s *World) PRMerge(ctx context.Context, p ports.PRMergeParams) error {
 	s.mu.Lock()
 	ref, ok := s.prs[p.URL]
 	s.mu.Unlock()
@@ -187,7 +187,7 @@ func (s *Simulator) PRMerge(ctx context.Context, p ports.PRMergeParams) error {
 
 // PRSubmitReview accepts the review; a submitted review needs nothing more
 // from the outside world.
-func (s *Simulator) PRSubmitReview(_ context.Context, p ports.PRSubmitParams) error {
+func (s *World) PRSubmitReview(_ context.Context, p ports.PRSubmitParams) error {
 	s.first(p.IdempotencyKey)
 	return nil
 }

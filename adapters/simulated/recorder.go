@@ -1,4 +1,4 @@
-package memory
+package simulated
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
 
-// AgentRuntime is an in-memory ports.AgentRuntime that records launches and
-// releases, once per idempotency key. It starts no pods: the embedded daemon
-// and the tests observe what would have been launched.
+// AgentRuntime is a ports.AgentRuntime that only records launches and
+// releases, once per idempotency key. It starts no pods: tests, and a daemon
+// with no real runtime, observe what would have been launched.
 type AgentRuntime struct {
 	mu       sync.Mutex
 	seen     map[string]bool
@@ -59,8 +59,8 @@ func (a *AgentRuntime) Releases() []reconcile.RunRef {
 	return append([]reconcile.RunRef(nil), a.releases...)
 }
 
-// CodeHost is an in-memory ports.CodeHost that records merges and review
-// submissions, once per idempotency key.
+// CodeHost is a ports.CodeHost that only records merges and review
+// submissions, once per idempotency key; no pull request is touched.
 type CodeHost struct {
 	mu      sync.Mutex
 	seen    map[string]bool
