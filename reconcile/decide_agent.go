@@ -161,18 +161,12 @@ func agentIntent(s *AgentSnapshot) Action {
 		}
 		return ClearControlIntent{Intent: in, Reason: "resume-not-applicable"}
 	case IntentArchive:
-		if AgentMachine.Allowed(from, AgentArchived) {
-			return Transition{From: from, To: AgentArchived, Patch: &Patch{ClearIntent: true}, Reason: "intent-archive"}
-		}
-		return ClearControlIntent{Intent: in, Reason: "archive-not-applicable"}
+		return applyIntent(&AgentMachine, in, from, AgentArchived, &Patch{ClearIntent: true}, "intent-archive")
 	case IntentRestart:
 		if from == AgentIdle {
 			return PatchStatus{Patch: *agentResetPatch(true), Reason: "intent-restart"}
 		}
-		if AgentMachine.Allowed(from, AgentIdle) {
-			return Transition{From: from, To: AgentIdle, Patch: agentResetPatch(true), Reason: "intent-restart"}
-		}
-		return ClearControlIntent{Intent: in, Reason: "restart-not-applicable"}
+		return applyIntent(&AgentMachine, in, from, AgentIdle, agentResetPatch(true), "intent-restart")
 	}
 	return ClearControlIntent{Intent: in, Reason: "intent-unsupported"}
 }

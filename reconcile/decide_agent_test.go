@@ -1,102 +1,11 @@
 package reconcile
 
 import (
-	"regexp"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"pgregory.net/rapid"
 )
-
-// agentHelperPtr returns a pointer to v, for expected patches.
-func agentHelperPtr[T any](v T) *T { return &v }
-
-// agentHelperReason is the shape of every reason code.
-var agentHelperReason = regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
-
-// agentHelperPatchOf returns the patch an action writes, or nil.
-func agentHelperPatchOf(a Action) *Patch {
-	switch a := a.(type) {
-	case Transition:
-		return a.Patch
-	case PatchStatus:
-		return &a.Patch
-	case ResumeAgent:
-		return a.Patch
-	}
-	return nil
-}
-
-// agentHelperCloneWorld deep-copies a World.
-func agentHelperCloneWorld(w World) World {
-	if w.Pod != nil {
-		p := *w.Pod
-		if p.ExitCode != nil {
-			p.ExitCode = agentHelperPtr(*p.ExitCode)
-		}
-		w.Pod = &p
-	}
-	if w.ReadErrors != nil {
-		w.ReadErrors = append([]ReadError(nil), w.ReadErrors...)
-	}
-	return w
-}
-
-// agentHelperCheckCommon asserts the invariants every kind's decision keeps.
-// mayLeaveTerminal reports whether a move out of a terminal state without an
-// intent is one the kind's rules allow.
-func agentHelperCheckCommon(t *rapid.T, s Snapshot, a Action, mayLeaveTerminal func(Edge) bool) {
-	m := MachineFor(s.Ref().Kind)
-	w, r, st := s.Observed(), s.Controls(), s.RunState()
-	require.NotNil(t, a)
-	require.Regexp(t, agentHelperReason, a.Why(), "reason of %#v", a)
-	p := agentHelperPatchOf(a)
-	appliesIntent := p != nil && p.ClearIntent
-
-	if mv, ok := a.(Moving); ok {
-		e := mv.Move()
-		require.Equal(t, st, e.From, "a move starts from the run's state")
-		require.True(t, m.Allowed(e.From, e.To), "edge %s → %s is not in the %s machine", e.From, e.To, m.Kind)
-		if m.IsTerminal(st) && !appliesIntent {
-			require.True(t, mayLeaveTerminal(e), "terminal %s left without an intent: %#v", st, a)
-		}
-	}
-	if n, ok := a.(Noop); ok && !n.WakeAt.IsZero() {
-		require.False(t, n.WakeAt.Before(w.Now), "a wake-up is never in the past")
-	}
-	if w.Now.Before(r.BackoffUntil) {
-		require.Equal(t, Noop{WakeAt: r.BackoffUntil, Reason: "backoff-active"}, a, "active backoff is always a noop")
-		return
-	}
-	if r.Intent == IntentNone {
-		require.False(t, appliesIntent, "no intent, nothing to clear")
-		require.NotEqual(t, TypeClearControlIntent, a.Type())
-	} else {
-		c, cleared := a.(ClearControlIntent)
-		require.True(t, appliesIntent || (cleared && c.Intent == r.Intent), "an intent is applied or cleared: %#v", a)
-	}
-	if readFailedFor(w, needsOf(s.Ref().Kind, st)) {
-		_, moving := a.(Moving)
-		if moving || a.Type() == TypePatchStatus {
-			require.True(t, appliesIntent, "a read error never moves or patches except through an intent: %#v", a)
-		}
-		if r.Intent == IntentNone {
-			d, ok := a.(DeferWithBackoff)
-			require.True(t, ok, "a read error defers: %#v", a)
-			require.Equal(t, r.Attempts+1, d.Attempts)
-			base := BackoffBase << min(max(r.Attempts, 0), BackoffMaxShift)
-			require.GreaterOrEqual(t, d.Until.Sub(w.Now), base)
-			require.LessOrEqual(t, d.Until.Sub(w.Now), base+base/10)
-		}
-	}
-	if !w.Capacity.Available() {
-		switch a.Type() {
-		case TypeRequeueForAgent, TypeEnqueueAgent, TypeEnqueueTurn, TypeLaunchReviewRun:
-			t.Fatalf("full capacity launched: %#v", a)
-		}
-	}
-}
 
 // agentSetup returns an agent snapshot in which nothing is pending: idle,
 // no pod held, capacity free, default settings.
@@ -166,14 +75,14 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Run.Reconcile.Intent = IntentResume
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentFailed, To: AgentIdle, Reason: "intent-resume", Patch: &Patch{
-				ClearIntent: true, ConsecutiveFailures: agentHelperPtr(0), TurnStartedAt: agentHelperPtr(time.Time{})}}
+				ClearIntent: true, ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{})}}
 		}},
 		{"resume returns a paused agent to idle", func(s *AgentSnapshot) {
 			s.Run.State = AgentPaused
 			s.Run.Reconcile.Intent = IntentResume
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentPaused, To: AgentIdle, Reason: "intent-resume", Patch: &Patch{
-				ClearIntent: true, ConsecutiveFailures: agentHelperPtr(0), TurnStartedAt: agentHelperPtr(time.Time{})}}
+				ClearIntent: true, ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{})}}
 		}},
 		{"resume on a running agent is cleared", func(s *AgentSnapshot) {
 			running(LifecycleSticky)(s)
@@ -200,16 +109,16 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Run.Reconcile.Intent = IntentRestart
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "intent-restart", Patch: &Patch{
-				ClearIntent: true, ConsecutiveFailures: agentHelperPtr(0), TurnDone: agentHelperPtr(false),
-				TurnStartedAt: agentHelperPtr(time.Time{})}}
+				ClearIntent: true, ConsecutiveFailures: propPtr(0), TurnDone: propPtr(false),
+				TurnStartedAt: propPtr(time.Time{})}}
 		}},
 		{"restart on an idle agent patches the reset in place", func(s *AgentSnapshot) {
 			s.Run.ConsecutiveFailures = 2
 			s.Run.Reconcile.Intent = IntentRestart
 		}, func(*AgentSnapshot) Action {
 			return PatchStatus{Reason: "intent-restart", Patch: Patch{
-				ClearIntent: true, ConsecutiveFailures: agentHelperPtr(0), TurnDone: agentHelperPtr(false),
-				TurnStartedAt: agentHelperPtr(time.Time{})}}
+				ClearIntent: true, ConsecutiveFailures: propPtr(0), TurnDone: propPtr(false),
+				TurnStartedAt: propPtr(time.Time{})}}
 		}},
 		{"restart never revives an archived agent", func(s *AgentSnapshot) {
 			s.Run.State = AgentArchived
@@ -273,7 +182,7 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Pod = &Pod{Name: "p", Phase: PodUnknown, Since: s.Now.Add(-5 * time.Minute)}
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "pod-unknown-past-grace", Patch: &Patch{
-				ConsecutiveFailures: agentHelperPtr(1), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+				ConsecutiveFailures: propPtr(1), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
 		}},
 		{"running with a pod unknown within its grace wakes at the grace's end", func(s *AgentSnapshot) {
 			s.Run.State = AgentRunning
@@ -287,7 +196,7 @@ func TestDecideAgentRules(t *testing.T) {
 			s.ReadErrors = []ReadError{{Source: SourceCapacity}}
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-timeout", Patch: &Patch{
-				ConsecutiveFailures: agentHelperPtr(1), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+				ConsecutiveFailures: propPtr(1), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
 		}},
 		{"queued under capacity enqueues the turn", func(s *AgentSnapshot) {
 			s.Run.State = AgentQueued
@@ -304,7 +213,7 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Pod = &Pod{Name: "p", Phase: PodRunning}
 		}, func(s *AgentSnapshot) Action {
 			return Transition{From: AgentProvisioning, To: AgentRunning, Reason: "pod-running", Patch: &Patch{
-				TurnDone: agentHelperPtr(false), TurnStartedAt: agentHelperPtr(s.Now)}}
+				TurnDone: propPtr(false), TurnStartedAt: propPtr(s.Now)}}
 		}},
 		{"provisioning with a ready pod keeps a turn clock already set", func(s *AgentSnapshot) {
 			s.Run.State = AgentProvisioning
@@ -312,7 +221,7 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Pod = &Pod{Name: "p", Phase: PodReady}
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentProvisioning, To: AgentRunning, Reason: "pod-running", Patch: &Patch{
-				TurnDone: agentHelperPtr(false)}}
+				TurnDone: propPtr(false)}}
 		}},
 		{"provisioning without a pod waits", func(s *AgentSnapshot) {
 			s.Run.State = AgentProvisioning
@@ -327,7 +236,7 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Pod = &Pod{Name: "p", Phase: PodError, LastError: "ImagePullBackOff"}
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentProvisioning, To: AgentIdle, Reason: "pod-dead", Patch: &Patch{
-				ConsecutiveFailures: agentHelperPtr(2), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+				ConsecutiveFailures: propPtr(2), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
 		}},
 		{"provisioning failures reaching the default limit of 3 fail the agent", func(s *AgentSnapshot) {
 			s.Run.State = AgentProvisioning
@@ -335,7 +244,7 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Pod = &Pod{Name: "p", Phase: PodError}
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentProvisioning, To: AgentFailed, Reason: "pod-dead", Patch: &Patch{
-				ConsecutiveFailures: agentHelperPtr(3), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+				ConsecutiveFailures: propPtr(3), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
 		}},
 		{"running with the turn done on-demand goes idle and lets the pod go", func(s *AgentSnapshot) {
 			running(LifecycleOnDemand)(s)
@@ -343,15 +252,15 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Run.ConsecutiveFailures = 2
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-done", Patch: &Patch{
-				ConsecutiveFailures: agentHelperPtr(0), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+				ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
 		}},
 		{"running with the turn done sticky keeps the pod warm for keep_warm", func(s *AgentSnapshot) {
 			running(LifecycleSticky)(s)
 			s.Run.TurnDone = true
 		}, func(s *AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-done", Patch: &Patch{
-				ConsecutiveFailures: agentHelperPtr(0), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(true),
-				KeepWarmUntil: agentHelperPtr(s.Now.Add(20 * time.Minute))}}
+				ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(true),
+				KeepWarmUntil: propPtr(s.Now.Add(20 * time.Minute))}}
 		}},
 		{"running with the turn done always-on keeps the pod", func(s *AgentSnapshot) {
 			running(LifecycleAlwaysOn)(s)
@@ -359,15 +268,15 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Pod.Phase = PodTerminated
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-done", Patch: &Patch{
-				ConsecutiveFailures: agentHelperPtr(0), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(true)}}
+				ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(true)}}
 		}},
 		{"running with a dead pod counts a failure", func(s *AgentSnapshot) {
 			running(LifecycleSticky)(s)
 			s.Pod.Phase = PodTerminated
-			s.Pod.ExitCode = agentHelperPtr(137)
+			s.Pod.ExitCode = propPtr(137)
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "pod-dead", Patch: &Patch{
-				ConsecutiveFailures: agentHelperPtr(1), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+				ConsecutiveFailures: propPtr(1), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
 		}},
 		{"running with a missing pod counts a failure up to the configured limit", func(s *AgentSnapshot) {
 			running(LifecycleOnDemand)(s)
@@ -376,14 +285,14 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Settings.FailureLimit = 5
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentFailed, Reason: "pod-dead", Patch: &Patch{
-				ConsecutiveFailures: agentHelperPtr(5), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+				ConsecutiveFailures: propPtr(5), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
 		}},
 		{"running past the default 1 h turn limit times out", func(s *AgentSnapshot) {
 			running(LifecycleOnDemand)(s)
 			s.Run.TurnStartedAt = s.Now.Add(-time.Hour - time.Second)
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-timeout", Patch: &Patch{
-				ConsecutiveFailures: agentHelperPtr(1), TurnStartedAt: agentHelperPtr(time.Time{}), PodHeld: agentHelperPtr(false)}}
+				ConsecutiveFailures: propPtr(1), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
 		}},
 		{"running within the turn limit waits for the deadline", func(s *AgentSnapshot) {
 			running(LifecycleOnDemand)(s)
@@ -399,7 +308,7 @@ func TestDecideAgentRules(t *testing.T) {
 			running(LifecycleOnDemand)(s)
 			s.Run.TurnStartedAt = time.Time{}
 		}, func(s *AgentSnapshot) Action {
-			return PatchStatus{Patch: Patch{TurnStartedAt: agentHelperPtr(s.Now)}, Reason: "turn-start-recorded"}
+			return PatchStatus{Patch: Patch{TurnStartedAt: propPtr(s.Now)}, Reason: "turn-start-recorded"}
 		}},
 		{"paused waits for resume", func(s *AgentSnapshot) {
 			s.Run.State = AgentPaused
@@ -431,74 +340,8 @@ func TestDecideAgentRules(t *testing.T) {
 				require.GreaterOrEqual(t, d.Until.Sub(s.Now), 30*time.Second)
 				require.Less(t, d.Until.Sub(s.Now), 34*time.Second)
 			default:
-				agentHelperRequireRequeueSoon(t, got, s.Now, "capacity-full")
+				propRequireRequeueSoon(t, got, s.Now, "capacity-full")
 			}
 		})
 	}
-}
-
-// agentHelperRequireRequeueSoon asserts a RequeueSoon with the reason, due
-// 15 s (plus at most 5 s of jitter) after now.
-func agentHelperRequireRequeueSoon(t *testing.T, a Action, now time.Time, reason string) {
-	t.Helper()
-	r, ok := a.(RequeueSoon)
-	require.True(t, ok, "got %#v", a)
-	require.Equal(t, reason, r.Reason)
-	require.GreaterOrEqual(t, r.At.Sub(now), 15*time.Second)
-	require.Less(t, r.At.Sub(now), 20*time.Second)
-}
-
-// agentHelperClone deep-copies an agent snapshot.
-func agentHelperClone(s *AgentSnapshot) *AgentSnapshot {
-	c := *s
-	c.World = agentHelperCloneWorld(s.World)
-	return &c
-}
-
-func TestDecideAgentProperties(t *testing.T) {
-	t.Parallel()
-	rapid.Check(t, func(t *rapid.T) {
-		s := genAgentSnapshot().Draw(t, "snapshot")
-		before := agentHelperClone(s)
-		a := DecideAgent(s)
-
-		require.Equal(t, before, s, "a decision never mutates its snapshot")
-		require.Equal(t, a, DecideAgent(agentHelperClone(s)), "same snapshot, same action")
-		require.Equal(t, a, Decide(s), "Decide dispatches to DecideAgent")
-		agentHelperCheckCommon(t, s, a, func(Edge) bool { return false })
-
-		limit := s.Settings.FailureLimit
-		if limit <= 0 {
-			limit = 3
-		}
-		if p := agentHelperPatchOf(a); p != nil && p.ConsecutiveFailures != nil {
-			require.LessOrEqual(t, *p.ConsecutiveFailures, limit, "failures never pass the limit")
-			require.GreaterOrEqual(t, *p.ConsecutiveFailures, 0)
-		}
-		if mv, ok := a.(Moving); ok {
-			e := mv.Move()
-			require.NotEqual(t, AgentArchived, e.From, "archived is never left")
-			if p := agentHelperPatchOf(a); p != nil && p.ConsecutiveFailures != nil && !p.ClearIntent {
-				require.Equal(t, *p.ConsecutiveFailures == limit, e.To == AgentFailed, "failed exactly when failures reach the limit")
-			}
-			if e.To == AgentFailed {
-				require.NotNil(t, agentHelperPatchOf(a).ConsecutiveFailures, "failing records the count")
-			}
-			if e.To == AgentRunning {
-				require.Contains(t, []PodPhase{PodRunning, PodReady}, s.Pod.Phase, "running only on a live pod")
-			}
-		}
-		if s.Run.Reconcile.Intent == IntentNone && !s.Now.Before(s.Run.Reconcile.BackoffUntil) && len(s.ReadErrors) == 0 {
-			switch s.Run.State {
-			case AgentPaused, AgentFailed, AgentArchived:
-				require.Equal(t, TypeNoop, a.Type(), "%s acts only on an intent", s.Run.State)
-			}
-		}
-		if a.Type() == TypeReleasePod {
-			require.Equal(t, AgentIdle, s.Run.State)
-			require.True(t, s.Run.PodHeld, "only a held pod is released")
-			require.NotEqual(t, LifecycleAlwaysOn, s.Settings.PodLifecycle, "always-on never releases")
-			require.Zero(t, s.Run.PendingMessages)
-		}
-	})
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"pgregory.net/rapid"
 )
 
 // prReviewSetup returns a review snapshot ready to launch: queued, an open
@@ -32,7 +31,7 @@ type prReviewHelperRow struct {
 
 // prReviewHelperRequeue is the expected patch of a move back to queued.
 func prReviewHelperRequeue(reruns int, clearIntent bool) *Patch {
-	return &Patch{ClearIntent: clearIntent, Reruns: agentHelperPtr(reruns), ReviewDone: agentHelperPtr(false)}
+	return &Patch{ClearIntent: clearIntent, Reruns: propPtr(reruns), ReviewDone: propPtr(false)}
 }
 
 func TestDecidePRReviewRules(t *testing.T) {
@@ -158,7 +157,7 @@ func TestDecidePRReviewRules(t *testing.T) {
 		{"reviewing with the review done beats a terminated pod", func(s *PRReviewSnapshot) {
 			in(ReviewRunning)(s)
 			s.Run.ReviewDone = true
-			s.Pod = &Pod{Name: "rv", Phase: PodTerminated, ExitCode: agentHelperPtr(0)}
+			s.Pod = &Pod{Name: "rv", Phase: PodTerminated, ExitCode: propPtr(0)}
 		}, func(*PRReviewSnapshot) Action {
 			return Transition{From: ReviewRunning, To: ReviewReady, Reason: "review-done"}
 		}},
@@ -170,7 +169,7 @@ func TestDecidePRReviewRules(t *testing.T) {
 		}},
 		{"reviewing with a pod terminated before the review is done fails", func(s *PRReviewSnapshot) {
 			in(ReviewRunning)(s)
-			s.Pod = &Pod{Name: "rv", Phase: PodTerminated, ExitCode: agentHelperPtr(0)}
+			s.Pod = &Pod{Name: "rv", Phase: PodTerminated, ExitCode: propPtr(0)}
 		}, func(*PRReviewSnapshot) Action {
 			return Transition{From: ReviewRunning, To: ReviewFailed, Reason: "pod-dead"}
 		}},
@@ -326,72 +325,8 @@ func TestDecidePRReviewRules(t *testing.T) {
 				require.GreaterOrEqual(t, d.Until.Sub(s.Now), 2*time.Minute)
 				require.LessOrEqual(t, d.Until.Sub(s.Now), 132*time.Second)
 			default:
-				agentHelperRequireRequeueSoon(t, got, s.Now, "capacity-full")
+				propRequireRequeueSoon(t, got, s.Now, "capacity-full")
 			}
 		})
 	}
-}
-
-// prReviewHelperClone deep-copies a review snapshot.
-func prReviewHelperClone(s *PRReviewSnapshot) *PRReviewSnapshot {
-	c := *s
-	if s.PR != nil {
-		pr := *s.PR
-		c.PR = &pr
-	}
-	c.World = agentHelperCloneWorld(s.World)
-	return &c
-}
-
-func TestDecidePRReviewProperties(t *testing.T) {
-	t.Parallel()
-	rapid.Check(t, func(t *rapid.T) {
-		s := genPRReviewSnapshot().Draw(t, "snapshot")
-		before := prReviewHelperClone(s)
-		a := DecidePRReview(s)
-
-		require.Equal(t, before, s, "a decision never mutates its snapshot")
-		require.Equal(t, a, DecidePRReview(prReviewHelperClone(s)), "same snapshot, same action")
-		require.Equal(t, a, Decide(s), "Decide dispatches to DecidePRReview")
-
-		limit := s.Settings.MaxReruns
-		if limit <= 0 {
-			limit = 10
-		}
-		moved := s.PR != nil && s.PR.HeadSHA != s.Run.ReviewedSHA
-		// The one move out of a terminal state without an intent: a push
-		// re-runs a submitted review of an open PR when configured and under
-		// the cap.
-		rerunSubmitted := func(e Edge) bool {
-			return e == Edge{ReviewSubmitted, ReviewQueued} && moved && s.PR.State == PROpen &&
-				s.Settings.RerunOnPush && s.Run.Reruns < limit
-		}
-		agentHelperCheckCommon(t, s, a, rerunSubmitted)
-
-		if p := agentHelperPatchOf(a); p != nil && p.Reruns != nil {
-			require.LessOrEqual(t, *p.Reruns, limit, "reruns never pass the cap")
-			if !p.ClearIntent {
-				require.Equal(t, s.Run.Reruns+1, *p.Reruns, "an automatic re-run counts once")
-			} else {
-				require.Zero(t, *p.Reruns, "a manual rereview resets the count")
-			}
-		}
-		switch a := a.(type) {
-		case Transition:
-			if a.To == ReviewQueued {
-				require.NotNil(t, a.Patch.ReviewDone, "a requeued review starts undone")
-				require.False(t, *a.Patch.ReviewDone)
-			}
-		case LaunchReviewRun:
-			require.Equal(t, s.PR.HeadSHA, a.HeadSHA, "a review launches at the PR head")
-		case SubmitReview:
-			require.Equal(t, s.Run.ReviewedSHA, s.PR.HeadSHA, "only a review of the current head is submitted")
-		case MarkStale:
-			if a.Reason == "pr-closed" {
-				require.NotEqual(t, PROpen, s.PR.State)
-			} else {
-				require.True(t, moved, "pr-moved-on needs a new head")
-			}
-		}
-	})
 }

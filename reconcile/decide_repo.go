@@ -83,7 +83,8 @@ const (
 //
 //  1. No PR observed → Noop ("pr-not-observed").
 //  2. Merged → completed ("pr-merged"); closed unmerged → failed
-//     ("pr-closed"). Both record the PR fields.
+//     ("pr-closed"). Both record the PR fields. Any state but open, closed
+//     and merged → Noop ("pr-state-unknown").
 //  3. Checks newly conflicts or newly failing (observed value differs from
 //     the stored Run.PR.Checks) → auto-resume ("conflicts-auto-resume",
 //     "ci-failing-auto-resume").

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"pgregory.net/rapid"
 )
 
 // repoSetup returns a healthy running repo run: live pod, fresh heartbeat,
@@ -566,67 +565,4 @@ func TestDecideRepoOffPeakWrapsMidnight(t *testing.T) {
 	s.Settings.OffPeak = OffPeak{Only: true, StartHour: 22, EndHour: 6}
 	s.Now = time.Date(2026, time.November, 21, 3, 0, 0, 0, time.UTC)
 	require.Equal(t, RequeueForAgent{From: RepoQueued, To: RepoProvisioning, Reason: "capacity-available"}, DecideRepo(s))
-}
-
-func TestDecideRepoProperties(t *testing.T) {
-	t.Parallel()
-	rapid.Check(t, func(t *rapid.T) {
-		s := genRepoSnapshot().Draw(t, "snapshot")
-		before := repoClone(s)
-		a := DecideRepo(s)
-
-		require.Equal(t, before, s, "a decision never mutates its snapshot")
-		require.Equal(t, a, DecideRepo(repoClone(s)), "same snapshot, same action")
-		require.Equal(t, a, Decide(s), "Decide dispatches to DecideRepo")
-		propCheckCommon(t, s, a, func(Edge) bool { return false })
-
-		limit := s.Settings.MaxAutoResumes
-		if limit <= 0 {
-			limit = 10
-		}
-		p := propPatchOf(a)
-		if p != nil && p.AutoResumes != nil {
-			require.LessOrEqual(t, *p.AutoResumes, limit, "auto-resumes never pass the cap")
-			require.GreaterOrEqual(t, *p.AutoResumes, 0)
-		}
-		if p != nil && p.RetryCount != nil && !p.ResetSession {
-			require.LessOrEqual(t, *p.RetryCount, s.Run.MaxRetries, "a retry never passes MaxRetries")
-		}
-		switch x := a.(type) {
-		case RequeueForAgent:
-			require.True(t, s.Settings.OffPeak.Allows(s.Now), "no launch outside the off-peak window")
-		case ResumeAgent:
-			require.True(t, s.Settings.AutoResume, "auto-resume only when enabled")
-			require.Equal(t, s.Run.AutoResumes+1, *x.Patch.AutoResumes, "each auto-resume is counted")
-			require.NotNil(t, x.Patch.PR, "an auto-resume records the PR it reacted to")
-		case AutoMergePR:
-			require.True(t, s.Settings.AutoMerge && !s.Settings.Cautious, "auto-merge only when on and not cautious")
-			require.Equal(t, ReviewApproved, s.PR.Review)
-			require.Equal(t, ChecksPassing, s.PR.Checks)
-			for _, st := range s.Subtasks {
-				require.True(t, !st.Blocking || st.State == RepoCompleted, "blocking subtasks are done")
-			}
-		case LaunchReview:
-			require.True(t, s.Settings.ReviewEnabled && !s.Run.ReviewRunning, "a review launches once, when enabled")
-		}
-		if mv, ok := a.(Moving); ok && mv.Move().To == RepoRunning {
-			require.Contains(t, []PodPhase{PodRunning, PodReady}, s.Pod.Phase, "running only on a live pod")
-		}
-		// PR reactions are edge-triggered and drift converges: once the
-		// patch is recorded, the same observation neither resumes, nor asks
-		// for attention, nor patches again.
-		if p != nil && p.PR != nil && s.Run.State == RepoPROpened && !p.ClearIntent {
-			next := repoClone(s)
-			next.Run.PR = *p.PR
-			if p.AutoResumes != nil {
-				next.Run.AutoResumes = *p.AutoResumes
-			}
-			b := DecideRepo(next)
-			require.NotEqual(t, TypeResumeAgent, b.Type(), "resumed twice for one observation: %#v then %#v", a, b)
-			require.NotEqual(t, TypePatchStatus, b.Type(), "patched twice for one observation: %#v then %#v", a, b)
-			if mv, ok := b.(Moving); ok {
-				require.NotEqual(t, RepoNeedsAttention, mv.Move().To, "asked for attention twice: %#v then %#v", a, b)
-			}
-		}
-	})
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"pgregory.net/rapid"
 )
 
 // standaloneSetup returns a healthy running standalone run: live pod, fresh
@@ -271,46 +270,4 @@ func standaloneSeq(edits ...func(s *StandaloneSnapshot)) func(s *StandaloneSnaps
 			e(s)
 		}
 	}
-}
-
-func TestDecideStandaloneProperties(t *testing.T) {
-	t.Parallel()
-	rapid.Check(t, func(t *rapid.T) {
-		s := genStandaloneSnapshot().Draw(t, "snapshot")
-		before := standaloneClone(s)
-		a := DecideStandalone(s)
-
-		require.Equal(t, before, s, "a decision never mutates its snapshot")
-		require.Equal(t, a, DecideStandalone(standaloneClone(s)), "same snapshot, same action")
-		require.Equal(t, a, Decide(s), "Decide dispatches to DecideStandalone")
-		// The one move out of a terminal state without an intent is the
-		// automatic retry of a failed run.
-		propCheckCommon(t, s, a, func(e Edge) bool { return e == Edge{StandaloneFailed, StandaloneQueued} })
-
-		p := propPatchOf(a)
-		if p != nil && p.RetryCount != nil && *p.RetryCount > 0 {
-			require.LessOrEqual(t, *p.RetryCount, s.Run.MaxRetries, "a retry never passes MaxRetries")
-			require.Equal(t, s.Run.RetryCount+1, *p.RetryCount, "each retry is counted")
-		}
-		if mv, ok := a.(Moving); ok {
-			e := mv.Move()
-			if (e.To == StandaloneCompleted || e.To == StandaloneFailed) && !p.ClearIntent {
-				require.Equal(t, s.Now, *p.FinishedAt, "finishing records FinishedAt=Now")
-			}
-			if e.To == StandaloneCompleted {
-				require.True(t, s.Pod.Succeeded(), "completed only when the pod exited 0")
-			}
-			if e == (Edge{StandaloneFailed, StandaloneQueued}) && !p.ClearIntent {
-				due := s.Run.FinishedAt.Add(RetryDelay(s.Run.RetryCount, s.Settings.RetryBackoff.Or(30*time.Second), time.Hour))
-				require.False(t, s.Now.Before(due), "an automatic retry waits for its backoff")
-			}
-		}
-		if a.Type() == TypeEnqueueAgent {
-			require.False(t, s.Settings.WorkflowDisabled, "a disabled workflow never launches")
-		}
-		if n, ok := a.(Noop); ok && n.Reason == "retry-scheduled" {
-			require.Equal(t, StandaloneFailed, s.Run.State)
-			require.LessOrEqual(t, n.WakeAt.Sub(s.Run.FinishedAt), time.Hour, "retry delay is capped at one hour")
-		}
-	})
 }

@@ -1,8 +1,6 @@
 package reconcile
 
 import (
-	"testing"
-
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -42,6 +40,7 @@ func genRepoSnapshot() *rapid.Generator[*RepoSnapshot] {
 				SessionID:     propGenText(t, "run.session_id"),
 				AutoResumes:   rapid.SampledFrom([]int{0, 0, 1, 3, 9, 10, 11, 12}).Draw(t, "run.auto_resumes"),
 				ReviewRunning: rapid.Bool().Draw(t, "run.review_running"),
+				ResumeTrigger: rapid.SampledFrom([]string{"", "", "manual", "ci-failing", "conflicts", "changes-requested"}).Draw(t, "run.resume_trigger"),
 				Error:         propGenText(t, "run.error"),
 				Reconcile:     propGenReconcile(t, w.Now),
 			},
@@ -69,11 +68,11 @@ func genRepoSnapshot() *rapid.Generator[*RepoSnapshot] {
 }
 
 // repoHelperGenPR generates an observed pull request: open most of the time,
-// otherwise closed or merged.
+// otherwise closed, merged or in a state the code host made up.
 func repoHelperGenPR(t *rapid.T) *PullRequest {
 	st := PROpen
 	if rapid.IntRange(0, 4).Draw(t, "pr.closed") == 0 {
-		st = rapid.SampledFrom([]PRState{PRClosed, PRMerged}).Draw(t, "pr.state")
+		st = rapid.SampledFrom([]PRState{PRClosed, PRMerged, "", "draft"}).Draw(t, "pr.state")
 	}
 	return &PullRequest{
 		URL:       rapid.SampledFrom(repoHelperURLs).Draw(t, "pr.url"),
@@ -141,39 +140,70 @@ func repoClone(s *RepoSnapshot) *RepoSnapshot {
 	return &c
 }
 
-// TestGenRepoSnapshotIsValid checks the generator's contract: every
-// generated snapshot is valid and survives the recorded-snapshot format.
-func TestGenRepoSnapshotIsValid(t *testing.T) {
-	t.Parallel()
-	rapid.Check(t, func(t *rapid.T) {
-		s := genRepoSnapshot().Draw(t, "snapshot")
-		enc, err := EncodeSnapshot(s)
-		require.NoError(t, err)
-		got, err := DecodeSnapshot(enc)
-		require.NoError(t, err)
-		require.Equal(t, Snapshot(s), got)
-	})
+// repoHarness is the property harness of repo runs: no move leaves a
+// terminal state without an intent.
+func repoHarness() kindHarness {
+	return kindHarness{
+		kind: KindRepo, file: "decide_repo.go", decide: "DecideRepo",
+		direct:           func(s Snapshot) Action { return DecideRepo(s.(*RepoSnapshot)) },
+		gen:              propAsSnapshot(genRepoSnapshot()),
+		clone:            func(s Snapshot) Snapshot { return repoClone(s.(*RepoSnapshot)) },
+		mayLeaveTerminal: func(Snapshot, Edge) bool { return false },
+		check:            func(t *rapid.T, s Snapshot, a Action) { repoCheck(t, s.(*RepoSnapshot), a) },
+		draws:            6000,
+	}
 }
 
-// TestGenRepoSnapshotReachesEveryRule checks that the generator exercises
-// every documented rule of DecideRepo, so the property tests cover them all.
-func TestGenRepoSnapshotReachesEveryRule(t *testing.T) {
-	t.Parallel()
-	seen := propReasonsReached(genRepoSnapshot(), DecideRepo, 6000)
-	for _, reason := range []string{
-		"backoff-active", "read-failed",
-		"intent-cancel", "cancel-not-applicable", "intent-retry", "retries-exhausted", "retry-not-applicable",
-		"intent-resume", "resume-not-applicable", "intent-restart", "restart-not-applicable", "intent-unsupported",
-		"dependency-failed", "no-dependencies", "dependencies-completed", "waiting-on-deps",
-		"capacity-full", "off-peak", "capacity-available",
-		"awaiting-pod", "pod-pending", "pod-ready", "pod-dead",
-		"pr-detected", "agent-finished", "finished-without-pr", "pod-missing", "stalled", "agent-running",
-		"pr-not-observed", "pr-merged", "pr-closed",
-		"conflicts-auto-resume", "conflicts-needs-attention", "ci-failing-auto-resume", "ci-failing-needs-attention",
-		"changes-requested-auto-resume", "changes-requested-needs-attention",
-		"auto-merge-ready", "launch-review", "pr-drift", "pr-steady",
-		"awaiting-intent", "terminal-state",
-	} {
-		require.Positive(t, seen[reason], "no generated snapshot reached %q (seen: %v)", reason, seen)
+// repoCheck asserts the invariants of repo decisions: caps on auto-resumes
+// and retries, launches only off-peak, auto-resume and auto-merge only when
+// configured, and edge-triggered PR reactions.
+func repoCheck(t *rapid.T, s *RepoSnapshot, a Action) {
+	limit := s.Settings.MaxAutoResumes
+	if limit <= 0 {
+		limit = 10
+	}
+	p := propPatchOf(a)
+	if p != nil && p.AutoResumes != nil {
+		require.LessOrEqual(t, *p.AutoResumes, limit, "auto-resumes never pass the cap")
+		require.GreaterOrEqual(t, *p.AutoResumes, 0)
+	}
+	if p != nil && p.RetryCount != nil && !p.ResetSession {
+		require.LessOrEqual(t, *p.RetryCount, s.Run.MaxRetries, "a retry never passes MaxRetries")
+	}
+	switch x := a.(type) {
+	case RequeueForAgent:
+		require.True(t, s.Settings.OffPeak.Allows(s.Now), "no launch outside the off-peak window")
+	case ResumeAgent:
+		require.True(t, s.Settings.AutoResume, "auto-resume only when enabled")
+		require.Equal(t, s.Run.AutoResumes+1, *x.Patch.AutoResumes, "each auto-resume is counted")
+		require.NotNil(t, x.Patch.PR, "an auto-resume records the PR it reacted to")
+	case AutoMergePR:
+		require.True(t, s.Settings.AutoMerge && !s.Settings.Cautious, "auto-merge only when on and not cautious")
+		require.Equal(t, ReviewApproved, s.PR.Review)
+		require.Equal(t, ChecksPassing, s.PR.Checks)
+		for _, st := range s.Subtasks {
+			require.True(t, !st.Blocking || st.State == RepoCompleted, "blocking subtasks are done")
+		}
+	case LaunchReview:
+		require.True(t, s.Settings.ReviewEnabled && !s.Run.ReviewRunning, "a review launches once, when enabled")
+	}
+	if mv, ok := a.(Moving); ok && mv.Move().To == RepoRunning {
+		require.Contains(t, []PodPhase{PodRunning, PodReady}, s.Pod.Phase, "running only on a live pod")
+	}
+	// PR reactions are edge-triggered and drift converges: once the
+	// patch is recorded, the same observation neither resumes, nor asks
+	// for attention, nor patches again.
+	if p != nil && p.PR != nil && s.Run.State == RepoPROpened && !p.ClearIntent {
+		next := repoClone(s)
+		next.Run.PR = *p.PR
+		if p.AutoResumes != nil {
+			next.Run.AutoResumes = *p.AutoResumes
+		}
+		b := DecideRepo(next)
+		require.NotEqual(t, TypeResumeAgent, b.Type(), "resumed twice for one observation: %#v then %#v", a, b)
+		require.NotEqual(t, TypePatchStatus, b.Type(), "patched twice for one observation: %#v then %#v", a, b)
+		if mv, ok := b.(Moving); ok {
+			require.NotEqual(t, RepoNeedsAttention, mv.Move().To, "asked for attention twice: %#v then %#v", a, b)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 package reconcile
 
 import (
-	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -40,34 +40,49 @@ func standaloneClone(s *StandaloneSnapshot) *StandaloneSnapshot {
 	return &c
 }
 
-// TestGenStandaloneSnapshotIsValid checks the generator's contract: every
-// generated snapshot is valid and survives the recorded-snapshot format.
-func TestGenStandaloneSnapshotIsValid(t *testing.T) {
-	t.Parallel()
-	rapid.Check(t, func(t *rapid.T) {
-		s := genStandaloneSnapshot().Draw(t, "snapshot")
-		enc, err := EncodeSnapshot(s)
-		require.NoError(t, err)
-		got, err := DecodeSnapshot(enc)
-		require.NoError(t, err)
-		require.Equal(t, Snapshot(s), got)
-	})
+// standaloneHarness is the property harness of standalone runs. The one
+// move out of a terminal state without an intent is the automatic retry of
+// a failed run.
+func standaloneHarness() kindHarness {
+	return kindHarness{
+		kind: KindStandalone, file: "decide_standalone.go", decide: "DecideStandalone",
+		direct:           func(s Snapshot) Action { return DecideStandalone(s.(*StandaloneSnapshot)) },
+		gen:              propAsSnapshot(genStandaloneSnapshot()),
+		clone:            func(s Snapshot) Snapshot { return standaloneClone(s.(*StandaloneSnapshot)) },
+		mayLeaveTerminal: func(_ Snapshot, e Edge) bool { return e == Edge{StandaloneFailed, StandaloneQueued} },
+		check:            func(t *rapid.T, s Snapshot, a Action) { standaloneCheck(t, s.(*StandaloneSnapshot), a) },
+		draws:            3000,
+	}
 }
 
-// TestGenStandaloneSnapshotReachesEveryRule checks that the generator
-// exercises every documented rule of DecideStandalone, so the property tests
-// cover them all.
-func TestGenStandaloneSnapshotReachesEveryRule(t *testing.T) {
-	t.Parallel()
-	seen := propReasonsReached(genStandaloneSnapshot(), DecideStandalone, 3000)
-	for _, reason := range []string{
-		"backoff-active", "read-failed",
-		"intent-cancel", "cancel-not-applicable", "intent-retry", "retries-exhausted", "retry-not-applicable",
-		"intent-restart", "restart-not-applicable", "intent-unsupported",
-		"workflow-disabled", "capacity-full", "capacity-available",
-		"pod-succeeded", "awaiting-pod", "pod-dead", "stalled", "agent-running",
-		"retry-scheduled", "auto-retry", "terminal-state",
-	} {
-		require.Positive(t, seen[reason], "no generated snapshot reached %q (seen: %v)", reason, seen)
+// standaloneCheck asserts the invariants of standalone decisions: retries
+// counted and capped, finishing records FinishedAt, completed only on exit
+// 0, automatic retries wait for their backoff, disabled workflows never
+// launch.
+func standaloneCheck(t *rapid.T, s *StandaloneSnapshot, a Action) {
+	p := propPatchOf(a)
+	if p != nil && p.RetryCount != nil && *p.RetryCount > 0 {
+		require.LessOrEqual(t, *p.RetryCount, s.Run.MaxRetries, "a retry never passes MaxRetries")
+		require.Equal(t, s.Run.RetryCount+1, *p.RetryCount, "each retry is counted")
+	}
+	if mv, ok := a.(Moving); ok {
+		e := mv.Move()
+		if (e.To == StandaloneCompleted || e.To == StandaloneFailed) && !p.ClearIntent {
+			require.Equal(t, s.Now, *p.FinishedAt, "finishing records FinishedAt=Now")
+		}
+		if e.To == StandaloneCompleted {
+			require.True(t, s.Pod.Succeeded(), "completed only when the pod exited 0")
+		}
+		if e == (Edge{StandaloneFailed, StandaloneQueued}) && !p.ClearIntent {
+			due := s.Run.FinishedAt.Add(RetryDelay(s.Run.RetryCount, s.Settings.RetryBackoff.Or(30*time.Second), time.Hour))
+			require.False(t, s.Now.Before(due), "an automatic retry waits for its backoff")
+		}
+	}
+	if a.Type() == TypeEnqueueAgent {
+		require.False(t, s.Settings.WorkflowDisabled, "a disabled workflow never launches")
+	}
+	if n, ok := a.(Noop); ok && n.Reason == "retry-scheduled" {
+		require.Equal(t, StandaloneFailed, s.Run.State)
+		require.LessOrEqual(t, n.WakeAt.Sub(s.Run.FinishedAt), time.Hour, "retry delay is capped at one hour")
 	}
 }

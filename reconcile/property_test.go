@@ -1,7 +1,14 @@
 package reconcile
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -37,7 +44,7 @@ func propGenWorld(t *rapid.T) World {
 		Settings: propGenSettings(t),
 	}
 	if rapid.IntRange(0, 4).Draw(t, "has_pod") > 0 {
-		w.Pod = propGenPod(t)
+		w.Pod = propGenPod(t, now)
 	}
 	if n := rapid.IntRange(0, 8).Draw(t, "read_errors.len"); n > 6 {
 		for i := 0; i < n-6; i++ {
@@ -50,12 +57,17 @@ func propGenWorld(t *rapid.T) World {
 	return w
 }
 
-// propGenPod generates a pod in any phase, with or without an exit code.
-func propGenPod(t *rapid.T) *Pod {
+// propGenPod generates a pod in any phase, with or without an exit code,
+// observed in its phase since a time near now (always for an unknown pod).
+func propGenPod(t *rapid.T, now time.Time) *Pod {
 	p := &Pod{
 		Name:      propGenText(t, "pod.name"),
 		Phase:     rapid.SampledFrom([]PodPhase{PodPending, PodRunning, PodReady, PodError, PodTerminated, PodUnknown}).Draw(t, "pod.phase"),
 		LastError: propGenText(t, "pod.last_error"),
+	}
+	if p.Phase == PodUnknown || rapid.IntRange(0, 3).Draw(t, "pod.has_since") == 0 {
+		// An unknown pod's Since decides its grace: draw it on both sides.
+		p.Since = propGenTimeNear(t, now, "pod.since")
 	}
 	if rapid.IntRange(0, 3).Draw(t, "pod.has_exit_code") > 0 {
 		c := rapid.SampledFrom([]int{0, 0, 1, 137}).Draw(t, "pod.exit_code")
@@ -71,13 +83,14 @@ func propGenSettings(t *rapid.T) Settings {
 		return Duration(time.Duration(rapid.IntRange(0, 90).Draw(t, label)) * unit)
 	}
 	return Settings{
-		StallThreshold: dur("settings.stall_threshold", time.Minute),
-		AutoMerge:      rapid.Bool().Draw(t, "settings.auto_merge"),
-		Cautious:       rapid.Bool().Draw(t, "settings.cautious"),
-		AutoResume:     rapid.Bool().Draw(t, "settings.auto_resume"),
-		MaxAutoResumes: rapid.IntRange(0, 12).Draw(t, "settings.max_auto_resumes"),
-		ReviewEnabled:  rapid.Bool().Draw(t, "settings.review_enabled"),
-		ReviewTrigger:  rapid.SampledFrom([]ReviewTrigger{"", ReviewOnCIPass, ReviewOnPROpen}).Draw(t, "settings.review_trigger"),
+		StallThreshold:  dur("settings.stall_threshold", time.Minute),
+		UnknownPodGrace: dur("settings.unknown_pod_grace", time.Minute),
+		AutoMerge:       rapid.Bool().Draw(t, "settings.auto_merge"),
+		Cautious:        rapid.Bool().Draw(t, "settings.cautious"),
+		AutoResume:      rapid.Bool().Draw(t, "settings.auto_resume"),
+		MaxAutoResumes:  rapid.IntRange(0, 12).Draw(t, "settings.max_auto_resumes"),
+		ReviewEnabled:   rapid.Bool().Draw(t, "settings.review_enabled"),
+		ReviewTrigger:   rapid.SampledFrom([]ReviewTrigger{"", ReviewOnCIPass, ReviewOnPROpen}).Draw(t, "settings.review_trigger"),
 		OffPeak: OffPeak{
 			Only:      rapid.Bool().Draw(t, "settings.off_peak.only"),
 			StartHour: rapid.IntRange(0, 23).Draw(t, "settings.off_peak.start_hour"),
@@ -205,8 +218,12 @@ func propCheckCommon(t *rapid.T, s Snapshot, a Action, mayLeaveTerminal func(Edg
 	} else {
 		c, cleared := a.(ClearControlIntent)
 		require.True(t, appliesIntent || (cleared && c.Intent == r.Intent), "an intent is applied or cleared: %#v", a)
-		if appliesIntent {
-			require.Equal(t, TypeTransition, a.Type(), "an intent is applied by a transition")
+		if appliesIntent && a.Type() != TypeTransition {
+			// idle → idle is not an edge: an idle agent's restart is a
+			// PatchStatus, the one intent not applied by a transition.
+			require.Equal(t, TypePatchStatus, a.Type(), "an intent is applied by a transition: %#v", a)
+			require.Equal(t, Edge{AgentIdle, AgentIdle}, Edge{st, AgentIdle}, "only an idle agent's restart patches in place")
+			require.Equal(t, IntentRestart, r.Intent)
 		}
 	}
 	if readFailedFor(w, needsOf(s.Ref().Kind, st)) {
@@ -231,12 +248,232 @@ func propCheckCommon(t *rapid.T, s Snapshot, a Action, mayLeaveTerminal func(Edg
 	}
 }
 
-// propReasonsReached decides n generated snapshots and returns how often
-// each reason came up.
-func propReasonsReached[S any](gen *rapid.Generator[S], decide func(S) Action, n int) map[string]int {
-	seen := map[string]int{}
-	for i := range n {
-		seen[decide(gen.Example(i)).Why()]++
+// kindHarness is the property harness of one run kind: its generator and
+// the invariants its decisions keep on top of propCheckCommon. One harness
+// per kind, all run by the same tests below.
+type kindHarness struct {
+	kind RunKind
+	// file and decide name the kind's decision source and function; the
+	// reasons its doc comment lists are the rules the generator must reach.
+	file, decide string
+	// direct calls the kind's Decide function itself.
+	direct func(Snapshot) Action
+	gen    *rapid.Generator[Snapshot]
+	clone  func(Snapshot) Snapshot
+	// mayLeaveTerminal reports whether a move out of a terminal state
+	// without an intent is one the kind's rules allow.
+	mayLeaveTerminal func(Snapshot, Edge) bool
+	// check asserts the kind's own invariants for s and its action a.
+	check func(t *rapid.T, s Snapshot, a Action)
+	// draws is how many generated snapshots must reach every rule.
+	draws int
+}
+
+// propHarnesses lists the harness of every run kind.
+func propHarnesses() []kindHarness {
+	return []kindHarness{repoHarness(), standaloneHarness(), prReviewHarness(), agentHarness()}
+}
+
+// propNotReasons are quoted words of the decision sources and their doc
+// comments that are not reasons: resume triggers.
+var propNotReasons = []string{"conflicts", "ci-failing", "changes-requested", "manual"}
+
+// propInvalidInputReasons are the reasons a Decide function returns only
+// for a snapshot Validate refuses (a state outside the kind's machine):
+// defensive fallbacks that keep a decision on its machine.
+// TestDecideInvalidStateNeverMoves reaches them.
+var propInvalidInputReasons = []string{"unknown-state", "intent-not-allowed"}
+
+// propEachKind runs fn for every kind's harness, each as a parallel subtest.
+func propEachKind(t *testing.T, fn func(t *testing.T, h kindHarness)) {
+	for _, h := range propHarnesses() {
+		t.Run(string(h.kind), func(t *testing.T) {
+			t.Parallel()
+			fn(t, h)
+		})
 	}
-	return seen
+}
+
+// propAsSnapshot widens a kind's generator to Snapshot.
+func propAsSnapshot[S Snapshot](g *rapid.Generator[S]) *rapid.Generator[Snapshot] {
+	return rapid.Custom(func(t *rapid.T) Snapshot { return g.Draw(t, "snapshot") })
+}
+
+// TestGenSnapshotIsValid checks every generator's contract: a generated
+// snapshot is valid and survives the recorded-snapshot format.
+func TestGenSnapshotIsValid(t *testing.T) {
+	t.Parallel()
+	propEachKind(t, func(t *testing.T, h kindHarness) {
+		rapid.Check(t, func(t *rapid.T) {
+			s := h.gen.Draw(t, "snapshot")
+			require.Equal(t, h.kind, s.Ref().Kind)
+			require.NoError(t, Validate(s))
+			enc, err := EncodeSnapshot(s)
+			require.NoError(t, err)
+			got, err := DecodeSnapshot(enc)
+			require.NoError(t, err)
+			require.Equal(t, s, got)
+		})
+	})
+}
+
+// TestDecideProperties checks, for every kind, the invariants every
+// decision keeps (pure, deterministic, dispatched by Decide, propCheckCommon)
+// and the kind's own.
+func TestDecideProperties(t *testing.T) {
+	t.Parallel()
+	propEachKind(t, func(t *testing.T, h kindHarness) {
+		rapid.Check(t, func(t *rapid.T) {
+			s := h.gen.Draw(t, "snapshot")
+			before := h.clone(s)
+			a := Decide(s)
+			require.Equal(t, before, s, "a decision never mutates its snapshot")
+			require.Equal(t, a, Decide(h.clone(s)), "same snapshot, same action")
+			require.Equal(t, a, h.direct(s), "Decide dispatches to %s", h.decide)
+			propCheckCommon(t, s, a, func(e Edge) bool { return h.mayLeaveTerminal(s, e) })
+			h.check(t, s, a)
+		})
+	})
+}
+
+// TestGenReachesEveryRule checks, for every kind, that the generator
+// exercises every rule of its Decide function: each reason the doc comment
+// lists comes up within the draws, and nothing undocumented does.
+func TestGenReachesEveryRule(t *testing.T) {
+	t.Parallel()
+	propEachKind(t, func(t *testing.T, h kindHarness) {
+		documented := propDocumentedReasons(t, h.file, h.decide)
+		seen := map[string]int{}
+		for i := range h.draws {
+			seen[Decide(h.gen.Example(i)).Why()]++
+		}
+		for _, reason := range documented {
+			require.Positive(t, seen[reason], "no generated snapshot reached %q (seen: %v)", reason, seen)
+		}
+		for reason := range seen {
+			require.Contains(t, documented, reason, "%s returned %q, which its doc comment does not list", h.decide, reason)
+		}
+		t.Logf("%d draws reached all %d documented reasons: %v", h.draws, len(documented), seen)
+	})
+}
+
+// TestDecideReasonsAreDocumented checks that every reason constant in a
+// kind's decision source is documented (so TestGenReachesEveryRule reaches
+// it) or returned only for invalid input (so
+// TestDecideInvalidStateNeverMoves reaches it): no rule hides from the
+// harness.
+func TestDecideReasonsAreDocumented(t *testing.T) {
+	t.Parallel()
+	for _, h := range propHarnesses() {
+		documented := propDocumentedReasons(t, h.file, h.decide)
+		for _, reason := range propSourceReasons(t, h.file) {
+			if slices.Contains(propNotReasons, reason) || slices.Contains(propInvalidInputReasons, reason) {
+				continue
+			}
+			require.Contains(t, documented, reason, "%s: reason %q is in the code but not in the doc comment of %s", h.file, reason, h.decide)
+		}
+	}
+}
+
+// TestDecideInvalidStateNeverMoves decides snapshots whose state is not of
+// their kind (Validate refuses them; a library caller might not), with
+// every intent: the decision is a noop or clears the intent, never a move
+// off the machine, and between them the kinds reach every invalid-input
+// reason.
+func TestDecideInvalidStateNeverMoves(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for _, h := range propHarnesses() {
+		for i := range 200 {
+			s := h.gen.Example(i)
+			propSetState(s, "bogus")
+			require.Error(t, Validate(s))
+			a := Decide(s)
+			_, moving := a.(Moving)
+			require.False(t, moving, "%s: an invalid state moved: %#v", h.kind, a)
+			require.Contains(t, []ActionType{TypeNoop, TypeClearControlIntent, TypeDeferWithBackoff}, a.Type(), "%s: %#v", h.kind, a)
+			seen[a.Why()] = true
+		}
+	}
+	for _, reason := range propInvalidInputReasons {
+		require.True(t, seen[reason], "no invalid snapshot reached %q (seen: %v)", reason, seen)
+	}
+}
+
+// propSetState overwrites the run state of a generated snapshot.
+func propSetState(s Snapshot, st State) {
+	switch s := s.(type) {
+	case *RepoSnapshot:
+		s.Run.State = st
+	case *StandaloneSnapshot:
+		s.Run.State = st
+	case *PRReviewSnapshot:
+		s.Run.State = st
+	case *AgentSnapshot:
+		s.Run.State = st
+	}
+}
+
+// propDocumentedReasons returns the quoted reasons ("kebab-case") that the
+// doc comment of function fn in file lists (propNotReasons aside), with
+// backoff-active and read-failed (rules 1 and 3 of every kind, documented
+// there too).
+func propDocumentedReasons(t testing.TB, file, fn string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ParseComments)
+	require.NoError(t, err)
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == fn && fd.Doc != nil {
+			var out []string
+			for _, m := range propQuoted.FindAllStringSubmatch(fd.Doc.Text(), -1) {
+				if !slices.Contains(out, m[1]) && !slices.Contains(propNotReasons, m[1]) {
+					out = append(out, m[1])
+				}
+			}
+			sort.Strings(out)
+			require.Contains(t, out, "backoff-active")
+			require.Contains(t, out, "read-failed")
+			return out
+		}
+	}
+	t.Fatalf("%s: no documented func %s", file, fn)
+	return nil
+}
+
+// propQuoted finds a quoted kebab-case word.
+var propQuoted = regexp.MustCompile(`"([a-z]+(?:-[a-z]+)*)"`)
+
+// propSourceReasons returns the kebab-case string constants in the
+// function bodies and variables of file: every reason the code can return.
+func propSourceReasons(t testing.TB, file string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	require.NoError(t, err)
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if _, ok := n.(*ast.ImportSpec); ok {
+			return false
+		}
+		lit, ok := n.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return true
+		}
+		v, err := strconv.Unquote(lit.Value)
+		if err == nil && propReason.MatchString(v) && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+		return true
+	})
+	return out
+}
+
+// propRequireRequeueSoon asserts a RequeueSoon with the reason, due
+// 15 s (plus at most 5 s of jitter) after now.
+func propRequireRequeueSoon(t *testing.T, a Action, now time.Time, reason string) {
+	t.Helper()
+	r, ok := a.(RequeueSoon)
+	require.True(t, ok, "got %#v", a)
+	require.Equal(t, reason, r.Reason)
+	require.GreaterOrEqual(t, r.At.Sub(now), 15*time.Second)
+	require.Less(t, r.At.Sub(now), 20*time.Second)
 }
