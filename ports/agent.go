@@ -27,8 +27,12 @@ type AgentLaunchParams struct {
 	IdempotencyKey string
 }
 
-// AgentRuntime launches and releases the pods agents run in. Implementations
-// must be idempotent by key.
+// AgentRuntime launches and releases the pods agents run in.
+//
+// Invariants (checked by porttest.AgentRuntime): a launch of any kind and
+// purpose starts one agent; launches and releases are idempotent by key,
+// also under concurrent calls; a new key for the same run is a new launch;
+// releasing a run that has no agent is not an error.
 type AgentRuntime interface {
 	// AgentLaunch starts (or resumes) the run's agent.
 	AgentLaunch(ctx context.Context, p AgentLaunchParams) error
@@ -55,7 +59,11 @@ type PRSubmitParams struct {
 	Body, Event string
 }
 
-// CodeHost acts on pull requests. Implementations must be idempotent by key.
+// CodeHost acts on pull requests.
+//
+// Invariants (checked by porttest.CodeHost): merges and review submissions
+// are idempotent by key, also under concurrent calls; a new key is a new
+// submission; each pull request keeps its own effects.
 type CodeHost interface {
 	// PRMerge merges the pull request if its head is still HeadSHA.
 	PRMerge(ctx context.Context, p PRMergeParams) error

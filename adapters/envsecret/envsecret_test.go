@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/adapters/envsecret"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
@@ -45,4 +46,41 @@ func TestResolve(t *testing.T) {
 	}
 	_, err := r.Resolve(t.Context(), release.SecretRef{Ciphertext: "abc"})
 	require.ErrorContains(t, err, "ciphertext")
+}
+
+// TestSecretResolverConformance runs the port's suite against secrets in
+// the environment (env:NAME) and in files (file:/path).
+func TestSecretResolverConformance(t *testing.T) {
+	t.Parallel()
+	t.Run("env", func(t *testing.T) {
+		t.Parallel()
+		porttest.SecretResolver(t, func(t *testing.T, secrets map[string]string) porttest.SecretFixture {
+			env := map[string]string{"RECONCILER_DSN": "postgres://u:pw@db"}
+			for name, v := range secrets {
+				env[envsecret.DefaultPrefix+name] = v
+			}
+			return porttest.SecretFixture{
+				Resolver: envsecret.Resolver{Getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }},
+				Ref: func(name string) release.SecretRef {
+					return release.SecretRef{Ref: "env:" + envsecret.DefaultPrefix + name}
+				},
+				Missing: release.SecretRef{Ref: "env:" + envsecret.DefaultPrefix + "ABSENT"},
+			}
+		})
+	})
+	t.Run("file", func(t *testing.T) {
+		t.Parallel()
+		porttest.SecretResolver(t, func(t *testing.T, secrets map[string]string) porttest.SecretFixture {
+			dir := t.TempDir()
+			for name, v := range secrets {
+				// Mounted secrets often end in a newline, which is dropped.
+				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o600))
+			}
+			return porttest.SecretFixture{
+				Resolver: envsecret.Resolver{Dirs: []string{dir}, Getenv: func(string) (string, bool) { return "", false }},
+				Ref:      func(name string) release.SecretRef { return release.SecretRef{Ref: "file:" + filepath.Join(dir, name)} },
+				Missing:  release.SecretRef{Ref: "file:" + filepath.Join(dir, "ABSENT")},
+			}
+		})
+	})
 }
