@@ -22,8 +22,8 @@ func agentSetup(t *testing.T) *AgentSnapshot {
 	}
 }
 
-// agentHelperRow is one rule of the persistent-agent decision.
-type agentHelperRow struct {
+// agentRow is one rule of the persistent-agent decision.
+type agentRow struct {
 	name string
 	edit func(s *AgentSnapshot)
 	want func(s *AgentSnapshot) Action
@@ -41,7 +41,7 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Settings.KeepWarm = Duration(20 * time.Minute)
 		}
 	}
-	rows := []agentHelperRow{
+	rows := []agentRow{
 		{"backoff in the future is a noop until it ends, intents included", func(s *AgentSnapshot) {
 			s.Run.Reconcile = Reconcile{BackoffUntil: s.Now.Add(time.Minute), Intent: IntentArchive}
 		}, func(s *AgentSnapshot) Action { return Noop{WakeAt: s.Now.Add(time.Minute), Reason: "backoff-active"} }},

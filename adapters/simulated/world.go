@@ -46,7 +46,7 @@ var (
 	_ ports.CodeHost     = (*World)(nil)
 )
 
-// NewSimulator returns a simulator that writes observations to store,
+// NewWorld returns a simulated world that writes observations to store,
 // stamped by clock, one step apart, calling wake after each.
 func NewWorld(store ports.RunStore, clock ports.Clock, step time.Duration, wake func(context.Context, reconcile.RunRef)) *World {
 	return &World{store: store, clock: clock, step: step, wake: wake, stop: make(chan struct{}),
