@@ -104,8 +104,8 @@ func importAllowed(from, to string) error {
 			return deny("adapters import ports/ and the pure packages, never each other")
 		}
 	case under(from, "internal"):
-		if !under(to, "internal") {
-			return deny("internal/ helpers import no other package of this module")
+		if top == "engine" || top == "adapters" || top == "cmd" {
+			return deny("internal/ helpers import only ports/, the pure packages and each other")
 		}
 	}
 	return nil
