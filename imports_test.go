@@ -85,8 +85,8 @@ func importAllowed(from, to string) error {
 			return deny("reconcile/ imports only internal/strictjson")
 		}
 	case pure(from):
-		if !pure(to) && to != "expr" && to != "internal/strictjson" {
-			return deny("the pure packages import only each other, expr/ and internal/strictjson")
+		if !pure(to) && to != "expr" && to != "internal/strictjson" && to != "internal/yamldoc" {
+			return deny("the pure packages import only each other, expr/, internal/strictjson and internal/yamldoc")
 		}
 		if under(from, "reconcile") && (under(to, "policy") || under(to, "workflow")) {
 			return deny("reconcile/ sits below policy/ and workflow/")
@@ -97,6 +97,10 @@ func importAllowed(from, to string) error {
 	case under(from, "ports"):
 		if !pure(to) && to != "expr" && !under(to, "internal") && !under(to, "ports") {
 			return deny("ports/ imports the pure packages")
+		}
+	case under(from, "api"):
+		if top == "adapters" || top == "cmd" {
+			return deny("api/ never imports an adapter")
 		}
 	case under(from, "engine"):
 		if top == "adapters" || top == "cmd" {
