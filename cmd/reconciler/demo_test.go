@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,7 +108,9 @@ func TestDemoReleaseRollsOut(t *testing.T) {
 	defer cancel()
 	clock := ports.SystemClock
 	store, q, wfs := memory.NewReleaseStore(clock), memory.NewQueue(clock), memory.NewWorkflowStore()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var logs lockedBuffer
+	log, err := newLogger(&logs, "info", "text")
+	require.NoError(t, err)
 	rt := newReleaseRuntime(store, wfs, memory.NewCatalog(clock), q, clock, log, nil)
 	defer rt.close()
 	eng := engine.New(q, engine.Options{Logger: log, PollInterval: 10 * time.Millisecond})
@@ -145,6 +150,11 @@ func TestDemoReleaseRollsOut(t *testing.T) {
 	rel, err := store.ReleaseGet(ctx, d.ReleaseID)
 	require.NoError(t, err)
 	require.Equal(t, "web-v1", rel.VersionID, "prod keeps v1: v2 is not approved there")
+	// The README's promise: the info-level log says why v2 stops before
+	// prod, on a readable line with the short release id.
+	waits := regexp.MustCompile(`level=INFO msg=release.decision kind=desired-release id=web:prod:eu-1 action=release reason=\S+ duration=\S+ version=v1 release=[0-9a-f]{16} examined=2 waiting="v2: approval pending`)
+	require.Eventually(t, func() bool { return waits.MatchString(logs.String()) }, 5*time.Second, 10*time.Millisecond,
+		"no info line says why v2 waits before prod:\n%s", logs.String())
 
 	// worker runs each release as the rollout workflow, in every
 	// environment, prod included (worker-v1 is approved there).
@@ -214,4 +224,22 @@ func TestDemoReleaseBadExpression(t *testing.T) {
 			require.ErrorContains(t, res.err, dir+"/"+tt.want)
 		})
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"sync"
 	"time"
@@ -31,6 +33,7 @@ type serveOptions struct {
 	connectTimeout  time.Duration
 	migrate         bool
 	listen          string
+	adminListen     string
 	concurrency     int
 	lock            time.Duration
 	resyncInterval  time.Duration
@@ -104,7 +107,13 @@ API: /api/v1 (OpenAPI at /api/v1/openapi.json). Every call needs
 Authorization: Bearer TOKEN with the scope it names. In memory, serve prints a
 fresh admin token at start on standard output; with --dsn, create tokens with
 ` + "`reconciler token create --dsn DSN`" + `. --insecure-no-auth serves without
-tokens and is refused unless --listen is a loopback address.`,
+tokens and is refused unless --listen is a loopback address.
+
+Profiling: /debug/pprof only on the separate --admin-listen listener (off by
+default; keep it on loopback).
+
+Logs: --log-format text (default; one readable line a decision, release ids
+cut to 16 characters) or json (one object a line).`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envFallback(cmd); err != nil {
@@ -118,6 +127,7 @@ tokens and is refused unless --listen is a loopback address.`,
 	connectTimeoutFlag(f, &o.connectTimeout)
 	f.BoolVar(&o.migrate, "migrate", true, "apply database migrations at start (Postgres only)")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address of the health, metrics and API listener; empty disables it")
+	f.StringVar(&o.adminListen, "admin-listen", "", "address of the admin listener serving /debug/pprof (e.g. 127.0.0.1:6060); empty (the default) disables it; never served on --listen")
 	intRangeVar(f, &o.concurrency, "concurrency", def.Concurrency, 1, 1024, "parallel reconcile passes per kind")
 	durationRangeVar(f, &o.lock, "lock", def.LockDuration, time.Second, time.Hour, "work-item lease; renewed while a pass runs, for at most 10 leases (then the pass is cancelled and retried); also each test-runner job's lease")
 	durationRangeVar(f, &o.resyncInterval, "resync-interval", def.ResyncInterval, time.Second, 24*time.Hour, "full sweep cadence: non-terminal runs and workflows, every release target")
@@ -223,12 +233,8 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	resync := &engine.Resync{Queue: be.queue, Interval: o.resyncInterval, Clock: clock, Logger: log,
 		Sources: append([]engine.ResyncSource{runs.NonTerminal(be.runs, reconcile.Kinds...)}, rt.resyncSources()...)}
 
-	var srv *http.Server
+	extra := map[string]http.Handler{}
 	if o.listen != "" {
-		ln, err := net.Listen("tcp", o.listen)
-		if err != nil {
-			return fmt.Errorf("listen %s: %w", o.listen, err)
-		}
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()}),
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth})
 		if o.dsn == "" && !o.insecureNoAuth {
@@ -236,17 +242,21 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 				return err
 			}
 		}
-		extra := map[string]http.Handler{api.Prefix + "/": apiSrv.Handler()}
-		if gh != nil && gh.hook != nil && !demo {
-			extra["/webhooks/github"] = http.MaxBytesHandler(gh.hook, 1<<20+1)
+		extra[api.Prefix+"/"] = apiSrv.Handler()
+	}
+	if gh != nil && gh.hook != nil && !demo {
+		extra["/webhooks/github"] = http.MaxBytesHandler(gh.hook, 1<<20+1)
+	}
+	srv, err := startHTTP(log, "listening", o.listen, newHTTPHandler(be, reg, extra, world))
+	if err != nil {
+		return err
+	}
+	admin, err := startHTTP(log, "admin listening", o.adminListen, newAdminHandler())
+	if err != nil {
+		if srv != nil {
+			_ = srv.Close()
 		}
-		srv = &http.Server{Handler: newHTTPHandler(be, reg, extra, world), ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("http server", "error", err)
-			}
-		}()
-		log.Info("listening", "addr", ln.Addr().String())
+		return err
 	}
 	log.Info("engine starting", "store", be.name, "demo", demo, "kinds", eng.Kinds(), "concurrency", o.concurrency, "lease", o.lock)
 
@@ -259,10 +269,12 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	}
 	err = eng.Run(ctx)
 	wg.Wait()
-	if srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range []*http.Server{srv, admin} {
+		if s != nil {
+			_ = s.Shutdown(sctx)
+		}
 	}
 	log.Info("engine stopped")
 	return err
@@ -285,5 +297,37 @@ func newHTTPHandler(be *backend, reg *prometheus.Registry, extra map[string]http
 	mux.Handle("/readyz", healthHandler(checks))
 	mux.Handle("/readyz/", healthHandler(checks))
 	mux.Handle("/metrics", promhttpHandler(reg))
+	return mux
+}
+
+// startHTTP serves h on addr in the background and logs msg with the bound
+// address; an empty addr serves nothing (nil server).
+func startHTTP(log *slog.Logger, msg, addr string, h http.Handler) (*http.Server, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "addr", addr, "error", err)
+		}
+	}()
+	log.Info(msg, "addr", ln.Addr().String())
+	return srv, nil
+}
+
+// newAdminHandler serves the runtime profiles of net/http/pprof, on the
+// admin listener only.
+func newAdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
 }

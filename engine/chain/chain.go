@@ -152,6 +152,15 @@ func fail(err error) engine.Outcome {
 	return engine.Terminal(err)
 }
 
+// ShortID is the first 16 characters of a release id (a SHA-256 in hex):
+// what logs show, and the prefix of the release's job ids.
+func ShortID(id string) string {
+	if len(id) > 16 {
+		return id[:16]
+	}
+	return id
+}
+
 // log records one controller decision with the chain's stable keys: at
 // info level when it changed something, at debug level when a pass only
 // confirmed what was already so (level-based passes repeat a lot).

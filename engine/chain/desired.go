@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/engine"
@@ -103,8 +104,13 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 	if err := c.enqueue(ctx, time.Time{}, TargetKey(KindJobEligibility, t)); err != nil {
 		return engine.Retry(err)
 	}
-	c.log(ctx, changed, KindDesiredRelease, t.Key(), "release", why, start, slog.String("version", version.Tag),
-		slog.String("release", rel.ID), slog.Int("examined", choice.Examined))
+	attrs := []slog.Attr{slog.String("version", version.Tag), slog.String("release", ShortID(rel.ID)), slog.Int("examined", choice.Examined)}
+	if len(choice.Reasons) > 0 {
+		// Why newer versions wait (e.g. "v2: approval pending"): a change
+		// of these reasons is a change of the decision, logged at info.
+		attrs = append(attrs, slog.String("waiting", strings.Join(choice.Reasons, "; ")))
+	}
+	c.log(ctx, changed, KindDesiredRelease, t.Key(), "release", why, start, attrs...)
 	return wakeAt(choice.NextCheckAt)
 }
 

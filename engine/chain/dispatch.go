@@ -75,7 +75,7 @@ func (c *Chain) jobEligibility(ctx context.Context, it engine.Item) engine.Outco
 	if err := c.enqueue(ctx, time.Time{}, TargetKey(KindJobDispatch, t)); err != nil {
 		return engine.Retry(err)
 	}
-	c.log(ctx, false, KindJobEligibility, t.Key(), "eligible", "job-gates-allowed", start, slog.String("release", rel.ID))
+	c.log(ctx, false, KindJobEligibility, t.Key(), "eligible", "job-gates-allowed", start, slog.String("release", ShortID(rel.ID)))
 	return engine.Done()
 }
 

@@ -18,8 +18,11 @@ type applied struct {
 	stop                          []ports.TaskRunRecord
 	changed                       bool
 	created, dispatched, finished int
-	reason                        string
-	wakeAt                        time.Time
+	// touched names the TaskRuns the pass wrote, as task or task.item
+	// (the matrix item's index), in the order the actions came.
+	touched []string
+	reason  string
+	wakeAt  time.Time
 }
 
 // apply turns the scheduler's actions into one batch of TaskRun writes and
@@ -44,6 +47,7 @@ func (c *Controller) apply(ctx context.Context, w *ports.WorkflowRecord, runs []
 			return nil, fmt.Errorf("task run %s: %s → %s is not an edge", id, runs[i].Phase, to)
 		}
 		touched[id] = len(batch)
+		res.touched = append(res.touched, id)
 		batch = append(batch, runs[i])
 		r := &batch[len(batch)-1]
 		r.Phase = to
@@ -74,6 +78,7 @@ func (c *Controller) apply(ctx context.Context, w *ports.WorkflowRecord, runs []
 				r.FinishedAt = a.At
 			}
 			touched[id] = len(batch)
+			res.touched = append(res.touched, id)
 			byID[id] = -1
 			batch = append(batch, r)
 			res.created++

@@ -310,6 +310,9 @@ func (c *Controller) log(ctx context.Context, w *ports.WorkflowRecord, res appli
 	attrs := []slog.Attr{slog.String("kind", Kind), slog.String("id", w.ID), slog.String("template", w.TemplateName),
 		slog.String("phase", string(w.Phase)), slog.Int("created", res.created), slog.Int("dispatched", res.dispatched),
 		slog.Int("finished", res.finished), slog.String("reason", res.reason), slog.Duration("duration", time.Since(start))}
+	if len(res.touched) > 0 {
+		attrs = append(attrs, slog.String("tasks", strings.Join(res.touched, ",")))
+	}
 	if w.TargetKey != "" {
 		attrs = append(attrs, slog.String("target", w.TargetKey))
 	}

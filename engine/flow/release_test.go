@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -40,6 +39,25 @@ type releaseWorld struct {
 	flows *flow.Controller
 	eng   *engine.Engine
 	agent *recordingAgent
+	logs  *lockedLog
+}
+
+// lockedLog is a log sink safe for concurrent writers.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // recordingAgent records the workflow jobs it is handed; the test ends them.
@@ -81,7 +99,8 @@ func newReleaseWorld(t *testing.T, backend string) *releaseWorld {
 		t.Cleanup(cat.Close)
 		w.rel, w.wfs, w.cat, w.q = postgres.NewReleaseStore(db, clock), postgres.NewWorkflowStore(db), cat, q
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w.logs = &lockedLog{}
+	log := slog.New(slog.NewTextHandler(w.logs, nil))
 	w.chain = &chain.Chain{Store: w.rel, Queue: w.q, Clock: clock, Logger: log, Agents: map[string]ports.JobAgent{}}
 	w.flows = &flow.Controller{Store: w.wfs, Queue: w.q, Releases: w.rel, Catalog: w.cat, Jobs: w.chain,
 		Agents: map[string]ports.JobAgent{"script": w.agent}, Clock: clock, Logger: log}
@@ -234,6 +253,9 @@ func TestReleaseTriggeredWorkflows(t *testing.T) {
 			for _, d := range sent[4:] {
 				require.Equal(t, "system-r1", d.Job.JobAgentConfig["marker"], "a workflow keeps the revision it started with")
 			}
+			// The decision log names the task runs each pass wrote: the
+			// task and its matrix item.
+			require.Regexp(t, `msg=workflow.decision kind=workflow id=\S+ template=ship.system.shop phase=Running created=2 dispatched=0 finished=0 reason=\S+ duration=\S+ tasks=smoke.0,smoke.1 target=api:`, w.logs.String())
 			w.finishJobs(reported, func(ports.JobDispatch) release.JobStatus { return release.JobSuccessful })
 
 			for key, js := range w.chainJobs() {
