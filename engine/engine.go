@@ -487,6 +487,7 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 			}
 			e.mu.Unlock()
 			if lost {
+				e.opts.Metrics.leaseLost(refs[i].Key.Kind)
 				e.log.Warn("lease lost", "kind", refs[i].Key.Kind, "id", refs[i].Key.ScopeID, "error", r)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/engine"
@@ -129,7 +130,9 @@ func TestLostLeaseCancelsThePassAndWarns(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{})
 	h := &countingHandler{}
-	eng := engine.New(losingQueue{b.q}, engine.Options{Logger: slog.New(h), LeaseDuration: 30 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	reg := prometheus.NewRegistry()
+	eng := engine.New(losingQueue{b.q}, engine.Options{Logger: slog.New(h), LeaseDuration: 30 * time.Millisecond, PollInterval: 20 * time.Millisecond,
+		Metrics: engine.NewMetrics(reg)})
 	cancelled := make(chan struct{})
 	eng.Register("k", engine.ProcessorFunc(func(ctx context.Context, _ engine.Item) engine.Outcome {
 		<-ctx.Done()
@@ -140,4 +143,6 @@ func TestLostLeaseCancelsThePassAndWarns(t *testing.T) {
 	run(t, eng)
 	waitFor(t, cancelled, "the pass is cancelled")
 	require.Eventually(t, func() bool { return h.count() >= 1 }, 5*time.Second, 5*time.Millisecond, "a lost lease is warned about")
+	require.GreaterOrEqual(t, metricValue(t, reg, "reconciler_lease_renewals_lost_total", map[string]string{"kind": "k"}), 1.0,
+		"and counted by kind")
 }

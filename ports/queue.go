@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -252,6 +254,20 @@ type Queue interface {
 	// WorkStats counts items by state, for health and metrics; every state
 	// has an entry, zero included.
 	WorkStats(ctx context.Context) (map[WorkState]int, error)
+	// WorkKindStats counts items by kind and state, for metrics: one entry
+	// per kind and state that has items, sorted by kind then state.
+	WorkKindStats(ctx context.Context) ([]KindStats, error)
+}
+
+// KindStats counts one kind's items in one state.
+type KindStats struct {
+	Kind  string    `json:"kind"`
+	State WorkState `json:"state"`
+	Count int       `json:"count"`
+	// OldestDue is the earliest not-before of the pending items already
+	// due (how long the oldest has waited for a worker); zero for other
+	// states and when none is due.
+	OldestDue time.Time `json:"oldest_due,omitzero"`
 }
 
 // Clock is the time source for adapters that need "now". Tests pass a fake.
@@ -275,4 +291,14 @@ var SystemClock Clock = ClockFunc(time.Now)
 // wake-up, so every waiting loop calls it once and keeps its own channel.
 type WorkNotifier interface {
 	WorkNotify() <-chan struct{}
+}
+
+// SortKindStats sorts stats by kind, then state.
+func SortKindStats(s []KindStats) {
+	slices.SortFunc(s, func(a, b KindStats) int {
+		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.State), string(b.State))
+	})
 }

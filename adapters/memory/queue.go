@@ -380,6 +380,36 @@ func (q *Queue) WorkStats(context.Context) (map[ports.WorkState]int, error) {
 	}, nil
 }
 
+// WorkKindStats counts items by kind and state; see ports.Queue.
+func (q *Queue) WorkKindStats(context.Context) ([]ports.KindStats, error) {
+	now := q.clock.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	type key struct {
+		kind  string
+		state ports.WorkState
+	}
+	byKey := map[key]*ports.KindStats{}
+	for _, e := range q.items {
+		k := key{e.item.Key.Kind, e.item.State}
+		st := byKey[k]
+		if st == nil {
+			st = &ports.KindStats{Kind: k.kind, State: k.state}
+			byKey[k] = st
+		}
+		st.Count++
+		if k.state == ports.WorkPending && !e.item.NotBefore.After(now) && (st.OldestDue.IsZero() || e.item.NotBefore.Before(st.OldestDue)) {
+			st.OldestDue = e.item.NotBefore
+		}
+	}
+	out := make([]ports.KindStats, 0, len(byKey))
+	for _, st := range byKey {
+		out = append(out, *st)
+	}
+	ports.SortKindStats(out)
+	return out, nil
+}
+
 // held returns the entry r still holds (leased, same token), or nil.
 func (q *Queue) held(r ports.LeaseRef) *workEntry {
 	e := q.items[r.Key]

@@ -460,6 +460,45 @@ func (q *Queue) WorkStats(ctx context.Context) (map[ports.WorkState]int, error) 
 	return out, nil
 }
 
+// WorkKindStats counts items by kind and state; see ports.Queue.
+func (q *Queue) WorkKindStats(ctx context.Context) ([]ports.KindStats, error) {
+	rows, err := q.db.idb(ctx).QueryContext(ctx, sqlKindStats, q.now())
+	if err != nil {
+		return nil, fmt.Errorf("work kind stats: %w", err)
+	}
+	defer rows.Close()
+	var out []ports.KindStats
+	for rows.Next() {
+		var (
+			kind, state string
+			n           int
+			oldest      sql.NullTime
+		)
+		if err := rows.Scan(&kind, &state, &n, &oldest); err != nil {
+			return nil, fmt.Errorf("work kind stats: %w", err)
+		}
+		st := portState(state)
+		if i := len(out) - 1; i >= 0 && out[i].Kind == kind && out[i].State == st {
+			// ready and waiting are both pending.
+			out[i].Count += n
+			if oldest.Valid && (out[i].OldestDue.IsZero() || oldest.Time.Before(out[i].OldestDue)) {
+				out[i].OldestDue = oldest.Time
+			}
+			continue
+		}
+		ks := ports.KindStats{Kind: kind, State: st, Count: n}
+		if oldest.Valid {
+			ks.OldestDue = oldest.Time
+		}
+		out = append(out, ks)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("work kind stats: %w", err)
+	}
+	ports.SortKindStats(out)
+	return out, nil
+}
+
 // portState is the port's name of a stored state: ready and waiting items
 // are both pending.
 func portState(state string) ports.WorkState {

@@ -261,6 +261,14 @@ LIMIT ?1`
 // sqlStats counts items by state.
 const sqlStats = `SELECT state, count(*) FROM reconcile_work_scope GROUP BY state`
 
+// sqlKindStats counts items by kind and stored state, with the earliest
+// not-before of the pending ones due at the parameter; ready and waiting rows of a
+// kind come next to each other.
+const sqlKindStats = `SELECT kind, state, count(*),
+  min(not_before) FILTER (WHERE state IN ('ready', 'waiting') AND not_before <= ?)
+FROM reconcile_work_scope GROUP BY kind, state
+ORDER BY kind, CASE state WHEN 'ready' THEN 'pending' WHEN 'waiting' THEN 'pending' ELSE state END`
+
 // The hot statements, with $N parameters (see DB.hotQuery).
 var (
 	hotEnqueue   = dollarParams(sqlEnqueue)

@@ -171,9 +171,8 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	defer be.close()
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	eng := engine.New(be.queue, engine.Options{
-		Logger: log, LeaseDuration: o.lock, ShutdownTimeout: o.shutdownTimeout, Metrics: engine.NewMetrics(reg),
+		Logger: log, LeaseDuration: o.lock, ShutdownTimeout: o.shutdownTimeout, Metrics: registerMetrics(reg, be.queue, clock),
 	})
 	cfg := reconcile.Config{Concurrency: o.concurrency, LockDuration: o.lock, ResyncInterval: o.resyncInterval,
 		StallThreshold: o.stallThreshold, MaxAutoResumes: o.maxAutoResumes, UnknownPodGrace: o.unknownPodGrace}
@@ -278,6 +277,15 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	}
 	log.Info("engine stopped")
 	return err
+}
+
+// registerMetrics registers everything /metrics exports on reg: the Go
+// runtime and process collectors, the queue's state and the engine's
+// counters, which it returns for the engine to record.
+func registerMetrics(reg prometheus.Registerer, q ports.Queue, clock ports.Clock) *engine.Metrics {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&engine.QueueCollector{Queue: q, Clock: clock})
+	return engine.NewMetrics(reg)
 }
 
 // newHTTPHandler serves health checks, metrics and the extra handlers

@@ -52,6 +52,7 @@ func Queue(t *testing.T, newQueue func(t *testing.T, clock ports.Clock) ports.Qu
 	t.Run("ExpiredAtMaxDeadLetters", func(t *testing.T) { queueExpiredAtMax(setup(t)) })
 	t.Run("EnqueueRevivesDead", func(t *testing.T) { queueEnqueueRevivesDead(setup(t)) })
 	t.Run("Redrive", func(t *testing.T) { queueRedrive(setup(t)) })
+	t.Run("KindStats", func(t *testing.T) { queueKindStats(setup(t)) })
 	t.Run("DeadListOrderFilterLimit", func(t *testing.T) { queueDeadList(setup(t)) })
 	t.Run("Stats", func(t *testing.T) { queueStats(setup(t)) })
 	t.Run("Notify", func(t *testing.T) { queueNotify(setup(t)) })
