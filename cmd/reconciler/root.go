@@ -1,6 +1,8 @@
 package main
 
 import (
+	"runtime/debug"
+
 	"github.com/spf13/cobra"
 )
 
@@ -16,7 +18,11 @@ func newRootCmd() *cobra.Command {
 			"or to the database directly with --dsn (offline and admin use).\n\n" + exitHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints the build; `version` is the deployment-version
+		// command group.
+		Version: readBuildInfo(debug.ReadBuildInfo).String(),
 	}
+	root.SetVersionTemplate("reconciler {{.Version}}\n")
 	// Bad flags and unknown commands are usage errors: exit status 2.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
@@ -33,8 +39,11 @@ func newRootCmd() *cobra.Command {
 		newGetCmd(),
 		newJobsCmd(),
 		newDeadCmd(),
+		newAboutCmd(),
+		newCompletionCmd(),
 	// subcommands: one line each
 	)
+	root.CompletionOptions.DisableDefaultCmd = true // newCompletionCmd instead
 	return root
 }
 

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestReadBuildInfo: the module version and the VCS stamp come from the
+// build information; without any, the version is "unknown".
+func TestReadBuildInfo(t *testing.T) {
+	t.Parallel()
+	got := readBuildInfo(func() (*debug.BuildInfo, bool) {
+		return &debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Path: "github.com/reconcilerhq/reconciler", Version: "v1.2.3"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.time", Value: "2026-11-23T16:00:00Z"},
+				{Key: "vcs.modified", Value: "true"}, {Key: "-trimpath", Value: "true"}}}, true
+	})
+	platform := runtime.GOOS + "/" + runtime.GOARCH
+	require.Equal(t, buildInfo{Version: "v1.2.3", Revision: "0123456789abcdef0123", Time: "2026-11-23T16:00:00Z", Modified: true,
+		GoVersion: "go1.99", Platform: platform}, got)
+	require.Equal(t, "v1.2.3 (0123456789ab, modified) go1.99 "+platform, got.String())
+
+	none := readBuildInfo(func() (*debug.BuildInfo, bool) { return nil, false })
+	require.Equal(t, "unknown", none.Version)
+	require.Equal(t, "unknown "+runtime.Version()+" "+platform, none.String())
+}
+
+// TestVersionFlagAndAbout: --version prints the build on one line, about
+// reports it (also as JSON), and the `version` command group for
+// deployment versions still works.
+func TestVersionFlagAndAbout(t *testing.T) {
+	t.Parallel()
+	want := readBuildInfo(debug.ReadBuildInfo)
+	res := runCLI(t, "", "--version")
+	require.Equal(t, 0, res.code, res.stderr)
+	require.Equal(t, "reconciler "+want.String()+"\n", res.stdout)
+
+	res = runCLI(t, "", "about", "--json")
+	require.Equal(t, 0, res.code, res.stderr)
+	var got buildInfo
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
+	require.Equal(t, want, got)
+	require.NotEmpty(t, got.GoVersion)
+
+	res = runCLI(t, "", "about", "extra")
+	require.Equal(t, 2, res.code)
+
+	res = runCLI(t, "", "version", "create", "--help")
+	require.Equal(t, 0, res.code, res.stderr)
+	require.Contains(t, res.stdout, "reconciler version create")
+}
+
+// TestCompletion: cobra's generator writes a completion script for bash,
+// zsh and fish; an unknown shell is a usage error.
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	for shell, marker := range map[string]string{"bash": "# bash completion V2 for reconciler", "zsh": "#compdef reconciler",
+		"fish": "# fish completion for reconciler"} {
+		res := runCLI(t, "", "completion", shell)
+		require.Equal(t, 0, res.code, "%s: %s", shell, res.stderr)
+		require.True(t, strings.HasPrefix(res.stdout, marker), "%s script starts with %q: %.80s", shell, marker, res.stdout)
+		require.Contains(t, res.stdout, "__complete", "%s: completes names by asking the binary", shell)
+	}
+	res := runCLI(t, "", "completion", "tcsh")
+	require.Equal(t, 2, res.code)
+	require.ErrorContains(t, res.err, `unknown shell "tcsh"`)
+}
