@@ -94,7 +94,7 @@ func parseTextLine(line string) (string, string, bool) {
 	return msg, addr, true
 }
 
-func get(t *testing.T, url string) (int, string) {
+func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
 	res, err := http.Get(url)
 	require.NoError(t, err)
@@ -115,18 +115,18 @@ func TestServeAdminListener(t *testing.T) {
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--demo=false")
 	require.NotEmpty(t, api)
 	require.NotEmpty(t, admin)
-	code, body := get(t, "http://"+admin+"/debug/pprof/")
+	code, body := httpGet(t, "http://"+admin+"/debug/pprof/")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "goroutine")
-	code, _ = get(t, "http://"+admin+"/debug/pprof/cmdline")
+	code, _ = httpGet(t, "http://"+admin+"/debug/pprof/cmdline")
 	require.Equal(t, http.StatusOK, code)
 	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/goroutine"} {
-		code, _ = get(t, "http://"+api+path)
+		code, _ = httpGet(t, "http://"+api+path)
 		require.Equal(t, http.StatusNotFound, code, "the API listener never serves %s", path)
 	}
-	code, _ = get(t, "http://"+api+"/metrics")
+	code, _ = httpGet(t, "http://"+api+"/metrics")
 	require.Equal(t, http.StatusOK, code)
-	code, _ = get(t, "http://"+admin+"/metrics")
+	code, _ = httpGet(t, "http://"+admin+"/metrics")
 	require.Equal(t, http.StatusNotFound, code, "the admin listener serves profiles only")
 }
 
@@ -141,7 +141,7 @@ func TestServeNoAdminByDefault(t *testing.T) {
 		"--listen", "127.0.0.1:0", "--log-format", "text", "--demo=false")
 	require.NotEmpty(t, api)
 	require.Empty(t, admin, "no admin listener unless asked for")
-	code, _ := get(t, "http://"+api+"/debug/pprof/")
+	code, _ := httpGet(t, "http://"+api+"/debug/pprof/")
 	require.Equal(t, http.StatusNotFound, code)
 }
 
