@@ -55,6 +55,42 @@ type Client struct {
 
 	mu      sync.Mutex
 	resetAt time.Time // the rate limit is spent until then
+
+	keysMu sync.Mutex
+	keys   map[string]*keyLock // the idempotency keys with a call in flight
+}
+
+// keyLock serialises the calls of one idempotency key; refs counts the
+// calls holding or waiting for it.
+type keyLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lockKey makes concurrent calls with the same idempotency key run one
+// after the other (so the second sees what the first posted); it returns
+// the unlock.
+func (c *Client) lockKey(key string) func() {
+	c.keysMu.Lock()
+	if c.keys == nil {
+		c.keys = map[string]*keyLock{}
+	}
+	l := c.keys[key]
+	if l == nil {
+		l = &keyLock{}
+		c.keys[key] = l
+	}
+	l.refs++
+	c.keysMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		c.keysMu.Lock()
+		defer c.keysMu.Unlock()
+		if l.refs--; l.refs == 0 {
+			delete(c.keys, key)
+		}
+	}
 }
 
 var (

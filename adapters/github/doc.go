@@ -16,6 +16,7 @@
 // to MaxWait, and a longer wait fails with ErrRateLimited instead of
 // blocking a pass); a merge of an already merged pull request and a review
 // already posted under the same idempotency key (a marker in its body) are
-// no-ops; response bodies are capped; webhook deliveries are refused
+// no-ops, and concurrent submissions of one key through a client run one
+// after the other; response bodies are capped; webhook deliveries are refused
 // unless their X-Hub-Signature-256 matches the secret.
 package github

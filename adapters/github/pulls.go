@@ -248,12 +248,14 @@ func reviewMarker(key string) string { return "<!-- reconciler:" + key + " -->" 
 
 // PRSubmitReview posts the review (event COMMENT unless p.Event says
 // otherwise) on p.HeadSHA, unless a review carrying the same idempotency
-// key was posted before.
+// key was posted before. Concurrent submissions of one key through this
+// client run one after the other, so only the first posts.
 func (c *Client) PRSubmitReview(ctx context.Context, p ports.PRSubmitParams) error {
 	r, err := parsePRURL(p.URL)
 	if err != nil {
 		return err
 	}
+	defer c.lockKey(p.IdempotencyKey)()
 	marker := reviewMarker(p.IdempotencyKey)
 	list, err := c.listReviews(ctx, r)
 	if err != nil {

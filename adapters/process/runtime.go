@@ -285,8 +285,10 @@ func (pr *proc) reap() {
 	close(pr.done)
 }
 
-// AgentRelease stops the run's process: SIGTERM to its process group, and
-// SIGKILL after the grace period if it still runs. It does not wait.
+// AgentRelease lets the run's process go (logged as agent.release) and
+// stops it: SIGTERM to its process group, and SIGKILL after the grace
+// period if it still runs. It does not wait. A run without a process is
+// released without error.
 func (r *Runtime) AgentRelease(_ context.Context, ref reconcile.RunRef, key string) error {
 	r.mu.Lock()
 	if r.seen[key] {
@@ -298,6 +300,7 @@ func (r *Runtime) AgentRelease(_ context.Context, ref reconcile.RunRef, key stri
 	delete(r.procs, ref)
 	r.mu.Unlock()
 	if pr != nil {
+		r.opt.Logger.Info("agent.release", "kind", ref.Kind, "id", ref.ID, "pid", pr.cmd.Process.Pid)
 		r.terminate(pr)
 	}
 	return nil
