@@ -64,24 +64,30 @@ func serveRepoRun(t *testing.T, checks githubtest.CheckRun, approve bool, want r
 	require.NoError(t, err)
 	require.NoError(t, q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref)}))
 
-	var row ports.RunRow
-	waitUntil(t, 60*time.Second, func() bool {
-		row, err = store.RunGet(ctx, ref)
-		require.NoError(t, err)
-		return row.State == want
-	})
+	// The run's row reaches want before the serve process logs the
+	// decision that moved it there: wait for both.
 	move := regexp.MustCompile(`from=(\S+) to=(\S+)`)
+	applied := regexp.MustCompile(`outcome=applied`)
 	var states []string
-	for _, l := range log.matching("id=" + ref.ID) {
-		m := move.FindStringSubmatch(l.text)
-		if m == nil || !regexp.MustCompile(`outcome=applied`).MatchString(l.text) {
-			continue
+	waitUntil(t, 60*time.Second, func() bool {
+		row, err := store.RunGet(ctx, ref)
+		require.NoError(t, err)
+		if row.State != want {
+			return false
 		}
-		if len(states) == 0 {
-			states = append(states, m[1])
+		states = states[:0]
+		for _, l := range log.matching("id=" + ref.ID) {
+			m := move.FindStringSubmatch(l.text)
+			if m == nil || !applied.MatchString(l.text) {
+				continue
+			}
+			if len(states) == 0 {
+				states = append(states, m[1])
+			}
+			states = append(states, m[2])
 		}
-		states = append(states, m[2])
-	}
+		return len(states) > 0 && states[len(states)-1] == string(want)
+	})
 	return states, fake
 }
 
