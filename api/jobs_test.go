@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
@@ -124,6 +126,37 @@ func TestOperations(t *testing.T) {
 		res = f.do(http.MethodGet, "/api/v1/operations/queue", "read", nil)
 		require.Equal(t, http.StatusOK, res.status)
 		require.EqualValues(t, 1, res.json(t)["dead"])
+
+		// Depth per kind: kind "other" has one leased item, one due for
+		// 30s and one not due yet (it does not count towards the age).
+		due := f.clock.Now()
+		require.NoError(t, f.st.queue.WorkEnqueue(f.ctx,
+			ports.EnqueueParams{Key: ports.WorkKey{Kind: "other", ScopeType: "s", ScopeID: "a"}, NotBefore: due},
+			ports.EnqueueParams{Key: ports.WorkKey{Kind: "other", ScopeType: "s", ScopeID: "b"}, NotBefore: due},
+			ports.EnqueueParams{Key: ports.WorkKey{Kind: "other", ScopeType: "s", ScopeID: "c"}, NotBefore: due.Add(time.Hour)}))
+		leases, err = f.st.queue.WorkLease(f.ctx, ports.LeaseParams{Kinds: []string{"other"}, Limit: 1, Owner: "t", Duration: time.Hour})
+		require.NoError(t, err)
+		require.Len(t, leases, 1)
+		f.clock.Advance(30 * time.Second)
+		res = f.do(http.MethodGet, "/api/v1/operations/queue/kinds", "read", nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		var kinds []api.KindDepth
+		require.NoError(t, json.Unmarshal(res.body, &kinds), string(res.body))
+		byKind := map[string]api.KindDepth{}
+		for i, k := range kinds {
+			if i > 0 {
+				require.Less(t, kinds[i-1].Kind, k.Kind, "sorted by kind, one entry each")
+			}
+			byKind[k.Kind] = k
+		}
+		require.Equal(t, 1, byKind["desired-release"].Dead)
+		require.Equal(t, api.KindDepth{Kind: "other", Pending: 2, Leased: 1, OldestDue: due, OldestAgeSeconds: 30}, byKind["other"])
+		f.do(http.MethodGet, "/api/v1/operations/queue/kinds", "", nil).problem(t, http.StatusUnauthorized)
+		reader, err := client.New(f.http.URL, f.tokens["read"])
+		require.NoError(t, err)
+		fromClient, err := reader.QueueKinds(f.ctx)
+		require.NoError(t, err)
+		require.Equal(t, kinds, fromClient)
 
 		body := map[string]any{"kind": key.Kind, "scope_type": key.ScopeType, "scope_id": key.ScopeID}
 		f.do(http.MethodPost, "/api/v1/operations/dead/redrive", "write", body).problem(t, http.StatusForbidden)

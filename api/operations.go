@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -14,6 +15,45 @@ type Redrive struct {
 	Kind      string `json:"kind" minLength:"1"`
 	ScopeType string `json:"scope_type" minLength:"1"`
 	ScopeID   string `json:"scope_id" minLength:"1"`
+}
+
+// KindDepth is the queue depth of one work kind.
+type KindDepth struct {
+	Kind    string `json:"kind"`
+	Pending int    `json:"pending"`
+	Leased  int    `json:"leased"`
+	Dead    int    `json:"dead"`
+	// OldestDue is the earliest not-before of the pending items already
+	// due; absent when none is due.
+	OldestDue time.Time `json:"oldest_due,omitzero"`
+	// OldestAgeSeconds is how long that item has waited for a worker, by
+	// the server's clock; 0 when none is due.
+	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
+}
+
+// kindDepths folds per-state counts into one entry per kind, sorted by kind
+// (stats come sorted by kind), with ages measured at now.
+func kindDepths(stats []ports.KindStats, now time.Time) []KindDepth {
+	out := []KindDepth{}
+	for _, st := range stats {
+		if len(out) == 0 || out[len(out)-1].Kind != st.Kind {
+			out = append(out, KindDepth{Kind: st.Kind})
+		}
+		d := &out[len(out)-1]
+		switch st.State {
+		case ports.WorkPending:
+			d.Pending += st.Count
+		case ports.WorkLeased:
+			d.Leased += st.Count
+		case ports.WorkDead:
+			d.Dead += st.Count
+		}
+		if !st.OldestDue.IsZero() && (d.OldestDue.IsZero() || st.OldestDue.Before(d.OldestDue)) {
+			d.OldestDue = st.OldestDue.UTC()
+			d.OldestAgeSeconds = max(0, now.Sub(st.OldestDue).Seconds())
+		}
+	}
+	return out
 }
 
 func (s *Server) registerOperations() {
@@ -46,5 +86,14 @@ func (s *Server) registerOperations() {
 				return nil, s.fail(ctx, err)
 			}
 			return reply(st), nil
+		})
+	huma.Register(s.api, s.op("queueKinds", http.MethodGet, "/operations/queue/kinds", "Queue depth per work kind: pending, leased and dead items, and the age of the oldest due pending item", ports.ScopeRead, "operations"),
+		func(ctx context.Context, _ *struct{}) (*body[[]KindDepth], error) {
+			st, err := s.o.Queue.WorkKindStats(ctx)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			ports.SortKindStats(st)
+			return reply(kindDepths(st, s.o.Clock.Now())), nil
 		})
 }

@@ -23,3 +23,8 @@ func (c *Client) Redrive(ctx context.Context, key ports.WorkKey) error {
 func (c *Client) QueueStats(ctx context.Context) (map[ports.WorkState]int, error) {
 	return get[map[ports.WorkState]int](ctx, c, "/operations/queue")
 }
+
+// QueueKinds gives the queue depth of each work kind, sorted by kind.
+func (c *Client) QueueKinds(ctx context.Context) ([]api.KindDepth, error) {
+	return get[[]api.KindDepth](ctx, c, "/operations/queue/kinds")
+}

@@ -143,3 +143,34 @@ in each queue state on standard error.`,
 	cmd.AddCommand(redrive)
 	return cmd
 }
+
+func newQueueCmd() *cobra.Command {
+	var o releaseOpts
+	cmd := &cobra.Command{
+		Use:   "queue",
+		Short: "Show the work queue's depth per kind (through the API)",
+		Long: `queue lists each work kind with its pending, leased and dead items and the
+age of its oldest pending item already due (how long it has waited for a
+worker; "-" when none is due), by the server's clock (token scope read).`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			kinds, err := c.QueueKinds(ctx)
+			if err != nil {
+				return err
+			}
+			return show(cmd, o.output, kinds, "KIND\tPENDING\tLEASED\tDEAD\tOLDEST", func() [][]string {
+				rows := make([][]string, 0, len(kinds))
+				for _, k := range kinds {
+					age := "-"
+					if !k.OldestDue.IsZero() {
+						age = (time.Duration(k.OldestAgeSeconds * float64(time.Second))).Round(time.Second).String()
+					}
+					rows = append(rows, []string{k.Kind, fmt.Sprint(k.Pending), fmt.Sprint(k.Leased), fmt.Sprint(k.Dead), age})
+				}
+				return rows
+			})
+		}),
+	}
+	o.bind(cmd, true)
+	return cmd
+}

@@ -100,6 +100,19 @@ func TestCLIThroughAPI(t *testing.T) {
 	require.Contains(t, r.stderr, "queue: ")
 	require.Equal(t, 5, as(ports.ScopeRead, "dead", "redrive", "a", "b", "c").code)
 	require.Equal(t, 4, as(ports.ScopeAdmin, "dead", "redrive", "a", "b", "c").code)
+	r = as(ports.ScopeRead, "queue")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^KIND +PENDING +LEASED +DEAD +OLDEST\ndesired-release +\d+ +\d+ +\d+ +(-|\d+\S*)\n$`, r.stdout)
+	r = as(ports.ScopeRead, "queue", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var kinds []api.KindDepth
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &kinds), r.stdout)
+	for _, k := range kinds {
+		require.NotEmpty(t, k.Kind)
+		require.Contains(t, r.stdout, `"kind": "`+k.Kind+`"`)
+	}
+	require.Equal(t, 2, as(ports.ScopeRead, "queue", "-o", "xml").code)
+	require.Equal(t, 5, runCLI(t, "", "queue", "--server", url, "--token", "rcn_bogus").code)
 
 	r = as(ports.ScopeWrite, "workflow", "run", "rollout", "--param", "image=x:1", "--id", "wf-cli")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -126,6 +139,9 @@ func TestCLIThroughAPIInProcess(t *testing.T) {
 	r = runCLI(t, "", "dead", "-o", "json", "--dsn", dsn)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "[]\n", r.stdout)
+	r = runCLI(t, "", "queue", "-o", "yaml", "--dsn", dsn)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "[]\n", r.stdout, "an empty queue has no kinds")
 }
 
 func TestServeInsecureOnlyOnLoopback(t *testing.T) {

@@ -39,6 +39,7 @@ func newRootCmd() *cobra.Command {
 		newGetCmd(),
 		newJobsCmd(),
 		newDeadCmd(),
+		newQueueCmd(),
 		newAboutCmd(),
 		newCompletionCmd(),
 	// subcommands: one line each
