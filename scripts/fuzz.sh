@@ -5,11 +5,17 @@
 # summary line per target: its package, name, executions and time.
 # A crasher stops the run; Go writes it under the package's
 # testdata/fuzz/FuzzXxx, where it stays as a regression seed.
+# Go minimizes every newly interesting input for -fuzzminimizetime (60s by
+# default) before it counts or reports anything; for a target whose inputs
+# are kilobytes of YAML (FuzzLoadTemplate) each minimization uses the whole
+# minute, so the run stalls at a few dozen executions. FUZZMINIMIZETIME
+# (default 1s) bounds it.
 #   FUZZTIME=60s FUZZPARALLEL=1 FUZZ=Snapshot scripts/fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-30s}
 parallel=${FUZZPARALLEL:-1}
+minimize=${FUZZMINIMIZETIME:-1s}
 filter=${FUZZ:-}
 summary=()
 status=0
@@ -20,7 +26,7 @@ while IFS=: read -r file _ decl; do
 	echo "== $pkg $name ($fuzztime)"
 	log=$(mktemp)
 	start=$(date +%s)
-	if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -parallel "$parallel" "$pkg" 2>&1 | tee "$log"; then
+	if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" -parallel "$parallel" "$pkg" 2>&1 | tee "$log"; then
 		status=1
 	fi
 	secs=$(( $(date +%s) - start ))
