@@ -38,22 +38,8 @@ if ! command -v prometheus >/dev/null 2>&1; then
 	apt-get install -y -qq --no-install-recommends prometheus >&2
 fi
 
-# free_port prints a loopback TCP port nobody listens on.
-free_port() {
-	if command -v python3 >/dev/null 2>&1; then
-		python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' && return
-	fi
-	local p
-	for _ in $(seq 1 100); do
-		p=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-	log "found no free port"
-	return 1
-}
+# free_port comes from free-port.sh beside this script.
+. "$(dirname "${BASH_SOURCE[0]}")/free-port.sh"
 
 # ready_now reports whether the server on port answers /-/ready with 200.
 ready_now() {
