@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
@@ -149,3 +150,32 @@ func TestWorkflows(t *testing.T) {
 }
 
 func ftoa(v float64) string { return url.QueryEscape(jsonNumber(v)) }
+
+// TestCatalogRefusesNUL: a template with a NUL character in a string is
+// refused at create and at edit with a 422 naming the field, and nothing is
+// stored; on every store.
+func TestCatalogRefusesNUL(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		bad := map[string]any{
+			"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "nul"},
+			"spec": map[string]any{"tasks": []any{map[string]any{"name": "a", "type": "job", "jobAgentRef": "ext", "config": map[string]any{"image": "web\x00:2"}}}},
+		}
+		base := "/api/v1/catalog/workflow-template/nul/revisions"
+		p := f.do(http.MethodPost, base, "write", map[string]any{"content": bad}).problem(t, http.StatusUnprocessableEntity)
+		require.Contains(t, fmt.Sprint(p), "content.spec.tasks[0].config.image: must not contain a NUL character")
+		res := f.do(http.MethodGet, base, "read", nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.NotContains(t, string(res.body), `"nul"`, "a refused create stores nothing")
+
+		good := map[string]any{
+			"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "nul"},
+			"spec": map[string]any{"tasks": []any{map[string]any{"name": "a", "type": "job", "jobAgentRef": "ext", "config": map[string]any{"image": "web:2"}}}},
+		}
+		res = f.do(http.MethodPost, base, "write", map[string]any{"content": good})
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		d := res.json(t)
+		p = f.do(http.MethodPut, base+"/"+d["id"].(string), "write", map[string]any{"version": d["version"], "content": bad}).problem(t, http.StatusUnprocessableEntity)
+		require.Contains(t, fmt.Sprint(p), "content.spec.tasks[0].config.image: must not contain a NUL character")
+	})
+}

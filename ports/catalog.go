@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -151,7 +153,10 @@ func ValidateRevisionRef(ref RevisionRef) error {
 }
 
 // ValidateRevisionContent checks that content is a JSON object; a syntax
-// error names its line and column.
+// error names its line and column. No string (key or value) may hold a NUL
+// character (\u0000): Postgres stores no NUL in text or jsonb, so such a
+// revision could be stored by one store and never loaded or run by the
+// other; the error names the field.
 func ValidateRevisionContent(content json.RawMessage) error {
 	if len(bytes.TrimSpace(content)) == 0 {
 		return revision.Invalid(fmt.Errorf("content: required"))
@@ -168,8 +173,47 @@ func ValidateRevisionContent(content json.RawMessage) error {
 		return revision.Invalid(fmt.Errorf("content: must be a JSON object"))
 	case !utf8.Valid(content):
 		return revision.Invalid(fmt.Errorf("content: not valid UTF-8"))
+	case bytes.Contains(content, []byte(`\u0000`)):
+		// A cheap filter: only content with the escape is walked.
+		var doc any
+		if err := json.Unmarshal(content, &doc); err == nil {
+			if path, found := nulPath(doc, "content"); found {
+				return revision.Invalid(fmt.Errorf("%s: must not contain a NUL character (\\u0000)", path))
+			}
+		}
 	}
 	return nil
+}
+
+// nulPath returns the path (content.spec.tasks[0].name) of the first string
+// of v, key or value in key order, that holds a NUL character.
+func nulPath(v any, path string) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return path, strings.ContainsRune(v, 0)
+	case []any:
+		for i, e := range v {
+			if p, ok := nulPath(e, fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, true
+			}
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			p := path + "." + k
+			if strings.ContainsRune(k, 0) {
+				return fmt.Sprintf("%s (a key %q)", path, k), true
+			}
+			if p, ok := nulPath(v[k], p); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 // CatalogConflict returns a *revision.ConflictError with a formatted message

@@ -605,3 +605,28 @@ func TestCatalogCLIUnreachable(t *testing.T) {
 	require.Error(t, r.err)
 	require.Equal(t, 1, r.code)
 }
+
+// TestCatalogCLIRefusesNUL: a NUL character in any string of a template
+// (a YAML "\0" escape or a JSON "\u0000") is refused at create and at edit
+// with exit 2 naming the field; nothing is stored.
+func TestCatalogCLIRefusesNUL(t *testing.T) {
+	t.Parallel()
+	c := setupCatalog(t)
+	yamlDoc := func(image string) string {
+		return "apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: nul}\nspec:\n  tasks:\n    - name: a\n      type: job\n      jobAgentRef: ci\n      config: {image: " + image + "}\n"
+	}
+	const want = "content.spec.tasks[0].config.image: must not contain a NUL character"
+	for _, bad := range []string{yamlDoc(`"web\0:2"`), strings.ReplaceAll(deployJSON, `"name": "ship"`, `"name": "ship", "config": {"x": "a\u0000"}`)} {
+		r := c.run(bad, "create", "workflow-template/nul", "-f", "-")
+		require.Equal(t, 2, r.code, "%s\n%s", r.stderr, r.err)
+		require.Contains(t, r.stderr+fmt.Sprint(r.err), "must not contain a NUL character")
+	}
+	r := c.run("", "list", "-o", "json")
+	require.NoError(t, r.err)
+	require.NotContains(t, r.stdout, "nul", "a refused create stores nothing")
+
+	c.ok(yamlDoc("web:2"), "create", "workflow-template/nul", "-f", "-")
+	r = c.run(yamlDoc(`"web\0:2"`), "edit", "workflow-template/nul", "-f", "-", "--version", c.version("workflow-template/nul"))
+	require.Equal(t, 2, r.code, "%s\n%s", r.stderr, r.err)
+	require.Contains(t, r.stderr+fmt.Sprint(r.err), want)
+}
