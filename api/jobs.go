@@ -19,6 +19,8 @@ type JobReport struct {
 	// Outputs are what the job produced, read by later workflow tasks as
 	// tasks.NAME.outputs.*.
 	Outputs map[string]any `json:"outputs,omitempty"`
+	// Links are added to the job's links.
+	Links map[string]string `json:"links,omitempty" doc:"links for people, name -> http(s) URL (at most 20; names up to 64 bytes, URLs up to 2048); added to the job's, a name already there takes the new URL; release jobs only"`
 }
 
 // JobPath names a job in a path.
@@ -70,8 +72,11 @@ func (s *Server) registerJobs() {
 		RawBody   []byte
 		Body      JobReport
 	}) (*struct{}, error) {
-		rep := ports.JobReport{JobID: in.ID, Status: in.Body.Status, Message: in.Body.Message, ExternalID: in.Body.ExternalID, Outputs: in.Body.Outputs}
+		rep := ports.JobReport{JobID: in.ID, Status: in.Body.Status, Message: in.Body.Message, ExternalID: in.Body.ExternalID, Outputs: in.Body.Outputs, Links: in.Body.Links}
 		if flow.IsJobID(in.ID) {
+			if len(rep.Links) > 0 {
+				return nil, huma.Error422UnprocessableEntity("workflow jobs keep no links", &huma.ErrorDetail{Location: "body.links", Message: "workflow jobs keep no links; report outputs instead"})
+			}
 			if principal(ctx).Signed {
 				return nil, huma.Error401Unauthorized("workflow jobs take reports with a bearer token of scope agent")
 			}

@@ -2,8 +2,11 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
 // activeJob returns the id of the target's active job, drained first.
@@ -45,7 +49,32 @@ func TestJobReports(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, path, "agent", map[string]any{"status": "inProgress", "external_id": "run-7"}).status)
 		p := f.do(http.MethodPost, path, "agent", map[string]any{"status": "done"}).problem(t, http.StatusUnprocessableEntity)
 		require.Contains(t, locations(p), "body.status")
-		f.do(http.MethodPost, path, "agent", map[string]any{"status": "successful", "links": map[string]any{}}).problem(t, http.StatusUnprocessableEntity)
+		// Links: added while the status stays, validated, kept on later reports.
+		logs := "https://ci.example/run/7/logs"
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, path, "agent", map[string]any{"status": "inProgress", "links": map[string]any{"logs": logs}}).status)
+		many := map[string]any{}
+		for i := range release.MaxJobLinks {
+			many[fmt.Sprintf("l%02d", i)] = "https://ci.example/" + strconv.Itoa(i)
+		}
+		for _, bad := range []struct {
+			links map[string]any
+			loc   string
+		}{
+			{map[string]any{"logs": "ftp://ci.example/x"}, "body.links.logs"},
+			{map[string]any{"logs": "javascript:alert(1)"}, "body.links.logs"},
+			{map[string]any{"logs": "/relative"}, "body.links.logs"},
+			{map[string]any{"logs": "https://ci.example/" + strings.Repeat("x", release.MaxLinkURLLength)}, "body.links.logs"},
+			{map[string]any{"": "https://ci.example/"}, "body.links"},
+			{map[string]any{strings.Repeat("n", release.MaxLinkNameLength+1): "https://ci.example/"}, "body.links"},
+			{many, "body.links"}, // with "logs" one over the bound
+			{map[string]any{"logs": 7}, "body.links.logs"},
+		} {
+			p := f.do(http.MethodPost, path, "agent", map[string]any{"status": "successful", "links": bad.links}).problem(t, http.StatusUnprocessableEntity)
+			require.Contains(t, locations(p), bad.loc, "%v", bad.links)
+		}
+		job := f.do(http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id), "read", nil).json(t)
+		require.Equal(t, "inProgress", job["status"], "bad links change nothing")
+		require.Equal(t, map[string]any{"logs": logs}, job["links"])
 		f.do(http.MethodPost, "/api/v1/jobs/nope/report", "agent", map[string]any{"status": "successful"}).problem(t, http.StatusNotFound)
 
 		// Signed by the agent's report secret: stale, bad, good, replayed.
@@ -65,8 +94,9 @@ func TestJobReports(t *testing.T) {
 		require.Contains(t, replay["detail"], "already used")
 
 		res = f.do(http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id), "read", nil)
-		job := res.json(t)
+		job = res.json(t)
 		require.Equal(t, "successful", job["status"])
+		require.Equal(t, map[string]any{"logs": logs}, job["links"], "a report without links keeps them")
 		require.Equal(t, "deployed", job["message"])
 		require.Equal(t, id, job["external_id"], "the api agent's external id is kept")
 		// A job that ended cannot be cancelled.

@@ -99,6 +99,9 @@ type JobReport struct {
 	// Outputs are what the job produced (an image tag, a URL), for later
 	// workflow tasks (tasks.NAME.outputs.*); nil when none.
 	Outputs map[string]any
+	// Links are added to the job's links (a name already there takes the
+	// new URL); see release.ValidateLinks. Release jobs only.
+	Links map[string]string
 	// Lease, on a non-terminal report of a JobLeaser's job, renews the
 	// job's lease until At (or the time it is recorded) plus Lease.
 	Lease time.Duration

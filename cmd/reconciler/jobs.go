@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,14 +27,15 @@ func newJobsCmd() *cobra.Command {
 	var o releaseOpts
 	var rep api.JobReport
 	var status, secretEnv string
-	var outputs []string
+	var outputs, links []string
 	report := &cobra.Command{
 		Use:   "report JOB --status STATUS",
 		Short: "Report a job's status as its agent would (token scope agent, or signed)",
 		Long: `report sends an agent's report on JOB: its status (pending, queued, inProgress,
 actionRequired, successful, failure, cancelled, skipped, ...), a message, the
-agent's own run id (--external-id) and outputs (--output-value NAME=VALUE, read
-by later workflow tasks). With --sign-secret-env VAR it signs the report with
+agent's own run id (--external-id), outputs (--output-value NAME=VALUE, read
+by later workflow tasks) and links for people (--link NAME=URL, http or https;
+added to the job's, shown by get job). With --sign-secret-env VAR it signs the report with
 the secret in $VAR (the job agent's report_secret) instead of sending a
 token. A status the job cannot move to is refused (exit 2).`,
 		Example: `  reconciler jobs report 8c458dd92cf2a587-1 --status successful --message deployed --server http://127.0.0.1:8080
@@ -50,6 +52,16 @@ token. A status the job cannot move to is refused (exit 2).`,
 			}
 			if len(vals) > 0 {
 				rep.Outputs = vals
+			}
+			for _, l := range links {
+				name, u, ok := strings.Cut(l, "=")
+				if !ok || name == "" {
+					return usagef("--link %q: want NAME=URL", l)
+				}
+				if rep.Links == nil {
+					rep.Links = map[string]string{}
+				}
+				rep.Links[name] = u
 			}
 			if secretEnv != "" {
 				secret := os.Getenv(secretEnv)
@@ -73,6 +85,7 @@ token. A status the job cannot move to is refused (exit 2).`,
 	f.StringVar(&rep.Message, "message", "", "a message for people")
 	f.StringVar(&rep.ExternalID, "external-id", "", "the agent's id of the run")
 	f.StringArrayVar(&outputs, "output-value", nil, "NAME=VALUE the job produced (JSON values are parsed); repeat for several")
+	f.StringArrayVar(&links, "link", nil, "NAME=URL, a link for people (http or https); repeat for several")
 	f.StringVar(&secretEnv, "sign-secret-env", "", "sign with the secret in this environment variable instead of a token")
 
 	var co releaseOpts

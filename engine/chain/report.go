@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/engine"
@@ -34,10 +35,15 @@ func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
-		if row.Status == r.Status {
+		links, added := mergeLinks(row.Links, r.Links)
+		if err := release.ValidateLinks("links", links); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		same := row.Status == r.Status
+		if same && !added {
 			return nil
 		}
-		if !row.Status.CanBecome(r.Status) {
+		if !same && !row.Status.CanBecome(r.Status) {
 			return fmt.Errorf("%s: %w", op, release.Invalid("status", "job "+row.ID+" cannot move from "+string(row.Status)+" to "+string(r.Status)))
 		}
 		at := r.At
@@ -45,6 +51,16 @@ func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 			at = c.Clock.Now()
 		}
 		next := row.Job
+		next.Links = links
+		if same {
+			// Only links to add: the status and its times stay.
+			if _, err := c.Store.JobUpdate(ctx, next, row.Version); errors.Is(err, ports.ErrConflict) {
+				continue
+			} else if err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			return nil
+		}
 		next.Status = r.Status
 		if r.Message != "" {
 			next.Message = r.Message
@@ -69,6 +85,24 @@ func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 		return nil
 	}
 	return fmt.Errorf("%s: the job kept changing: %w", op, ports.ErrConflict)
+}
+
+// mergeLinks adds a report's links to a job's: a new map, and whether any
+// name is new or takes a different URL.
+func mergeLinks(have, add map[string]string) (map[string]string, bool) {
+	if len(add) == 0 {
+		return have, false
+	}
+	out := make(map[string]string, len(have)+len(add))
+	maps.Copy(out, have)
+	changed := false
+	for k, v := range add {
+		if cur, ok := out[k]; !ok || cur != v {
+			changed = true
+		}
+		out[k] = v
+	}
+	return out, changed
 }
 
 // reportedJob finds the job a report is about.

@@ -1,6 +1,11 @@
 package release
 
-import "time"
+import (
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+)
 
 // JobStatus is the state of a job run by a job agent.
 type JobStatus string
@@ -160,9 +165,12 @@ type Job struct {
 	// Measurements are the verification readings taken after the job
 	// succeeded, per metric name, oldest first.
 	Measurements map[string][]Measurement `json:"measurements,omitempty"`
-	CreatedAt    time.Time                `json:"created_at"`
-	StartedAt    time.Time                `json:"started_at,omitzero"`
-	CompletedAt  time.Time                `json:"completed_at,omitzero"`
+	// Links are the agent's links for people, name -> http(s) URL (the
+	// run's page, its logs); see ValidateLinks.
+	Links       map[string]string `json:"links,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	StartedAt   time.Time         `json:"started_at,omitzero"`
+	CompletedAt time.Time         `json:"completed_at,omitzero"`
 }
 
 // FinishedAt is when the job completed, falling back to when it started or
@@ -201,8 +209,57 @@ func (j *Job) validateFields() error {
 	if !j.Verification.Valid() {
 		return Invalid("verification", "unknown verification status "+quote(string(j.Verification)))
 	}
+	if err := ValidateLinks("links", j.Links); err != nil {
+		return err
+	}
 	if j.CreatedAt.IsZero() {
 		return Invalid("created_at", "is required")
+	}
+	return nil
+}
+
+// Bounds of a job's links.
+const (
+	MaxJobLinks       = 20
+	MaxLinkNameLength = 64
+	MaxLinkURLLength  = 2048
+)
+
+// ValidateLinks checks links under field: at most MaxJobLinks, each name
+// non-empty and at most MaxLinkNameLength bytes, each URL an absolute
+// http or https URL with a host, at most MaxLinkURLLength bytes. The first
+// offending name (in sorted order) is reported as field.NAME.
+func ValidateLinks(field string, links map[string]string) error {
+	if len(links) > MaxJobLinks {
+		return Invalid(field, "has "+strconv.Itoa(len(links))+" links, at most "+strconv.Itoa(MaxJobLinks)+" allowed")
+	}
+	names := make([]string, 0, len(links))
+	for name := range links {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		f := Field(field, name)
+		if name == "" {
+			return Invalid(field, "a link name is empty")
+		}
+		if len(name) > MaxLinkNameLength {
+			return Invalid(field, "link name "+quote(name[:MaxLinkNameLength])+"... is longer than "+strconv.Itoa(MaxLinkNameLength)+" bytes")
+		}
+		raw := links[name]
+		if len(raw) > MaxLinkURLLength {
+			return Invalid(f, "is longer than "+strconv.Itoa(MaxLinkURLLength)+" bytes")
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			return Invalid(f, "is not a URL: "+err.Error())
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			return Invalid(f, "must be an http or https URL, got "+quote(raw))
+		}
+		if u.Host == "" {
+			return Invalid(f, "has no host")
+		}
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package release
 
 import (
+	"fmt"
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +74,44 @@ func TestPolicySkipApplies(t *testing.T) {
 			require.Equal(t, tt.want, tt.skip.Applies("v", "rule", tgt, now))
 		})
 	}
+}
+
+// TestValidateLinks: one case per rule of ValidateLinks, with the field it
+// names.
+func TestValidateLinks(t *testing.T) {
+	t.Parallel()
+	full := map[string]string{}
+	for i := range MaxJobLinks {
+		full[fmt.Sprintf("l%02d", i)] = "https://ci.example/"
+	}
+	require.NoError(t, ValidateLinks("links", full), "exactly the bound")
+	require.NoError(t, ValidateLinks("links", nil))
+	require.NoError(t, ValidateLinks("links", map[string]string{"logs": "http://ci.example:8080/run/7?x=1#l2"}))
+	over := maps.Clone(full)
+	over["one-more"] = "https://ci.example/"
+	for name, c := range map[string]struct {
+		links map[string]string
+		field string
+	}{
+		"too many":       {over, "links"},
+		"empty name":     {map[string]string{"": "https://ci.example/"}, "links"},
+		"long name":      {map[string]string{strings.Repeat("n", MaxLinkNameLength+1): "https://ci.example/"}, "links"},
+		"long url":       {map[string]string{"a": "https://ci.example/" + strings.Repeat("x", MaxLinkURLLength)}, "links.a"},
+		"ftp":            {map[string]string{"a": "ftp://ci.example/"}, "links.a"},
+		"javascript":     {map[string]string{"a": "javascript:alert(1)"}, "links.a"},
+		"relative":       {map[string]string{"a": "/run/7"}, "links.a"},
+		"no host":        {map[string]string{"a": "https:///run/7"}, "links.a"},
+		"unparsable":     {map[string]string{"a": "https://ci.example/%zz"}, "links.a"},
+		"first in order": {map[string]string{"b": "ftp://x", "a": "ftp://x"}, "links.a"},
+		"empty url":      {map[string]string{"a": ""}, "links.a"},
+	} {
+		err := ValidateLinks("links", c.links)
+		var fe *FieldError
+		require.ErrorAs(t, err, &fe, name)
+		require.Equal(t, c.field, fe.Field, name)
+	}
+	j := Job{ID: "j", ReleaseID: "r", TargetKey: "d:e:r", Status: JobPending, CreatedAt: time.Unix(1, 0), Links: map[string]string{"a": "ftp://x"}}
+	var fe *FieldError
+	require.ErrorAs(t, j.Validate(), &fe, "a job validates its links")
+	require.Equal(t, "links.a", fe.Field)
 }
