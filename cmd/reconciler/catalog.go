@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -114,6 +115,8 @@ func listProblems(msg string, ve *revision.ValidationError) string {
 
 // catalogOpts holds the flags every catalog subcommand shares.
 type catalogOpts struct {
+	remoteOpts
+	dsnFlag *pflag.Flag
 	dsn     string
 	output  string
 	migrate bool
@@ -138,9 +141,16 @@ Every change names the --version of the revision it read (shown by get and
 list): a stale version is refused as a conflict, so concurrent edits never
 overwrite each other.
 
-The catalog must outlive each command to be useful, so these commands need
-PostgreSQL: set --dsn or RECONCILER_DSN. Without one they refuse (exit 2)
-rather than edit an in-memory catalog that would vanish on exit. Pending
+With --server URL and --token (or RECONCILER_SERVER, RECONCILER_TOKEN) they go
+through that server's API (token scopes: read for list and get; a change
+reads the revision first, so it needs read and write, approve and reject read
+and approve; the approver is the token's name, so --by is refused). The API lists one object's revisions, so list needs --kind and
+--name; unpropose, undo-propose-delete and label are --dsn only (exit 2).
+
+Otherwise the catalog must outlive each command to be useful, so these
+commands need PostgreSQL: set --dsn or RECONCILER_DSN. Without either they
+refuse (exit 2) rather than edit an in-memory catalog that would vanish on
+exit. Pending
 migrations are applied first by the commands that change something, as serve
 does; --migrate=false requires ` + "`reconciler migrate up`" + ` to have been run
 instead. list and get never migrate: on a database that lacks migrations
@@ -155,7 +165,9 @@ they exit 6.
 		},
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&o.dsn, "dsn", "", "PostgreSQL connection string (env RECONCILER_DSN); required")
+	pf.StringVar(&o.dsn, "dsn", "", "PostgreSQL connection string (env RECONCILER_DSN); this or --server is required")
+	o.remoteOpts.bind(pf)
+	o.dsnFlag = pf.Lookup("dsn")
 	pf.StringVarP(&o.output, "output", "o", "text", "output format: text or json (get also takes content)")
 	pf.BoolVar(&o.migrate, "migrate", true, "apply pending database migrations first")
 	cmd.AddCommand(
@@ -179,10 +191,15 @@ they exit 6.
 var catalogSubcommands = []string{"list", "get", "create", "edit", "propose", "unpropose", "approve",
 	"reject", "propose-delete", "undo-propose-delete", "delete", "label"}
 
+// dsnGiven reports whether --dsn was set on the command line.
+func (o *catalogOpts) dsnGiven() bool { return o.dsnFlag != nil && o.dsnFlag.Changed }
+
 // catalogSession is one command's open catalog: the service, where output
 // goes and how.
 type catalogSession struct {
-	svc    *catalog.Service
+	svc catalogService
+	// remote is set on --server: the API acts as the token's name.
+	remote bool
 	out    io.Writer
 	errOut io.Writer
 	json   bool
@@ -193,9 +210,12 @@ type catalogSession struct {
 // environment: a stray RECONCILER_VERSION must never stand in for the
 // --version a change has to name.
 func (o *catalogOpts) run(cmd *cobra.Command, obj revision.Object, fn func(ctx context.Context, s *catalogSession) error) error {
-	if f := cmd.Flag("dsn"); f != nil && !f.Changed {
-		if v := os.Getenv("RECONCILER_DSN"); v != "" {
-			o.dsn = v
+	dsnGiven := cmd.Flag("dsn") != nil && cmd.Flag("dsn").Changed
+	for name, p := range map[string]*string{"dsn": &o.dsn, "server": &o.server, "token": &o.token} {
+		if f := cmd.Flag(name); f != nil && !f.Changed && (name == "dsn" || !dsnGiven) {
+			if v := os.Getenv("RECONCILER_" + strings.ToUpper(name)); v != "" {
+				*p = v
+			}
 		}
 	}
 	if o.output != "text" && o.output != "json" && (o.output != "content" || cmd.Name() != "get") {
@@ -204,6 +224,20 @@ func (o *catalogOpts) run(cmd *cobra.Command, obj revision.Object, fn func(ctx c
 			want = "text, json or content"
 		}
 		return usagef("--output: want %s, got %q", want, o.output)
+	}
+	if o.server != "" {
+		if f := cmd.Flag("dsn"); f != nil && f.Changed {
+			return usagef("--server and --dsn: give one (the server has its own database)")
+		}
+		if f := cmd.Flag("migrate"); f != nil && f.Changed {
+			return usagef("--migrate: not with --server (the server migrates its own database)")
+		}
+		c, err := o.remote()
+		if err != nil {
+			return err
+		}
+		s := &catalogSession{svc: remoteCatalog{c}, remote: true, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), json: o.output == "json"}
+		return remoteExit(obj, fn(cmd.Context(), s))
 	}
 	if o.dsn == "" {
 		return usagef("catalog %s: no database: the catalog is stored in PostgreSQL; set --dsn or RECONCILER_DSN "+
