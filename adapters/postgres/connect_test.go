@@ -2,52 +2,21 @@ package postgres_test
 
 import (
 	"fmt"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
+	"github.com/reconcilerhq/reconciler/internal/pgtest"
 )
-
-// silentServer accepts TCP connections and never answers, like a server
-// stuck before its start-up reply; it returns its address.
-func silentServer(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never read or written
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // TestOpenConnectTimeout: Open against a server that accepts connections
 // but never answers fails within the connect timeout, by default, by the
 // DSN's connect_timeout and by WithConnectTimeout, instead of hanging.
 func TestOpenConnectTimeout(t *testing.T) {
 	t.Parallel()
-	addr := silentServer(t)
+	addr := pgtest.SilentServer(t)
 	tests := []struct {
 		name  string
 		dsn   string

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,41 +11,11 @@ import (
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 )
 
-// silentServer accepts TCP connections and never answers; it returns a DSN
-// naming it.
-func silentServer(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return "postgres://u@" + ln.Addr().String() + "/db?sslmode=disable"
-}
-
 // TestConnectTimeoutCLI: migrate and serve against a server that accepts
 // connections but never answers fail after --connect-timeout (or
 // RECONCILER_CONNECT_TIMEOUT) instead of waiting forever.
 func TestConnectTimeoutCLI(t *testing.T) {
-	dsn := silentServer(t)
+	dsn := "postgres://u@" + pgtest.SilentServer(t) + "/db?sslmode=disable"
 	for _, tt := range []struct {
 		args []string
 		env  string
