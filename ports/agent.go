@@ -82,6 +82,11 @@ type PROpenParams struct {
 // PullRequests reads and opens pull requests on a code host: the PR
 // poller observes runs' pull requests through it, and an agent's branch
 // becomes a pull request through it.
+//
+// Invariants (checked by porttest.PullRequests): one open pull request
+// per head branch, also under concurrent opens; a closed one is not
+// reused; PRGet reads the host's current state, ErrNotFound when the host
+// has no such pull request.
 type PullRequests interface {
 	// PRGet returns the observed state of the pull request at url
 	// (state, mergeability, checks and reviews summarised).

@@ -52,3 +52,37 @@ func TestCodeHostConformance(t *testing.T) {
 		}
 	})
 }
+
+// TestPullRequestsConformance runs the PullRequests suite against the
+// client talking to the fake GitHub API, which, as GitHub, refuses a second
+// open pull request for one head and base (422).
+func TestPullRequestsConformance(t *testing.T) {
+	t.Parallel()
+	porttest.PullRequests(t, func(t *testing.T) porttest.PullRequestsFixture {
+		fake := githubtest.New("tok-suite")
+		t.Cleanup(fake.Close)
+		c, err := New(Config{BaseURL: fake.URL, Token: release.SecretRef{Ref: "env:GH"}}, secrets{"env:GH": "tok-suite"})
+		require.NoError(t, err)
+		edit := func(t *testing.T, url string, fn func(pr *githubtest.PR)) {
+			r, err := parsePRURL(url)
+			require.NoError(t, err)
+			_, ok := fake.GetPR(r.number)
+			require.True(t, ok, "no pull request %s", url)
+			fake.EditPR(r.number, fn)
+		}
+		return porttest.PullRequestsFixture{
+			PRs:  c,
+			Repo: "acme/api",
+			Count: func(repo, head string) int {
+				owner, name, err := splitRepo(repo)
+				require.NoError(t, err)
+				return fake.Count(owner, name, head)
+			},
+			MergeOnHost: func(t *testing.T, url string) {
+				edit(t, url, func(pr *githubtest.PR) { pr.Merged, pr.State = true, "closed" })
+			},
+			CloseOnHost: func(t *testing.T, url string) { edit(t, url, func(pr *githubtest.PR) { pr.State = "closed" }) },
+			MissingURL:  fake.URL + "/acme/api/pull/999",
+		}
+	})
+}

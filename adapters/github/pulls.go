@@ -214,10 +214,22 @@ func (c *Client) PROpen(ctx context.Context, p ports.PROpenParams) (reconcile.Pu
 		}
 		var pr apiPR
 		in := map[string]string{"title": p.Title, "head": p.Head, "base": base, "body": p.Body}
-		if err := c.do(ctx, "open pull request", http.MethodPost, repoPath+"/pulls", in, &pr); err != nil {
+		err := c.do(ctx, "open pull request", http.MethodPost, repoPath+"/pulls", in, &pr)
+		var apiErr *apiError
+		if errors.As(err, &apiErr) && apiErr.status == http.StatusUnprocessableEntity {
+			// Another caller opened it between our lookup and our open
+			// (GitHub allows one open pull request per head): take that one.
+			if ferr := c.do(ctx, "find pull request", http.MethodGet, repoPath+"/pulls?"+q.Encode(), nil, &open); ferr != nil {
+				return reconcile.PullRequest{}, ferr
+			}
+			if len(open) == 0 {
+				return reconcile.PullRequest{}, err
+			}
+		} else if err != nil {
 			return reconcile.PullRequest{}, err
+		} else {
+			open = append(open, pr)
 		}
-		open = append(open, pr)
 	}
 	return c.PRGet(ctx, open[0].HTMLURL)
 }

@@ -143,6 +143,20 @@ func (s *Server) GetPR(n int) (PR, bool) {
 	return *pr, true
 }
 
+// Count returns how many pull requests (any state) owner/repo holds with
+// head branch head.
+func (s *Server) Count(owner, repo, head string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, pr := range s.prs {
+		if pr.Owner == owner && pr.Repo == repo && pr.Head == head {
+			n++
+		}
+	}
+	return n
+}
+
 // SetChecks sets the check runs of a commit.
 func (s *Server) SetChecks(sha string, runs ...CheckRun) {
 	s.mu.Lock()
@@ -227,6 +241,16 @@ func (s *Server) openPR(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	for _, pr := range s.prs {
+		// As GitHub: one open pull request per head and base.
+		if pr.State == "open" && pr.Owner == r.PathValue("owner") && pr.Repo == r.PathValue("repo") && pr.Head == in.Head && pr.Base == in.Base {
+			s.mu.Unlock()
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
+				"errors": []map[string]any{{"resource": "PullRequest", "code": "custom",
+					"message": "A pull request already exists for " + pr.Owner + ":" + in.Head + "."}}})
+			return
+		}
+	}
 	pr := &PR{Number: len(s.prs) + 1, Owner: r.PathValue("owner"), Repo: r.PathValue("repo"), Title: in.Title, Body: in.Body,
 		Head: in.Head, Base: in.Base, HeadSHA: fmt.Sprintf("%040d", len(s.prs)+1), State: "open"}
 	s.prs[pr.Number] = pr
