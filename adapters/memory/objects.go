@@ -100,20 +100,18 @@ func (s *ReleaseStore) targetOf(recs []*targetRec) string {
 }
 
 // Get implements ports.Objects.
-func (o *objects[T]) Get(_ context.Context, id string) (ports.Stored[T], error) {
-	o.s.mu.RLock()
-	defer o.s.mu.RUnlock()
+func (o *objects[T]) Get(ctx context.Context, id string) (ports.Stored[T], error) {
+	defer o.s.rlock(ctx)()
 	return o.table.get(id)
 }
 
 // List implements ports.Objects.
-func (o *objects[T]) List(_ context.Context, p ports.ListParams) (ports.Page[T], error) {
+func (o *objects[T]) List(ctx context.Context, p ports.ListParams) (ports.Page[T], error) {
 	after, limit, err := ports.ListCursor(o.kind, p)
 	if err != nil {
 		return ports.Page[T]{}, fmt.Errorf("list %s: %w", o.kind.Plural, err)
 	}
-	o.s.mu.RLock()
-	defer o.s.mu.RUnlock()
+	defer o.s.rlock(ctx)()
 	var ids []string
 	if p.Parent != "" || o.parentHas == nil {
 		ids = o.table.byParent[p.Parent]
@@ -139,7 +137,7 @@ func (o *objects[T]) List(_ context.Context, p ports.ListParams) (ports.Page[T],
 
 // Put implements ports.Objects: validate, then normalise, then (under the
 // lock) check the parent and the version.
-func (o *objects[T]) Put(_ context.Context, v T, expected int64) (int64, error) {
+func (o *objects[T]) Put(ctx context.Context, v T, expected int64) (int64, error) {
 	t, id := o.table, o.kind.ID(&v)
 	op := "put " + o.kind.Name + " " + id
 	if err := o.kind.Validate(&v); err != nil {
@@ -154,8 +152,7 @@ func (o *objects[T]) Put(_ context.Context, v T, expected int64) (int64, error) 
 	}
 
 	s := o.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock(ctx)()
 	parent := o.kind.ParentOf(&norm)
 	if o.parentHas != nil && !o.parentHas(parent) {
 		return 0, fmt.Errorf("%s: %s %s: %w", op, o.kind.ParentKind, parent, ports.ErrNotFound)
@@ -173,9 +170,20 @@ func (o *objects[T]) Put(_ context.Context, v T, expected int64) (int64, error) 
 		cur = &ports.Stored[T]{}
 		t.rows[id] = cur
 		t.byParent[parent] = insertSorted(t.byParent[parent], id)
-	} else if old := o.kind.ParentOf(&cur.Value); old != parent {
-		t.unparent(old, id)
-		t.byParent[parent] = insertSorted(t.byParent[parent], id)
+		s.onUndo(ctx, func() { delete(t.rows, id); t.unparent(parent, id) })
+	} else {
+		before, old := *cur, o.kind.ParentOf(&cur.Value)
+		if old != parent {
+			t.unparent(old, id)
+			t.byParent[parent] = insertSorted(t.byParent[parent], id)
+		}
+		s.onUndo(ctx, func() {
+			*cur = before
+			if old != parent {
+				t.unparent(parent, id)
+				t.byParent[old] = insertSorted(t.byParent[old], id)
+			}
+		})
 	}
 	cur.Value = norm
 	cur.Version++
@@ -184,14 +192,13 @@ func (o *objects[T]) Put(_ context.Context, v T, expected int64) (int64, error) 
 }
 
 // Delete implements ports.Objects.
-func (o *objects[T]) Delete(_ context.Context, id string, expected int64) error {
+func (o *objects[T]) Delete(ctx context.Context, id string, expected int64) error {
 	op := "delete " + o.kind.Name + " " + id
 	if err := ports.CheckDelete(expected); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	s, t := o.s, o.table
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock(ctx)()
 	cur := t.rows[id]
 	switch {
 	case cur == nil:
@@ -202,7 +209,9 @@ func (o *objects[T]) Delete(_ context.Context, id string, expected int64) error 
 	if dep := o.dependent(id); dep != "" {
 		return fmt.Errorf("%s: %s belongs to it: %w", op, dep, ports.ErrInUse)
 	}
-	t.unparent(o.kind.ParentOf(&cur.Value), id)
+	parent := o.kind.ParentOf(&cur.Value)
+	t.unparent(parent, id)
 	delete(t.rows, id)
+	s.onUndo(ctx, func() { t.rows[id] = cur; t.byParent[parent] = insertSorted(t.byParent[parent], id) })
 	return nil
 }

@@ -50,12 +50,16 @@ func NewQueue(clock ports.Clock) *Queue {
 func (q *Queue) now() time.Time { return ports.StoredTime(q.clock.Now()) }
 
 // WorkEnqueue inserts or coalesces items. The batch is validated first, so
-// bad input stores nothing.
-func (q *Queue) WorkEnqueue(_ context.Context, items ...ports.EnqueueParams) error {
+// bad input stores nothing. Inside a Transactor's transaction the items are
+// held back until its commit.
+func (q *Queue) WorkEnqueue(ctx context.Context, items ...ports.EnqueueParams) error {
 	for i := range items {
 		if err := ports.ValidateEnqueue(items[i]); err != nil {
 			return fmt.Errorf("enqueue: %w", err)
 		}
+	}
+	if q.holdEnqueues(ctx, items) {
+		return nil
 	}
 	q.mu.Lock()
 	defer q.unlock()

@@ -112,6 +112,45 @@ func (x *jobIndex) insert(j *ports.JobRow) {
 	x.indexExternal(j, true)
 }
 
+// remove unindexes j, the newest job of its kind created (the undo of
+// insert).
+func (x *jobIndex) remove(j *ports.JobRow) {
+	t := j.Target()
+	delete(x.byID, j.ID)
+	delete(x.byKey, j.IdempotencyKey)
+	list := slices.DeleteFunc(x.byTarget[t], func(o *ports.JobRow) bool { return o == j })
+	if len(list) == 0 {
+		delete(x.byTarget, t)
+		dropFromSet(x.targetsByDep, t.DeploymentID, t)
+		dropFromSet(x.targetsByRes, t.ResourceID, t)
+	} else {
+		x.byTarget[t] = list
+	}
+	if !slices.ContainsFunc(list, func(o *ports.JobRow) bool { return o.VersionID == j.VersionID }) {
+		dropFromSet(x.targetsByVersion, j.VersionID, t)
+	}
+	x.countActive(j, t, -1)
+	x.indexExternal(j, false)
+}
+
+// replace changes the stored job j by change, keeping the active counts and
+// the external-id index in step.
+func (x *jobIndex) replace(j *ports.JobRow, change func()) {
+	t := j.Target()
+	x.countActive(j, t, -1)
+	x.indexExternal(j, false)
+	change()
+	x.countActive(j, t, 1)
+	x.indexExternal(j, true)
+}
+
+func dropFromSet(m map[string]map[release.ReleaseTarget]struct{}, k string, t release.ReleaseTarget) {
+	delete(m[k], t)
+	if len(m[k]) == 0 {
+		delete(m, k)
+	}
+}
+
 // normJob normalises a job's times and maps as Postgres would read them.
 func normJob(j release.Job) (release.Job, error) {
 	j.CreatedAt = ports.StoredTime(j.CreatedAt)
@@ -126,7 +165,7 @@ func normJob(j release.Job) (release.Job, error) {
 }
 
 // JobCreate creates a job once per idempotency key.
-func (s *ReleaseStore) JobCreate(_ context.Context, p ports.JobCreateParams) (ports.JobRow, bool, error) {
+func (s *ReleaseStore) JobCreate(ctx context.Context, p ports.JobCreateParams) (ports.JobRow, bool, error) {
 	op := "create job " + p.Job.ID
 	if err := ports.ValidateJobCreate(p); err != nil {
 		return ports.JobRow{}, false, fmt.Errorf("%s: %w", op, err)
@@ -135,8 +174,7 @@ func (s *ReleaseStore) JobCreate(_ context.Context, p ports.JobCreateParams) (po
 	if err != nil {
 		return ports.JobRow{}, false, fmt.Errorf("%s: %w", op, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock(ctx)()
 	if cur, ok := s.jobs.byKey[p.IdempotencyKey]; ok {
 		if cur.ReleaseID != job.ReleaseID {
 			return ports.JobRow{}, false, fmt.Errorf("%s: idempotency key %s belongs to job %s of release %s: %w",
@@ -163,11 +201,12 @@ func (s *ReleaseStore) JobCreate(_ context.Context, p ports.JobCreateParams) (po
 	}
 	row := &ports.JobRow{Job: job, VersionID: rel.VersionID, IdempotencyKey: p.IdempotencyKey, Version: 1, UpdatedAt: s.now()}
 	s.jobs.insert(row)
+	s.onUndo(ctx, func() { s.jobs.remove(row) })
 	return copyJob(row), true, nil
 }
 
 // JobUpdate writes a job by compare-and-swap.
-func (s *ReleaseStore) JobUpdate(_ context.Context, job release.Job, expected int64) (int64, error) {
+func (s *ReleaseStore) JobUpdate(ctx context.Context, job release.Job, expected int64) (int64, error) {
 	op := "update job " + job.ID
 	if err := job.Validate(); err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
@@ -176,8 +215,7 @@ func (s *ReleaseStore) JobUpdate(_ context.Context, job release.Job, expected in
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock(ctx)()
 	cur, ok := s.jobs.byID[job.ID]
 	if !ok {
 		return 0, fmt.Errorf("%s: %w", op, ports.ErrNotFound)
@@ -188,21 +226,15 @@ func (s *ReleaseStore) JobUpdate(_ context.Context, job release.Job, expected in
 	if err := ports.CheckJobUpdate(&cur.Job, &next); err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
-	t := cur.Target()
-	s.jobs.countActive(cur, t, -1)
-	s.jobs.indexExternal(cur, false)
-	cur.Job = next
-	s.jobs.countActive(cur, t, 1)
-	s.jobs.indexExternal(cur, true)
-	cur.Version++
-	cur.UpdatedAt = s.now()
+	before := *cur
+	s.jobs.replace(cur, func() { cur.Job = next; cur.Version++; cur.UpdatedAt = s.now() })
+	s.onUndo(ctx, func() { s.jobs.replace(cur, func() { *cur = before }) })
 	return cur.Version, nil
 }
 
 // JobGet reads one job.
-func (s *ReleaseStore) JobGet(_ context.Context, id string) (ports.JobRow, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) JobGet(ctx context.Context, id string) (ports.JobRow, error) {
+	defer s.rlock(ctx)()
 	j, ok := s.jobs.byID[id]
 	if !ok {
 		return ports.JobRow{}, fmt.Errorf("get job %s: %w", id, ports.ErrNotFound)
@@ -211,13 +243,12 @@ func (s *ReleaseStore) JobGet(_ context.Context, id string) (ports.JobRow, error
 }
 
 // JobByExternalID reads the newest job the agent knows by externalID.
-func (s *ReleaseStore) JobByExternalID(_ context.Context, agentID, externalID string) (ports.JobRow, error) {
+func (s *ReleaseStore) JobByExternalID(ctx context.Context, agentID, externalID string) (ports.JobRow, error) {
 	op := "get job by external id " + externalID
 	if externalID == "" {
 		return ports.JobRow{}, fmt.Errorf("%s: %w", op, release.Invalid("external_id", "is required"))
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.rlock(ctx)()
 	var best *ports.JobRow
 	for _, j := range s.jobs.byExternal[agentRef{agentID, externalID}] {
 		if best == nil || jobOrder(j, best) > 0 {
@@ -231,9 +262,8 @@ func (s *ReleaseStore) JobByExternalID(_ context.Context, agentID, externalID st
 }
 
 // JobsByTarget lists the target's jobs newest first, at most limit.
-func (s *ReleaseStore) JobsByTarget(_ context.Context, t release.ReleaseTarget, limit int) ([]ports.JobRow, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) JobsByTarget(ctx context.Context, t release.ReleaseTarget, limit int) ([]ports.JobRow, error) {
+	defer s.rlock(ctx)()
 	list := s.jobs.byTarget[t]
 	n := len(list)
 	if limit > 0 {
@@ -247,9 +277,8 @@ func (s *ReleaseStore) JobsByTarget(_ context.Context, t release.ReleaseTarget, 
 }
 
 // JobsActiveByTarget lists the target's active jobs, newest first.
-func (s *ReleaseStore) JobsActiveByTarget(_ context.Context, t release.ReleaseTarget) ([]ports.JobRow, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) JobsActiveByTarget(ctx context.Context, t release.ReleaseTarget) ([]ports.JobRow, error) {
+	defer s.rlock(ctx)()
 	list := s.jobs.byTarget[t]
 	var out []ports.JobRow
 	for i := len(list) - 1; i >= 0 && len(out) < s.jobs.activeByTarget[t]; i-- {
@@ -262,9 +291,8 @@ func (s *ReleaseStore) JobsActiveByTarget(_ context.Context, t release.ReleaseTa
 
 // JobsActiveCount reads the kept active counts of the target and of its
 // deployment's environment.
-func (s *ReleaseStore) JobsActiveCount(_ context.Context, t release.ReleaseTarget) (ports.JobActiveCounts, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) JobsActiveCount(ctx context.Context, t release.ReleaseTarget) (ports.JobActiveCounts, error) {
+	defer s.rlock(ctx)()
 	return ports.JobActiveCounts{
 		Target:      s.jobs.activeByTarget[t],
 		Environment: s.jobs.activeByEnv[envRef{t.DeploymentID, t.EnvironmentID}],
@@ -272,12 +300,11 @@ func (s *ReleaseStore) JobsActiveCount(_ context.Context, t release.ReleaseTarge
 }
 
 // JobsLatest returns the newest matching job of each target, in key order.
-func (s *ReleaseStore) JobsLatest(_ context.Context, p ports.JobsLatestParams) ([]ports.JobRow, error) {
+func (s *ReleaseStore) JobsLatest(ctx context.Context, p ports.JobsLatestParams) ([]ports.JobRow, error) {
 	if err := ports.ValidateJobsLatest(p); err != nil {
 		return nil, fmt.Errorf("latest jobs: %w", err)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.rlock(ctx)()
 	var set map[release.ReleaseTarget]struct{}
 	switch {
 	case p.VersionID != "":
@@ -307,9 +334,8 @@ func (s *ReleaseStore) JobsLatest(_ context.Context, p ports.JobsLatestParams) (
 }
 
 // TargetJobState reads the target's newest active and successful jobs.
-func (s *ReleaseStore) TargetJobState(_ context.Context, t release.ReleaseTarget) (ports.TargetJobState, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) TargetJobState(ctx context.Context, t release.ReleaseTarget) (ports.TargetJobState, error) {
+	defer s.rlock(ctx)()
 	var st ports.TargetJobState
 	list := s.jobs.byTarget[t]
 	for i := len(list) - 1; i >= 0 && (st.Active == nil || st.Successful == nil); i-- {

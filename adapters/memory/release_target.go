@@ -129,13 +129,12 @@ func mergeTargets(s, add, rem []*targetRec) []*targetRec {
 }
 
 // TargetsReplace makes the scope's targets exactly p.Targets.
-func (s *ReleaseStore) TargetsReplace(_ context.Context, p ports.TargetsReplaceParams) (ports.TargetsDiff, error) {
+func (s *ReleaseStore) TargetsReplace(ctx context.Context, p ports.TargetsReplaceParams) (ports.TargetsDiff, error) {
 	const op = "replace targets"
 	if err := ports.ValidateTargetsReplace(p); err != nil {
 		return ports.TargetsDiff{}, fmt.Errorf("%s: %w", op, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock(ctx)()
 	want := make(map[release.ReleaseTarget]string, len(p.Targets))
 	for i, t := range p.Targets {
 		sys, err := s.targetSystem(t)
@@ -180,6 +179,7 @@ func (s *ReleaseStore) TargetsReplace(_ context.Context, p ports.TargetsReplaceP
 	slices.SortFunc(added, byKey)
 	slices.SortFunc(removed, byKey)
 	s.targets.apply(added, removed)
+	s.onUndo(ctx, func() { s.targets.apply(removed, added) })
 	sortTargets(diff.Added)
 	sortTargets(diff.Removed)
 	return diff, nil
@@ -212,9 +212,8 @@ func (s *ReleaseStore) targetSystem(t release.ReleaseTarget) (string, error) {
 }
 
 // TargetGet reads a target with its deployment, environment and resource.
-func (s *ReleaseStore) TargetGet(_ context.Context, t release.ReleaseTarget) (ports.TargetDetail, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) TargetGet(ctx context.Context, t release.ReleaseTarget) (ports.TargetDetail, error) {
+	defer s.rlock(ctx)()
 	r, ok := s.targets.byTarget[t]
 	if !ok {
 		return ports.TargetDetail{}, fmt.Errorf("get target %s: %w", t, ports.ErrNotFound)
@@ -230,9 +229,8 @@ func (s *ReleaseStore) TargetGet(_ context.Context, t release.ReleaseTarget) (po
 }
 
 // TargetList lists the targets of a scope in key order.
-func (s *ReleaseStore) TargetList(_ context.Context, p ports.TargetListParams) ([]release.ReleaseTarget, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) TargetList(ctx context.Context, p ports.TargetListParams) ([]release.ReleaseTarget, error) {
+	defer s.rlock(ctx)()
 	recs := s.targets.scoped(p.Scope)
 	if p.AfterKey != "" {
 		i, found := slices.BinarySearchFunc(recs, p.AfterKey, func(r *targetRec, k string) int { return cmp.Compare(r.key, k) })
@@ -267,7 +265,7 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 	if f.Policies, err = ports.EnabledPolicies(ctx, s.Policies()); err != nil {
 		return ports.TargetFacts{}, err
 	}
-	f.Forced = s.forced(t)
+	f.Forced = s.forced(ctx, t)
 	if id := f.Detail.Deployment.JobAgentID; id != "" {
 		if a, err := s.JobAgents().Get(ctx, id); err == nil {
 			f.Agent = &a
@@ -297,9 +295,8 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 }
 
 // forced lists the force-deploy skips covering t, by id.
-func (s *ReleaseStore) forced(t release.ReleaseTarget) []release.PolicySkip {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) forced(ctx context.Context, t release.ReleaseTarget) []release.PolicySkip {
+	defer s.rlock(ctx)()
 	var out []release.PolicySkip
 	for _, sk := range s.skips {
 		v, ok := s.versions[sk.VersionID]

@@ -22,7 +22,7 @@ func versionOrder(a, b *release.DeploymentVersion) int {
 }
 
 // VersionCreate stores a new version of a stored deployment.
-func (s *ReleaseStore) VersionCreate(_ context.Context, v release.DeploymentVersion) error {
+func (s *ReleaseStore) VersionCreate(ctx context.Context, v release.DeploymentVersion) error {
 	op := "create version " + v.ID
 	if err := v.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -32,8 +32,7 @@ func (s *ReleaseStore) VersionCreate(_ context.Context, v release.DeploymentVers
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, release.Invalid("config", err.Error()))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock(ctx)()
 	if !s.deployments.has(v.DeploymentID) {
 		return fmt.Errorf("%s: deployment %s: %w", op, v.DeploymentID, ports.ErrNotFound)
 	}
@@ -45,13 +44,21 @@ func (s *ReleaseStore) VersionCreate(_ context.Context, v release.DeploymentVers
 	list := s.versionsByDep[v.DeploymentID]
 	i, _ := slices.BinarySearchFunc(list, stored, versionOrder)
 	s.versionsByDep[v.DeploymentID] = slices.Insert(list, i, stored)
+	s.onUndo(ctx, func() {
+		delete(s.versions, v.ID)
+		rest := slices.DeleteFunc(s.versionsByDep[v.DeploymentID], func(x *release.DeploymentVersion) bool { return x == stored })
+		if len(rest) == 0 {
+			delete(s.versionsByDep, v.DeploymentID)
+		} else {
+			s.versionsByDep[v.DeploymentID] = rest
+		}
+	})
 	return nil
 }
 
 // VersionGet reads one version.
-func (s *ReleaseStore) VersionGet(_ context.Context, id string) (release.DeploymentVersion, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) VersionGet(ctx context.Context, id string) (release.DeploymentVersion, error) {
+	defer s.rlock(ctx)()
 	v, ok := s.versions[id]
 	if !ok {
 		return release.DeploymentVersion{}, fmt.Errorf("get version %s: %w", id, ports.ErrNotFound)
@@ -62,13 +69,12 @@ func (s *ReleaseStore) VersionGet(_ context.Context, id string) (release.Deploym
 // VersionUpdateStatus sets a version's status. Stored versions are never
 // mutated (streams hold pointers to them outside the lock): the version is
 // replaced by a changed copy.
-func (s *ReleaseStore) VersionUpdateStatus(_ context.Context, id string, status release.VersionStatus) error {
+func (s *ReleaseStore) VersionUpdateStatus(ctx context.Context, id string, status release.VersionStatus) error {
 	op := "update version " + id
 	if !status.Valid() {
 		return fmt.Errorf("%s: %w", op, release.Invalid("status", "unknown version status "+string(status)))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock(ctx)()
 	old, ok := s.versions[id]
 	if !ok {
 		return fmt.Errorf("%s: %w", op, ports.ErrNotFound)
@@ -79,6 +85,12 @@ func (s *ReleaseStore) VersionUpdateStatus(_ context.Context, id string, status 
 	list := s.versionsByDep[old.DeploymentID]
 	i, _ := slices.BinarySearchFunc(list, old, versionOrder)
 	list[i] = &next
+	s.onUndo(ctx, func() {
+		s.versions[id] = old
+		list := s.versionsByDep[old.DeploymentID]
+		i, _ := slices.BinarySearchFunc(list, old, versionOrder)
+		list[i] = old
+	})
 	return nil
 }
 
@@ -94,7 +106,7 @@ func (s *ReleaseStore) VersionsNewestFirst(ctx context.Context, deploymentID str
 				yield(release.DeploymentVersion{}, fmt.Errorf("versions of %s: %w", deploymentID, err))
 				return
 			}
-			page := s.versionPage(deploymentID, after, size)
+			page := s.versionPage(ctx, deploymentID, after, size)
 			if s.onPage != nil {
 				s.onPage(len(page))
 			}
@@ -113,9 +125,8 @@ func (s *ReleaseStore) VersionsNewestFirst(ctx context.Context, deploymentID str
 
 // versionPage returns up to size versions older than after (all when nil),
 // newest first. The pointers stay valid: stored versions are immutable.
-func (s *ReleaseStore) versionPage(deploymentID string, after *release.DeploymentVersion, size int) []*release.DeploymentVersion {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) versionPage(ctx context.Context, deploymentID string, after *release.DeploymentVersion, size int) []*release.DeploymentVersion {
+	defer s.rlock(ctx)()
 	list := s.versionsByDep[deploymentID]
 	end := len(list)
 	if after != nil {
@@ -141,14 +152,13 @@ func approvalOrder(a, b release.Approval) int {
 }
 
 // ApprovalAdd records an approval once per (version, environment, user).
-func (s *ReleaseStore) ApprovalAdd(_ context.Context, a release.Approval) (bool, error) {
+func (s *ReleaseStore) ApprovalAdd(ctx context.Context, a release.Approval) (bool, error) {
 	op := "add approval of " + a.VersionID
 	if err := a.Validate(); err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
 	a.ApprovedAt = ports.StoredTime(a.ApprovedAt)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock(ctx)()
 	if _, ok := s.versions[a.VersionID]; !ok {
 		return false, fmt.Errorf("%s: version %s: %w", op, a.VersionID, ports.ErrNotFound)
 	}
@@ -160,13 +170,22 @@ func (s *ReleaseStore) ApprovalAdd(_ context.Context, a release.Approval) (bool,
 	}
 	i, _ := slices.BinarySearchFunc(list, a, approvalOrder)
 	s.approvals[a.VersionID] = slices.Insert(list, i, a)
+	s.onUndo(ctx, func() {
+		rest := slices.DeleteFunc(s.approvals[a.VersionID], func(x release.Approval) bool {
+			return x.EnvironmentID == a.EnvironmentID && x.User == a.User
+		})
+		if len(rest) == 0 {
+			delete(s.approvals, a.VersionID)
+		} else {
+			s.approvals[a.VersionID] = rest
+		}
+	})
 	return true, nil
 }
 
 // ApprovalList lists a version's approvals by time, environment, user.
-func (s *ReleaseStore) ApprovalList(_ context.Context, versionID, environmentID string) ([]release.Approval, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) ApprovalList(ctx context.Context, versionID, environmentID string) ([]release.Approval, error) {
+	defer s.rlock(ctx)()
 	var out []release.Approval
 	for _, a := range s.approvals[versionID] {
 		if environmentID == "" || a.EnvironmentID == environmentID {
@@ -177,25 +196,25 @@ func (s *ReleaseStore) ApprovalList(_ context.Context, versionID, environmentID 
 }
 
 // PolicySkipPut creates or replaces a skip of a stored version.
-func (s *ReleaseStore) PolicySkipPut(_ context.Context, sk release.PolicySkip) error {
+func (s *ReleaseStore) PolicySkipPut(ctx context.Context, sk release.PolicySkip) error {
 	op := "put policy skip " + sk.ID
 	if err := ports.ValidatePolicySkip(&sk); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	sk.ExpiresAt = ports.StoredTime(sk.ExpiresAt)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock(ctx)()
 	if _, ok := s.versions[sk.VersionID]; !ok {
 		return fmt.Errorf("%s: version %s: %w", op, sk.VersionID, ports.ErrNotFound)
 	}
+	old, had := s.skips[sk.ID]
 	s.skips[sk.ID] = &sk
+	s.onUndo(ctx, func() { restore(s.skips, sk.ID, old, had) })
 	return nil
 }
 
 // PolicySkipList lists a version's skips by id.
-func (s *ReleaseStore) PolicySkipList(_ context.Context, versionID string) ([]release.PolicySkip, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) PolicySkipList(ctx context.Context, versionID string) ([]release.PolicySkip, error) {
+	defer s.rlock(ctx)()
 	var out []release.PolicySkip
 	for _, sk := range s.skips {
 		if sk.VersionID == versionID {
@@ -207,18 +226,19 @@ func (s *ReleaseStore) PolicySkipList(_ context.Context, versionID string) ([]re
 }
 
 // PolicySkipDelete removes a skip.
-func (s *ReleaseStore) PolicySkipDelete(_ context.Context, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.skips[id]; !ok {
+func (s *ReleaseStore) PolicySkipDelete(ctx context.Context, id string) error {
+	defer s.lock(ctx)()
+	old, ok := s.skips[id]
+	if !ok {
 		return fmt.Errorf("delete policy skip %s: %w", id, ports.ErrNotFound)
 	}
 	delete(s.skips, id)
+	s.onUndo(ctx, func() { s.skips[id] = old })
 	return nil
 }
 
 // ReleaseUpsert stores r once per content-hash ID.
-func (s *ReleaseStore) ReleaseUpsert(_ context.Context, r release.Release) (release.Release, bool, error) {
+func (s *ReleaseStore) ReleaseUpsert(ctx context.Context, r release.Release) (release.Release, bool, error) {
 	op := "upsert release " + r.ID
 	if err := r.Validate(); err != nil {
 		return release.Release{}, false, fmt.Errorf("%s: %w", op, err)
@@ -231,8 +251,7 @@ func (s *ReleaseStore) ReleaseUpsert(_ context.Context, r release.Release) (rele
 	if err != nil {
 		return release.Release{}, false, fmt.Errorf("%s: %w", op, release.Invalid("variables", err.Error()))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock(ctx)()
 	if cur, ok := s.releases[r.ID]; ok {
 		return copyRelease(cur), false, nil
 	}
@@ -245,13 +264,13 @@ func (s *ReleaseStore) ReleaseUpsert(_ context.Context, r release.Release) (rele
 			"version "+v.ID+" belongs to deployment "+v.DeploymentID+", not "+r.Target.DeploymentID))
 	}
 	s.releases[r.ID] = &norm
+	s.onUndo(ctx, func() { delete(s.releases, r.ID) })
 	return copyRelease(&norm), true, nil
 }
 
 // ReleaseGet reads one release.
-func (s *ReleaseStore) ReleaseGet(_ context.Context, id string) (release.Release, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) ReleaseGet(ctx context.Context, id string) (release.Release, error) {
+	defer s.rlock(ctx)()
 	r, ok := s.releases[id]
 	if !ok {
 		return release.Release{}, fmt.Errorf("get release %s: %w", id, ports.ErrNotFound)
@@ -260,7 +279,7 @@ func (s *ReleaseStore) ReleaseGet(_ context.Context, id string) (release.Release
 }
 
 // DesiredSet records the target's desired release when it changed.
-func (s *ReleaseStore) DesiredSet(_ context.Context, d ports.DesiredRelease) (bool, error) {
+func (s *ReleaseStore) DesiredSet(ctx context.Context, d ports.DesiredRelease) (bool, error) {
 	op := "set desired release of " + d.Target.Key()
 	if err := ports.ValidateDesired(&d); err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
@@ -269,8 +288,7 @@ func (s *ReleaseStore) DesiredSet(_ context.Context, d ports.DesiredRelease) (bo
 	if len(d.Reasons) == 0 {
 		d.Reasons = nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock(ctx)()
 	if d.ReleaseID != "" {
 		r, ok := s.releases[d.ReleaseID]
 		if !ok {
@@ -280,12 +298,14 @@ func (s *ReleaseStore) DesiredSet(_ context.Context, d ports.DesiredRelease) (bo
 			return false, fmt.Errorf("%s: %w", op, release.Invalid("release_id", "release "+d.ReleaseID+" is for target "+r.Target.Key()))
 		}
 	}
-	if cur, ok := s.desired[d.Target]; ok && sameDesired(cur, &d) {
+	cur, had := s.desired[d.Target]
+	if had && sameDesired(cur, &d) {
 		return false, nil
 	}
 	c := copyDesired(&d)
 	c.UpdatedAt = s.now()
 	s.desired[d.Target] = &c
+	s.onUndo(ctx, func() { restore(s.desired, d.Target, cur, had) })
 	return true, nil
 }
 
@@ -294,9 +314,8 @@ func sameDesired(a, b *ports.DesiredRelease) bool {
 }
 
 // DesiredGet reads the target's desired release.
-func (s *ReleaseStore) DesiredGet(_ context.Context, t release.ReleaseTarget) (ports.DesiredRelease, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *ReleaseStore) DesiredGet(ctx context.Context, t release.ReleaseTarget) (ports.DesiredRelease, error) {
+	defer s.rlock(ctx)()
 	d, ok := s.desired[t]
 	if !ok {
 		return ports.DesiredRelease{}, fmt.Errorf("get desired release of %s: %w", t, ports.ErrNotFound)

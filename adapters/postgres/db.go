@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/reconcilerhq/reconciler/ports"
 )
 
 // DB is an open PostgreSQL database: a pgx pool, and bun over it through
@@ -218,6 +220,9 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	}
 	return nil
 }
+
+// DB is the Transactor of every adapter over it.
+var _ ports.Transactor = (*DB)(nil)
 
 // idb returns the transaction ctx carries for this DB, or the DB itself.
 func (db *DB) idb(ctx context.Context) bun.IDB {

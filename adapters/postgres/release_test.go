@@ -42,3 +42,11 @@ func TestTargetFactsConformance(t *testing.T) {
 	t.Parallel()
 	porttest.TargetFacts(t, newReleaseStore)
 }
+
+func TestTransactorConformance(t *testing.T) {
+	t.Parallel()
+	porttest.Transactor(t, func(t *testing.T, clock ports.Clock) porttest.TxWorld {
+		db := runStoreSetup(t)
+		return porttest.TxWorld{Tx: db, Store: postgres.NewReleaseStore(db, clock), Queue: newQueue(t, db, clock)}
+	})
+}

@@ -32,19 +32,24 @@ type backend struct {
 	workflows ports.WorkflowStore
 	// tokens stores the API's tokens (hashed) and signed reports' nonces.
 	tokens ports.Tokens
-	db     *postgres.DB
-	close  func()
+	// tx makes writes of the release store and queue enqueues
+	// all-or-nothing (ports.Transactor).
+	tx    ports.Transactor
+	db    *postgres.DB
+	close func()
 }
 
 // openBackend opens Postgres (migrating it when migrate is set) or builds
 // the in-memory adapters; opts tune the Postgres connection.
 func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Clock, opts ...postgres.Option) (*backend, error) {
 	if dsn == "" {
+		q, releases := memory.NewQueue(clock), memory.NewReleaseStore(clock)
 		return &backend{
 			name:      "memory",
-			queue:     memory.NewQueue(clock),
+			queue:     q,
 			runs:      memory.NewRunStore(clock),
-			releases:  memory.NewReleaseStore(clock),
+			releases:  releases,
+			tx:        memory.NewTransactor(releases, q),
 			catalog:   memory.NewCatalog(clock),
 			workflows: memory.NewWorkflowStore(),
 			tokens:    memory.NewTokens(),
@@ -71,6 +76,7 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 		catalog:   cat,
 		workflows: postgres.NewWorkflowStore(db),
 		tokens:    postgres.NewTokens(db),
+		tx:        db,
 		db:        db,
 		// The catalog's lock pool closes before the DB it was copied from.
 		close: func() { q.Close(); cat.Close(); db.Close() },
