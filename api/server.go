@@ -53,6 +53,8 @@ type Options struct {
 	InsecurePrincipal string
 	// MaxBodyBytes caps request bodies; zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Metrics counts requests by route and status (nil: none).
+	Metrics *Metrics
 }
 
 // PolicyRule documents the JSON shape of a policy rule (policy.Rule): its
@@ -114,7 +116,7 @@ func New(o Options) *Server {
 }
 
 // Handler serves the API; mount it at "/api/v1/" or at the root.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.o.Metrics.middleware(s.mux) }
 
 // OpenAPI is the API's OpenAPI 3.1 document, as served.
 func (s *Server) OpenAPI() ([]byte, error) {

@@ -146,6 +146,10 @@ func (e *Engine) Register(kind string, p Processor, o KindOptions) {
 	e.regs = append(e.regs, registration{kind: kind, proc: p, opts: o})
 }
 
+// Metrics is Options.Metrics (nil when unset): processors registered on
+// the engine record their decisions there.
+func (e *Engine) Metrics() *Metrics { return e.opts.Metrics }
+
 // Kinds lists the registered kinds.
 func (e *Engine) Kinds() []string {
 	out := make([]string, len(e.regs))

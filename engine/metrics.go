@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,12 +10,59 @@ import (
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
-// Metrics counts passes by kind and outcome and times them, and counts
-// the leases the engine's renewals lost. A nil *Metrics records nothing.
+// Metrics counts passes by kind and outcome and times them, counts the
+// leases the engine's renewals lost, and takes what the processors
+// record: decisions by kind and action, release jobs by agent and status,
+// verification measurements by provider and outcome. Every label value a
+// processor passes is bounded: past MaxLabelValues distinct values of one
+// label, new ones count as "other", so no input can grow the series
+// without bound. A nil *Metrics records nothing.
 type Metrics struct {
-	passes    *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	leaseLoss *prometheus.CounterVec
+	passes        *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	leaseLoss     *prometheus.CounterVec
+	decisions     *prometheus.CounterVec
+	jobs          *prometheus.CounterVec
+	verifications *prometheus.CounterVec
+
+	kinds, actions, agents, statuses, providers, outcomes boundedLabel
+}
+
+// MaxLabelValues is the most distinct values one label of the
+// processors' metrics takes; later new values are recorded as
+// OtherLabelValue.
+const MaxLabelValues = 64
+
+// OtherLabelValue stands for the values of a label past MaxLabelValues;
+// NoneLabelValue for an empty one.
+const (
+	OtherLabelValue = "other"
+	NoneLabelValue  = "none"
+)
+
+// boundedLabel admits at most MaxLabelValues distinct values.
+type boundedLabel struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+func (b *boundedLabel) value(v string) string {
+	if v == "" {
+		return NoneLabelValue
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.seen[v]; ok {
+		return v
+	}
+	if len(b.seen) >= MaxLabelValues {
+		return OtherLabelValue
+	}
+	if b.seen == nil {
+		b.seen = map[string]struct{}{}
+	}
+	b.seen[v] = struct{}{}
+	return v
 }
 
 // NewMetrics registers the engine's metrics on reg.
@@ -33,9 +81,42 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "reconciler_lease_renewals_lost_total",
 			Help: "Leases of running passes that a renewal found taken away, by kind (the pass is cancelled and its result dropped).",
 		}, []string{"kind"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reconciler_decisions_total",
+			Help: "Decisions taken, by work kind and action: the release chain's controller decisions, each action a workflow pass applied, each run kind's action.",
+		}, []string{"kind", "action"}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reconciler_jobs_total",
+			Help: "Release jobs that reached a status (created, handed over, reported), by job agent id (none: no agent) and status.",
+		}, []string{"agent", "status"}),
+		verifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reconciler_verification_measurements_total",
+			Help: "Verification measurements taken, by provider type and outcome: error (no answer), passed or failed (the metric's verdict after it), pending (more are needed).",
+		}, []string{"provider", "outcome"}),
 	}
-	reg.MustRegister(m.passes, m.duration, m.leaseLoss)
+	reg.MustRegister(m.passes, m.duration, m.leaseLoss, m.decisions, m.jobs, m.verifications)
 	return m
+}
+
+// Decision counts one decision of kind with action.
+func (m *Metrics) Decision(kind, action string) {
+	if m != nil {
+		m.decisions.WithLabelValues(m.kinds.value(kind), m.actions.value(action)).Inc()
+	}
+}
+
+// Job counts a release job of agent that reached status.
+func (m *Metrics) Job(agent, status string) {
+	if m != nil {
+		m.jobs.WithLabelValues(m.agents.value(agent), m.statuses.value(status)).Inc()
+	}
+}
+
+// Verification counts one measurement of provider with outcome.
+func (m *Metrics) Verification(provider, outcome string) {
+	if m != nil {
+		m.verifications.WithLabelValues(m.providers.value(provider), m.outcomes.value(outcome)).Inc()
+	}
 }
 
 func (m *Metrics) observe(kind string, out Outcome, d time.Duration) {

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -109,4 +110,38 @@ func TestMetricsAfterDrain(t *testing.T) {
 	require.False(t, ok, "drained kinds have no items")
 	_, ok = findMetric(t, reg, "reconciler_dead_letters", map[string]string{"kind": "idle"})
 	require.False(t, ok, "only kinds with dead letters")
+}
+
+// TestMetricsLabelsBounded: the processors' label values are bounded
+// per label: past MaxLabelValues distinct values, new ones count as
+// "other"; an empty value is "none"; nil Metrics records nothing.
+func TestMetricsLabelsBounded(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m := engine.NewMetrics(reg)
+	extra := 10
+	for i := range engine.MaxLabelValues + extra {
+		m.Decision("k", fmt.Sprintf("action-%d", i))
+	}
+	m.Decision("k", "action-0") // an admitted value stays itself
+	m.Job("", "pending")
+	m.Verification("scripted", "passed")
+
+	require.Equal(t, 2.0, metricValue(t, reg, "reconciler_decisions_total", map[string]string{"kind": "k", "action": "action-0"}))
+	require.Equal(t, float64(extra), metricValue(t, reg, "reconciler_decisions_total", map[string]string{"kind": "k", "action": engine.OtherLabelValue}))
+	_, ok := findMetric(t, reg, "reconciler_decisions_total", map[string]string{"kind": "k", "action": fmt.Sprintf("action-%d", engine.MaxLabelValues)})
+	require.False(t, ok, "the value past the cap has no series of its own")
+	require.Equal(t, 1.0, metricValue(t, reg, "reconciler_jobs_total", map[string]string{"agent": engine.NoneLabelValue, "status": "pending"}))
+	require.Equal(t, 1.0, metricValue(t, reg, "reconciler_verification_measurements_total", map[string]string{"provider": "scripted", "outcome": "passed"}))
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range fams {
+		if f.GetName() == "reconciler_decisions_total" {
+			require.Len(t, f.GetMetric(), engine.MaxLabelValues+1)
+		}
+	}
+	var none *engine.Metrics
+	none.Decision("k", "a") // no panic
+	none.Job("a", "b")
+	none.Verification("p", "o")
 }

@@ -171,8 +171,9 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	defer be.close()
 
 	reg := prometheus.NewRegistry()
+	metrics := registerMetrics(reg, be.queue, clock)
 	eng := engine.New(be.queue, engine.Options{
-		Logger: log, LeaseDuration: o.lock, ShutdownTimeout: o.shutdownTimeout, Metrics: registerMetrics(reg, be.queue, clock),
+		Logger: log, LeaseDuration: o.lock, ShutdownTimeout: o.shutdownTimeout, Metrics: metrics.engine,
 	})
 	cfg := reconcile.Config{Concurrency: o.concurrency, LockDuration: o.lock, ResyncInterval: o.resyncInterval,
 		StallThreshold: o.stallThreshold, MaxAutoResumes: o.maxAutoResumes, UnknownPodGrace: o.unknownPodGrace}
@@ -218,7 +219,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	for _, k := range reconcile.Kinds {
 		eng.Register(string(k), &runs.Processor{
 			Kind: k, Store: be.runs, Queue: be.queue, Agents: world.agents, Code: world.code, Config: cfg,
-			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots,
+			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots, Metrics: eng.Metrics(),
 		}, engine.KindOptions{Concurrency: o.concurrency})
 	}
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, secrets, testrunner.WithLease(o.lock))
@@ -235,7 +236,8 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	extra := map[string]http.Handler{}
 	if o.listen != "" {
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()}),
-			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth})
+			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
+			Metrics: metrics.api})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
 				return err
@@ -279,13 +281,21 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	return err
 }
 
+// serveMetrics are the metrics serve records: the engine's (passes,
+// lease renewals lost, and the processors' decisions, jobs and
+// measurements) and the API's requests.
+type serveMetrics struct {
+	engine *engine.Metrics
+	api    *api.Metrics
+}
+
 // registerMetrics registers everything /metrics exports on reg: the Go
-// runtime and process collectors, the queue's state and the engine's
-// counters, which it returns for the engine to record.
-func registerMetrics(reg prometheus.Registerer, q ports.Queue, clock ports.Clock) *engine.Metrics {
+// runtime and process collectors, the queue's state, the engine's
+// counters and the API's, which it returns for them to record.
+func registerMetrics(reg prometheus.Registerer, q ports.Queue, clock ports.Clock) serveMetrics {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&engine.QueueCollector{Queue: q, Clock: clock})
-	return engine.NewMetrics(reg)
+	return serveMetrics{engine: engine.NewMetrics(reg), api: api.NewMetrics(reg)}
 }
 
 // newHTTPHandler serves health checks, metrics and the extra handlers

@@ -62,6 +62,9 @@ type Chain struct {
 	Verifiers map[string]ports.Verifier
 	Clock     ports.Clock
 	Logger    *slog.Logger
+	// Metrics counts decisions, jobs and measurements (nil: none);
+	// Register takes the engine's when unset.
+	Metrics *engine.Metrics
 
 	batchOnce sync.Once
 	batcher   *engine.EnqueueBatcher
@@ -71,6 +74,9 @@ type Chain struct {
 // passes at once.
 func (c *Chain) Register(eng *engine.Engine, concurrency int) {
 	opts := engine.KindOptions{Concurrency: concurrency}
+	if c.Metrics == nil {
+		c.Metrics = eng.Metrics()
+	}
 	eng.Register(KindDesiredRelease, engine.ProcessorFunc(c.desiredRelease), opts)
 	eng.Register(KindJobEligibility, engine.ProcessorFunc(c.jobEligibility), opts)
 	eng.Register(KindJobDispatch, engine.ProcessorFunc(c.jobDispatch), opts)
@@ -152,6 +158,11 @@ func fail(err error) engine.Outcome {
 	return engine.Terminal(err)
 }
 
+// jobReached counts a job that a write of the chain moved to its status.
+func (c *Chain) jobReached(j *release.Job) {
+	c.Metrics.Job(j.JobAgentID, string(j.Status))
+}
+
 // ShortID is the first 16 characters of a release id (a SHA-256 in hex):
 // what logs show, and the prefix of the release's job ids.
 func ShortID(id string) string {
@@ -165,6 +176,7 @@ func ShortID(id string) string {
 // info level when it changed something, at debug level when a pass only
 // confirmed what was already so (level-based passes repeat a lot).
 func (c *Chain) log(ctx context.Context, changed bool, kind, id, decision, reason string, start time.Time, attrs ...slog.Attr) {
+	c.Metrics.Decision(kind, decision)
 	lvl := slog.LevelDebug
 	if changed {
 		lvl = slog.LevelInfo

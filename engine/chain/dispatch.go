@@ -287,8 +287,11 @@ func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, r
 		job.JobAgentConfig = release.MergeConfig(rt.agent.Config, dep.JobAgentConfig, rt.version.JobAgentConfig)
 		job.DispatchContext["version_tag"] = rt.version.Tag
 	}
-	row, _, err := c.Store.JobCreate(ctx, ports.JobCreateParams{Job: job, IdempotencyKey: key,
+	row, isNew, err := c.Store.JobCreate(ctx, ports.JobCreateParams{Job: job, IdempotencyKey: key,
 		MaxActiveInEnvironment: envCap})
+	if err == nil && isNew {
+		c.jobReached(&row.Job)
+	}
 	return row, err
 }
 
@@ -351,6 +354,9 @@ func (c *Chain) handOver(ctx context.Context, f *facts, rel *release.Release, ro
 			}
 		}
 		_, err = c.Store.JobUpdate(ctx, next, row.Version)
+		if err == nil && next.Status != row.Status {
+			c.jobReached(&next)
+		}
 		if !errors.Is(err, ports.ErrConflict) {
 			break
 		}

@@ -77,6 +77,7 @@ func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 			return fmt.Errorf("%s: %w", op, err)
 		}
 		row.Job = next
+		c.jobReached(&next)
 		c.Logger.LogAttrs(ctx, slog.LevelInfo, "release.job", slog.String("job", row.ID), slog.String("target", row.TargetKey),
 			slog.String("status", string(r.Status)), slog.String("message", r.Message))
 		if r.Status.IsTerminal() {
@@ -239,6 +240,9 @@ func (c *Chain) jobVerification(ctx context.Context, it engine.Item) engine.Outc
 	}
 	now := c.Clock.Now()
 	step := verify.Run(ctx, c.Verifiers, c.Clock, metrics, next.Measurements, &row.Job, row.FinishedAt(), now)
+	for _, m := range step.Measured {
+		c.Metrics.Verification(m.Provider, m.Outcome)
+	}
 	next.Verification = step.Status
 	if _, err := c.Store.JobUpdate(ctx, next, row.Version); err != nil {
 		return engine.Retry(fmt.Errorf("verify job %s: %w", row.ID, err))

@@ -21,6 +21,8 @@ type applied struct {
 	// touched names the TaskRuns the pass wrote, as task or task.item
 	// (the matrix item's index), in the order the actions came.
 	touched []string
+	// actions names each action applied (actionName), in order.
+	actions []string
 	reason  string
 	wakeAt  time.Time
 }
@@ -56,6 +58,7 @@ func (c *Controller) apply(ctx context.Context, w *ports.WorkflowRecord, runs []
 	next := *w
 	for _, a := range acts {
 		res.reason = a.Why()
+		res.actions = append(res.actions, actionName(a))
 		switch a := a.(type) {
 		case workflow.StartWorkflow:
 			if !workflow.WorkflowCanMove(next.Phase, workflow.WorkflowRunning) {
@@ -186,4 +189,30 @@ func merge(runs, written []ports.TaskRunRecord) []ports.TaskRunRecord {
 		}
 	}
 	return out
+}
+
+// actionName is the metric name of a scheduler action: its type in
+// kebab case (start-workflow, create-task-run, ...).
+func actionName(a workflow.Action) string {
+	switch a.(type) {
+	case workflow.StartWorkflow:
+		return "start-workflow"
+	case workflow.CompleteWorkflow:
+		return "complete-workflow"
+	case workflow.CreateTaskRun:
+		return "create-task-run"
+	case workflow.DispatchTaskRun:
+		return "dispatch-task-run"
+	case workflow.RetryTaskRun:
+		return "retry-task-run"
+	case workflow.FailTaskRun:
+		return "fail-task-run"
+	case workflow.CancelTaskRun:
+		return "cancel-task-run"
+	case workflow.CompleteTaskRun:
+		return "complete-task-run"
+	case workflow.WakeAt:
+		return "wake-at"
+	}
+	return "unknown"
 }

@@ -202,6 +202,9 @@ func (c *Controller) verify(ctx context.Context, w *ports.WorkflowRecord, r *por
 	}
 	job := release.Job{ID: JobID(w.ID, r.ID, r.Attempt), Status: release.JobSuccessful}
 	step := verify.Run(ctx, c.Verifiers, c.Clock, specs, taken, &job, r.AttemptStartedAt, now)
+	for _, m := range step.Measured {
+		c.Metrics.Verification(m.Provider, m.Outcome)
+	}
 	changed := step.Changed
 	if changed {
 		out := map[string]any{}

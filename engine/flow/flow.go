@@ -67,6 +67,9 @@ type Controller struct {
 	Jobs    ports.JobReporter
 	Clock   ports.Clock
 	Logger  *slog.Logger
+	// Metrics counts the actions passes apply and the measurements they
+	// take (nil: none); Register takes the engine's when unset.
+	Metrics *engine.Metrics
 
 	mu        sync.Mutex
 	templates map[string]*workflow.Template // by workflow id; pinned, so never stale
@@ -74,6 +77,9 @@ type Controller struct {
 
 // Register registers the controller on eng with concurrency passes at once.
 func (c *Controller) Register(eng *engine.Engine, concurrency int) {
+	if c.Metrics == nil {
+		c.Metrics = eng.Metrics()
+	}
 	eng.Register(Kind, engine.ProcessorFunc(c.pass), engine.KindOptions{Concurrency: concurrency})
 }
 
@@ -300,6 +306,9 @@ func earliest(a, b time.Time) time.Time {
 // log records a pass that changed something at info level, others at
 // debug level.
 func (c *Controller) log(ctx context.Context, w *ports.WorkflowRecord, res applied, start time.Time) {
+	for _, a := range res.actions {
+		c.Metrics.Decision(Kind, a)
+	}
 	lvl := slog.LevelDebug
 	if res.changed {
 		lvl = slog.LevelInfo

@@ -44,6 +44,8 @@ type Processor struct {
 	Logger *slog.Logger
 	// GlobalSlots and RepoSlots limit concurrent agents (0 = unlimited).
 	GlobalSlots, RepoSlots int
+	// Metrics counts the decisions by kind and action (nil: none).
+	Metrics *engine.Metrics
 }
 
 // Process implements engine.Processor.
@@ -64,6 +66,7 @@ func (p *Processor) Process(ctx context.Context, it engine.Item) engine.Outcome 
 		}
 	}
 	action := reconcile.Decide(snap)
+	p.Metrics.Decision(string(p.Kind), string(action.Type()))
 	outcome, out, err := p.Apply(ctx, row, snap, action)
 	lvl := slog.LevelInfo
 	if err != nil {

@@ -20,7 +20,24 @@ type Step struct {
 	Wake time.Time
 	// Changed reports that a measurement was taken (taken was modified).
 	Changed bool
+	// Measured lists the measurements this step took, for metrics.
+	Measured []Measured
 }
+
+// Measured is one measurement a step took: its provider type and its
+// outcome, one of the Outcome constants.
+type Measured struct {
+	Provider, Outcome string
+}
+
+// The outcomes of a measurement: the provider gave no answer (an error or
+// no verifier), or the metric's verdict after it.
+const (
+	OutcomeError   = "error"
+	OutcomePassed  = "passed"
+	OutcomeFailed  = "failed"
+	OutcomePending = "pending"
+)
 
 // Run takes each metric's measurements that are due at now (counted
 // from start) through the verifier of its provider type, appends them to
@@ -40,6 +57,7 @@ func Run(ctx context.Context, verifiers map[string]ports.Verifier, clock ports.C
 				ms = append(ms, measure(ctx, verifiers, clock, m, job, len(ms)+1))
 				taken[m.Name], step.Changed = ms, true
 				status, msg = policy.EvaluateMeasurements(m, ms)
+				step.Measured = append(step.Measured, Measured{Provider: m.Provider.Type, Outcome: outcome(ms[len(ms)-1], status)})
 			}
 		}
 		if status == release.VerificationFailed && step.FailMessage == "" {
@@ -55,6 +73,20 @@ func Run(ctx context.Context, verifiers map[string]ports.Verifier, clock ports.C
 	}
 	step.Status = policy.AggregateVerification(statuses...)
 	return step
+}
+
+// outcome names a new measurement's outcome from its error and the
+// metric's status after it.
+func outcome(ms release.Measurement, status release.VerificationStatus) string {
+	switch {
+	case ms.Error != "":
+		return OutcomeError
+	case status == release.VerificationPassed:
+		return OutcomePassed
+	case status == release.VerificationFailed:
+		return OutcomeFailed
+	}
+	return OutcomePending
 }
 
 // measure takes one measurement; a missing verifier or a provider error is

@@ -49,19 +49,22 @@ func TestRun(t *testing.T) {
 		wantChanged bool
 		wantWake    time.Time
 		wantReqs    int
+		wantOutcome string // of the one measurement taken, if any
 	}{
 		{name: "no metrics", verifier: &fakeVerifier{}, want: release.VerificationNone},
 		{name: "passes", verifier: &fakeVerifier{result: map[string]any{"ok": true}}, metrics: []policy.MetricSpec{metric("m", "fake", 1)},
-			want: release.VerificationPassed, wantChanged: true, wantReqs: 1},
+			want: release.VerificationPassed, wantChanged: true, wantReqs: 1, wantOutcome: verify.OutcomePassed},
 		{name: "first of two is running", verifier: &fakeVerifier{result: map[string]any{"ok": true}}, metrics: []policy.MetricSpec{metric("m", "fake", 2)},
-			want: release.VerificationRunning, wantChanged: true, wantWake: start.Add(time.Minute), wantReqs: 1},
+			want: release.VerificationRunning, wantChanged: true, wantWake: start.Add(time.Minute), wantReqs: 1, wantOutcome: verify.OutcomePending},
 		{name: "not due yet", verifier: &fakeVerifier{result: map[string]any{"ok": true}}, metrics: []policy.MetricSpec{metric("m", "fake", 2)},
 			taken: map[string][]release.Measurement{"m": {{At: start.Add(-10 * time.Second), Result: map[string]any{"ok": true}}}},
 			want:  release.VerificationRunning, wantWake: start.Add(50 * time.Second)},
 		{name: "missing verifier fails the measurement", verifier: &fakeVerifier{}, metrics: []policy.MetricSpec{metric("m", "nope", 1)},
-			want: release.VerificationFailed, wantErrIn: "no verifier of type nope", wantChanged: true},
+			want: release.VerificationFailed, wantErrIn: "no verifier of type nope", wantChanged: true, wantOutcome: verify.OutcomeError},
 		{name: "provider error fails the measurement", verifier: &fakeVerifier{err: errors.New("provider down")}, metrics: []policy.MetricSpec{metric("m", "fake", 1)},
-			want: release.VerificationFailed, wantErrIn: "provider down", wantChanged: true, wantReqs: 1},
+			want: release.VerificationFailed, wantErrIn: "provider down", wantChanged: true, wantReqs: 1, wantOutcome: verify.OutcomeError},
+		{name: "a failed result", verifier: &fakeVerifier{result: map[string]any{"ok": false}}, metrics: []policy.MetricSpec{metric("m", "fake", 1)},
+			want: release.VerificationFailed, wantChanged: true, wantReqs: 1, wantOutcome: verify.OutcomeFailed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -75,6 +78,12 @@ func TestRun(t *testing.T) {
 			require.Equal(t, c.wantChanged, step.Changed)
 			require.Equal(t, c.wantWake, step.Wake)
 			require.Len(t, c.verifier.reqs, c.wantReqs)
+			if c.wantOutcome == "" {
+				require.Empty(t, step.Measured)
+			} else {
+				provider := c.metrics[0].Provider.Type
+				require.Equal(t, []verify.Measured{{Provider: provider, Outcome: c.wantOutcome}}, step.Measured)
+			}
 			for i, r := range c.verifier.reqs {
 				require.Equal(t, i+1, r.Attempt, "attempts count from 1")
 				require.Equal(t, "j1", r.Job.ID)
