@@ -112,6 +112,11 @@ func FuzzPolicyPut(f *testing.F) {
 
 func FuzzSystemPut(f *testing.F) {
 	fuzzRoute(f, http.MethodPut, "/api/v1/systems/sys",
-		map[string]any{"id": "sys", "workspace_id": "ws", "name": "shop",
-			"variable_sets": []any{map[string]any{"name": "vs", "selector": "true", "priority": 1, "values": map[string]any{"k": map[string]any{"literal": "v"}}}}})
+		map[string]any{"id": "sys", "workspace_id": "ws", "name": "shop"})
+}
+
+func FuzzVariableSetPut(f *testing.F) {
+	fuzzRoute(f, http.MethodPut, "/api/v1/variable-sets/vs",
+		map[string]any{"id": "vs", "system_id": "sys", "name": "vs", "selector": "true", "priority": 1,
+			"values": map[string]any{"k": map[string]any{"literal": "v"}}})
 }

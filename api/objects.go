@@ -64,6 +64,8 @@ func (s *Server) registerObjects() {
 			}
 			return nil
 		}})
+	registerKind(s, objectKind[release.VariableSet]{kind: ports.VariableSetKind, objects: st.VariableSets,
+		changed: func(ctx context.Context, v *release.VariableSet) error { return s.evaluateSystem(ctx, v.SystemID) }})
 	registerKind(s, objectKind[release.JobAgent]{kind: ports.JobAgentKind, objects: st.JobAgents})
 	registerKind(s, objectKind[policy.Policy]{kind: ports.PolicyKind, objects: st.Policies,
 		changed: func(ctx context.Context, _ *policy.Policy) error { return s.evaluateAll(ctx) }})
@@ -71,9 +73,20 @@ func (s *Server) registerObjects() {
 
 // evaluateAll starts the chain for every target (a policy changed).
 func (s *Server) evaluateAll(ctx context.Context) error {
+	return s.evaluateScope(ctx, ports.TargetScope{})
+}
+
+// evaluateSystem starts the chain for the targets of a system (one of its
+// variable sets changed).
+func (s *Server) evaluateSystem(ctx context.Context, systemID string) error {
+	return s.evaluateScope(ctx, ports.TargetScope{SystemID: systemID})
+}
+
+// evaluateScope starts the chain for every target of the scope.
+func (s *Server) evaluateScope(ctx context.Context, scope ports.TargetScope) error {
 	after := ""
 	for {
-		page, err := s.o.Releases.TargetList(ctx, ports.TargetListParams{AfterKey: after, Limit: 1000})
+		page, err := s.o.Releases.TargetList(ctx, ports.TargetListParams{Scope: scope, AfterKey: after, Limit: 1000})
 		if err != nil {
 			return err
 		}

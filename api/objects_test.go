@@ -90,3 +90,30 @@ func TestObjectsConcurrentReplace(t *testing.T) {
 		requireOneWins(t, statuses, http.StatusOK)
 	})
 }
+
+// TestVariableSets: variable sets are objects of their own under a system:
+// created, read, listed by system, validated with their field, refused
+// for a missing system, and deleted.
+func TestVariableSets(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		vs := map[string]any{"id": "prod-vars", "system_id": "sys", "name": "prod", "selector": `environment.name == "prod"`, "priority": 2,
+			"values": map[string]any{"region": map[string]any{"literal": "eu"}}}
+		res := f.do(http.MethodPut, "/api/v1/variable-sets/prod-vars", "write", vs)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		res = f.do(http.MethodGet, "/api/v1/variable-sets?parent=sys", "read", nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		items := res.json(t)["items"].([]any)
+		require.Len(t, items, 1)
+		require.Equal(t, "eu", items[0].(map[string]any)["value"].(map[string]any)["values"].(map[string]any)["region"].(map[string]any)["literal"])
+
+		vs["selector"] = "environment.name =="
+		require.Contains(t, locations(f.do(http.MethodPut, "/api/v1/variable-sets/prod-vars", "write", vs).problem(t, http.StatusUnprocessableEntity)), "body.selector")
+		vs["selector"], vs["system_id"] = "true", "nope"
+		f.do(http.MethodPut, "/api/v1/variable-sets/prod-vars", "write", vs).problem(t, http.StatusNotFound)
+		require.Equal(t, `"1"`, f.do(http.MethodGet, "/api/v1/variable-sets/prod-vars", "read", nil).header.Get("ETag"), "refused writes change nothing")
+
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodDelete, "/api/v1/variable-sets/prod-vars", "write", nil).status)
+		f.do(http.MethodGet, "/api/v1/variable-sets/prod-vars", "read", nil).problem(t, http.StatusNotFound)
+	})
+}

@@ -59,6 +59,9 @@ var (
 	ResourceKind = Kind[release.Resource]{Name: "resource", Plural: "resources",
 		ID: func(v *release.Resource) string { return v.ID }, Validate: (*release.Resource).Validate,
 		ParentKind: "workspace", Parent: func(v *release.Resource) string { return v.WorkspaceID }}
+	VariableSetKind = Kind[release.VariableSet]{Name: "variable set", Plural: "variable sets",
+		ID: func(v *release.VariableSet) string { return v.ID }, Validate: (*release.VariableSet).Validate,
+		ParentKind: "system", Parent: func(v *release.VariableSet) string { return v.SystemID }}
 	JobAgentKind = Kind[release.JobAgent]{Name: "job agent", Plural: "job agents",
 		ID: func(v *release.JobAgent) string { return v.ID }, Validate: (*release.JobAgent).Validate}
 	PolicyKind = Kind[policy.Policy]{Name: "policy", Plural: "policies",
@@ -123,14 +126,14 @@ type Objects[T any] interface {
 }
 
 // ObjectStore stores the simple kinds of the release chain, one Objects per
-// kind (e.g. store.Deployments().Put(ctx, d, 0)). Variable sets are part of
-// their system (release.System.VariableSets) and are written with it.
+// kind (e.g. store.Deployments().Put(ctx, d, 0)).
 //
 // What a Delete refuses while it exists (ErrInUse):
 //   - workspace: its systems and resources;
-//   - system: its deployments and environments;
+//   - system: its deployments, environments and variable sets;
 //   - deployment: its versions and its release targets;
 //   - environment, resource: their release targets;
+//   - variable set: nothing depends on a variable set;
 //   - job agent: a deployment naming it;
 //   - policy: nothing depends on a policy.
 //
@@ -147,6 +150,9 @@ type ObjectStore interface {
 	Environments() Objects[release.Environment]
 	// Resources belong to a workspace.
 	Resources() Objects[release.Resource]
+	// VariableSets belong to a system: they supply values to the
+	// variables of its deployments (release.ResolveVariables).
+	VariableSets() Objects[release.VariableSet]
 	// JobAgents are top-level.
 	JobAgents() Objects[release.JobAgent]
 	// Policies are top-level.

@@ -66,15 +66,17 @@ type TargetListParams struct {
 	Limit int
 }
 
-// TargetDetail is a target with its deployment, environment and resource,
-// read together.
+// TargetDetail is a target with its system, deployment, environment and
+// resource, and the variable sets of its system (in id order), read
+// together.
 type TargetDetail struct {
-	Target      release.ReleaseTarget `json:"target"`
-	System      release.System        `json:"system"`
-	Deployment  release.Deployment    `json:"deployment"`
-	Environment release.Environment   `json:"environment"`
-	Resource    release.Resource      `json:"resource"`
-	CreatedAt   time.Time             `json:"created_at"`
+	Target       release.ReleaseTarget `json:"target"`
+	System       release.System        `json:"system"`
+	VariableSets []release.VariableSet `json:"variable_sets,omitempty"`
+	Deployment   release.Deployment    `json:"deployment"`
+	Environment  release.Environment   `json:"environment"`
+	Resource     release.Resource      `json:"resource"`
+	CreatedAt    time.Time             `json:"created_at"`
 }
 
 // TargetFacts is what one pass of a release-chain controller reads about a

@@ -35,8 +35,15 @@ func (s *ReleaseStore) Workspaces() ports.Objects[release.Workspace] {
 func (s *ReleaseStore) Systems() ports.Objects[release.System] {
 	return &objects[release.System]{s: s, kind: &ports.SystemKind, table: s.systems, parentHas: s.workspaces.has,
 		dependent: func(id string) string {
-			return firstOf("deployment", s.deployments.byParent[id]) + firstOf("environment", s.environments.byParent[id])
+			return firstOf("deployment", s.deployments.byParent[id]) + firstOf("environment", s.environments.byParent[id]) +
+				firstOf("variable set", s.variableSets.byParent[id])
 		}}
+}
+
+// VariableSets implements ports.ObjectStore.
+func (s *ReleaseStore) VariableSets() ports.Objects[release.VariableSet] {
+	return &objects[release.VariableSet]{s: s, kind: &ports.VariableSetKind, table: s.variableSets, parentHas: s.systems.has,
+		dependent: func(string) string { return "" }}
 }
 
 // Deployments implements ports.ObjectStore.

@@ -29,6 +29,7 @@ type ReleaseStore struct {
 	deployments  *docTable[release.Deployment]
 	environments *docTable[release.Environment]
 	resources    *docTable[release.Resource]
+	variableSets *docTable[release.VariableSet]
 	agents       *docTable[release.JobAgent]
 	policies     *docTable[policy.Policy]
 
@@ -65,6 +66,7 @@ func NewReleaseStore(clock ports.Clock, opts ...ReleaseOption) *ReleaseStore {
 		deployments:   newDocTable("deployment", func(v *release.Deployment) string { return v.SystemID }, copyDeployment),
 		environments:  newDocTable("environment", func(v *release.Environment) string { return v.SystemID }, copyEnvironment),
 		resources:     newDocTable("resource", func(v *release.Resource) string { return v.WorkspaceID }, copyResource),
+		variableSets:  newDocTable("variable set", func(v *release.VariableSet) string { return v.SystemID }, copyVariableSet),
 		agents:        newDocTable("job agent", nil, copyJobAgent),
 		policies:      newDocTable("policy", nil, copyPolicy),
 		targets:       newTargetIndex(),

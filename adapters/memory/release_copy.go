@@ -73,15 +73,11 @@ func copyValue(v release.Value) release.Value {
 
 func copyWorkspace(w *release.Workspace) release.Workspace { return *w }
 
-func copySystem(s *release.System) release.System {
-	out := *s
-	if s.VariableSets != nil {
-		out.VariableSets = make([]release.VariableSet, len(s.VariableSets))
-		for i, vs := range s.VariableSets {
-			vs.Values = copyValues(vs.Values)
-			out.VariableSets[i] = vs
-		}
-	}
+func copySystem(s *release.System) release.System { return *s }
+
+func copyVariableSet(v *release.VariableSet) release.VariableSet {
+	out := *v
+	out.Values = copyValues(v.Values)
 	return out
 }
 

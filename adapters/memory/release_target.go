@@ -219,13 +219,28 @@ func (s *ReleaseStore) TargetGet(ctx context.Context, t release.ReleaseTarget) (
 		return ports.TargetDetail{}, fmt.Errorf("get target %s: %w", t, ports.ErrNotFound)
 	}
 	return ports.TargetDetail{
-		Target:      t,
-		System:      copySystem(&s.systems.rows[r.systemID].Value),
-		Deployment:  copyDeployment(&s.deployments.rows[t.DeploymentID].Value),
-		Environment: copyEnvironment(&s.environments.rows[t.EnvironmentID].Value),
-		Resource:    copyResource(&s.resources.rows[t.ResourceID].Value),
-		CreatedAt:   r.createdAt,
+		Target:       t,
+		System:       copySystem(&s.systems.rows[r.systemID].Value),
+		VariableSets: s.systemVariableSets(r.systemID),
+		Deployment:   copyDeployment(&s.deployments.rows[t.DeploymentID].Value),
+		Environment:  copyEnvironment(&s.environments.rows[t.EnvironmentID].Value),
+		Resource:     copyResource(&s.resources.rows[t.ResourceID].Value),
+		CreatedAt:    r.createdAt,
 	}, nil
+}
+
+// systemVariableSets copies the variable sets of a system in id order;
+// the caller holds the lock.
+func (s *ReleaseStore) systemVariableSets(systemID string) []release.VariableSet {
+	ids := s.variableSets.byParent[systemID]
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]release.VariableSet, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, copyVariableSet(&s.variableSets.rows[id].Value))
+	}
+	return out
 }
 
 // TargetList lists the targets of a scope in key order.

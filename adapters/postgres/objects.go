@@ -45,7 +45,8 @@ var (
 	relSystems = objectTable{table: "release_systems", parentCol: "workspace_id", parentTable: "release_workspaces",
 		dependents: []dependent{
 			childOf("deployment", "release_deployments", "system_id", "id"),
-			childOf("environment", "release_environments", "system_id", "id")}}
+			childOf("environment", "release_environments", "system_id", "id"),
+			childOf("variable set", "release_variable_sets", "system_id", "id")}}
 	relDeployments = objectTable{table: "release_deployments", parentCol: "system_id", parentTable: "release_systems",
 		dependents: []dependent{
 			childOf("version", "release_versions", "deployment_id", "id"),
@@ -54,7 +55,8 @@ var (
 		dependents: []dependent{childOf("release target", "release_targets", "environment_id", "key")}}
 	relResources = objectTable{table: "release_resources", parentCol: "workspace_id", parentTable: "release_workspaces",
 		dependents: []dependent{childOf("release target", "release_targets", "resource_id", "key")}}
-	relAgents = objectTable{table: "release_job_agents", dependents: []dependent{
+	relVariableSets = objectTable{table: "release_variable_sets", parentCol: "system_id", parentTable: "release_systems"}
+	relAgents       = objectTable{table: "release_job_agents", dependents: []dependent{
 		{what: "deployment", query: "SELECT id FROM release_deployments WHERE doc->>'job_agent_id' = ? ORDER BY id LIMIT 1"}}}
 	relPolicies = objectTable{table: "release_policies"}
 )
@@ -92,6 +94,11 @@ func (s *ReleaseStore) Environments() ports.Objects[release.Environment] {
 // Resources implements ports.ObjectStore.
 func (s *ReleaseStore) Resources() ports.Objects[release.Resource] {
 	return &objects[release.Resource]{s: s, kind: &ports.ResourceKind, t: relResources}
+}
+
+// VariableSets implements ports.ObjectStore.
+func (s *ReleaseStore) VariableSets() ports.Objects[release.VariableSet] {
+	return &objects[release.VariableSet]{s: s, kind: &ports.VariableSetKind, t: relVariableSets}
 }
 
 // JobAgents implements ports.ObjectStore.

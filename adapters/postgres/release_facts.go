@@ -15,11 +15,14 @@ import (
 )
 
 // sqlTargetFacts reads everything a chain pass needs about one target in
-// one statement (one snapshot): the target's objects, its decision with the
+// one statement (one snapshot): the target's objects and its system's
+// variable sets, its decision with the
 // release and version, the deployment's agent, its newest jobs (LIMIT $2;
 // NULL is all) and the enabled policies, the last two as JSON arrays.
 const sqlTargetFacts = `
-SELECT s.doc AS s_doc, t.created_at, d.doc AS d_doc, e.doc AS e_doc, r.doc AS r_doc,
+SELECT s.doc AS s_doc,
+	(SELECT coalesce(json_agg(vs.doc ORDER BY vs.id), '[]') FROM release_variable_sets vs WHERE vs.system_id = s.id) AS vs_docs,
+	t.created_at, d.doc AS d_doc, e.doc AS e_doc, r.doc AS r_doc,
 	ds.release_id AS ds_release, ds.reasons AS ds_reasons, ds.next_check_at AS ds_next, ds.updated_at AS ds_updated,
 	rel.doc AS rel_doc, v.doc AS v_doc,
 	a.doc AS a_doc, a.version AS a_version, a.updated_at AS a_updated,
@@ -50,6 +53,7 @@ WHERE t.key = $1`
 // factsRow is one row of sqlTargetFacts.
 type factsRow struct {
 	SDoc      []byte
+	VSDocs    []byte
 	CreatedAt time.Time
 	DDoc      []byte
 	EDoc      []byte
@@ -92,7 +96,7 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 
 // scanFacts runs sqlTargetFacts as a hot statement into row.
 func (s *ReleaseStore) scanFacts(ctx context.Context, t release.ReleaseTarget, limit any, row *factsRow) error {
-	return s.hotScan(ctx, sqlTargetFacts, []any{t.Key(), limit}, &row.SDoc, &row.CreatedAt, &row.DDoc, &row.EDoc, &row.RDoc,
+	return s.hotScan(ctx, sqlTargetFacts, []any{t.Key(), limit}, &row.SDoc, &row.VSDocs, &row.CreatedAt, &row.DDoc, &row.EDoc, &row.RDoc,
 		&row.DsRelease, &row.DsReasons, &row.DsNext, &row.DsUpdated, &row.RelDoc, &row.VDoc,
 		&row.ADoc, &row.AVersion, &row.AUpdated, &row.Jobs, &row.Policies, &row.Forced)
 }
@@ -100,7 +104,7 @@ func (s *ReleaseStore) scanFacts(ctx context.Context, t release.ReleaseTarget, l
 // facts decodes the row.
 func (r *factsRow) facts(t release.ReleaseTarget) (ports.TargetFacts, error) {
 	f := ports.TargetFacts{Detail: ports.TargetDetail{Target: t, CreatedAt: r.CreatedAt.UTC()}}
-	if err := errors.Join(json.Unmarshal(r.SDoc, &f.Detail.System), json.Unmarshal(r.DDoc, &f.Detail.Deployment), json.Unmarshal(r.EDoc, &f.Detail.Environment),
+	if err := errors.Join(json.Unmarshal(r.SDoc, &f.Detail.System), unmarshalSets(r.VSDocs, &f.Detail.VariableSets), json.Unmarshal(r.DDoc, &f.Detail.Deployment), json.Unmarshal(r.EDoc, &f.Detail.Environment),
 		json.Unmarshal(r.RDoc, &f.Detail.Resource)); err != nil {
 		return f, err
 	}
@@ -175,4 +179,15 @@ func (r *factsRow) facts(t release.ReleaseTarget) (ports.TargetFacts, error) {
 		f.Forced = nil
 	}
 	return f, nil
+}
+
+// unmarshalSets decodes a JSON array of variable sets; an empty array is nil.
+func unmarshalSets(b []byte, out *[]release.VariableSet) error {
+	if err := json.Unmarshal(b, out); err != nil {
+		return err
+	}
+	if len(*out) == 0 {
+		*out = nil
+	}
+	return nil
 }

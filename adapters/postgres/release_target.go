@@ -178,17 +178,19 @@ func relSortTargets(ts []release.ReleaseTarget) {
 	slices.SortFunc(ts, func(a, b release.ReleaseTarget) int { return strings.Compare(a.Key(), b.Key()) })
 }
 
-// TargetGet reads a target joined with its deployment, environment and
-// resource.
+// TargetGet reads a target joined with its system, deployment,
+// environment and resource, and its system's variable sets.
 func (s *ReleaseStore) TargetGet(ctx context.Context, t release.ReleaseTarget) (ports.TargetDetail, error) {
 	var row struct {
 		SDoc      []byte    `bun:"s_doc"`
+		VSDocs    []byte    `bun:"vs_docs"`
 		CreatedAt time.Time `bun:"created_at"`
 		DDoc      []byte    `bun:"d_doc"`
 		EDoc      []byte    `bun:"e_doc"`
 		RDoc      []byte    `bun:"r_doc"`
 	}
-	err := s.scan(ctx, `SELECT s.doc AS s_doc, t.created_at, d.doc AS d_doc, e.doc AS e_doc, r.doc AS r_doc
+	err := s.scan(ctx, `SELECT s.doc AS s_doc, t.created_at, d.doc AS d_doc, e.doc AS e_doc, r.doc AS r_doc,
+		(SELECT coalesce(json_agg(vs.doc ORDER BY vs.id), '[]') FROM release_variable_sets vs WHERE vs.system_id = s.id) AS vs_docs
 		FROM release_targets t
 		JOIN release_systems s ON s.id = t.system_id
 		JOIN release_deployments d ON d.id = t.deployment_id
@@ -202,7 +204,7 @@ func (s *ReleaseStore) TargetGet(ctx context.Context, t release.ReleaseTarget) (
 		return ports.TargetDetail{}, fmt.Errorf("get target %s: %w", t, err)
 	}
 	out := ports.TargetDetail{Target: t, CreatedAt: row.CreatedAt.UTC()}
-	if err := errors.Join(json.Unmarshal(row.SDoc, &out.System), json.Unmarshal(row.DDoc, &out.Deployment), json.Unmarshal(row.EDoc, &out.Environment),
+	if err := errors.Join(json.Unmarshal(row.SDoc, &out.System), unmarshalSets(row.VSDocs, &out.VariableSets), json.Unmarshal(row.DDoc, &out.Deployment), json.Unmarshal(row.EDoc, &out.Environment),
 		json.Unmarshal(row.RDoc, &out.Resource)); err != nil {
 		return ports.TargetDetail{}, fmt.Errorf("get target %s: decode: %w", t, err)
 	}

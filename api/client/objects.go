@@ -22,6 +22,7 @@ var (
 	Deployments  = Kind[release.Deployment]{"deployments"}
 	Environments = Kind[release.Environment]{"environments"}
 	Resources    = Kind[release.Resource]{"resources"}
+	VariableSets = Kind[release.VariableSet]{"variable-sets"}
 	JobAgents    = Kind[release.JobAgent]{"job-agents"}
 	Policies     = Kind[policy.Policy]{"policies"}
 )

@@ -28,6 +28,7 @@ const demoReleaseFile = "release.yaml"
 type demoWorkspace struct {
 	Workspace    release.Workspace     `json:"workspace"`
 	Systems      []release.System      `json:"systems"`
+	VariableSets []release.VariableSet `json:"variable_sets"`
 	Environments []release.Environment `json:"environments"`
 	Resources    []release.Resource    `json:"resources"`
 	JobAgents    []release.JobAgent    `json:"job_agents"`
@@ -183,6 +184,11 @@ func (w *demoWorkspace) validate(src []byte, name string) error {
 			return err
 		}
 	}
+	for i := range w.VariableSets {
+		if err := check("variable_sets", i, &w.VariableSets[i]); err != nil {
+			return err
+		}
+	}
 	for i := range w.Environments {
 		if err := check("environments", i, &w.Environments[i]); err != nil {
 			return err
@@ -242,6 +248,11 @@ func seedReleaseDemo(ctx context.Context, ch *chain.Chain, cat ports.Catalog, w 
 	for _, x := range w.Systems {
 		if _, err := s.Systems().Put(ctx, x, 0); err != nil {
 			return step("system", x.ID, err)
+		}
+	}
+	for _, x := range w.VariableSets {
+		if _, err := s.VariableSets().Put(ctx, x, 0); err != nil {
+			return step("variable set", x.ID, err)
 		}
 	}
 	for _, x := range w.Environments {

@@ -314,6 +314,6 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 // default).
 func resolveVariables(det *ports.TargetDetail) (map[string]release.Value, error) {
 	s := release.Subject{Deployment: &det.Deployment, Environment: &det.Environment, Resource: &det.Resource}
-	vars, _, err := release.ResolveVariables(&s, &det.System, release.CEL{})
+	vars, _, err := release.ResolveVariables(&s, det.VariableSets, release.CEL{})
 	return vars, err
 }

@@ -447,11 +447,8 @@ func TestScenarioVariables(t *testing.T) {
 		var logs lockedBuffer
 		h.chain.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		ctx, s := h.ctx, h.store
-		sys, err := s.Systems().Get(ctx, "sys")
-		require.NoError(t, err)
-		sys.Value.VariableSets = []release.VariableSet{{Name: "prod", Selector: `environment.name == "prod"`, Priority: 1,
-			Values: map[string]release.Value{"region": {Literal: "eu-prod"}, "db": {Sensitive: &release.SecretRef{Ciphertext: "v1:SECRETCIPHER"}}}}}
-		_, err = s.Systems().Put(ctx, sys.Value, sys.Version)
+		_, err := s.VariableSets().Put(ctx, release.VariableSet{ID: "prod-vars", SystemID: "sys", Name: "prod", Selector: `environment.name == "prod"`, Priority: 1,
+			Values: map[string]release.Value{"region": {Literal: "eu-prod"}, "db": {Sensitive: &release.SecretRef{Ciphertext: "v1:SECRETCIPHER"}}}}, 0)
 		require.NoError(t, err)
 		dep, err := s.Deployments().Get(ctx, "api")
 		require.NoError(t, err)

@@ -322,6 +322,21 @@ func relCatalogKinds() []relCatalogKind {
 			list:         lister(ports.ReleaseStore.Environments, func(v *release.Environment) string { return v.ID }),
 		},
 		{
+			name: "variable set", parent: relSys1, missingParent: "sys-missing",
+			put: func(e *relEnv, id, parent, label string, exp int64) (int64, error) {
+				return e.s.VariableSets().Put(e.ctx, release.VariableSet{ID: id, SystemID: parent, Name: label}, exp)
+			},
+			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
+				return getter(s.VariableSets().Get, func(v *release.VariableSet) string { return v.Name })
+			}),
+			putInvalid: func(e *relEnv, id, parent string, exp int64) (int64, error) {
+				return e.s.VariableSets().Put(e.ctx, release.VariableSet{ID: id, SystemID: parent, Name: "n", Selector: relSelectorBad}, exp)
+			},
+			invalidField: "selector",
+			del:          deleter(ports.ReleaseStore.VariableSets),
+			list:         lister(ports.ReleaseStore.VariableSets, func(v *release.VariableSet) string { return v.ID }),
+		},
+		{
 			name: "resource", parent: relWS, missingParent: "ws-missing",
 			put: func(e *relEnv, id, parent, label string, exp int64) (int64, error) {
 				return e.s.Resources().Put(e.ctx, release.Resource{ID: id, WorkspaceID: parent, Kind: "Cluster", Identifier: id, Name: label}, exp)

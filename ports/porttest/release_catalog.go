@@ -57,16 +57,25 @@ func relCatalogRoundTrip(t *testing.T, e *relEnv) {
 	r.Variables = map[string]release.Value{"replicas": {Literal: int64(9)}, "token": r.Variables["token"]}
 	require.Equal(t, r, gotR.Value)
 
-	sys := release.System{ID: "sysfull", WorkspaceID: relWS, Name: "Full", VariableSets: []release.VariableSet{
-		{Name: "prod", Selector: `environment.name == "prod"`, Priority: 2, Values: map[string]release.Value{"replicas": {Literal: 4}}},
-		{Name: "all", Values: map[string]release.Value{"region": {Literal: "eu"}}},
-	}}
+	sys := release.System{ID: "sysfull", WorkspaceID: relWS, Name: "Full"}
 	_, err = e.s.Systems().Put(e.ctx, sys, 0)
 	require.NoError(t, err)
 	gotS, err := e.s.Systems().Get(e.ctx, sys.ID)
 	require.NoError(t, err)
-	sys.VariableSets[0].Values = map[string]release.Value{"replicas": {Literal: int64(4)}}
 	require.Equal(t, sys, gotS.Value)
+	sets := []release.VariableSet{
+		{ID: "vs-prod", SystemID: sys.ID, Name: "prod", Selector: `environment.name == "prod"`, Priority: 2, Values: map[string]release.Value{"replicas": {Literal: 4}}},
+		{ID: "vs-all", SystemID: sys.ID, Name: "all", Values: map[string]release.Value{"region": {Literal: "eu"}}},
+	}
+	for _, vs := range sets {
+		_, err = e.s.VariableSets().Put(e.ctx, vs, 0)
+		require.NoError(t, err)
+	}
+	gotVS, err := e.s.VariableSets().Get(e.ctx, "vs-prod")
+	require.NoError(t, err)
+	sets[0].Values = map[string]release.Value{"replicas": {Literal: int64(4)}}
+	require.Equal(t, sets[0], gotVS.Value)
+	requireInUse(t, e.s.Systems().Delete(e.ctx, sys.ID, 1), "variable set vs-all", func() error { _, err := e.s.Systems().Get(e.ctx, sys.ID); return err })
 
 	p := policy.Policy{ID: "pfull", Name: "P", Description: "d", Selector: `environment.name == "prod"`, Priority: 7, Enabled: true}
 	_, err = e.s.Policies().Put(e.ctx, p, 0)

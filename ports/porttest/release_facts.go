@@ -69,6 +69,23 @@ func relTargetFacts(t *testing.T, e *relEnv) {
 	got := check("before any decision", 0)
 	require.Empty(t, got.Jobs)
 	require.Empty(t, got.Policies)
+	require.Empty(t, got.Detail.VariableSets)
+
+	// The variable sets of the target's system, in id order; not another
+	// system's.
+	for _, vs := range []release.VariableSet{
+		{ID: "vs-b", SystemID: relSys1, Name: "B", Priority: 1, Values: map[string]release.Value{"k": {Literal: "b"}}},
+		{ID: "vs-a", SystemID: relSys1, Name: "A", Selector: "true", Values: map[string]release.Value{"k": {Literal: "a"}}},
+		{ID: "vs-other", SystemID: relSys2, Name: "Other", Values: map[string]release.Value{"k": {Literal: "x"}}},
+	} {
+		_, err := s.VariableSets().Put(ctx, vs, 0)
+		require.NoError(t, err)
+	}
+	got = check("with variable sets", 0)
+	require.Len(t, got.Detail.VariableSets, 2)
+	require.Equal(t, "vs-a", got.Detail.VariableSets[0].ID)
+	require.Equal(t, "vs-b", got.Detail.VariableSets[1].ID)
+	require.Equal(t, release.Value{Literal: "b"}, got.Detail.VariableSets[1].Values["k"])
 
 	_, err = s.DesiredSet(ctx, ports.DesiredRelease{Target: target, Reasons: []string{"pending approval"}, NextCheckAt: relAt(9)})
 	require.NoError(t, err)

@@ -190,27 +190,44 @@ func exactNumbers(v any) any {
 }
 
 // VariableSet is a named group of variable values of a system, applied to
-// the targets its selector matches.
+// the targets its selector matches. It is an object of its own, stored
+// under its system.
 type VariableSet struct {
-	Name string `json:"name"`
+	ID       string `json:"id"`
+	SystemID string `json:"system_id"`
+	Name     string `json:"name"`
 	// Selector is a CEL expression over resource, environment and
 	// deployment; empty matches every target.
 	Selector string `json:"selector,omitempty"`
 	// Priority orders sets: among matching sets that hold a key, the
-	// highest wins; equal priorities keep list order.
+	// highest wins; equal priorities keep id order.
 	Priority int              `json:"priority"`
 	Values   map[string]Value `json:"values"`
 }
 
-func (v *VariableSet) validate(path string) error {
-	if err := checkRequired(Field(path, "name"), v.Name); err != nil {
+// Validate reports the first invalid field.
+func (v *VariableSet) Validate() error {
+	if err := v.validateFields(); err != nil {
 		return err
 	}
-	if err := CheckSelector(Field(path, "selector"), v.Selector, true); err != nil {
+	return CheckText(v)
+}
+
+func (v *VariableSet) validateFields() error {
+	if err := checkID("id", v.ID); err != nil {
+		return err
+	}
+	if err := checkID("system_id", v.SystemID); err != nil {
+		return err
+	}
+	if err := checkRequired("name", v.Name); err != nil {
+		return err
+	}
+	if err := CheckSelector("selector", v.Selector, true); err != nil {
 		return err
 	}
 	for _, k := range sortedKeys(v.Values) {
-		if err := v.Values[k].validate(Field(Field(path, "values"), k)); err != nil {
+		if err := v.Values[k].validate(Field("values", k)); err != nil {
 			return err
 		}
 	}
@@ -235,7 +252,8 @@ const (
 //  1. the resource's own value (Resource.Variables[key]);
 //  2. the deployment variable's highest-priority value whose selector
 //     matches;
-//  3. the highest-priority matching variable set of sys that holds the key;
+//  3. the highest-priority matching set of sets (the variable sets of the
+//     deployment's system, in id order) that holds the key;
 //  4. the deployment variable's default.
 //
 // A variable none of them has is left out. Values are returned as stored:
@@ -243,14 +261,14 @@ const (
 // plain text) and a reference stays a reference. The sources say where
 // each came from. A selector that fails to evaluate is invalid input
 // naming its field.
-func ResolveVariables(s *Subject, sys *System, sel Selector) (map[string]Value, map[string]VariableSource, error) {
+func ResolveVariables(s *Subject, sets []VariableSet, sel Selector) (map[string]Value, map[string]VariableSource, error) {
 	dep := s.Deployment
 	if len(dep.Variables) == 0 {
 		return nil, nil, nil
 	}
 	vals := make(map[string]Value, len(dep.Variables))
 	srcs := make(map[string]VariableSource, len(dep.Variables))
-	var sets []int // matching variable sets, best first
+	var matching []int // matching variable sets, best first
 	setsDone := false
 	for i := range dep.Variables {
 		v := &dep.Variables[i]
@@ -264,16 +282,16 @@ func ResolveVariables(s *Subject, sys *System, sel Selector) (map[string]Value, 
 			vals[v.Key], srcs[v.Key] = val, SourceDeployment
 			continue
 		}
-		if !setsDone && sys != nil {
+		if !setsDone {
 			var err error
-			if sets, err = matchingSets(sys, s, sel); err != nil {
+			if matching, err = matchingSets(sets, s, sel); err != nil {
 				return nil, nil, err
 			}
 			setsDone = true
 		}
 		found := false
-		for _, si := range sets {
-			if val, ok := sys.VariableSets[si].Values[v.Key]; ok {
+		for _, si := range matching {
+			if val, ok := sets[si].Values[v.Key]; ok {
 				vals[v.Key], srcs[v.Key], found = val, SourceVariableSet, true
 				break
 			}
@@ -285,16 +303,17 @@ func ResolveVariables(s *Subject, sys *System, sel Selector) (map[string]Value, 
 	return vals, srcs, nil
 }
 
-// matchingSets lists the indexes of sys's variable sets whose selector
-// matches s, highest priority first (list order among equals).
-func matchingSets(sys *System, s *Subject, sel Selector) ([]int, error) {
+// matchingSets lists the indexes of the sets whose selector matches s,
+// highest priority first (list order among equals). A failing selector is
+// invalid input naming the set.
+func matchingSets(sets []VariableSet, s *Subject, sel Selector) ([]int, error) {
 	var out []int
-	for i := range sys.VariableSets {
-		vs := &sys.VariableSets[i]
+	for i := range sets {
+		vs := &sets[i]
 		if vs.Selector != "" {
 			m, err := sel.Match(vs.Selector, s)
 			if err != nil {
-				return nil, Invalid(Field(Index("variable_sets", i), "selector"), err.Error())
+				return nil, Invalid(Field("variable_set "+vs.ID, "selector"), err.Error())
 			}
 			if !m {
 				continue
@@ -302,7 +321,7 @@ func matchingSets(sys *System, s *Subject, sel Selector) ([]int, error) {
 		}
 		j := len(out)
 		out = append(out, i)
-		for ; j > 0 && sys.VariableSets[out[j-1]].Priority < vs.Priority; j-- {
+		for ; j > 0 && sets[out[j-1]].Priority < vs.Priority; j-- {
 			out[j], out[j-1] = out[j-1], out[j]
 		}
 	}

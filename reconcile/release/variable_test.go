@@ -79,16 +79,16 @@ func TestResolveVariablesOrder(t *testing.T) {
 		{Key: "missing"},
 	}}
 	res := Resource{ID: "r", Kind: "cluster", Variables: map[string]Value{"from-resource": {Literal: "resource"}, "undeclared": {Literal: "x"}}}
-	sys := System{ID: "s", VariableSets: []VariableSet{
+	sets := []VariableSet{
 		{Name: "low", Priority: 1, Values: map[string]Value{"from-set": {Literal: "low-set"}, "secret": secret}},
 		{Name: "other-env", Selector: `environment.name == "dev"`, Priority: 9, Values: map[string]Value{"from-set": {Literal: "dev-set"}}},
 		{Name: "high", Selector: `resource.kind == "cluster"`, Priority: 5, Values: map[string]Value{"from-set": {Literal: "high-set"}}},
 		{Name: "high-later", Priority: 5, Values: map[string]Value{"from-set": {Literal: "later"}, "from-default": {Literal: "set"}}},
-	}}
+	}
 	// from-default is in a set, so the default only applies without sets.
 	env := Environment{ID: "e", Name: "prod"}
 	s := Subject{Deployment: &dep, Environment: &env, Resource: &res}
-	vals, srcs, err := ResolveVariables(&s, &sys, CEL{})
+	vals, srcs, err := ResolveVariables(&s, sets, CEL{})
 	require.NoError(t, err)
 	require.Equal(t, map[string]Value{
 		"from-resource":   {Literal: "resource"},
@@ -102,7 +102,7 @@ func TestResolveVariablesOrder(t *testing.T) {
 		"from-default": SourceVariableSet, "secret": SourceVariableSet,
 	}, srcs)
 
-	vals, srcs, err = ResolveVariables(&s, &System{ID: "s"}, CEL{})
+	vals, srcs, err = ResolveVariables(&s, nil, CEL{})
 	require.NoError(t, err)
 	require.Equal(t, Value{Literal: "default"}, vals["from-default"], "no sets: the default")
 	require.Equal(t, SourceDefault, srcs["from-set"])
@@ -114,27 +114,36 @@ func TestResolveVariablesOrder(t *testing.T) {
 func TestResolveVariablesSelectorErrors(t *testing.T) {
 	t.Parallel()
 	dep := Deployment{ID: "d", Variables: []DeploymentVariable{{Key: "k"}}}
-	sys := System{ID: "s", VariableSets: []VariableSet{{Name: "ok", Values: map[string]Value{}},
-		{Name: "bad", Selector: `resource.metadata.missing == "x"`, Values: map[string]Value{"k": {Literal: 1}}}}}
+	sets := []VariableSet{{ID: "ok", Name: "ok", Values: map[string]Value{}},
+		{ID: "bad", Name: "bad", Selector: `resource.metadata.missing == "x"`, Values: map[string]Value{"k": {Literal: 1}}}}
 	s := Subject{Deployment: &dep, Environment: &Environment{}, Resource: &Resource{}}
-	_, _, err := ResolveVariables(&s, &sys, CEL{})
-	requireField(t, err, "variable_sets[1].selector")
+	_, _, err := ResolveVariables(&s, sets, CEL{})
+	requireField(t, err, "variable_set bad.selector")
 
 	dep.Variables[0].Values = []VariableValue{{Selector: `resource.metadata.missing == "x"`, Value: Value{Literal: 1}}}
-	_, _, err = ResolveVariables(&s, &sys, CEL{})
+	_, _, err = ResolveVariables(&s, sets, CEL{})
 	requireField(t, err, "variables[0].values")
 }
 
-// TestSystemAndResourceVariablesValidate: bad sets and values are refused
-// with their field.
-func TestSystemAndResourceVariablesValidate(t *testing.T) {
+// TestVariableSetAndResourceVariablesValidate: bad sets and values are
+// refused with their field.
+func TestVariableSetAndResourceVariablesValidate(t *testing.T) {
 	t.Parallel()
-	sys := System{ID: "s", WorkspaceID: "w", Name: "S", VariableSets: []VariableSet{{Name: "x", Selector: "resource.name ==", Values: nil}}}
-	requireField(t, sys.Validate(), "variable_sets[0].selector")
-	sys.VariableSets[0] = VariableSet{Selector: "true"}
-	requireField(t, sys.Validate(), "variable_sets[0].name")
-	sys.VariableSets[0] = VariableSet{Name: "x", Values: map[string]Value{"k": {Literal: 1, Reference: &Reference{Relation: "a", Path: []string{"b"}}}}}
-	requireField(t, sys.Validate(), "variable_sets[0].values.k")
+	ok := VariableSet{ID: "vs", SystemID: "s", Name: "x", Values: map[string]Value{"k": {Literal: 1}}}
+	require.NoError(t, ok.Validate())
+	for field, edit := range map[string]func(v *VariableSet){
+		"id":        func(v *VariableSet) { v.ID = "" },
+		"system_id": func(v *VariableSet) { v.SystemID = "" },
+		"name":      func(v *VariableSet) { v.Name = "" },
+		"selector":  func(v *VariableSet) { v.Selector = "resource.name ==" },
+		"values.k": func(v *VariableSet) {
+			v.Values = map[string]Value{"k": {Literal: 1, Reference: &Reference{Relation: "a", Path: []string{"b"}}}}
+		},
+	} {
+		bad := ok
+		edit(&bad)
+		requireField(t, bad.Validate(), field)
+	}
 	r := Resource{ID: "r", WorkspaceID: "w", Kind: "k", Identifier: "i", Name: "n", Variables: map[string]Value{"v": {Reference: &Reference{}}}}
 	requireField(t, r.Validate(), "variables.v.reference.relation")
 }

@@ -27,10 +27,6 @@ type System struct {
 	ID          string `json:"id"`
 	WorkspaceID string `json:"workspace_id"`
 	Name        string `json:"name"`
-	// VariableSets supply values to the variables of the system's
-	// deployments, after resource variables and deployment values (see
-	// ResolveVariables).
-	VariableSets []VariableSet `json:"variable_sets,omitempty"`
 }
 
 // Validate reports the first invalid field.
@@ -48,13 +44,5 @@ func (s *System) validateFields() error {
 	if err := checkID("workspace_id", s.WorkspaceID); err != nil {
 		return err
 	}
-	if err := checkRequired("name", s.Name); err != nil {
-		return err
-	}
-	for i := range s.VariableSets {
-		if err := s.VariableSets[i].validate(Index("variable_sets", i)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkRequired("name", s.Name)
 }
