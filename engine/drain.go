@@ -37,7 +37,7 @@ func (e *Engine) Drain(ctx context.Context) (int, error) {
 		l := leases[0]
 		r := regs[l.Key.Kind]
 		start := time.Now()
-		out := e.safeProcess(ctx, r, Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime})
+		out := e.safeProcess(ctx, r, []Item{{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime}})[0]
 		e.opts.Metrics.observe(r.kind, out, time.Since(start))
 		passes++
 		if err := e.completeNow(ctx, l, out); err != nil {

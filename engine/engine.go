@@ -50,8 +50,12 @@ type Options struct {
 
 // KindOptions configure one registered kind.
 type KindOptions struct {
-	// Concurrency is how many passes of the kind run at once (default 4).
+	// Concurrency is how many items of the kind are in flight at once
+	// (default 4): passes, or items of batch passes.
 	Concurrency int
+	// Batch is the most leased items one pass of a BatchProcessor takes
+	// (default 64); other processors take one item per pass.
+	Batch int
 }
 
 type registration struct {
@@ -142,6 +146,11 @@ func New(q ports.Queue, opts Options) *Engine {
 func (e *Engine) Register(kind string, p Processor, o KindOptions) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
+	}
+	if _, ok := p.(BatchProcessor); !ok {
+		o.Batch = 1
+	} else if o.Batch <= 0 {
+		o.Batch = 64
 	}
 	e.regs = append(e.regs, registration{kind: kind, proc: p, opts: o})
 }
@@ -268,12 +277,19 @@ func (e *Engine) kindLoop(ctx, workCtx context.Context, r registration, passes *
 			}
 			continue
 		}
-		for _, l := range leases {
+		for len(leases) > 0 {
+			n := min(len(leases), r.opts.Batch)
+			chunk := leases[:n]
+			leases = leases[n:]
 			passes.Add(1)
 			go func() {
 				defer passes.Done()
-				defer func() { <-slots }()
-				e.pass(workCtx, r, l)
+				defer func() {
+					for range chunk {
+						<-slots
+					}
+				}()
+				e.pass(workCtx, r, chunk)
 			}()
 		}
 	}
@@ -312,58 +328,111 @@ func (e *Engine) gatherSlots(ctx context.Context, slots chan struct{}, want int)
 	return got
 }
 
-// pass runs one processor call and completes the item.
-func (e *Engine) pass(workCtx context.Context, r registration, l ports.Lease) {
+// pass runs one processor call on leases (one item, or a batch of a
+// BatchProcessor) and completes each item with its own outcome.
+func (e *Engine) pass(workCtx context.Context, r registration, leases []ports.Lease) {
 	deadline := time.Now().Add(e.opts.PassTimeout)
 	timed, cancelTimed := context.WithDeadlineCause(workCtx, deadline, ErrPassDeadline)
 	defer cancelTimed()
 	ctx, cancel := context.WithCancelCause(timed)
 	defer cancel(nil)
-	f := &flight{ref: l.Ref(), cancel: cancel, deadline: deadline}
+	flights := make([]*flight, len(leases))
+	items := make([]Item, len(leases))
 	e.mu.Lock()
-	e.inflight[l.Key] = f
+	for i, l := range leases {
+		// The items of a batch share one pass: a lease lost cancels it all,
+		// and only the lost items' results are dropped.
+		flights[i] = &flight{ref: l.Ref(), cancel: cancel, deadline: deadline}
+		e.inflight[l.Key] = flights[i]
+		items[i] = Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime}
+	}
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
-		delete(e.inflight, l.Key)
+		for _, l := range leases {
+			delete(e.inflight, l.Key)
+		}
 		e.mu.Unlock()
 	}()
 
 	start := time.Now()
-	out := e.safeProcess(ctx, r, Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime})
-	if errors.Is(context.Cause(ctx), ErrPassDeadline) {
-		e.log.Warn("pass ran past its deadline; retrying", "kind", r.kind, "id", l.Key.ScopeID, "timeout", e.opts.PassTimeout,
-			"outcome", out.String())
-		out = Retry(fmt.Errorf("%w after %s", ErrPassDeadline, e.opts.PassTimeout))
-	}
-	e.opts.Metrics.observe(r.kind, out, time.Since(start))
-
-	e.mu.Lock()
-	lost := f.lost
-	f.completing = true
-	e.mu.Unlock()
-	if lost || errors.Is(context.Cause(ctx), errLeaseLost) {
-		e.log.Warn("lease lost during pass; result dropped", "kind", r.kind, "id", l.Key.ScopeID, "outcome", out.String())
-		return
-	}
-	if err := e.complete(context.WithoutCancel(ctx), l, out); err != nil {
-		if errors.Is(err, ports.ErrLeaseLost) {
-			e.log.Warn("lease lost before completion; result dropped", "kind", r.kind, "id", l.Key.ScopeID, "outcome", out.String())
-			return
+	outs := e.safeProcess(ctx, r, items)
+	pastDeadline := errors.Is(context.Cause(ctx), ErrPassDeadline)
+	took := time.Since(start)
+	var acks []ports.AckParams
+	var ackLeases []ports.Lease
+	for i, l := range leases {
+		out := outs[i]
+		if pastDeadline {
+			e.log.Warn("pass ran past its deadline; retrying", "kind", r.kind, "id", l.Key.ScopeID, "timeout", e.opts.PassTimeout,
+				"outcome", out.String())
+			out = Retry(fmt.Errorf("%w after %s", ErrPassDeadline, e.opts.PassTimeout))
 		}
+		e.opts.Metrics.observe(r.kind, out, took)
+		e.mu.Lock()
+		lost := flights[i].lost
+		flights[i].completing = true
+		e.mu.Unlock()
+		if lost {
+			e.log.Warn("lease lost during pass; result dropped", "kind", r.kind, "id", l.Key.ScopeID, "outcome", out.String())
+			continue
+		}
+		switch out.kind {
+		case outcomeDone, outcomeRequeue:
+			acks = append(acks, ports.AckParams{Lease: l.Ref(), RequeueAt: out.at})
+			ackLeases = append(ackLeases, l)
+		default:
+			e.logCompleteErr(r, l, out, e.complete(context.WithoutCancel(ctx), l, out))
+		}
+	}
+	errs := e.ackAll(context.WithoutCancel(ctx), acks)
+	for i, err := range errs {
+		e.logCompleteErr(r, ackLeases[i], Done(), err)
+	}
+}
+
+// logCompleteErr logs a failed completion of l's pass.
+func (e *Engine) logCompleteErr(r registration, l ports.Lease, out Outcome, err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, ports.ErrLeaseLost):
+		e.log.Warn("lease lost before completion; result dropped", "kind", r.kind, "id", l.Key.ScopeID, "outcome", out.String())
+	default:
 		e.log.Error("complete failed", "kind", r.kind, "id", l.Key.ScopeID, "outcome", out.String(), "error", err)
 	}
 }
 
-// safeProcess recovers a panicking processor into a retry.
-func (e *Engine) safeProcess(ctx context.Context, r registration, it Item) (out Outcome) {
+// safeProcess runs the processor on items, one outcome per item: a
+// BatchProcessor takes them all in one call, any other processor the one
+// item. A panic is recovered into a retry of every item, and so is a batch
+// answer of the wrong length.
+func (e *Engine) safeProcess(ctx context.Context, r registration, items []Item) (outs []Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
-			e.log.Error("processor panicked", "kind", r.kind, "id", it.Key.ScopeID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			out = Retry(fmt.Errorf("panic: %v", p))
+			e.log.Error("processor panicked", "kind", r.kind, "id", items[0].Key.ScopeID, "items", len(items),
+				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			outs = make([]Outcome, len(items))
+			for i := range outs {
+				outs[i] = Retry(fmt.Errorf("panic: %v", p))
+			}
 		}
 	}()
-	return r.proc.Process(ctx, it)
+	if b, ok := r.proc.(BatchProcessor); ok {
+		outs = b.ProcessBatch(ctx, items)
+		if len(outs) != len(items) {
+			err := fmt.Errorf("batch processor of %s returned %d outcomes for %d items", r.kind, len(outs), len(items))
+			outs = make([]Outcome, len(items))
+			for i := range outs {
+				outs[i] = Retry(err)
+			}
+		}
+		return outs
+	}
+	outs = make([]Outcome, len(items))
+	for i, it := range items {
+		outs[i] = r.proc.Process(ctx, it)
+	}
+	return outs
 }
 
 // complete turns the outcome into the queue call that ends the lease.
@@ -399,14 +468,26 @@ func (e *Engine) retryDelay(attempt int) time.Duration {
 
 // ack hands the ack to the batching loop and waits for its result.
 func (e *Engine) ack(ctx context.Context, p ports.AckParams) error {
-	req := ackReq{p: p, done: make(chan error, 1)}
-	e.acks <- req
-	select {
-	case err := <-req.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	return e.ackAll(ctx, []ports.AckParams{p})[0]
+}
+
+// ackAll hands the acks to the batching loop together, so they share its
+// calls, and waits for each one's result.
+func (e *Engine) ackAll(ctx context.Context, ps []ports.AckParams) []error {
+	reqs := make([]ackReq, len(ps))
+	for i, p := range ps {
+		reqs[i] = ackReq{p: p, done: make(chan error, 1)}
+		e.acks <- reqs[i]
 	}
+	errs := make([]error, len(ps))
+	for i, req := range reqs {
+		select {
+		case errs[i] = <-req.done:
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+		}
+	}
+	return errs
 }
 
 // ackLoop sends acks in batches: whatever has queued up while the previous

@@ -92,6 +92,16 @@ type Processor interface {
 	Process(ctx context.Context, item Item) Outcome
 }
 
+// BatchProcessor is a Processor that can also handle many leased items of
+// its kind in one pass (KindOptions.Batch), e.g. to read their state in one
+// query and write their results in one transaction. The items are distinct
+// and of one kind; it returns one outcome per item, in order, each item
+// completed with its own. Process handles one item alone.
+type BatchProcessor interface {
+	Processor
+	ProcessBatch(ctx context.Context, items []Item) []Outcome
+}
+
 // ProcessorFunc adapts a function to Processor.
 type ProcessorFunc func(ctx context.Context, item Item) Outcome
 

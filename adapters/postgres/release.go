@@ -43,6 +43,14 @@ func NewReleaseStore(db *DB, clock ports.Clock, opts ...ReleaseOption) *ReleaseS
 	return s
 }
 
+var _ ports.Transactor = (*ReleaseStore)(nil)
+
+// InTx implements ports.Transactor with DB.InTx: the store's calls, and
+// those of the other adapters on the same DB (the Queue), join it.
+func (s *ReleaseStore) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	return s.db.InTx(ctx, fn)
+}
+
 // now reads the clock at the precision Postgres keeps.
 func (s *ReleaseStore) now() time.Time { return ports.StoredTime(s.clock.Now()) }
 

@@ -40,8 +40,8 @@ func newBenchReleaseCmd() *cobra.Command {
 
 It stores one deployment in one environment over --targets resources (one
 release target each) and an agent that accepts every job at once. Then it
-creates a version and times the chain (desired-release, job-eligibility,
-job-dispatch) until a job of that version was dispatched on every target.
+creates a version and times the chain (desired-release, job-dispatch)
+until a job of that version was dispatched on every target.
 --workers engines share the queue, like separate processes.
 
 It runs in memory unless --dsn (or RECONCILER_DSN) names a PostgreSQL

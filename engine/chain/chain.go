@@ -37,10 +37,12 @@ var Kinds = []string{KindDesiredRelease, KindJobEligibility, KindJobDispatch, Ki
 // for retry streaks, rollback and progression, never the whole history.
 const historyLimit = 50
 
-// Chain is the release chain: four stateless controllers that move a
-// release target from "a version exists" to "a job ran and was verified",
-// each handing off to the next by enqueueing work (insert-then-lease), and
-// the services that start it (versions, approvals, agents' reports).
+// Chain is the release chain: stateless controllers that move a release
+// target from "a version exists" to "a job ran and was verified", each
+// handing off to the next by enqueueing work (insert-then-lease), and the
+// services that start it (versions, approvals, agents' reports). The
+// target-scoped controllers run in batches (runBatch): one transaction per
+// batch holds their writes and hand-offs.
 //
 // Every pass re-reads what it needs through the store port and recomputes
 // its answer, so a repeated or retried item changes nothing that was
@@ -73,15 +75,20 @@ type Chain struct {
 // Register registers the four controllers on eng, each with concurrency
 // passes at once.
 func (c *Chain) Register(eng *engine.Engine, concurrency int) {
-	opts := engine.KindOptions{Concurrency: concurrency}
+	opts := engine.KindOptions{Concurrency: concurrency, Batch: batchSize(concurrency)}
 	if c.Metrics == nil {
 		c.Metrics = eng.Metrics()
 	}
-	eng.Register(KindDesiredRelease, engine.ProcessorFunc(c.desiredRelease), opts)
-	eng.Register(KindJobEligibility, engine.ProcessorFunc(c.jobEligibility), opts)
-	eng.Register(KindJobDispatch, engine.ProcessorFunc(c.jobDispatch), opts)
-	eng.Register(KindJobVerification, engine.ProcessorFunc(c.jobVerification), opts)
+	eng.Register(KindDesiredRelease, batchProcessor{c, c.desiredRelease}, opts)
+	eng.Register(KindJobEligibility, batchProcessor{c, c.jobEligibility}, opts)
+	eng.Register(KindJobDispatch, batchProcessor{c, c.jobDispatch}, opts)
+	eng.Register(KindJobVerification, engine.ProcessorFunc(c.jobVerification), engine.KindOptions{Concurrency: concurrency})
 }
+
+// batchSize is how many items of a target-scoped kind one pass takes: a
+// quarter of the items in flight, at least one, at most 64, so that a
+// busy kind runs a few batches at once.
+func batchSize(concurrency int) int { return min(max(concurrency/4, 1), 64) }
 
 // TargetKey is the work key of a chain kind for a release target.
 func TargetKey(kind string, t release.ReleaseTarget) ports.WorkKey {
@@ -102,6 +109,11 @@ func (c *Chain) enqueue(ctx context.Context, notBefore time.Time, keys ...ports.
 	items := make([]ports.EnqueueParams, len(keys))
 	for i, k := range keys {
 		items[i] = ports.EnqueueParams{Key: k, NotBefore: notBefore}
+	}
+	if b := batchOf(ctx); b != nil {
+		// In a batch pass: stored in its transaction, with its writes.
+		b.enqueues = append(b.enqueues, items...)
+		return nil
 	}
 	c.batchOnce.Do(func() { c.batcher = engine.NewEnqueueBatcher(c.Queue) })
 	if err := c.batcher.WorkEnqueue(ctx, items...); err != nil {

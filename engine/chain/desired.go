@@ -52,7 +52,7 @@ func targetInput(now time.Time, det *ports.TargetDetail) policy.Input {
 // desiredRelease is the desired-release controller: it picks the newest
 // version the policies allow for the target (or a force-deployed version,
 // or after a rollback trigger the last good one), resolves the variables, stores the release
-// as the target's desired release and hands off to job-eligibility. When no
+// as the target's desired release and hands off to job-dispatch. When no
 // version passes it stores "no release" with the reasons and wakes itself
 // when a pending rule may change.
 func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outcome {
@@ -99,9 +99,11 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 	if err != nil {
 		return engine.Retry(fmt.Errorf("desired release of %s: %w", t, err))
 	}
-	// Always hand off, changed or not: eligibility is idempotent, and a
-	// retried pass must not lose the hand-off of the one before.
-	if err := c.enqueue(ctx, time.Time{}, TargetKey(KindJobEligibility, t)); err != nil {
+	// Always hand off, changed or not: job-dispatch is idempotent, and a
+	// retried pass must not lose the hand-off of the one before. It runs
+	// the job gates itself (waking when they may open), so the hand-off
+	// goes straight to it, in this pass's transaction.
+	if err := c.enqueue(ctx, time.Time{}, TargetKey(KindJobDispatch, t)); err != nil {
 		return engine.Retry(err)
 	}
 	attrs := []slog.Attr{slog.String("version", version.Tag), slog.String("release", ShortID(rel.ID)), slog.Int("examined", choice.Examined)}

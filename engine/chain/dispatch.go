@@ -51,6 +51,8 @@ func (c *Chain) eligible(ctx context.Context, f *facts, rel *release.Release) (p
 // off to job-dispatch; if not yet, it wakes itself when the gate may open
 // (a finished job wakes the chain anyway). It also hands off when the
 // target's newest job is a superseded one, for job-dispatch to cancel.
+// Nothing enqueues it any more (desired-release hands off to job-dispatch,
+// which runs the same gates): it runs the items older versions enqueued.
 func (c *Chain) jobEligibility(ctx context.Context, it engine.Item) engine.Outcome {
 	start := time.Now()
 	t, err := targetOf(it)
@@ -209,7 +211,7 @@ func (c *Chain) dispatch(ctx context.Context, t release.ReleaseTarget, f *facts,
 		c.log(ctx, true, KindJobDispatch, t.Key(), "job-"+string(row.Status), row.Message, start, slog.String("job", row.ID))
 		return c.afterJobEnded(ctx, row)
 	}
-	return c.handOver(ctx, f, rel, row, rt, start)
+	return c.deferHandOver(ctx, handover{f: f, rel: rel, row: row, rt: rt, start: start})
 }
 
 // route is where a release's jobs go: the deployment's agent record (nil
@@ -293,89 +295,4 @@ func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, r
 		c.jobReached(&row.Job)
 	}
 	return row, err
-}
-
-// handOver dispatches a pending job to its agent and records what the
-// agent said. An agent that already reported (a fast one) wins: only the
-// external id is added then.
-func (c *Chain) handOver(ctx context.Context, f *facts, rel *release.Release, row *ports.JobRow, rt route, start time.Time) engine.Outcome {
-	agent := rt.agent
-	if agent == nil {
-		return engine.Retry(fmt.Errorf("job %s: its agent went away; retrying", row.ID))
-	}
-	impl := c.Agents[agent.Type]
-	if l, ok := impl.(ports.JobLeaser); ok && l.JobLease() > 0 {
-		// An in-process agent cannot tell a job it was sent from a new one
-		// in another process: the job is claimed (its start time recorded)
-		// before it is sent, so no pass sends it again; if the process dies
-		// with it, the deployment's job timeout ends it.
-		claim := row.Job
-		claim.StartedAt = c.Clock.Now()
-		v, err := c.Store.JobUpdate(ctx, claim, row.Version)
-		if errors.Is(err, ports.ErrConflict) {
-			return engine.RequeueAt(c.Clock.Now()) // it moved: recompute
-		}
-		if err != nil {
-			return engine.Retry(fmt.Errorf("claim job %s: %w", row.ID, err))
-		}
-		claimed := *row
-		claimed.Job, claimed.Version = claim, v
-		row = &claimed
-	}
-	res, err := impl.Dispatch(ctx, ports.JobDispatch{Job: row.Job, Agent: *agent, Release: *rel, Version: rt.version,
-		Deployment: f.Detail.Deployment, Environment: f.Detail.Environment, Resource: f.Detail.Resource})
-	if errors.Is(err, release.ErrInvalid) {
-		// A configuration no retry can fix: end the job, the chain moves on.
-		res = ports.JobDispatchResult{Status: release.JobInvalidIntegration, Message: err.Error()}
-	} else if err != nil {
-		if !row.StartedAt.IsZero() && row.ExternalID == "" {
-			// Nothing started: release the claim so the next pass sends it.
-			unclaim := row.Job
-			unclaim.StartedAt = time.Time{}
-			_, _ = c.Store.JobUpdate(ctx, unclaim, row.Version)
-		}
-		return engine.Retry(fmt.Errorf("dispatch job %s to %s: %w", row.ID, agent.ID, err))
-	}
-	if res.Status == "" {
-		res.Status = release.JobInProgress
-	}
-	for range 5 {
-		next := row.Job
-		if next.ExternalID == "" {
-			next.ExternalID = res.ExternalID
-		}
-		if next.Status == release.JobPending && res.Status != release.JobPending {
-			next.Status, next.Message = res.Status, res.Message
-			if next.StartedAt.IsZero() {
-				next.StartedAt = c.Clock.Now()
-			}
-			if next.Status.IsTerminal() {
-				next.CompletedAt = next.StartedAt
-			}
-		}
-		_, err = c.Store.JobUpdate(ctx, next, row.Version)
-		if err == nil && next.Status != row.Status {
-			c.jobReached(&next)
-		}
-		if !errors.Is(err, ports.ErrConflict) {
-			break
-		}
-		fresh, gerr := c.Store.JobGet(ctx, row.ID)
-		if gerr != nil {
-			return engine.Retry(gerr)
-		}
-		row = &fresh
-	}
-	if err != nil {
-		return engine.Retry(fmt.Errorf("record dispatch of job %s: %w", row.ID, err))
-	}
-	c.log(ctx, true, KindJobDispatch, rel.Target.Key(), "dispatched", "job-created", start, slog.String("job", row.ID),
-		slog.String("agent", agent.ID), slog.String("external_id", res.ExternalID), slog.String("status", string(res.Status)))
-	if res.Status.IsTerminal() {
-		return c.afterJobEnded(ctx, row)
-	}
-	if limit := f.Detail.Deployment.JobTimeout(); limit > 0 {
-		return engine.RequeueAt(c.Clock.Now().Add(limit)) // time it out then, unless it ended
-	}
-	return engine.Done()
 }

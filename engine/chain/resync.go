@@ -14,7 +14,7 @@ const resyncPage = 500
 
 // ResyncSource is the chain's part of the periodic sweep (engine.Resync):
 // for every release target its desired-release item (which recomputes
-// the desired release and hands off to job-eligibility and job-dispatch)
+// the desired release and hands off to job-dispatch)
 // and its job-dispatch item (which ends active jobs past their timeout
 // even while eligibility waits for them), and the verification item of
 // its newest successful job while that job's verification runs. So no

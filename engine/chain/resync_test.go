@@ -45,7 +45,7 @@ func TestResyncSourceCoversEveryChainKind(t *testing.T) {
 			kinds[k.Kind] = true
 		}
 		for _, k := range chain.Kinds {
-			if k != chain.KindJobEligibility { // desired-release hands off to it on every pass
+			if k != chain.KindJobEligibility { // nothing enqueues it any more (older versions' items only)
 				require.True(t, kinds[k], "kind %s is swept", k)
 			}
 		}

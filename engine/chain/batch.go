@@ -1,0 +1,333 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// batchProcessor runs one target-scoped controller over a batch of leased
+// items (engine.BatchProcessor): Chain.runBatch.
+type batchProcessor struct {
+	c   *Chain
+	one func(ctx context.Context, it engine.Item) engine.Outcome
+}
+
+// Process runs the controller on one item, as a batch of one.
+func (p batchProcessor) Process(ctx context.Context, it engine.Item) engine.Outcome {
+	return p.c.runBatch(ctx, []engine.Item{it}, p.one)[0]
+}
+
+// ProcessBatch runs the controller on items in one transaction.
+func (p batchProcessor) ProcessBatch(ctx context.Context, items []engine.Item) []engine.Outcome {
+	return p.c.runBatch(ctx, items, p.one)
+}
+
+// batch is what the items of one batch pass collect while they run in its
+// transaction: the follow-up enqueues, stored in that transaction, and the
+// jobs to hand to their agents once it has committed.
+type batch struct {
+	cur       int // the index of the item running
+	enqueues  []ports.EnqueueParams
+	handovers []handover
+}
+
+type batchKey struct{}
+
+// batchOf is the batch ctx's pass collects into, or nil.
+func batchOf(ctx context.Context) *batch {
+	b, _ := ctx.Value(batchKey{}).(*batch)
+	return b
+}
+
+// errItemFailed rolls a batch's transaction back when one of its items
+// failed, so that each item runs again alone.
+var errItemFailed = errors.New("an item of the batch failed")
+
+// failed reports whether out is a retry or a dead letter.
+func failed(out engine.Outcome) bool {
+	return out.Err() != nil || out.String() == "retry" || out.String() == "terminal"
+}
+
+// inTx runs fn in one transaction of the store when it has them
+// (ports.Transactor), else as it is.
+func (c *Chain) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if tx, ok := c.Store.(ports.Transactor); ok {
+		return tx.InTx(ctx, fn)
+	}
+	return fn(ctx)
+}
+
+// runBatch runs one controller over items in one transaction, in target
+// key order (so concurrent batches take the rows and locks they share, the
+// environment cap's among them, in one order): their reads, their writes
+// and their follow-up enqueues (the queue joins the store's transaction)
+// commit together, once. When an item fails the transaction rolls back
+// and every item runs again alone, so one failure costs the others
+// nothing. The jobs the items created are handed to their agents after
+// the commit (handOverAll): an agent never sees a job that might not be
+// stored, and no transaction waits on an agent.
+func (c *Chain) runBatch(ctx context.Context, items []engine.Item, one func(context.Context, engine.Item) engine.Outcome) []engine.Outcome {
+	outs := make([]engine.Outcome, len(items))
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(items[a].Key.ScopeID, items[b].Key.ScopeID) })
+	var b *batch
+	err := c.inTx(ctx, func(ctx context.Context) error {
+		b = &batch{}
+		bctx := context.WithValue(ctx, batchKey{}, b)
+		for _, i := range order {
+			b.cur = i
+			outs[i] = one(bctx, items[i])
+			if failed(outs[i]) && len(items) > 1 {
+				return errItemFailed
+			}
+		}
+		return c.flush(ctx, b)
+	})
+	switch {
+	case errors.Is(err, errItemFailed):
+		for i := range items {
+			outs[i] = c.runBatch(ctx, items[i:i+1], one)[0]
+		}
+		return outs
+	case err != nil:
+		for i := range outs {
+			if !failed(outs[i]) {
+				outs[i] = engine.Retry(err)
+			}
+		}
+		return outs
+	}
+	c.handOverAll(ctx, b.handovers, outs)
+	return outs
+}
+
+// flush stores the batch's enqueues in one queue call.
+func (c *Chain) flush(ctx context.Context, b *batch) error {
+	if len(b.enqueues) == 0 {
+		return nil
+	}
+	if err := c.Queue.WorkEnqueue(ctx, b.enqueues...); err != nil {
+		return fmt.Errorf("enqueue %d follow-ups: %w", len(b.enqueues), err)
+	}
+	b.enqueues = b.enqueues[:0]
+	return nil
+}
+
+// handover is a pending job of a batch's item to hand to its agent.
+type handover struct {
+	i     int // the item's index in the batch
+	f     *facts
+	rel   *release.Release
+	row   *ports.JobRow
+	rt    route
+	start time.Time
+
+	skip bool // its outcome is decided already
+	res  ports.JobDispatchResult
+	err  error
+}
+
+// deferHandOver hands row to its agent after the batch's commit, or now
+// when ctx is not in a batch; out is the pass's outcome until then.
+func (c *Chain) deferHandOver(ctx context.Context, h handover) engine.Outcome {
+	if b := batchOf(ctx); b != nil {
+		h.i = b.cur
+		b.handovers = append(b.handovers, h)
+		return engine.Done()
+	}
+	outs := []engine.Outcome{engine.Done()}
+	c.handOverAll(ctx, []handover{h}, outs)
+	return outs[0]
+}
+
+// handOverParallel bounds the agent calls of one batch in flight at once.
+const handOverParallel = 16
+
+// handOverAll dispatches the pending jobs hs to their agents and records
+// what each agent said, setting their items' outcomes (kept no later than
+// the wake-up the pass had asked for): the jobs of in-process agents
+// (ports.JobLeaser) are claimed first, in one transaction, so that no
+// pass sends them again; the agents are called outside any transaction;
+// their answers, and the follow-ups of jobs that ended at once, are
+// stored in one more transaction. An agent that already reported (a fast
+// one) wins: only the external id is added then.
+func (c *Chain) handOverAll(ctx context.Context, hs []handover, outs []engine.Outcome) {
+	if len(hs) == 0 {
+		return
+	}
+	now := c.Clock.Now()
+	var claims []*handover
+	for k := range hs {
+		h := &hs[k]
+		if h.rt.agent == nil {
+			h.skip, outs[h.i] = true, engine.Retry(fmt.Errorf("job %s: its agent went away; retrying", h.row.ID))
+			continue
+		}
+		if l, ok := c.Agents[h.rt.agent.Type].(ports.JobLeaser); ok && l.JobLease() > 0 {
+			claims = append(claims, h)
+		}
+	}
+	if len(claims) > 0 {
+		// An in-process agent cannot tell a job it was sent from a new one
+		// in another process: the job is claimed (its start time recorded)
+		// before it is sent, so no pass sends it again; if the process dies
+		// with it, the deployment's job timeout ends it.
+		err := c.inTx(ctx, func(ctx context.Context) error {
+			for _, h := range claims {
+				claim := h.row.Job
+				claim.StartedAt = now
+				v, err := c.Store.JobUpdate(ctx, claim, h.row.Version)
+				if errors.Is(err, ports.ErrConflict) {
+					h.skip, outs[h.i] = true, engine.RequeueAt(now) // it moved: recompute
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("claim job %s: %w", h.row.ID, err)
+				}
+				claimed := *h.row
+				claimed.Job, claimed.Version = claim, v
+				h.row = &claimed
+			}
+			return nil
+		})
+		if err != nil {
+			for _, h := range claims {
+				h.skip, outs[h.i] = true, engine.Retry(err)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, handOverParallel)
+	for k := range hs {
+		h := &hs[k]
+		if h.skip {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			h.res, h.err = c.send(ctx, h)
+		}()
+	}
+	wg.Wait()
+	wants := make([]engine.Outcome, len(hs))
+	for k := range hs {
+		wants[k] = outs[hs[k].i]
+	}
+	err := c.inTx(ctx, func(ctx context.Context) error {
+		rb := &batch{}
+		bctx := context.WithValue(ctx, batchKey{}, rb)
+		for k := range hs {
+			h := &hs[k]
+			if h.skip {
+				continue
+			}
+			rb.cur = h.i
+			if h.err != nil {
+				outs[h.i] = engine.Retry(fmt.Errorf("dispatch job %s to %s: %w", h.row.ID, h.rt.agent.ID, h.err))
+				continue
+			}
+			outs[h.i] = c.record(bctx, h).NoLaterThan(wants[k].At())
+		}
+		return c.flush(ctx, rb)
+	})
+	if err != nil {
+		for k := range hs {
+			if h := &hs[k]; !h.skip && h.err == nil {
+				outs[h.i] = engine.Retry(err)
+			}
+		}
+	}
+}
+
+// send hands one claimed or pending job to its agent. A configuration no
+// retry can fix ends the job invalidIntegration; any other error releases
+// the claim (nothing started) so that the next pass sends it.
+func (c *Chain) send(ctx context.Context, h *handover) (res ports.JobDispatchResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("agent %s panicked: %v", h.rt.agent.ID, p)
+		}
+	}()
+	row, rel, f := h.row, h.rel, h.f
+	res, err = c.Agents[h.rt.agent.Type].Dispatch(ctx, ports.JobDispatch{Job: row.Job, Agent: *h.rt.agent, Release: *rel, Version: h.rt.version,
+		Deployment: f.Detail.Deployment, Environment: f.Detail.Environment, Resource: f.Detail.Resource})
+	if errors.Is(err, release.ErrInvalid) {
+		return ports.JobDispatchResult{Status: release.JobInvalidIntegration, Message: err.Error()}, nil
+	}
+	if err != nil {
+		if !row.StartedAt.IsZero() && row.ExternalID == "" {
+			unclaim := row.Job
+			unclaim.StartedAt = time.Time{}
+			_, _ = c.Store.JobUpdate(ctx, unclaim, row.Version)
+		}
+		return res, err
+	}
+	if res.Status == "" {
+		res.Status = release.JobInProgress
+	}
+	return res, nil
+}
+
+// record stores what the agent said of a dispatched job (compare-and-swap,
+// re-read on a conflict) and ends the pass: the follow-up of a job that
+// ended at once, or a wake-up at its timeout.
+func (c *Chain) record(ctx context.Context, h *handover) engine.Outcome {
+	row, res := h.row, h.res
+	var err error
+	for range 5 {
+		next := row.Job
+		if next.ExternalID == "" {
+			next.ExternalID = res.ExternalID
+		}
+		if next.Status == release.JobPending && res.Status != release.JobPending {
+			next.Status, next.Message = res.Status, res.Message
+			if next.StartedAt.IsZero() {
+				next.StartedAt = c.Clock.Now()
+			}
+			if next.Status.IsTerminal() {
+				next.CompletedAt = next.StartedAt
+			}
+		}
+		_, err = c.Store.JobUpdate(ctx, next, row.Version)
+		if err == nil && next.Status != row.Status {
+			c.jobReached(&next)
+		}
+		if !errors.Is(err, ports.ErrConflict) {
+			break
+		}
+		fresh, gerr := c.Store.JobGet(ctx, row.ID)
+		if gerr != nil {
+			return engine.Retry(gerr)
+		}
+		row = &fresh
+	}
+	if err != nil {
+		return engine.Retry(fmt.Errorf("record dispatch of job %s: %w", row.ID, err))
+	}
+	agent := h.rt.agent
+	c.log(ctx, true, KindJobDispatch, h.rel.Target.Key(), "dispatched", "job-created", h.start, slog.String("job", row.ID),
+		slog.String("agent", agent.ID), slog.String("external_id", res.ExternalID), slog.String("status", string(res.Status)))
+	if res.Status.IsTerminal() {
+		return c.afterJobEnded(ctx, row)
+	}
+	if limit := h.f.Detail.Deployment.JobTimeout(); limit > 0 {
+		return engine.RequeueAt(c.Clock.Now().Add(limit)) // time it out then, unless it ended
+	}
+	return engine.Done()
+}
