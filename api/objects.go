@@ -130,17 +130,25 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 	tag := strings.ReplaceAll(k.kind.Plural, " ", "-")
 	listDoc := "List " + k.kind.Plural + " by id"
 	if k.kind.ParentKind != "" {
-		listDoc += " (parent: a " + k.kind.ParentKind + " id)"
+		listDoc += " (parent: a " + k.kind.ParentKind + " id; workspace: the objects of a workspace"
+		if k.kind.ParentKind == ports.SystemKind.Name {
+			listDoc += ", through their system"
+		}
+		listDoc += ")"
 	}
 	huma.Register(s.api, s.op("list"+plural, http.MethodGet, path, listDoc, ports.ScopeRead, tag),
 		func(ctx context.Context, in *struct {
-			Parent string `query:"parent" doc:"only the objects of this parent id"`
+			Parent    string `query:"parent" doc:"only the objects of this parent id"`
+			Workspace string `query:"workspace" doc:"only the objects of this workspace (directly or through their system)"`
 			PageParams
 		}) (*body[Page[ports.Stored[T]]], error) {
 			if in.Parent != "" && k.kind.ParentKind == "" {
 				return nil, huma.Error400BadRequest(k.kind.Plural+" have no parent", &huma.ErrorDetail{Location: "query.parent", Message: k.kind.Plural + " are top-level"})
 			}
-			p, err := k.objects().List(ctx, ports.ListParams{Parent: in.Parent, Continue: in.Cursor, Limit: in.limit()})
+			if in.Workspace != "" && k.kind.ParentKind == "" {
+				return nil, huma.Error400BadRequest(k.kind.Plural+" are in no workspace", &huma.ErrorDetail{Location: "query.workspace", Message: k.kind.Plural + " are top-level"})
+			}
+			p, err := k.objects().List(ctx, ports.ListParams{Parent: in.Parent, Workspace: in.Workspace, Continue: in.Cursor, Limit: in.limit()})
 			if err != nil {
 				if errors.Is(err, release.ErrInvalid) && in.Cursor != "" {
 					return nil, huma.Error400BadRequest("bad cursor", &huma.ErrorDetail{Location: "query.cursor", Message: "not a cursor this API returned"})

@@ -67,6 +67,12 @@ func TestObjects(t *testing.T) {
 		require.Empty(t, m["next_cursor"])
 		f.do(http.MethodGet, "/api/v1/deployments?cursor=zzz", "read", nil).problem(t, http.StatusBadRequest)
 		f.do(http.MethodGet, "/api/v1/job-agents?parent=x", "read", nil).problem(t, http.StatusBadRequest)
+		require.Contains(t, locations(f.do(http.MethodGet, "/api/v1/job-agents?workspace=ws", "read", nil).problem(t, http.StatusBadRequest)), "query.workspace")
+		res = f.do(http.MethodGet, "/api/v1/deployments?workspace=ws", "read", nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Len(t, res.json(t)["items"], 2, "the workspace's deployments, through their system")
+		res = f.do(http.MethodGet, "/api/v1/deployments?workspace=elsewhere", "read", nil)
+		require.Empty(t, res.json(t)["items"])
 		res = f.do(http.MethodGet, "/api/v1/job-agents", "read", nil)
 		require.Contains(t, string(res.body), `"ext"`)
 

@@ -80,6 +80,10 @@ type ListParams struct {
 	// Parent keeps the objects of this parent (a workspace or a system);
 	// empty keeps all. A top-level kind refuses a non-empty Parent.
 	Parent string
+	// Workspace keeps the objects of this workspace: those whose parent is
+	// it, or whose system is in it; empty keeps all. A kind with no parent
+	// (and workspaces themselves) refuses a non-empty Workspace.
+	Workspace string
 	// Continue is the Page.Continue of the previous page; empty starts.
 	Continue string
 	// Limit is the most objects returned: 0 means DefaultListLimit, more
@@ -212,6 +216,9 @@ func ContinueToken(id string) string {
 func ListCursor[T any](k *Kind[T], p ListParams) (after string, limit int, err error) {
 	if p.Parent != "" && k.Parent == nil {
 		return "", 0, release.Invalid("parent", "a "+k.Name+" has no parent")
+	}
+	if p.Workspace != "" && k.Parent == nil {
+		return "", 0, release.Invalid("workspace", "a "+k.Name+" is in no workspace")
 	}
 	switch {
 	case p.Limit < 0:

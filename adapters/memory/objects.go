@@ -120,9 +120,16 @@ func (o *objects[T]) List(ctx context.Context, p ports.ListParams) (ports.Page[T
 	}
 	defer o.s.rlock(ctx)()
 	var ids []string
-	if p.Parent != "" || o.parentHas == nil {
+	switch {
+	case p.Workspace != "" && o.kind.ParentKind == ports.SystemKind.Name:
+		ids = o.inWorkspace(p.Workspace, p.Parent)
+	case p.Workspace != "" && p.Parent != "" && p.Parent != p.Workspace:
+		// a workspace-parented kind: another parent than the workspace
+	case p.Workspace != "":
+		ids = o.table.byParent[p.Workspace]
+	case p.Parent != "" || o.parentHas == nil:
 		ids = o.table.byParent[p.Parent]
-	} else {
+	default:
 		ids = o.table.allIDs()
 	}
 	i, found := slices.BinarySearch(ids, after)
@@ -140,6 +147,20 @@ func (o *objects[T]) List(ctx context.Context, p ports.ListParams) (ports.Page[T
 		page.Items = append(page.Items, o.table.stored(o.table.rows[id]))
 	}
 	return page, nil
+}
+
+// inWorkspace lists, in id order, the ids of a system-parented kind whose
+// system is in workspace ws (and is parent, when given); the caller holds
+// the lock.
+func (o *objects[T]) inWorkspace(ws, parent string) []string {
+	var ids []string
+	for _, sys := range o.s.systems.byParent[ws] {
+		if parent == "" || parent == sys {
+			ids = append(ids, o.table.byParent[sys]...)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // Put implements ports.Objects: validate, then normalise, then (under the

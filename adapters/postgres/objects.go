@@ -159,7 +159,14 @@ func (o *objects[T]) List(ctx context.Context, p ports.ListParams) (ports.Page[T
 	}
 	where, args := "id > ?", []any{after}
 	if p.Parent != "" {
-		where, args = o.t.parentCol+" = ? AND id > ?", []any{p.Parent, after}
+		where, args = o.t.parentCol+" = ? AND "+where, append([]any{p.Parent}, args...)
+	}
+	if p.Workspace != "" {
+		in := o.t.parentCol + " = ?"
+		if o.t.parentTable == relSystems.table {
+			in = o.t.parentCol + " IN (SELECT id FROM release_systems WHERE workspace_id = ?)"
+		}
+		where, args = in+" AND "+where, append([]any{p.Workspace}, args...)
 	}
 	var rows []docRow
 	q := fmt.Sprintf("SELECT id, doc, version, updated_at FROM %s WHERE %s ORDER BY id LIMIT %d", o.t.table, where, limit+1)

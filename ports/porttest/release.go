@@ -55,6 +55,7 @@ func Objects(t *testing.T, newStore ReleaseStoreFactory) {
 	t.Run("StoreChecks", func(t *testing.T) { relCatalogStoreChecks(setup(t)) })
 	t.Run("SelectorPosition", func(t *testing.T) { relCatalogSelectorPosition(setup(t)) })
 	t.Run("Lists", func(t *testing.T) { relCatalogLists(setup(t)) })
+	t.Run("ListsByWorkspace", func(t *testing.T) { relCatalogListsByWorkspace(setup(t)) })
 	t.Run("ListPages", func(t *testing.T) { objListPages(t, setup) })
 	t.Run("ListRefused", func(t *testing.T) { objListRefused(setup(t)) })
 	t.Run("Delete", func(t *testing.T) { objDelete(t, setup) })

@@ -177,6 +177,77 @@ func relCatalogLists(t *testing.T, e *relEnv) {
 	require.Equal(t, []string{"p-c", "p-b", "p-d"}, ids(len(pols), func(i int) string { return pols[i].Value.ID }))
 }
 
+// relCatalogListsByWorkspace: ListParams.Workspace keeps the objects of a
+// workspace, directly (systems, resources) or through their system
+// (deployments, environments, variable sets), in id order and page by
+// page; with Parent both must hold; a kind outside any workspace refuses
+// it naming the field.
+func relCatalogListsByWorkspace(t *testing.T, e *relEnv) {
+	relWorld(t, e)
+	ctx, s := e.ctx, e.s
+	const ws2, sysB = "ws2", "sys-b"
+	_, err := s.Workspaces().Put(ctx, release.Workspace{ID: ws2, Name: "Other"}, 0)
+	require.NoError(t, err)
+	_, err = s.Systems().Put(ctx, release.System{ID: sysB, WorkspaceID: ws2, Name: "B"}, 0)
+	require.NoError(t, err)
+	for _, id := range []string{"a-other", "z-other"} {
+		_, err = s.Deployments().Put(ctx, release.Deployment{ID: id, SystemID: sysB, Name: id, Slug: id}, 0)
+		require.NoError(t, err)
+	}
+	_, err = s.Resources().Put(ctx, release.Resource{ID: "r-other", WorkspaceID: ws2, Kind: "Cluster", Identifier: "o", Name: "O"}, 0)
+	require.NoError(t, err)
+	_, err = s.VariableSets().Put(ctx, release.VariableSet{ID: "vs1", SystemID: relSys2, Name: "vs"}, 0)
+	require.NoError(t, err)
+
+	listIDs := func(list func(p ports.ListParams) ([]string, string, error), p ports.ListParams) []string {
+		var out []string
+		for {
+			ids, next, err := list(p)
+			require.NoError(t, err)
+			out = append(out, ids...)
+			if next == "" {
+				return out
+			}
+			p.Continue = next
+		}
+	}
+	deps := func(p ports.ListParams) ([]string, string, error) {
+		pg, err := s.Deployments().List(ctx, p)
+		ids := make([]string, len(pg.Items))
+		for i := range pg.Items {
+			ids[i] = pg.Items[i].Value.ID
+		}
+		return ids, pg.Continue, err
+	}
+	require.Equal(t, []string{relD1, relD2, relD3}, listIDs(deps, ports.ListParams{Workspace: relWS, Limit: 1}), "through their systems, a page at a time")
+	require.Equal(t, []string{"a-other", "z-other"}, listIDs(deps, ports.ListParams{Workspace: ws2}))
+	require.Equal(t, []string{relD3}, listIDs(deps, ports.ListParams{Workspace: relWS, Parent: relSys2}), "both filters hold")
+	require.Empty(t, listIDs(deps, ports.ListParams{Workspace: ws2, Parent: relSys2}), "a system of another workspace")
+	require.Empty(t, listIDs(deps, ports.ListParams{Workspace: "ws-none"}))
+
+	envs, err := s.Environments().List(ctx, ports.ListParams{Workspace: ws2})
+	require.NoError(t, err)
+	require.Empty(t, envs.Items)
+	sets, err := s.VariableSets().List(ctx, ports.ListParams{Workspace: relWS})
+	require.NoError(t, err)
+	require.Len(t, sets.Items, 1)
+	systems, err := s.Systems().List(ctx, ports.ListParams{Workspace: ws2})
+	require.NoError(t, err)
+	require.Len(t, systems.Items, 1)
+	require.Equal(t, sysB, systems.Items[0].Value.ID)
+	res, err := s.Resources().List(ctx, ports.ListParams{Workspace: relWS})
+	require.NoError(t, err)
+	require.Len(t, res.Items, 3)
+	res, err = s.Resources().List(ctx, ports.ListParams{Workspace: relWS, Parent: ws2})
+	require.NoError(t, err)
+	require.Empty(t, res.Items, "a resource's parent is its workspace: both must hold")
+
+	_, err = s.JobAgents().List(ctx, ports.ListParams{Workspace: relWS})
+	requireInvalid(t, err, "workspace")
+	_, err = s.Workspaces().List(ctx, ports.ListParams{Workspace: relWS})
+	requireInvalid(t, err, "workspace")
+}
+
 // relCatalogCopies: changing what a read returned changes nothing stored.
 func relCatalogCopies(t *testing.T, e *relEnv) {
 	relWorld(t, e)
