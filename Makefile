@@ -53,6 +53,27 @@ soak: ## Loop the kill tests with random kill timings for SOAK (default 5m; make
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s; 1000000x = a million executions; FUZZMINIMIZETIME default 1s)
 	FUZZTIME=$(or $(FUZZTIME),30s) FUZZMINIMIZETIME=$(or $(FUZZMINIMIZETIME),1s) scripts/fuzz.sh
 
+HELM_VERSION ?= v3.21.4
+HELM        ?= bin/helm
+CHART       ?= deploy/helm/reconciler
+IMAGE       ?= reconciler:dev
+
+.PHONY: chart-check
+chart-check: ## helm lint and helm template of deploy/helm/reconciler (builds helm HELM_VERSION from its Go module into bin/: slow the first time)
+	GOBIN=$(CURDIR)/bin $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	$(HELM) lint --strict $(CHART) --set database.existingSecret=reconciler-database
+	$(HELM) template reconciler $(CHART) --set database.existingSecret=reconciler-database \
+	  --set serviceMonitor.enabled=true --set 'secretEnv[0].name=RECONCILER_SECRET_GITHUB_TOKEN,secretEnv[0].secretName=gh,secretEnv[0].key=token' >/dev/null
+	@if $(HELM) template reconciler $(CHART) >/dev/null 2>&1; then echo "chart-check: rendered without database.existingSecret"; exit 1; fi
+	@echo "chart-check: helm $(HELM_VERSION) lint and template ok"
+
+.PHONY: image-check
+image-check: ## docker build the image when a container builder answers (docker info); otherwise say it was skipped
+	@if docker info >/dev/null 2>&1; then \
+	  docker build --build-arg VERSION=$$(git describe --always --dirty 2>/dev/null || echo dev) -t $(IMAGE) . && \
+	  docker run --rm $(IMAGE) --version && echo "image-check: built $(IMAGE)"; \
+	else echo "image-check: SKIPPED: no container builder here (docker info failed); the image was not built"; fi
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

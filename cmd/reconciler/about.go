@@ -24,6 +24,25 @@ type buildInfo struct {
 	Platform  string `json:"platform"`
 }
 
+// linkedVersion is set at link time (-ldflags "-X
+// main.linkedVersion=v1.2.3", as the Dockerfile does); when set it is the
+// version shown, in place of the module version.
+var linkedVersion string
+
+// currentBuild is this binary's build: readBuildInfo with the linked
+// version.
+func currentBuild() buildInfo {
+	return readBuildInfo(debug.ReadBuildInfo).linked(linkedVersion)
+}
+
+// linked returns b with version v, when v is set.
+func (b buildInfo) linked(v string) buildInfo {
+	if v != "" {
+		b.Version = v
+	}
+	return b
+}
+
 // readBuildInfo reads the build from runtime/debug.ReadBuildInfo.
 func readBuildInfo(read func() (*debug.BuildInfo, bool)) buildInfo {
 	b := buildInfo{Version: "unknown", GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
@@ -78,7 +97,7 @@ commit time it was built from, whether the tree was modified, the Go version
 and the platform. reconciler --version prints the same on one line.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b := readBuildInfo(debug.ReadBuildInfo)
+			b := currentBuild()
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)

@@ -34,7 +34,7 @@ func TestReadBuildInfo(t *testing.T) {
 // deployment versions still works.
 func TestVersionFlagAndAbout(t *testing.T) {
 	t.Parallel()
-	want := readBuildInfo(debug.ReadBuildInfo)
+	want := currentBuild()
 	res := runCLI(t, "", "--version")
 	require.Equal(t, 0, res.code, res.stderr)
 	require.Equal(t, "reconciler "+want.String()+"\n", res.stdout)
@@ -68,4 +68,15 @@ func TestCompletion(t *testing.T) {
 	res := runCLI(t, "", "completion", "tcsh")
 	require.Equal(t, 2, res.code)
 	require.ErrorContains(t, res.err, `unknown shell "tcsh"`)
+}
+
+// TestLinkedVersionWins: a version set at link time (the image's
+// -ldflags -X main.linkedVersion) replaces the module version; unset, the
+// module version stays.
+func TestLinkedVersionWins(t *testing.T) {
+	t.Parallel()
+	b := buildInfo{Version: "(devel)", GoVersion: "go1.26.8", Platform: "linux/amd64"}
+	require.Equal(t, "v1.2.3", b.linked("v1.2.3").Version)
+	require.Equal(t, "(devel)", b.linked("").Version)
+	require.Equal(t, "v1.2.3 go1.26.8 linux/amd64", b.linked("v1.2.3").String())
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"runtime/debug"
-
 	"github.com/spf13/cobra"
 )
 
@@ -20,7 +18,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		// --version prints the build; `version` is the deployment-version
 		// command group.
-		Version: readBuildInfo(debug.ReadBuildInfo).String(),
+		Version: currentBuild().String(),
 	}
 	root.SetVersionTemplate("reconciler {{.Version}}\n")
 	// Bad flags and unknown commands are usage errors: exit status 2.
@@ -42,6 +40,7 @@ func newRootCmd() *cobra.Command {
 		newQueueCmd(),
 		newAboutCmd(),
 		newCompletionCmd(),
+		newHealthcheckCmd(),
 	// subcommands: one line each
 	)
 	root.CompletionOptions.DisableDefaultCmd = true // newCompletionCmd instead
