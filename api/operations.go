@@ -31,9 +31,10 @@ type KindDepth struct {
 	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
 }
 
-// kindDepths folds per-state counts into one entry per kind, sorted by kind
-// (stats come sorted by kind), with ages measured at now.
-func kindDepths(stats []ports.KindStats, now time.Time) []KindDepth {
+// KindDepths folds per-state counts into one entry per kind, sorted by kind
+// (stats come sorted by kind, ports.SortKindStats), with ages measured at
+// now. The console shows the same figures.
+func KindDepths(stats []ports.KindStats, now time.Time) []KindDepth {
 	out := []KindDepth{}
 	for _, st := range stats {
 		if len(out) == 0 || out[len(out)-1].Kind != st.Kind {
@@ -94,6 +95,6 @@ func (s *Server) registerOperations() {
 				return nil, s.fail(ctx, err)
 			}
 			ports.SortKindStats(st)
-			return reply(kindDepths(st, s.o.Clock.Now())), nil
+			return reply(KindDepths(st, s.o.Clock.Now())), nil
 		})
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"net/http"
 	"regexp"
 	"strings"
 
@@ -51,6 +52,17 @@ func problem(err error) huma.StatusError {
 		return huma.Error409Conflict(err.Error())
 	}
 	return nil
+}
+
+// StatusOf is the HTTP status and message the API answers for err: the
+// problem of a domain error (404, 409, 422, ...), or 500 for any other
+// error, which is not the caller's fault. The console maps errors the same
+// way.
+func StatusOf(err error) (int, string) {
+	if p := problem(err); p != nil {
+		return p.GetStatus(), p.Error()
+	}
+	return http.StatusInternalServerError, "internal error"
 }
 
 // location is the body location of a domain field path.

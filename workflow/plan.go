@@ -77,9 +77,7 @@ func newPlan(t *Template) (*plan, error) {
 		task := &t.Spec.Tasks[i]
 		pt := &p.tasks[i]
 		pt.name, pt.typ = task.Name, task.Type
-		if m := matrixRefRe.FindStringSubmatch(task.Matrix); m != nil {
-			pt.matrixParam = m[1]
-		}
+		pt.matrixParam = task.MatrixParam()
 		if s := task.MatrixStrategy; s != nil {
 			pt.maxParallel, pt.failFast = s.MaxParallel, s.FailFast
 		}

@@ -133,6 +133,16 @@ type Task struct {
 	Webhook        *Webhook            `json:"webhook,omitempty"`
 }
 
+// MatrixParam is the name of the matrix parameter the task fans out over
+// (its Matrix reference "{{workflow.parameters.NAME}}"); empty when it has
+// none or the reference is malformed.
+func (t *Task) MatrixParam() string {
+	if m := matrixRefRe.FindStringSubmatch(t.Matrix); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
 // MatrixStrategy bounds a matrix task's fan-out. MaxParallel caps the items
 // running at once (0 means no cap); FailFast stops launching new items once
 // one dispatched item has failed for good.

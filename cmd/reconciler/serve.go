@@ -21,6 +21,7 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
 	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/console"
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/runs"
@@ -50,6 +51,7 @@ type serveOptions struct {
 	secretPrefix    string
 	secretDirs      []string
 	insecureNoAuth  bool
+	consoleRefresh  time.Duration
 	agents          agentOptions
 	code            codeHostOptions
 	logOut          io.Writer // where the log goes; nil is standard error
@@ -109,6 +111,10 @@ fresh admin token at start on standard output; with --dsn, create tokens with
 ` + "`reconciler token create --dsn DSN`" + `. --insecure-no-auth serves without
 tokens and is refused unless --listen is a loopback address.
 
+Web console: / on --listen (log in with a token; actions need the scope the
+API asks for: approve, write, admin). Its live parts poll every
+--console-refresh.
+
 Profiling: /debug/pprof only on the separate --admin-listen listener (off by
 default; keep it on loopback).
 
@@ -145,6 +151,7 @@ cut to 16 characters) or json (one object a line).`,
 	f.StringArrayVar(&o.secretDirs, "secret-dir", nil, "directory workflow secrets referenced as file:/path may be read from; repeat for several")
 	agentFlags(f, &o.agents)
 	codeHostFlags(f, &o.code)
+	durationRangeVar(f, &o.consoleRefresh, "console-refresh", console.DefaultRefresh, 100*time.Millisecond, time.Hour, "how often the web console's live parts (grid, target state, running workflows) poll")
 	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "serve the API without tokens (every caller is admin \"anonymous\"); only on a loopback --listen")
 	return cmd
 }
@@ -235,7 +242,8 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 
 	extra := map[string]http.Handler{}
 	if o.listen != "" {
-		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()}),
+		cat := catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()})
+		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
 			Metrics: metrics.api})
 		if o.dsn == "" && !o.insecureNoAuth {
@@ -244,6 +252,9 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 			}
 		}
 		extra[api.Prefix+"/"] = apiSrv.Handler()
+		extra["/"] = console.New(console.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat, Releases: be.releases,
+			Workflows: be.workflows, Runs: be.runs, Queue: be.queue, Tokens: be.tokens, Clock: clock, Logger: log,
+			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh}).Handler()
 	}
 	if gh != nil && gh.hook != nil && !demo {
 		extra["/webhooks/github"] = http.MaxBytesHandler(gh.hook, 1<<20+1)
