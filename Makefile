@@ -22,9 +22,9 @@ run: build ## Run the daemon on its embedded in-memory store (the demo workspace
 	./$(BIN) serve
 
 .PHONY: test
-test: ## Run every test, starting a throwaway PostgreSQL and Prometheus unless RECONCILER_TEST_DSN / _PROMETHEUS are set
+test: ## Run every test, starting a throwaway PostgreSQL and Prometheus unless RECONCILER_TEST_DSN / _PROMETHEUS are set (installs chromium for the console's browser test)
 	$(GO) build ./...
-	scripts/with-postgres.sh scripts/with-prometheus.sh $(GO) test $(TEST_FLAGS) $(PKGS)
+	scripts/with-postgres.sh scripts/with-prometheus.sh scripts/with-chromium.sh $(GO) test $(TEST_FLAGS) $(PKGS)
 
 .PHONY: test-short
 test-short: ## Run the tests that need no PostgreSQL (Postgres tests skip outside CI)
@@ -32,7 +32,7 @@ test-short: ## Run the tests that need no PostgreSQL (Postgres tests skip outsid
 
 .PHONY: race
 race: ## Run every test under the race detector (slower)
-	scripts/with-postgres.sh scripts/with-prometheus.sh $(GO) test -race $(TEST_FLAGS) $(PKGS)
+	scripts/with-postgres.sh scripts/with-prometheus.sh scripts/with-chromium.sh $(GO) test -race $(TEST_FLAGS) $(PKGS)
 
 .PHONY: bench
 bench: ## Run the Go benchmarks of the hot paths (Postgres ones start their own cluster)
@@ -83,6 +83,10 @@ lint: ## gofmt, go vet and staticcheck
 .PHONY: golden
 golden: ## Rewrite the golden decisions in testdata/snapshots/golden
 	$(GO) test ./reconcile/ -run TestGoldenSnapshots -update
+
+.PHONY: screenshots
+screenshots: ## Rewrite docs/console-*.png from the console's browser test (needs chromium)
+	RECONCILER_SCREENSHOTS=1 scripts/with-chromium.sh $(GO) test -count=1 -run '^TestConsoleInBrowser$$' ./cmd/reconciler/
 
 .PHONY: clean
 clean: ## Remove build output

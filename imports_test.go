@@ -102,6 +102,10 @@ func importAllowed(from, to string) error {
 		if top == "adapters" || top == "cmd" {
 			return deny("api/ never imports an adapter")
 		}
+	case under(from, "console"):
+		if top == "adapters" || top == "cmd" || top == "internal" {
+			return deny("console/ imports ports/, engine/..., api/ and the pure packages, never an adapter")
+		}
 	case under(from, "engine"):
 		if top == "adapters" || top == "cmd" {
 			return deny("engine/ never imports an adapter")

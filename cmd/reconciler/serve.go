@@ -54,7 +54,8 @@ type serveOptions struct {
 	consoleRefresh  time.Duration
 	agents          agentOptions
 	code            codeHostOptions
-	logOut          io.Writer // where the log goes; nil is standard error
+	logOut          io.Writer      // where the log goes; nil is standard error
+	opened          func(*backend) // tests: called once the backend is open (to issue tokens)
 }
 
 // newServeCmd runs the engine.
@@ -176,6 +177,9 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		return err
 	}
 	defer be.close()
+	if o.opened != nil {
+		o.opened(be)
+	}
 
 	reg := prometheus.NewRegistry()
 	metrics := registerMetrics(reg, be.queue, clock)
