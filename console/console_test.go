@@ -77,6 +77,7 @@ func TestLogin(t *testing.T) {
 	require.Equal(t, "/login?next=%2Fworkflows%2Fgated-1", res.header.Get("Location"))
 	res = anon.get("/grid")
 	require.Equal(t, http.StatusSeeOther, res.status)
+	require.Equal(t, http.StatusNotFound, anon.get("/debug/pprof/").status, "an unknown path is 404, session or not")
 	req := httptest.NewRequest(http.MethodGet, "/grid", nil)
 	req.Header.Set("HX-Request", "true")
 	rec := httptest.NewRecorder()

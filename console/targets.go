@@ -22,7 +22,7 @@ func (s *Server) routeTargets() {
 	s.mux.HandleFunc("GET /deployments/{id}/versions", s.page(s.versions))
 	s.mux.HandleFunc("POST /versions/{id}/approve", s.action(ports.ScopeApprove, s.approve))
 	s.mux.HandleFunc("POST /versions/{id}/force-deploy", s.action(ports.ScopeApprove, s.forceDeploy))
-	s.mux.HandleFunc("/", s.page(s.notFound))
+	s.mux.HandleFunc("/", s.notFound) // unknown paths are 404 with or without a session
 }
 
 // cell is what one release target runs and should run.
