@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"sync"
 
 	"github.com/reconcilerhq/reconciler/ports"
 )
@@ -19,20 +18,24 @@ import (
 // enqueue that must join the caller's transaction (the batch runs outside
 // it).
 type EnqueueBatcher struct {
-	q       ports.Queue
-	mu      sync.Mutex
-	busy    bool
-	pending []*enqueueReq
-}
-
-type enqueueReq struct {
-	items []ports.EnqueueParams
-	done  chan error
-	lead  chan struct{}
+	c *Coalescer[[]ports.EnqueueParams]
 }
 
 // NewEnqueueBatcher batches the enqueues made through it onto q.
-func NewEnqueueBatcher(q ports.Queue) *EnqueueBatcher { return &EnqueueBatcher{q: q} }
+func NewEnqueueBatcher(q ports.Queue) *EnqueueBatcher {
+	return &EnqueueBatcher{c: NewCoalescer(func(ctx context.Context, calls [][]ports.EnqueueParams) []error {
+		var items []ports.EnqueueParams
+		for _, c := range calls {
+			items = append(items, c...)
+		}
+		err := q.WorkEnqueue(ctx, items...)
+		errs := make([]error, len(calls))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	})}
+}
 
 // WorkEnqueue stores items, in a batch with whatever other enqueues are
 // waiting, and returns that batch's result.
@@ -40,54 +43,5 @@ func (b *EnqueueBatcher) WorkEnqueue(ctx context.Context, items ...ports.Enqueue
 	if len(items) == 0 {
 		return nil
 	}
-	req := &enqueueReq{items: items}
-	b.mu.Lock()
-	if !b.busy {
-		b.busy = true
-		b.mu.Unlock()
-		return b.flush(ctx, req)
-	}
-	req.done, req.lead = make(chan error, 1), make(chan struct{}, 1)
-	b.pending = append(b.pending, req)
-	b.mu.Unlock()
-	select {
-	case err := <-req.done:
-		return err
-	case <-req.lead:
-		return b.flush(ctx, req)
-	}
-}
-
-// flush sends own's items with every waiting request's, answers the
-// waiters, and passes the lead to the next waiter if more arrived.
-func (b *EnqueueBatcher) flush(ctx context.Context, own *enqueueReq) error {
-	b.mu.Lock()
-	batch := b.pending
-	b.pending = nil
-	b.mu.Unlock()
-	items := own.items
-	if len(batch) > 0 {
-		items = make([]ports.EnqueueParams, 0, len(own.items)+len(batch)*len(own.items))
-		items = append(items, own.items...)
-		for _, r := range batch {
-			items = append(items, r.items...)
-		}
-	}
-	// The waiters' items ride on this call: a cancelled leader must not
-	// fail them.
-	err := b.q.WorkEnqueue(context.WithoutCancel(ctx), items...)
-	for _, r := range batch {
-		r.done <- err
-	}
-	b.mu.Lock()
-	if len(b.pending) == 0 {
-		b.busy = false
-		b.mu.Unlock()
-		return err
-	}
-	next := b.pending[0]
-	b.pending = b.pending[1:]
-	b.mu.Unlock()
-	next.lead <- struct{}{}
-	return err
+	return b.c.Do(ctx, items)
 }

@@ -20,7 +20,16 @@ type WorkflowStore struct {
 // NewWorkflowStore returns the store over db.
 func NewWorkflowStore(db *DB) *WorkflowStore { return &WorkflowStore{db: db} }
 
-var _ ports.WorkflowStore = (*WorkflowStore)(nil)
+var (
+	_ ports.WorkflowStore = (*WorkflowStore)(nil)
+	_ ports.Transactor    = (*WorkflowStore)(nil)
+)
+
+// InTx implements ports.Transactor with DB.InTx: the store's calls, and
+// those of the other adapters on the same DB (the Queue), join it.
+func (s *WorkflowStore) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	return s.db.InTx(ctx, fn)
+}
 
 // WorkflowCreate stores w at version 1.
 func (s *WorkflowStore) WorkflowCreate(ctx context.Context, w ports.WorkflowRecord) error {

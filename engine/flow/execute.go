@@ -28,6 +28,7 @@ func (c *Controller) execute(ctx context.Context, w *ports.WorkflowRecord, t *wo
 	var sends []send
 	var wake time.Time
 	now := c.Clock.Now()
+	ctx = context.WithValue(ctx, agentCacheKey{}, map[string]ports.Stored[release.JobAgent]{})
 	for i := range runs {
 		r := runs[i]
 		if r.Phase != workflow.TaskRunning || w.CancelRequested {
@@ -61,10 +62,8 @@ func (c *Controller) execute(ctx context.Context, w *ports.WorkflowRecord, t *wo
 			return wake, err // nothing recorded, so nothing is sent
 		}
 	}
-	for i := range sends {
-		if err := c.deliver(ctx, w, &sends[i]); err != nil {
-			return wake, err
-		}
+	if err := c.deliverAll(ctx, w, sends); err != nil {
+		return wake, err
 	}
 	if len(batch) == 0 && len(sends) == 0 {
 		return wake, nil
@@ -91,6 +90,10 @@ func end(r *ports.TaskRunRecord, phase workflow.TaskPhase, at time.Time, msg str
 	r.Phase, r.FinishedAt, r.Message = phase, at, msg
 }
 
+// agentCacheKey carries the agent records one execute call read, by
+// name, so that its jobs read each agent once, not once per TaskRun.
+type agentCacheKey struct{}
+
 // agentOf is the agent record a job task names (jobAgentRef) and the
 // implementation registered for its type.
 func (c *Controller) agentOf(ctx context.Context, t *workflow.Template, task string) (release.JobAgent, ports.JobAgent, error) {
@@ -100,9 +103,16 @@ func (c *Controller) agentOf(ctx context.Context, t *workflow.Template, task str
 			ref = t.Spec.Tasks[i].JobAgentRef
 		}
 	}
-	agent, err := c.Releases.JobAgents().Get(ctx, ref)
-	if err != nil {
-		return release.JobAgent{}, nil, fmt.Errorf("job agent %s: %w", strconv.Quote(ref), err)
+	cache, _ := ctx.Value(agentCacheKey{}).(map[string]ports.Stored[release.JobAgent])
+	agent, ok := cache[ref]
+	if !ok {
+		var err error
+		if agent, err = c.Releases.JobAgents().Get(ctx, ref); err != nil {
+			return release.JobAgent{}, nil, fmt.Errorf("job agent %s: %w", strconv.Quote(ref), err)
+		}
+		if cache != nil {
+			cache[ref] = agent
+		}
 	}
 	impl, ok := c.Agents[agent.Value.Type]
 	if !ok {

@@ -21,7 +21,8 @@ import (
 // recorded in the TaskRun's Delivery (its idempotency key: the job id, or
 // the request's Idempotency-Key, both JobID(workflow, TaskRun, attempt))
 // in the pass's one batch write, and sent only by the pass whose write
-// stored it; what came back is written afterwards, run by run. So a key
+// stored it; what came back is written afterwards, for all of the pass's
+// sends in one compare-and-swap batch (settleAll). So a key
 // is sent at most once by a live pass. A pass that died mid-send leaves
 // the Delivery unsent; the next pass then
 //   - waits out the lease of a JobLeaser's job (it was sent and renews it,
@@ -122,13 +123,22 @@ func (c *Controller) prepareWebhook(ctx context.Context, w *ports.WorkflowRecord
 	return false, s
 }
 
-// deliver makes a recorded send and writes what came back into its
-// TaskRun, unless the run moved on meanwhile (a fast job's report ended
-// it: the report has the last word).
-func (c *Controller) deliver(ctx context.Context, w *ports.WorkflowRecord, s *send) error {
+// deliverAll makes the recorded sends and writes what came back into their
+// TaskRuns (settleAll).
+func (c *Controller) deliverAll(ctx context.Context, w *ports.WorkflowRecord, sends []send) error {
+	fs := make([]func(r *ports.TaskRunRecord, now time.Time), len(sends))
+	for i := range sends {
+		fs[i] = c.deliver(ctx, w, &sends[i])
+	}
+	return c.settleAll(ctx, w.ID, sends, fs)
+}
+
+// deliver makes a recorded send and returns what to write into its
+// TaskRun.
+func (c *Controller) deliver(ctx context.Context, w *ports.WorkflowRecord, s *send) func(r *ports.TaskRunRecord, now time.Time) {
 	if s.hook != nil {
 		resp, err := c.Webhooks.Send(ctx, *s.hook)
-		return c.settle(ctx, w.ID, s, func(r *ports.TaskRunRecord, now time.Time) {
+		return func(r *ports.TaskRunRecord, now time.Time) {
 			r.Delivery.SentAt = now
 			if err != nil {
 				end(r, workflow.TaskFailed, now, err.Error())
@@ -146,13 +156,13 @@ func (c *Controller) deliver(ctx context.Context, w *ports.WorkflowRecord, s *se
 				return
 			}
 			end(r, workflow.TaskSucceeded, now, msg)
-		})
+		}
 	}
 	res, err := s.agent.Dispatch(ctx, *s.job)
 	if err != nil && !errors.Is(err, release.ErrInvalid) {
 		c.Logger.Warn("workflow job dispatch failed; the next pass retries", "workflow", w.ID, "task_run", s.run, "job", s.key, "error", err)
 	}
-	return c.settle(ctx, w.ID, s, func(r *ports.TaskRunRecord, now time.Time) {
+	return func(r *ports.TaskRunRecord, now time.Time) {
 		switch {
 		case errors.Is(err, release.ErrInvalid):
 			end(r, workflow.TaskFailed, now, err.Error())
@@ -168,33 +178,64 @@ func (c *Controller) deliver(ctx context.Context, w *ports.WorkflowRecord, s *se
 				end(r, jobPhase(res.Status), now, res.Message)
 			}
 		}
-	})
+	}
 }
 
-// settle applies f to s's TaskRun as stored now, while it is still
-// running with s's Delivery, and writes it, reading again after a lost
-// compare-and-swap (a lease renewal may have come in between).
-func (c *Controller) settle(ctx context.Context, workflowID string, s *send, f func(r *ports.TaskRunRecord, now time.Time)) error {
-	for range 5 {
-		r, err := c.Store.TaskRunGet(ctx, workflowID, s.run)
-		if err != nil {
-			return fmt.Errorf("record send %s: %w", s.key, err)
-		}
-		if r.Phase != workflow.TaskRunning || r.Delivery == nil || r.Delivery.Key != s.key {
-			return nil
-		}
-		d := *r.Delivery
-		r.Delivery = &d
-		f(&r, c.Clock.Now())
-		err = c.Store.TaskRunsSave(ctx, workflowID, []ports.TaskRunRecord{r})
-		if !errors.Is(err, ports.ErrConflict) {
-			if err != nil {
-				return fmt.Errorf("record send %s: %w", s.key, err)
-			}
-			return nil
+// settleAll applies fs[i] to sends[i]'s TaskRun as stored now, while it is
+// still running with that send's Delivery (a fast job's report that ended
+// it has the last word), and writes them in one compare-and-swap batch in
+// one transaction, reading again after a lost one (a report or a lease
+// renewal may have come in between). After two lost batches it settles the sends one by one.
+func (c *Controller) settleAll(ctx context.Context, workflowID string, sends []send, fs []func(r *ports.TaskRunRecord, now time.Time)) error {
+	err := c.settle(ctx, workflowID, sends, fs, 2)
+	if !errors.Is(err, ports.ErrConflict) || len(sends) < 2 {
+		return err
+	}
+	for i := range sends {
+		if err := c.settle(ctx, workflowID, sends[i:i+1], fs[i:i+1], 5); err != nil {
+			return err
 		}
 	}
-	return fmt.Errorf("record send %s: %w", s.key, ports.ErrConflict)
+	return nil
+}
+
+// settle is settleAll's batch, tried up to tries times.
+func (c *Controller) settle(ctx context.Context, workflowID string, sends []send, fs []func(r *ports.TaskRunRecord, now time.Time), tries int) error {
+	if len(sends) == 0 {
+		return nil
+	}
+	var err error
+	for range tries {
+		err = c.inTx(ctx, func(ctx context.Context) error {
+			now := c.Clock.Now()
+			batch := make([]ports.TaskRunRecord, 0, len(sends))
+			for i := range sends {
+				s := &sends[i]
+				r, err := c.Store.TaskRunGet(ctx, workflowID, s.run)
+				if err != nil {
+					return fmt.Errorf("record send %s: %w", s.key, err)
+				}
+				if r.Phase != workflow.TaskRunning || r.Delivery == nil || r.Delivery.Key != s.key {
+					continue
+				}
+				d := *r.Delivery
+				r.Delivery = &d
+				fs[i](&r, now)
+				batch = append(batch, r)
+			}
+			if len(batch) == 0 {
+				return nil
+			}
+			if err := c.Store.TaskRunsSave(ctx, workflowID, batch); err != nil {
+				return fmt.Errorf("record %d sends: %w", len(batch), err)
+			}
+			return nil
+		})
+		if !errors.Is(err, ports.ErrConflict) {
+			return err
+		}
+	}
+	return err
 }
 
 // renewLease extends a running job's lease by a JobLeaser's report.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/workflow"
@@ -186,8 +187,15 @@ func (c *Controller) Approve(ctx context.Context, workflowID, taskRunID, user st
 // terminal status ends the TaskRun's attempt, with the report's outputs;
 // a non-terminal one with a Lease renews the job's lease (JobLeaser).
 // A report of another attempt, or on a run no longer running, is ignored;
-// a job id that is not a workflow job's is ErrNotFound.
+// a job id that is not a workflow job's is ErrNotFound. Concurrent reports
+// are recorded together (reportAll): one transaction for the batch.
 func (c *Controller) ReportJob(ctx context.Context, rep ports.JobReport) error {
+	c.reportsOnce.Do(func() { c.reports = engine.NewCoalescer(c.reportAll) })
+	return c.reports.Do(ctx, rep)
+}
+
+// reportOne records one report alone.
+func (c *Controller) reportOne(ctx context.Context, rep ports.JobReport) error {
 	wfID, trID, attempt, ok := parseJobID(rep.JobID)
 	if !ok {
 		return fmt.Errorf("report job %s: not a workflow job: %w", rep.JobID, ports.ErrNotFound)
@@ -198,37 +206,50 @@ func (c *Controller) ReportJob(ctx context.Context, rep ports.JobReport) error {
 		}
 		return nil
 	}
-	for range 5 {
-		r, err := c.Store.TaskRunGet(ctx, wfID, trID)
-		if err != nil {
-			return fmt.Errorf("report job %s: %w", rep.JobID, err)
+	// One transaction: the read, the write and the wake-up commit once (a
+	// conflict writes nothing, so the loop may read again inside it).
+	return c.inTx(ctx, func(ctx context.Context) error {
+		for range 5 {
+			r, err := c.Store.TaskRunGet(ctx, wfID, trID)
+			if err != nil {
+				return fmt.Errorf("report job %s: %w", rep.JobID, err)
+			}
+			if !c.reported(&r, rep, attempt) {
+				return nil // stale: another attempt, or already over
+			}
+			if err = c.Store.TaskRunsSave(ctx, wfID, []ports.TaskRunRecord{r}); errors.Is(err, ports.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("report job %s: %w", rep.JobID, err)
+			}
+			return c.wake(ctx, wfID)
 		}
-		if r.Attempt != attempt || r.Phase != workflow.TaskRunning || (r.JobID != "" && r.JobID != rep.JobID) {
-			return nil // stale: another attempt, or already over
-		}
-		// The dispatching pass recorded the job id before sending it (see
-		// outbox.go); a record without one is older than that rule.
-		r.JobID = rep.JobID
-		if r.ExternalID == "" {
-			r.ExternalID = rep.ExternalID
-		}
-		at := rep.At
-		if at.IsZero() {
-			at = c.Clock.Now()
-		}
-		end(&r, jobPhase(rep.Status), at, rep.Message)
-		if rep.Outputs != nil {
-			r.Outputs = rep.Outputs
-		}
-		if err = c.Store.TaskRunsSave(ctx, wfID, []ports.TaskRunRecord{r}); errors.Is(err, ports.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("report job %s: %w", rep.JobID, err)
-		}
-		return c.wake(ctx, wfID)
+		return fmt.Errorf("report job %s: %w", rep.JobID, ports.ErrConflict)
+	})
+}
+
+// reported applies a terminal report to its run as read, and says whether
+// it applies: false for another attempt's or a run no longer running.
+func (c *Controller) reported(r *ports.TaskRunRecord, rep ports.JobReport, attempt int) bool {
+	if r.Attempt != attempt || r.Phase != workflow.TaskRunning || (r.JobID != "" && r.JobID != rep.JobID) {
+		return false
 	}
-	return fmt.Errorf("report job %s: %w", rep.JobID, ports.ErrConflict)
+	// The dispatching pass recorded the job id before sending it (see
+	// outbox.go); a record without one is older than that rule.
+	r.JobID = rep.JobID
+	if r.ExternalID == "" {
+		r.ExternalID = rep.ExternalID
+	}
+	at := rep.At
+	if at.IsZero() {
+		at = c.Clock.Now()
+	}
+	end(r, jobPhase(rep.Status), at, rep.Message)
+	if rep.Outputs != nil {
+		r.Outputs = rep.Outputs
+	}
+	return true
 }
 
 // Status is a workflow with its TaskRuns, for display.
