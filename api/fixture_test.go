@@ -18,15 +18,18 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/apiagent"
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
+	"github.com/reconcilerhq/reconciler/adapters/simulated"
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
+	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
@@ -46,11 +49,12 @@ type stores struct {
 	workflows ports.WorkflowStore
 	catalog   ports.Catalog
 	tokens    ports.Tokens
+	runs      ports.RunStore
 }
 
 var backends = map[string]func(t testing.TB, clock ports.Clock) stores{
 	"memory": func(_ testing.TB, clock ports.Clock) stores {
-		return stores{memory.NewReleaseStore(clock), memory.NewQueue(clock), memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewTokens()}
+		return stores{memory.NewReleaseStore(clock), memory.NewQueue(clock), memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewTokens(), memory.NewRunStore(clock)}
 	},
 	"postgres": func(t testing.TB, clock ports.Clock) stores {
 		dsn, _ := pgtest.Schema(t)
@@ -63,7 +67,7 @@ var backends = map[string]func(t testing.TB, clock ports.Clock) stores{
 		t.Cleanup(q.Close)
 		cat := postgres.NewCatalog(db, clock)
 		t.Cleanup(cat.Close)
-		return stores{postgres.NewReleaseStore(db, clock), q, postgres.NewWorkflowStore(db), cat, postgres.NewTokens(db)}
+		return stores{postgres.NewReleaseStore(db, clock), q, postgres.NewWorkflowStore(db), cat, postgres.NewTokens(db), postgres.NewRunStore(db, clock)}
 	},
 }
 
@@ -106,8 +110,13 @@ func setup(t testing.TB, backend string) *fixture {
 	f.eng = engine.New(st.queue, engine.Options{Clock: clock, Logger: log, Owner: "test"})
 	f.chain.Register(f.eng, 1)
 	flows.Register(f.eng, 1)
+	for _, k := range reconcile.Kinds {
+		f.eng.Register(string(k), &runs.Processor{Kind: k, Store: st.runs, Queue: st.queue, Agents: simulated.NewAgentRuntime(),
+			Code: simulated.NewCodeHost(), Config: reconcile.DefaultConfig(), Clock: clock, Logger: log}, engine.KindOptions{Concurrency: 1})
+	}
 	f.server = api.New(api.Options{Chain: f.chain, Flows: flows, Catalog: catalog.New(st.catalog, catalog.Config{}),
 		Releases: st.releases, Workflows: st.workflows, Queue: st.queue, Tokens: st.tokens, Secrets: secrets{}, Clock: clock, Logger: log,
+		Runs:         &runs.Control{Store: st.runs, Queue: st.queue, Clock: clock},
 		MaxBodyBytes: 64 << 10})
 	f.http = httptest.NewServer(f.server.Handler())
 	t.Cleanup(f.http.Close)

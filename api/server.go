@@ -16,8 +16,10 @@ import (
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile"
 )
 
 // Prefix is where the API is mounted.
@@ -37,6 +39,9 @@ type Options struct {
 	// Releases and Workflows are read directly for lists and gets.
 	Releases  ports.ReleaseStore
 	Workflows ports.WorkflowStore
+	// Runs creates runs of the four kinds, stores their control intents
+	// and messages; its Store is read for lists, gets and decisions.
+	Runs *runs.Control
 	// Queue is read and redriven by the operations routes.
 	Queue ports.Queue
 	// Tokens authenticates requests and stores signed reports' nonces.
@@ -96,6 +101,8 @@ func New(o Options) *Server {
 		securityBearer:    {Type: "http", Scheme: "bearer", Description: "an API token (reconciler token create)"},
 		securitySignature: {Type: "apiKey", In: "header", Name: SignatureHeader, Description: "HMAC-SHA256 of TIMESTAMP.JOB_ID.BODY with the job agent's report secret"},
 	}
+	// reconcile.Settings: every field optional, durations as strings.
+	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[reconcile.Settings](), reflect.TypeFor[RunSettings]())
 	// policy.Rule has its own JSON shape (id, type and the type's fields).
 	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[policy.Rule](), reflect.TypeFor[PolicyRule]())
 	s := &Server{o: o, mux: mux}
@@ -107,6 +114,7 @@ func New(o Options) *Server {
 	s.registerWorkflows()
 	s.registerCatalog()
 	s.registerOperations()
+	s.registerRuns()
 	s.registerObjects()
 	mux.Handle("GET "+Prefix+"/openapi.json", s.openAPIHandler())
 	mux.Handle(Prefix+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -45,7 +45,37 @@ type RunUpdateParams struct {
 	// ResetPod forgets the observed pod in the same write: an agent launch
 	// starts a new pod, so the previous attempt's must not be judged again.
 	ResetPod bool
+	// Decision, when set, is recorded in the run's decision history in the
+	// same write (only if the write lands); the store stamps its At and
+	// Version.
+	Decision *RunDecision
 }
+
+// RunDecision is one entry of a run's decision history: a decision the
+// kernel applied (its action, reason and the move it made, if any), or an
+// operator's request (a control intent, a message) with who made it.
+type RunDecision struct {
+	// Version is the run's version the recorded write produced; entries of
+	// one run are ordered by it.
+	Version int64 `json:"version"`
+	// At is when the write landed (the store's clock).
+	At time.Time `json:"at"`
+	// Action is the decision's reconcile.ActionType, or "intent" or
+	// "message" for an operator's request.
+	Action string `json:"action"`
+	// Reason is the decision's kebab-case reason, or the request (e.g.
+	// "cancel").
+	Reason string `json:"reason"`
+	// From and To are set for a move (From → To).
+	From reconcile.State `json:"from,omitempty"`
+	To   reconcile.State `json:"to,omitempty"`
+	// By names the principal of an operator's request; empty for the kernel.
+	By string `json:"by,omitempty"`
+}
+
+// RunDecisionsKept is how many decisions a store keeps per run: the newest
+// ones; older entries are dropped as new ones are recorded.
+const RunDecisionsKept = 50
 
 // RunObserveParams records what a producer observed; nil fields are left
 // alone. Observations bump the version, so a decision taken on older
@@ -65,6 +95,8 @@ type RunListParams struct {
 	Kind reconcile.RunKind
 	// NonTerminal keeps only runs in a non-terminal state of their machine.
 	NonTerminal bool
+	// State, when set, keeps only runs in this state.
+	State reconcile.State
 	// AfterID continues a listing after this id.
 	AfterID string
 	// Limit is the most rows returned; zero or less means
@@ -78,11 +110,14 @@ type RunCounts struct {
 	RepoActive   int
 }
 
-// RunStore stores the runs of the four kinds.
+// RunStore stores the runs of the four kinds and each run's recent decision
+// history.
 //
 // Invariants (checked by porttest.RunStore): every write bumps Version; a
-// write with a stale ExpectedVersion returns ErrConflict and changes nothing;
-// RunGet of a missing run returns ErrNotFound.
+// write with a stale ExpectedVersion returns ErrConflict and changes nothing
+// (its Decision is not recorded either); RunGet of a missing run returns
+// ErrNotFound; RunDecisions returns the newest RunDecisionsKept decisions at
+// most, newest first, each stamped with the version its write produced.
 type RunStore interface {
 	// RunCreate inserts a new run at version 1; an existing ref is ErrConflict.
 	RunCreate(ctx context.Context, row RunRow) (RunRow, error)
@@ -93,6 +128,10 @@ type RunStore interface {
 	RunUpdate(ctx context.Context, p RunUpdateParams) (int64, error)
 	// RunObserve records observations and returns the new version.
 	RunObserve(ctx context.Context, p RunObserveParams) (int64, error)
+	// RunDecisions returns up to limit of the run's recorded decisions,
+	// newest first (limit <= 0 or above RunDecisionsKept means
+	// RunDecisionsKept); a missing run is ErrNotFound.
+	RunDecisions(ctx context.Context, ref reconcile.RunRef, limit int) ([]RunDecision, error)
 	// RunList pages through runs.
 	RunList(ctx context.Context, p RunListParams) ([]RunRow, error)
 	// RunStates returns the states of the named runs of one kind; missing

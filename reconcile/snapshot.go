@@ -312,12 +312,16 @@ type PRReviewSnapshot struct {
 
 // AgentRun is the stored row of a persistent agent.
 type AgentRun struct {
-	ID                  string    `json:"id"`
-	State               State     `json:"state"`
-	Version             int64     `json:"version"`
-	PendingMessages     int       `json:"pending_messages"`
-	ConsecutiveFailures int       `json:"consecutive_failures"`
-	TurnStartedAt       time.Time `json:"turn_started_at,omitzero"`
+	ID              string `json:"id"`
+	State           State  `json:"state"`
+	Version         int64  `json:"version"`
+	PendingMessages int    `json:"pending_messages"`
+	// Inbox keeps the newest messages sent to the agent (at most
+	// MaxInbox), oldest first; the last PendingMessages of them are unread.
+	// Decisions read only PendingMessages.
+	Inbox               []AgentMessage `json:"inbox,omitempty"`
+	ConsecutiveFailures int            `json:"consecutive_failures"`
+	TurnStartedAt       time.Time      `json:"turn_started_at,omitzero"`
 	// TurnDone is set by the agent when its current turn halted successfully.
 	TurnDone      bool      `json:"turn_done"`
 	KeepWarmUntil time.Time `json:"keep_warm_until,omitzero"`
@@ -326,6 +330,17 @@ type AgentRun struct {
 	Error     string    `json:"error,omitempty"`
 	Reconcile Reconcile `json:"reconcile"`
 }
+
+// AgentMessage is one message sent to a persistent agent.
+type AgentMessage struct {
+	At time.Time `json:"at"`
+	// By names who sent it (the API token's name).
+	By   string `json:"by"`
+	Text string `json:"text"`
+}
+
+// MaxInbox is how many messages an agent's Inbox keeps.
+const MaxInbox = 10
 
 // AgentSnapshot is the frozen view a persistent-agent decision sees.
 type AgentSnapshot struct {

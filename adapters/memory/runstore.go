@@ -25,6 +25,8 @@ type RunStore struct {
 	// global and perRepo count runs holding an agent slot (ports.HoldsSlot).
 	global  int
 	perRepo map[string]int
+	// decisions holds each run's newest decisions, oldest first.
+	decisions map[reconcile.RunRef][]ports.RunDecision
 }
 
 // kindRuns holds the runs of one kind with their ids kept sorted for paging.
@@ -37,7 +39,8 @@ var _ ports.RunStore = (*RunStore)(nil)
 
 // NewRunStore returns an empty store that stamps rows with clock.
 func NewRunStore(clock ports.Clock) *RunStore {
-	s := &RunStore{clock: clock, runs: map[reconcile.RunKind]*kindRuns{}, perRepo: map[string]int{}}
+	s := &RunStore{clock: clock, runs: map[reconcile.RunKind]*kindRuns{}, perRepo: map[string]int{},
+		decisions: map[reconcile.RunRef][]ports.RunDecision{}}
 	for _, k := range reconcile.Kinds {
 		s.runs[k] = &kindRuns{byID: map[string]*ports.RunRow{}}
 	}
@@ -113,7 +116,34 @@ func (s *RunStore) RunUpdate(_ context.Context, p ports.RunUpdateParams) (int64,
 	s.countSlot(r, 1)
 	r.Version++
 	r.UpdatedAt = s.now()
+	if p.Decision != nil {
+		d := *p.Decision
+		d.Version, d.At = r.Version, r.UpdatedAt
+		h := append(s.decisions[p.Ref], d)
+		if len(h) > ports.RunDecisionsKept {
+			h = slices.Clone(h[len(h)-ports.RunDecisionsKept:])
+		}
+		s.decisions[p.Ref] = h
+	}
 	return r.Version, nil
+}
+
+// RunDecisions returns up to limit of the run's decisions, newest first.
+func (s *RunStore) RunDecisions(_ context.Context, ref reconcile.RunRef, limit int) ([]ports.RunDecision, error) {
+	if limit <= 0 || limit > ports.RunDecisionsKept {
+		limit = ports.RunDecisionsKept
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if _, err := s.lookup(ref); err != nil {
+		return nil, fmt.Errorf("run decisions: %w", err)
+	}
+	h := s.decisions[ref]
+	out := make([]ports.RunDecision, 0, min(limit, len(h)))
+	for i := len(h) - 1; i >= 0 && len(out) < limit; i-- {
+		out = append(out, h[i])
+	}
+	return out, nil
 }
 
 // RunObserve records the non-nil observations, merges Patch into the body's
@@ -180,7 +210,7 @@ func (s *RunStore) RunList(_ context.Context, p ports.RunListParams) ([]ports.Ru
 			break
 		}
 		r := kr.byID[id]
-		if p.NonTerminal && m.IsTerminal(r.State) {
+		if p.NonTerminal && m.IsTerminal(r.State) || p.State != "" && r.State != p.State {
 			continue
 		}
 		out = append(out, copyRow(r))

@@ -166,12 +166,27 @@ func (s *RunStore) RunUpdate(ctx context.Context, p ports.RunUpdateParams) (int6
 		body = "{}"
 	}
 	var version int64
-	err := s.db.idb(ctx).NewRaw(
-		`UPDATE runs SET state = ?, terminal = ?, body = ?::jsonb, version = version + 1, updated_at = ?,
+	update := `UPDATE runs SET state = ?, terminal = ?, body = ?::jsonb, version = version + 1, updated_at = ?,
 		    pod = CASE WHEN ? THEN NULL ELSE pod END
-		 WHERE kind = ? AND id = ? AND version = ? RETURNING version`,
-		p.State, runTerminal(p.Ref.Kind, p.State), body, s.now(), p.ResetPod, p.Ref.Kind, p.Ref.ID, p.ExpectedVersion,
-	).Scan(ctx, &version)
+		 WHERE kind = ? AND id = ? AND version = ? RETURNING version, updated_at`
+	args := []any{p.State, runTerminal(p.Ref.Kind, p.State), body, s.now(), p.ResetPod, p.Ref.Kind, p.Ref.ID, p.ExpectedVersion}
+	var q string
+	if d := p.Decision; d != nil {
+		// One statement: the update, its decision (only if the update
+		// matched) and the trim of the run's history to the newest
+		// RunDecisionsKept rows.
+		q = `WITH u AS (` + update + `),
+		 ins AS (INSERT INTO run_decisions (kind, id, version, at, action, reason, from_state, to_state, by_name)
+		         SELECT ?, ?, u.version, u.updated_at, ?, ?, ?, ?, ? FROM u),
+		 trim AS (DELETE FROM run_decisions WHERE kind = ? AND id = ? AND EXISTS (SELECT 1 FROM u) AND version <
+		         (SELECT version FROM run_decisions WHERE kind = ? AND id = ? ORDER BY version DESC OFFSET ? LIMIT 1))
+		 SELECT version FROM u`
+		args = append(args, p.Ref.Kind, p.Ref.ID, d.Action, d.Reason, string(d.From), string(d.To), d.By,
+			p.Ref.Kind, p.Ref.ID, p.Ref.Kind, p.Ref.ID, ports.RunDecisionsKept-2)
+	} else {
+		q = `WITH u AS (` + update + `) SELECT version FROM u`
+	}
+	err := s.db.idb(ctx).NewRaw(q, args...).Scan(ctx, &version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, s.missedCAS(ctx, "update", p.Ref, p.ExpectedVersion)
 	}
@@ -179,6 +194,40 @@ func (s *RunStore) RunUpdate(ctx context.Context, p ports.RunUpdateParams) (int6
 		return 0, fmt.Errorf("update run %s: %w", p.Ref, err)
 	}
 	return version, nil
+}
+
+// RunDecisions returns up to limit of the run's recorded decisions, newest
+// first; a missing run is ErrNotFound.
+func (s *RunStore) RunDecisions(ctx context.Context, ref reconcile.RunRef, limit int) ([]ports.RunDecision, error) {
+	if limit <= 0 || limit > ports.RunDecisionsKept {
+		limit = ports.RunDecisionsKept
+	}
+	var rows []struct {
+		Version int64     `bun:"version"`
+		At      time.Time `bun:"at"`
+		Action  string    `bun:"action"`
+		Reason  string    `bun:"reason"`
+		From    string    `bun:"from_state"`
+		To      string    `bun:"to_state"`
+		By      string    `bun:"by_name"`
+	}
+	err := s.db.idb(ctx).NewRaw(
+		`SELECT version, at, action, reason, from_state, to_state, by_name FROM run_decisions
+		 WHERE kind = ? AND id = ? ORDER BY version DESC LIMIT ?`, ref.Kind, ref.ID, limit).Scan(ctx, &rows)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("run decisions of %s: %w", ref, err)
+	}
+	if len(rows) == 0 {
+		if _, err := s.RunGet(ctx, ref); err != nil {
+			return nil, fmt.Errorf("run decisions: %w", err)
+		}
+	}
+	out := make([]ports.RunDecision, len(rows))
+	for i, r := range rows {
+		out[i] = ports.RunDecision{Version: r.Version, At: runUTC(r.At), Action: r.Action, Reason: r.Reason,
+			From: reconcile.State(r.From), To: reconcile.State(r.To), By: r.By}
+	}
+	return out, nil
 }
 
 // missedCAS explains a compare-and-swap that matched no row.
@@ -274,6 +323,9 @@ func (s *RunStore) RunList(ctx context.Context, p ports.RunListParams) ([]ports.
 		Limit(int64(limit))
 	if p.NonTerminal {
 		q = q.Where("NOT terminal")
+	}
+	if p.State != "" {
+		q = q.Where("state = ?", p.State)
 	}
 	if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("list %s runs after %q: %w", p.Kind, p.AfterID, err)

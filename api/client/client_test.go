@@ -14,6 +14,7 @@ import (
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
@@ -49,6 +50,23 @@ func TestRequests(t *testing.T) {
 	require.NoError(t, c.EndForceDeploy(ctx, "v 1", "s1"))
 	s = <-got
 	require.Equal(t, seen{method: http.MethodDelete, path: "/api/v1/versions/v%201/force-deploys/s1", auth: "Bearer tok"}, s)
+
+	// Runs: create, list with filters, get with decisions, intent, message.
+	_, err = c.CreateRun(ctx, api.RunCreate{Kind: reconcile.KindRepo, ID: "t1", Repo: "acme/api"})
+	require.NoError(t, err)
+	require.Equal(t, seen{method: http.MethodPost, path: "/api/v1/runs", auth: "Bearer tok", body: `{"kind":"repo","id":"t1","repo":"acme/api"}`}, <-got)
+	_, err = c.Runs(ctx, client.RunListParams{Kind: reconcile.KindRepo, State: reconcile.RepoRunning, Limit: 5, Cursor: "cg"})
+	require.NoError(t, err)
+	require.Equal(t, seen{method: http.MethodGet, path: "/api/v1/runs", auth: "Bearer tok"}, <-got)
+	_, err = c.Run(ctx, reconcile.RunRef{Kind: reconcile.KindPersistentAgent, ID: "bot 1"}, 3)
+	require.NoError(t, err)
+	require.Equal(t, seen{method: http.MethodGet, path: "/api/v1/runs/persistent-agent/bot%201", auth: "Bearer tok"}, <-got)
+	_, err = c.RunIntent(ctx, reconcile.RunRef{Kind: reconcile.KindRepo, ID: "t1"}, reconcile.IntentCancel)
+	require.NoError(t, err)
+	require.Equal(t, seen{method: http.MethodPost, path: "/api/v1/runs/repo/t1/intents", auth: "Bearer tok", body: `{"intent":"cancel"}`}, <-got)
+	_, err = c.RunMessage(ctx, reconcile.RunRef{Kind: reconcile.KindPersistentAgent, ID: "bot"}, "hi")
+	require.NoError(t, err)
+	require.Equal(t, seen{method: http.MethodPost, path: "/api/v1/runs/persistent-agent/bot/messages", auth: "Bearer tok", body: `{"text":"hi"}`}, <-got)
 }
 
 func TestProblems(t *testing.T) {

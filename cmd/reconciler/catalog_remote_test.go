@@ -12,6 +12,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/engine/catalog"
+	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
@@ -34,7 +35,8 @@ func catalogAPIServer(t *testing.T, store string) (string, map[ports.Scope]strin
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	t.Cleanup(rt.close)
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()}),
-		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Clock: clock})
+		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Clock: clock,
+		Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	out := map[ports.Scope]string{}

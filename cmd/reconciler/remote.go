@@ -19,6 +19,7 @@ import (
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/engine/catalog"
+	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -120,7 +121,8 @@ func (o *releaseOpts) apiClient(cmd *cobra.Command) (*client.Client, func(), err
 		user = "cli"
 	}
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()}),
-		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Clock: ports.SystemClock,
+		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens,
+		Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: ports.SystemClock}, Clock: ports.SystemClock,
 		Insecure: true, InsecurePrincipal: user})
 	c, err := client.New("http://in-process", "", client.WithHTTPClient(&http.Client{Transport: handlerTransport{srv.Handler()}}))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/engine/catalog"
+	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/ports"
 )
@@ -32,7 +33,8 @@ func apiServer(t *testing.T) (string, map[ports.Scope]string) {
 	require.NoError(t, err)
 	require.NoError(t, seedReleaseDemo(ctx, rt.chain, cat, demo))
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(cat, catalog.Config{Validators: catalogValidators()}),
-		Releases: releases, Workflows: wfs, Queue: q, Tokens: tokens, Clock: clock})
+		Releases: releases, Workflows: wfs, Queue: q, Tokens: tokens, Clock: clock,
+		Runs: &runs.Control{Store: memory.NewRunStore(clock), Queue: q, Clock: clock}})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	out := map[ports.Scope]string{}

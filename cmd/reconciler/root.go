@@ -38,6 +38,7 @@ func newRootCmd() *cobra.Command {
 		newJobsCmd(),
 		newDeadCmd(),
 		newQueueCmd(),
+		newRunsCmd(),
 		newAboutCmd(),
 		newCompletionCmd(),
 		newHealthcheckCmd(),

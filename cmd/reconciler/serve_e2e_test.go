@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/adapters/github/githubtest"
-	"github.com/reconcilerhq/reconciler/adapters/postgres"
-	"github.com/reconcilerhq/reconciler/engine/runs"
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
@@ -21,10 +21,9 @@ import (
 
 // serveRepoRun starts `serve --dsn` as a process with the process runtime
 // (its agent exits 0 at once, as if it pushed its branch) and the github
-// code host pointed at a fake whose new pull requests get checks, stores
-// a repo run with auto-merge (the API that would create it is not in main
-// yet, so the test writes it through the Postgres run store, as the API
-// will) and waits until the run is in want. It returns the states the
+// code host pointed at a fake whose new pull requests get checks, creates
+// a repo run with auto-merge through the API (with a token of scope read
+// and write) and waits until the run is in want. It returns the states the
 // serve process logged the run moving through and the fake.
 func serveRepoRun(t *testing.T, checks githubtest.CheckRun, approve bool, want reconcile.State) ([]string, *githubtest.Server) {
 	t.Helper()
@@ -34,6 +33,10 @@ func serveRepoRun(t *testing.T, checks githubtest.CheckRun, approve bool, want r
 	bin, err := buildBinary()
 	require.NoError(t, err)
 	dsn, _ := pgtest.Schema(t)
+	out, err := exec.Command(bin, "token", "create", "--name", "runs-bot", "--scope", "read,write", "--dsn", dsn, "-o", "json").Output()
+	require.NoError(t, err)
+	var token struct{ Secret string }
+	require.NoError(t, json.Unmarshal(out, &token))
 	fake := githubtest.New("gh-token")
 	t.Cleanup(fake.Close)
 	fake.Opened = func(pr githubtest.PR) {
@@ -42,27 +45,25 @@ func serveRepoRun(t *testing.T, checks githubtest.CheckRun, approve bool, want r
 			fake.AddReview(pr.Number, githubtest.Review{User: "ann", State: "APPROVED"})
 		}
 	}
-	log := &procLog{keep: []string{"reconcile.decision"}}
-	cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "", "--lock", "2s",
+	log := &procLog{keep: []string{"reconcile.decision", "listening"}}
+	cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "127.0.0.1:0", "--lock", "2s",
 		"--agent-command", "sh", "--agent-arg=-c", "--agent-arg", "exit 0", "--agent-workdir", t.TempDir(),
 		"--github-api", fake.URL, "--github-token", "env:RECONCILER_SECRET_GH", "--github-merge-method", "squash",
 		"--pr-poll-interval", "200ms")
 	cmd.Env = append(os.Environ(), "RECONCILER_DSN=", "RECONCILER_SECRET_GH=gh-token")
 	startProcessLog(t, cmd, "engine starting", "serve", log)
+	lines := log.matching("listening")
+	require.NotEmpty(t, lines)
+	addr := regexp.MustCompile(`addr=(\S+)`).FindStringSubmatch(lines[0].text)
+	require.NotNil(t, addr, lines[0].text)
 
 	ctx := context.Background()
-	db, err := postgres.Open(ctx, dsn)
+	c, err := client.New("http://"+addr[1], token.Secret)
 	require.NoError(t, err)
-	t.Cleanup(db.Close)
-	store, q := postgres.NewRunStore(db, ports.SystemClock), postgres.NewQueue(db, ports.SystemClock)
-	t.Cleanup(q.Close)
 	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "task-e2e"}
-	body, err := json.Marshal(reconcile.RepoRun{MaxRetries: 1})
-	require.NoError(t, err)
-	_, err = store.RunCreate(ctx, ports.RunRow{Ref: ref, State: reconcile.RepoQueued, Repo: "acme/api", Body: body,
+	_, err = c.CreateRun(ctx, api.RunCreate{Kind: ref.Kind, ID: ref.ID, Repo: "acme/api", MaxRetries: 1,
 		Settings: reconcile.Settings{AutoMerge: true}})
 	require.NoError(t, err)
-	require.NoError(t, q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref)}))
 
 	// The run's row reaches want before the serve process logs the
 	// decision that moved it there: wait for both.
@@ -70,7 +71,7 @@ func serveRepoRun(t *testing.T, checks githubtest.CheckRun, approve bool, want r
 	applied := regexp.MustCompile(`outcome=applied`)
 	var states []string
 	waitUntil(t, 60*time.Second, func() bool {
-		row, err := store.RunGet(ctx, ref)
+		row, err := c.Run(ctx, ref, 0)
 		require.NoError(t, err)
 		if row.State != want {
 			return false
@@ -88,6 +89,19 @@ func serveRepoRun(t *testing.T, checks githubtest.CheckRun, approve bool, want r
 		}
 		return len(states) > 0 && states[len(states)-1] == string(want)
 	})
+	// The run's decision history, read through the API, holds the same moves.
+	v, err := c.Run(ctx, ref, ports.RunDecisionsKept)
+	require.NoError(t, err)
+	var moves []string
+	for i := len(v.Decisions) - 1; i >= 0; i-- {
+		if d := v.Decisions[i]; d.To != "" {
+			if len(moves) == 0 {
+				moves = append(moves, string(d.From))
+			}
+			moves = append(moves, string(d.To))
+		}
+	}
+	require.Equal(t, states, moves, "decisions: %+v", v.Decisions)
 	return states, fake
 }
 
@@ -98,7 +112,7 @@ func serveRepoRun(t *testing.T, checks githubtest.CheckRun, approve bool, want r
 func TestServeDSNRepoRunMerges(t *testing.T) {
 	t.Parallel()
 	states, fake := serveRepoRun(t, githubtest.CheckRun{Status: "completed", Conclusion: "success"}, true, reconcile.RepoCompleted)
-	require.Equal(t, []string{"queued", "provisioning", "running", "pr_opened", "completed"}, states)
+	require.Equal(t, []string{"pending", "queued", "provisioning", "running", "pr_opened", "completed"}, states)
 	pr, ok := fake.GetPR(1)
 	require.True(t, ok)
 	require.True(t, pr.Merged, "merged on the code host")
@@ -111,7 +125,7 @@ func TestServeDSNRepoRunMerges(t *testing.T) {
 func TestServeDSNRepoRunCIFailsNeedsAttention(t *testing.T) {
 	t.Parallel()
 	states, fake := serveRepoRun(t, githubtest.CheckRun{Status: "completed", Conclusion: "failure"}, true, reconcile.RepoNeedsAttention)
-	require.Equal(t, []string{"queued", "provisioning", "running", "pr_opened", "needs_attention"}, states)
+	require.Equal(t, []string{"pending", "queued", "provisioning", "running", "pr_opened", "needs_attention"}, states)
 	pr, _ := fake.GetPR(1)
 	require.False(t, pr.Merged)
 }

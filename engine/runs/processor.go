@@ -198,7 +198,7 @@ func (p *Processor) Apply(ctx context.Context, row ports.RunRow, snap reconcile.
 	case reconcile.DeferWithBackoff:
 		ctl := snap.Controls()
 		ctl.BackoffUntil, ctl.Attempts = a.Until, a.Attempts
-		switch _, err := p.write(ctx, row, snap, state, nil, &ctl, false); {
+		switch _, err := p.write(ctx, row, snap, state, nil, &ctl, false, a); {
 		case errors.Is(err, ports.ErrConflict):
 			return OutcomeStale, engine.RequeueAt(now), nil
 		case err != nil:
@@ -260,7 +260,7 @@ func (p *Processor) Apply(ctx context.Context, row ports.RunRow, snap reconcile.
 	// Any applied write clears the reconcile backoff.
 	ctl := snap.Controls()
 	ctl.BackoffUntil, ctl.Attempts = time.Time{}, 0
-	switch _, err := p.write(ctx, row, snap, state, &patch, &ctl, resetPod); {
+	switch _, err := p.write(ctx, row, snap, state, &patch, &ctl, resetPod, a); {
 	case errors.Is(err, ports.ErrConflict):
 		return OutcomeStale, engine.RequeueAt(now), nil
 	case err != nil:
@@ -328,6 +328,17 @@ func (p *Processor) launchReview(ctx context.Context, row ports.RunRow, a reconc
 	return p.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: Key(rv.Ref), EventTime: now})
 }
 
+// decisionOf is the history entry of a kernel decision: its action type,
+// reason and, for a move, its edge.
+func decisionOf(a reconcile.Action) *ports.RunDecision {
+	d := &ports.RunDecision{Action: string(a.Type()), Reason: a.Why()}
+	if m, ok := a.(reconcile.Moving); ok {
+		e := m.Move()
+		d.From, d.To = e.From, e.To
+	}
+	return d
+}
+
 // launches reports whether the action starts a new agent pod, so the
 // previous attempt's observed pod must be forgotten.
 func launches(a reconcile.Action) bool {
@@ -349,13 +360,15 @@ func transitionPatch(a reconcile.Action) *reconcile.Patch {
 }
 
 // write applies the patch and reconcile columns to the row body and writes
-// state and body in one compare-and-swap.
-func (p *Processor) write(ctx context.Context, row ports.RunRow, snap reconcile.Snapshot, state reconcile.State, patch *reconcile.Patch, ctl *reconcile.Reconcile, resetPod bool) (int64, error) {
+// state and body in one compare-and-swap, recording the decision a in the
+// run's history with it.
+func (p *Processor) write(ctx context.Context, row ports.RunRow, snap reconcile.Snapshot, state reconcile.State, patch *reconcile.Patch, ctl *reconcile.Reconcile, resetPod bool, a reconcile.Action) (int64, error) {
 	body, err := patchedBody(snap, patch, ctl)
 	if err != nil {
 		return 0, err
 	}
-	v, err := p.Store.RunUpdate(ctx, ports.RunUpdateParams{Ref: row.Ref, ExpectedVersion: row.Version, State: state, Body: body, ResetPod: resetPod})
+	v, err := p.Store.RunUpdate(ctx, ports.RunUpdateParams{Ref: row.Ref, ExpectedVersion: row.Version, State: state, Body: body, ResetPod: resetPod,
+		Decision: decisionOf(a)})
 	if err != nil {
 		return 0, fmt.Errorf("write %s: %w", row.Ref, err)
 	}

@@ -396,3 +396,27 @@ func run(t *testing.T, eng *engine.Engine) {
 		}
 	})
 }
+
+// TestProcessorRecordsDecisions: every applied write records its decision
+// (action, reason, move) in the run's history, newest first; a pass that
+// writes nothing records nothing.
+func TestProcessorRecordsDecisions(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	ctx := context.Background()
+	ref := createAgent(t, b.store, "a3", reconcile.AgentFailed, reconcile.AgentRun{ConsecutiveFailures: 3,
+		Reconcile: reconcile.Reconcile{Intent: reconcile.IntentResume}})
+	p := b.proc(reconcile.KindPersistentAgent)
+	p.Process(ctx, engine.Item{Key: runs.Key(ref), Attempt: 1}) // failed → idle (intent-resume)
+	p.Process(ctx, engine.Item{Key: runs.Key(ref), Attempt: 1}) // idle, nothing pending: no write
+	got, err := b.store.RunDecisions(ctx, ref, 0)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, "transition", got[0].Action)
+	require.Equal(t, "intent-resume", got[0].Reason)
+	require.Equal(t, reconcile.AgentFailed, got[0].From)
+	require.Equal(t, reconcile.AgentIdle, got[0].To)
+	row, err := b.store.RunGet(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, row.Version, got[0].Version, "stamped with the version its write produced")
+}

@@ -43,6 +43,10 @@ func RunStore(t *testing.T, newStore func(t *testing.T) ports.RunStore) {
 	t.Run("CountsFollowWrites", func(t *testing.T) { runCountsFollowWrites(setup(t)) })
 	t.Run("RowsAreCopies", func(t *testing.T) { runRowsAreCopies(setup(t)) })
 	t.Run("ConcurrentIncrements", func(t *testing.T) { runConcurrentIncrements(setup(t)) })
+	t.Run("ListByState", func(t *testing.T) { runListByState(setup(t)) })
+	t.Run("DecisionsRecorded", func(t *testing.T) { runDecisionsRecorded(setup(t)) })
+	t.Run("DecisionsStaleWrite", func(t *testing.T) { runDecisionsStaleWrite(setup(t)) })
+	t.Run("DecisionsBounded", func(t *testing.T) { runDecisionsBounded(setup(t)) })
 }
 
 // testT is what the suite's bodies need from *testing.T and *rapid.T.
