@@ -73,7 +73,10 @@ func TestNoJobSentTwiceAcrossProcesses(t *testing.T) {
 
 	log := &procLog{keep: []string{"testrunner.accepted"}}
 	for i := range 3 {
-		startServeLog(t, bin, dsn, fmt.Sprintf("serve%d", i), log)
+		// No process is killed here, so the test runner's job leases (the
+		// lock) need not be short: a 2 s lease can run out between a job's
+		// record and its send on a loaded machine, failing it as lost.
+		startServeLog(t, bin, dsn, fmt.Sprintf("serve%d", i), log, "--lock", "15s")
 	}
 	c := &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Clock: ports.SystemClock,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -97,6 +100,9 @@ func TestNoJobSentTwiceAcrossProcesses(t *testing.T) {
 	for i := range n {
 		st, err := c.Status(ctx, fmt.Sprintf("fast-%03d", i))
 		require.NoError(t, err)
+		for _, r := range st.TaskRuns { // the failed TaskRun's own message says why, so check them first
+			require.Equal(t, workflow.TaskSucceeded, r.Phase, "%s/%s: %s", st.Workflow.ID, r.ID, r.Message)
+		}
 		require.Equal(t, workflow.WorkflowSucceeded, st.Workflow.Phase, "%s: %s", st.Workflow.ID, st.Workflow.Message)
 		require.Len(t, st.TaskRuns, 21)
 		for _, r := range st.TaskRuns {

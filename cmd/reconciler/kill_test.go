@@ -296,12 +296,13 @@ func TestServeStopsOnSIGTERM(t *testing.T) {
 	require.NoError(t, cmd.Wait(), "a graceful stop exits 0")
 }
 
-// startServeLog runs `reconciler serve` on dsn, waits until its engine
-// runs, and keeps the process's lines in log (nil: none) under the name
-// what.
-func startServeLog(t *testing.T, bin, dsn, what string, log *procLog) *exec.Cmd {
+// startServeLog runs `reconciler serve` on dsn with a 2 s lock (so a killed
+// process's leases run out quickly) and the extra flags (a later flag
+// wins), waits until its engine runs, and keeps the process's lines in log
+// (nil: none) under the name what.
+func startServeLog(t *testing.T, bin, dsn, what string, log *procLog, extra ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "", "--lock", "2s", "--concurrency", "4")
+	cmd := exec.Command(bin, append([]string{"serve", "--dsn", dsn, "--listen", "", "--lock", "2s", "--concurrency", "4"}, extra...)...)
 	cmd.Env = append(os.Environ(), "RECONCILER_DSN=")
 	startProcessLog(t, cmd, "engine starting", what, log)
 	return cmd

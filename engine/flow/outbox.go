@@ -171,6 +171,11 @@ func (c *Controller) deliver(ctx context.Context, w *ports.WorkflowRecord, s *se
 			r.JobID, r.Delivery = "", nil
 		default:
 			r.Delivery.SentAt = now
+			if l, ok := s.agent.(ports.JobLeaser); ok && l.JobLease() > 0 && now.Add(l.JobLease()).After(r.Delivery.LeaseUntil) {
+				// The lease runs from the agent's acceptance: a send slower
+				// than the lease must not end the job it started as lost.
+				r.Delivery.LeaseUntil = now.Add(l.JobLease())
+			}
 			if r.ExternalID == "" {
 				r.ExternalID = res.ExternalID
 			}

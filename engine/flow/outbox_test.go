@@ -161,3 +161,61 @@ func TestWebhookRecordedBeforeSentWithIdempotencyKey(t *testing.T) {
 		})
 	}
 }
+
+// slowLeaser is a JobLeaser whose sends take longer than its lease: the
+// fake clock moves by took during each Dispatch.
+type slowLeaser struct {
+	clock *porttest.FakeClock
+	took  time.Duration
+}
+
+func (*slowLeaser) Type() string            { return "slow" }
+func (*slowLeaser) JobLease() time.Duration { return 10 * time.Second }
+
+func (a *slowLeaser) Dispatch(_ context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
+	a.clock.Advance(a.took)
+	return ports.JobDispatchResult{ExternalID: "ext/" + d.Job.ID, Status: release.JobInProgress}, nil
+}
+
+// TestJobLeaseStartsWhenSent: a JobLeaser's lease on a job runs from the
+// moment the agent accepted it, not from the job's record, so a send that
+// took longer than the lease (a loaded machine) does not end a job its
+// agent is running as lost; once the lease runs out unrenewed, it does.
+func TestJobLeaseStartsWhenSent(t *testing.T) {
+	t.Parallel()
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			c, eng, clock := setupController(t, open)
+			c.Agents = map[string]ports.JobAgent{"slow": &slowLeaser{clock: clock, took: 15 * time.Second}}
+			_, err := c.Releases.JobAgents().Put(ctx, release.JobAgent{ID: "s", Name: "s", Type: "slow"}, 0)
+			require.NoError(t, err)
+			tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
+				{"name":"a","type":"job","jobAgentRef":"s"}]}}`
+			_, err = c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
+			require.NoError(t, err)
+			_, err = eng.Drain(ctx)
+			require.NoError(t, err)
+			sent := clock.Now()
+
+			clock.Advance(5 * time.Second) // 20 s after the record, 5 s after the send
+			require.NoError(t, c.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: flow.Key("w")}))
+			_, err = eng.Drain(ctx)
+			require.NoError(t, err)
+			st, err := c.Status(ctx, "w")
+			require.NoError(t, err)
+			require.Len(t, st.TaskRuns, 1)
+			require.Equal(t, workflow.TaskRunning, st.TaskRuns[0].Phase, st.TaskRuns[0].Message)
+
+			clock.Set(sent.Add(11 * time.Second)) // the lease from the send ran out
+			require.NoError(t, c.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: flow.Key("w")}))
+			_, err = eng.Drain(ctx)
+			require.NoError(t, err)
+			st, err = c.Status(ctx, "w")
+			require.NoError(t, err)
+			require.Equal(t, workflow.TaskFailed, st.TaskRuns[0].Phase)
+			require.Contains(t, st.TaskRuns[0].Message, "lease ran out")
+		})
+	}
+}
