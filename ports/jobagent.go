@@ -114,7 +114,9 @@ type JobReport struct {
 // JobLease()/3, and the workflow controller ends an attempt whose lease
 // ran out as failed (its retry strategy may run it again under a new job
 // id) without waiting for a task timeout. JobLease is constant; zero
-// means the agent holds no leases.
+// means the agent holds no leases. Checked by porttest.JobLeaser: renewals
+// name the job and carry JobLease, come within the lease, and stop with
+// the job's outcome or cancel.
 type JobLeaser interface {
 	JobLease() time.Duration
 }

@@ -344,3 +344,20 @@ func TestNoLeaseByDefault(t *testing.T) {
 	r := f.next(t)
 	require.Equal(t, release.JobSuccessful, r.Status, "the outcome is the only report")
 }
+
+// TestJobLeaserConformance runs the JobLeaser suite against the test
+// runner with a 300 ms lease (renewed every 100 ms).
+func TestJobLeaserConformance(t *testing.T) {
+	t.Parallel()
+	porttest.JobLeaser(t, func(t *testing.T, r ports.JobReporter) porttest.LeasingAgent {
+		a := New(r, ports.SystemClock, WithLease(300*time.Millisecond))
+		t.Cleanup(a.Close)
+		return a
+	}, porttest.JobLeaserOptions{Dispatch: func(_ *testing.T, id string, long bool) ports.JobDispatch {
+		delay := "50ms"
+		if long {
+			delay = "1h"
+		}
+		return porttest.JobAgentDispatch(Type, id, map[string]any{"delay": delay})
+	}})
+}
