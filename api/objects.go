@@ -25,8 +25,10 @@ type ObjectPath struct {
 // objectKind is how the API serves one kind of the object store.
 type objectKind[T any] struct {
 	kind ports.Kind[T]
-	// objects returns the kind's store.
-	objects func() ports.Objects[T]
+	// objects returns the kind's store for the caller of ctx.
+	objects func(ctx context.Context) ports.Objects[T]
+	// writeScope is the scope PUT and DELETE need; empty: ScopeWrite.
+	writeScope ports.Scope
 	// changed runs after a write or delete of v: target recomputation or
 	// re-evaluation.
 	changed func(ctx context.Context, v *T) error
@@ -44,14 +46,14 @@ func (s *Server) registerObjects() {
 		}
 		return err
 	}
-	registerKind(s, objectKind[release.Workspace]{kind: ports.WorkspaceKind, objects: st.Workspaces})
-	registerKind(s, objectKind[release.System]{kind: ports.SystemKind, objects: st.Systems,
+	registerKind(s, objectKind[release.Workspace]{kind: ports.WorkspaceKind, objects: anyCaller(st.Workspaces)})
+	registerKind(s, objectKind[release.System]{kind: ports.SystemKind, objects: anyCaller(st.Systems),
 		changed: func(ctx context.Context, v *release.System) error { return syncSystem(ctx, v.ID) }})
-	registerKind(s, objectKind[release.Deployment]{kind: ports.DeploymentKind, objects: st.Deployments,
+	registerKind(s, objectKind[release.Deployment]{kind: ports.DeploymentKind, objects: anyCaller(st.Deployments),
 		changed: func(ctx context.Context, v *release.Deployment) error { return syncSystem(ctx, v.SystemID) }})
-	registerKind(s, objectKind[release.Environment]{kind: ports.EnvironmentKind, objects: st.Environments,
+	registerKind(s, objectKind[release.Environment]{kind: ports.EnvironmentKind, objects: anyCaller(st.Environments),
 		changed: func(ctx context.Context, v *release.Environment) error { return syncSystem(ctx, v.SystemID) }})
-	registerKind(s, objectKind[release.Resource]{kind: ports.ResourceKind, objects: st.Resources,
+	registerKind(s, objectKind[release.Resource]{kind: ports.ResourceKind, objects: anyCaller(st.Resources),
 		changed: func(ctx context.Context, v *release.Resource) error {
 			systems, err := ports.ListAll(ctx, st.Systems(), v.WorkspaceID)
 			if err != nil {
@@ -64,11 +66,21 @@ func (s *Server) registerObjects() {
 			}
 			return nil
 		}})
-	registerKind(s, objectKind[release.VariableSet]{kind: ports.VariableSetKind, objects: st.VariableSets,
+	registerKind(s, objectKind[release.VariableSet]{kind: ports.VariableSetKind, objects: anyCaller(st.VariableSets),
 		changed: func(ctx context.Context, v *release.VariableSet) error { return s.evaluateSystem(ctx, v.SystemID) }})
-	registerKind(s, objectKind[release.JobAgent]{kind: ports.JobAgentKind, objects: st.JobAgents})
-	registerKind(s, objectKind[policy.Policy]{kind: ports.PolicyKind, objects: st.Policies,
+	registerKind(s, objectKind[release.JobAgent]{kind: ports.JobAgentKind, objects: anyCaller(st.JobAgents)})
+	// Policies are the catalog's: a write publishes a revision approved by
+	// the caller (catalog.Policies), hence the approve scope.
+	registerKind(s, objectKind[policy.Policy]{kind: ports.PolicyKind, writeScope: ports.ScopeApprove,
+		objects: func(ctx context.Context) ports.Objects[policy.Policy] {
+			return s.o.Catalog.Policies(principal(ctx).Name)
+		},
 		changed: func(ctx context.Context, _ *policy.Policy) error { return s.evaluateAll(ctx) }})
+}
+
+// anyCaller adapts a store accessor to objectKind.objects.
+func anyCaller[T any](objs func() ports.Objects[T]) func(context.Context) ports.Objects[T] {
+	return func(context.Context) ports.Objects[T] { return objs() }
 }
 
 // evaluateAll starts the chain for every target (a policy changed).
@@ -136,6 +148,10 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 		}
 		listDoc += ")"
 	}
+	writeScope := k.writeScope
+	if writeScope == "" {
+		writeScope = ports.ScopeWrite
+	}
 	huma.Register(s.api, s.op("list"+plural, http.MethodGet, path, listDoc, ports.ScopeRead, tag),
 		func(ctx context.Context, in *struct {
 			Parent    string `query:"parent" doc:"only the objects of this parent id"`
@@ -148,7 +164,7 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 			if in.Workspace != "" && k.kind.ParentKind == "" {
 				return nil, huma.Error400BadRequest(k.kind.Plural+" are in no workspace", &huma.ErrorDetail{Location: "query.workspace", Message: k.kind.Plural + " are top-level"})
 			}
-			p, err := k.objects().List(ctx, ports.ListParams{Parent: in.Parent, Workspace: in.Workspace, Continue: in.Cursor, Limit: in.limit()})
+			p, err := k.objects(ctx).List(ctx, ports.ListParams{Parent: in.Parent, Workspace: in.Workspace, Continue: in.Cursor, Limit: in.limit()})
 			if err != nil {
 				if errors.Is(err, release.ErrInvalid) && in.Cursor != "" {
 					return nil, huma.Error400BadRequest("bad cursor", &huma.ErrorDetail{Location: "query.cursor", Message: "not a cursor this API returned"})
@@ -162,14 +178,14 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 		})
 	huma.Register(s.api, s.op("get"+op, http.MethodGet, path+"/{id}", "Read a "+name+" with its version (also its ETag)", ports.ScopeRead, tag),
 		func(ctx context.Context, in *ObjectPath) (*stored[T], error) {
-			v, err := k.objects().Get(ctx, in.ID)
+			v, err := k.objects(ctx).Get(ctx, in.ID)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
 			return &stored[T]{ETag: etag(v.Version), Body: v}, nil
 		})
 	put := s.op("put"+op, http.MethodPut, path+"/{id}", "Create or replace a "+name+": with If-Match only at that version (else 409), "+
-		"without it whatever is stored; writing the stored content again changes nothing", ports.ScopeWrite, tag)
+		"without it whatever is stored; writing the stored content again changes nothing", writeScope, tag)
 	put.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
 		"application/json": {Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[T](), true, name)}}}
 	huma.Register(s.api, put, func(ctx context.Context, in *struct {
@@ -188,7 +204,7 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 		if err != nil {
 			return nil, err
 		}
-		objs := k.objects()
+		objs := k.objects(ctx)
 		if !conditional {
 			cur, err := objs.Get(ctx, in.ID)
 			switch {
@@ -215,7 +231,7 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 		}
 		return &stored[T]{ETag: etag(got.Version), Body: got}, nil
 	})
-	huma.Register(s.api, s.noContent(s.op("delete"+op, http.MethodDelete, path+"/{id}", "Delete a "+name+" (409 while others depend on it, or at a stale If-Match)", ports.ScopeWrite, tag)),
+	huma.Register(s.api, s.noContent(s.op("delete"+op, http.MethodDelete, path+"/{id}", "Delete a "+name+" (409 while others depend on it, or at a stale If-Match)", writeScope, tag)),
 		func(ctx context.Context, in *struct {
 			ObjectPath
 			IfMatch string `header:"If-Match" doc:"the version read; absent: whatever is stored"`
@@ -224,7 +240,7 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 			if err != nil {
 				return nil, err
 			}
-			objs := k.objects()
+			objs := k.objects(ctx)
 			cur, err := objs.Get(ctx, in.ID)
 			if err != nil {
 				return nil, s.fail(ctx, err)

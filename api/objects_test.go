@@ -46,12 +46,20 @@ func TestObjects(t *testing.T) {
 		f.do(http.MethodPut, "/api/v1/deployments/api", "read", api).problem(t, http.StatusForbidden)
 		require.Equal(t, `"2"`, f.do(http.MethodGet, "/api/v1/deployments/api", "read", nil).header.Get("ETag"))
 
-		// Policies decode their rules strictly.
+		// Policies decode their rules strictly. A write publishes a catalog
+		// revision approved by the caller, so it needs the approve scope.
 		pol := map[string]any{"id": "p2", "name": "p2", "priority": 1, "enabled": true, "selector": "true",
 			"rules": []any{map[string]any{"id": "r", "type": "anyApproval", "min_approvals": 2}}}
-		require.Equal(t, http.StatusOK, f.do(http.MethodPut, "/api/v1/policies/p2", "write", pol).status)
+		f.do(http.MethodPut, "/api/v1/policies/p2", "write", pol).problem(t, http.StatusForbidden)
+		res = f.do(http.MethodPut, "/api/v1/policies/p2", "approve", pol)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, `"1"`, res.header.Get("ETag"), "the revision number")
+		revs := f.do(http.MethodGet, "/api/v1/catalog/policy/p2/revisions", "read", nil)
+		require.Equal(t, http.StatusOK, revs.status, string(revs.body))
+		require.Contains(t, string(revs.body), `"lifecycle":"published"`)
+		require.Contains(t, string(revs.body), `"approved_by":"user-approve"`)
 		pol["rules"] = []any{map[string]any{"id": "r", "type": "anyApproval", "min_aprovals": 2}}
-		p := f.do(http.MethodPut, "/api/v1/policies/p2", "write", pol).problem(t, http.StatusUnprocessableEntity)
+		p := f.do(http.MethodPut, "/api/v1/policies/p2", "approve", pol).problem(t, http.StatusUnprocessableEntity)
 		require.Contains(t, locations(p), "body.rules[0]")
 		require.Contains(t, p["detail"], "min_aprovals")
 
@@ -78,9 +86,10 @@ func TestObjects(t *testing.T) {
 
 		// Delete: refused while others depend on it, else gone.
 		f.do(http.MethodDelete, "/api/v1/job-agents/ext", "write", nil).problem(t, http.StatusConflict)
-		f.do(http.MethodDelete, "/api/v1/policies/p2", "write", nil, "If-Match", `"9"`).problem(t, http.StatusConflict)
-		require.Equal(t, http.StatusNoContent, f.do(http.MethodDelete, "/api/v1/policies/p2", "write", nil).status)
-		f.do(http.MethodDelete, "/api/v1/policies/p2", "write", nil).problem(t, http.StatusNotFound)
+		f.do(http.MethodDelete, "/api/v1/policies/p2", "approve", nil, "If-Match", `"9"`).problem(t, http.StatusConflict)
+		f.do(http.MethodDelete, "/api/v1/policies/p2", "write", nil).problem(t, http.StatusForbidden)
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodDelete, "/api/v1/policies/p2", "approve", nil).status)
+		f.do(http.MethodDelete, "/api/v1/policies/p2", "approve", nil).problem(t, http.StatusNotFound)
 		f.do(http.MethodGet, "/api/v1/policies/p2", "read", nil).problem(t, http.StatusNotFound)
 		f.do(http.MethodDelete, "/api/v1/workspaces/ws", "write", nil).problem(t, http.StatusConflict)
 	})

@@ -242,6 +242,35 @@ func MatchingRules(policies []Policy, in Input, t RuleType) ([]Rule, error) {
 	return out, err
 }
 
+// Matching returns the indexes of the enabled policies that take part in
+// deciding in's target, in Evaluate's order: those whose selector matches,
+// and those whose selector fails to evaluate (they deny).
+func Matching(policies []Policy, in Input) []int {
+	cx := evalContext{in: &in}
+	var idx []int
+	for i := range policies {
+		p := &policies[i]
+		if !p.Enabled {
+			continue
+		}
+		if ok, err := p.matches(&cx); !ok && err == nil {
+			continue
+		}
+		idx = append(idx, i)
+		for j := len(idx) - 1; j > 0 && policyBefore(&policies[idx[j]], &policies[idx[j-1]]); j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+		}
+	}
+	return idx
+}
+
+// AppliesTo reports whether p's selector matches in's target (an empty
+// selector matches every target), enabled or not; an evaluation error is
+// returned.
+func (p *Policy) AppliesTo(in Input) (bool, error) {
+	return p.matches(&evalContext{in: &in})
+}
+
 // HasRule reports whether any enabled policy has a rule of type t, whatever
 // its selector: a cheap test of whether a caller needs to load what that
 // rule reads.

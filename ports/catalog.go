@@ -107,6 +107,8 @@ type CatalogListParams struct {
 //   - Conflicts are *revision.ConflictError wrapping ErrConflict, so
 //     errors.Is matches both revision.ErrConflict and ErrConflict.
 //   - Bad input is a *revision.ValidationError naming the field.
+//   - CatalogLatestPublishedAll agrees with CatalogLatestPublished for every
+//     object of the kind.
 type Catalog interface {
 	// CatalogCreate stores a new Draft revision (an empty Lifecycle means
 	// Draft); the caller's number, version, approver and times are ignored.
@@ -126,6 +128,9 @@ type Catalog interface {
 	// object in the Published state (DeletionProposed ones are on their way
 	// out), or ErrNotFound.
 	CatalogLatestPublished(ctx context.Context, kind revision.Kind, name string) (Revision, error)
+	// CatalogLatestPublishedAll returns, for every object of kind that has
+	// a Published revision, its CatalogLatestPublished revision, by name.
+	CatalogLatestPublishedAll(ctx context.Context, kind revision.Kind) ([]Revision, error)
 	// CatalogTryLock takes the exclusive lock on key without waiting: a held
 	// key is a conflict "another change to <key> is in progress". The lock
 	// excludes every holder of the same store, across processes where the

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/reconcile/revision"
 )
 
 // ErrInUse is returned (wrapped) when a delete is refused because other
@@ -138,8 +140,11 @@ type Objects[T any] interface {
 //   - deployment: its versions and its release targets;
 //   - environment, resource: their release targets;
 //   - variable set: nothing depends on a variable set;
-//   - job agent: a deployment naming it;
-//   - policy: nothing depends on a policy.
+//   - job agent: a deployment naming it.
+//
+// Policies are not among them: they are revisions of the catalog (a
+// ReleaseStore is also the Catalog), and the chain evaluates each policy's
+// latest published revision (EnabledPolicies).
 //
 // Release targets are removed by recomputing them (Targets.TargetsReplace)
 // once the deployment, environment or resource no longer selects them.
@@ -159,8 +164,6 @@ type ObjectStore interface {
 	VariableSets() Objects[release.VariableSet]
 	// JobAgents are top-level.
 	JobAgents() Objects[release.JobAgent]
-	// Policies are top-level.
-	Policies() Objects[policy.Policy]
 }
 
 // ListAll reads every object of parent (all when empty), page by page.
@@ -180,16 +183,40 @@ func ListAll[T any](ctx context.Context, objs Objects[T], parent string) ([]Stor
 	}
 }
 
-// EnabledPolicies reads the enabled policies ordered as the rules are
-// evaluated: priority highest first, then id.
-func EnabledPolicies(ctx context.Context, objs Objects[policy.Policy]) ([]Stored[policy.Policy], error) {
-	all, err := ListAll(ctx, objs, "")
+// EnabledPolicies reads the policies the release chain evaluates: the
+// latest published revision of every policy in the catalog (drafts and
+// proposals never count), the enabled ones, ordered as the rules are
+// evaluated: priority highest first, then id. A policy's id is its catalog
+// name, its Version the revision number and UpdatedAt the publication time.
+func EnabledPolicies(ctx context.Context, cat Catalog) ([]Stored[policy.Policy], error) {
+	revs, err := cat.CatalogLatestPublishedAll(ctx, revision.KindPolicy)
 	if err != nil {
 		return nil, fmt.Errorf("enabled policies: %w", err)
 	}
-	out := slices.DeleteFunc(all, func(p Stored[policy.Policy]) bool { return !p.Value.Enabled })
+	out := make([]Stored[policy.Policy], 0, len(revs))
+	for _, r := range revs {
+		p, err := PolicyOf(r)
+		if err != nil {
+			return nil, fmt.Errorf("enabled policies: %w", err)
+		}
+		if p.Value.Enabled {
+			out = append(out, p)
+		}
+	}
 	SortPolicies(out)
 	return out, nil
+}
+
+// PolicyOf decodes a published policy revision (validated when it was
+// published) as the chain reads it: its id is the catalog name, its
+// Version the revision number.
+func PolicyOf(r Revision) (Stored[policy.Policy], error) {
+	var p policy.Policy
+	if err := json.Unmarshal(r.Content, &p); err != nil {
+		return Stored[policy.Policy]{}, fmt.Errorf("policy %s revision %d: %w", r.Name, r.Revision, err)
+	}
+	p.ID = r.Name
+	return Stored[policy.Policy]{Value: p, Version: int64(r.Revision), UpdatedAt: r.PublishedAt.UTC()}, nil
 }
 
 // SortPolicies orders policies by priority, highest first, then id.

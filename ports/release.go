@@ -94,7 +94,8 @@ type TargetFacts struct {
 	// Agent is the deployment's job agent; nil when the deployment names
 	// none or it does not exist.
 	Agent *Stored[release.JobAgent] `json:"agent,omitempty"`
-	// Policies are the enabled policies, as EnabledPolicies.
+	// Policies are the enabled policies, as EnabledPolicies: the latest
+	// published revision of each, Version being the revision number.
 	Policies []Stored[policy.Policy] `json:"policies,omitempty"`
 	// Forced are the force-deploy skips (release.ForceDeployRule) of the
 	// deployment's versions whose scope covers the target, expired ones
@@ -220,7 +221,9 @@ func VersionPageSize(n int) int {
 }
 
 // ReleaseStore is everything a release-chain adapter provides: the simple
-// kinds (ObjectStore) and the small ports beside them. Controllers depend
+// kinds (ObjectStore), the small ports beside them, and the Catalog, whose
+// published policy revisions the chain evaluates (EnabledPolicies; the
+// TargetFacts read includes them). Controllers depend
 // on the parts they use; an adapter implements them all on one store so
 // they share its transactions.
 //
@@ -234,6 +237,7 @@ func VersionPageSize(n int) int {
 //     Times are kept in UTC at microsecond precision.
 type ReleaseStore interface {
 	ObjectStore
+	Catalog
 	Targets
 	Versions
 	Releases

@@ -244,6 +244,30 @@ func (c *Catalog) CatalogLatestPublished(_ context.Context, kind revision.Kind, 
 	return copyRevision(best), nil
 }
 
+// CatalogLatestPublishedAll returns the latest Published revision of every
+// object of kind, by name.
+func (c *Catalog) CatalogLatestPublishedAll(_ context.Context, kind revision.Kind) ([]ports.Revision, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []ports.Revision
+	for key, obj := range c.objects {
+		if key.Kind != kind {
+			continue
+		}
+		var best *ports.Revision
+		for _, r := range obj.revs {
+			if r.Lifecycle == revision.Published && (best == nil || r.Revision > best.Revision) {
+				best = r
+			}
+		}
+		if best != nil {
+			out = append(out, copyRevision(best))
+		}
+	}
+	slices.SortFunc(out, func(a, b ports.Revision) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
 // CatalogTryLock takes key if no one holds it. The entry is deleted on
 // unlock, so the table holds only held keys.
 func (c *Catalog) CatalogTryLock(_ context.Context, key string) (func(), error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -82,12 +81,6 @@ func (s *ReleaseStore) JobAgents() ports.Objects[release.JobAgent] {
 			slices.Sort(ids)
 			return firstOf("deployment", ids)
 		}}
-}
-
-// Policies implements ports.ObjectStore.
-func (s *ReleaseStore) Policies() ports.Objects[policy.Policy] {
-	return &objects[policy.Policy]{s: s, kind: &ports.PolicyKind, table: s.policies,
-		dependent: func(string) string { return "" }}
 }
 
 // firstOf names the first of ids as a kind, "" when there is none.

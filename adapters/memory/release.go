@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -20,6 +19,10 @@ import (
 // are kept in key-sorted slices per system, deployment, environment and
 // resource.
 type ReleaseStore struct {
+	// Catalog holds the policies' (and workflow templates') revisions; the
+	// chain evaluates the latest published policy revisions.
+	*Catalog
+
 	clock  ports.Clock
 	onPage func(rows int)
 
@@ -31,7 +34,6 @@ type ReleaseStore struct {
 	resources    *docTable[release.Resource]
 	variableSets *docTable[release.VariableSet]
 	agents       *docTable[release.JobAgent]
-	policies     *docTable[policy.Policy]
 
 	targets targetIndex
 
@@ -60,6 +62,7 @@ func WithVersionPageHook(fn func(rows int)) ReleaseOption {
 // NewReleaseStore returns an empty store that stamps writes with clock.
 func NewReleaseStore(clock ports.Clock, opts ...ReleaseOption) *ReleaseStore {
 	s := &ReleaseStore{
+		Catalog:       NewCatalog(clock),
 		clock:         clock,
 		workspaces:    newDocTable("workspace", nil, copyWorkspace),
 		systems:       newDocTable("system", func(v *release.System) string { return v.WorkspaceID }, copySystem),
@@ -68,7 +71,6 @@ func NewReleaseStore(clock ports.Clock, opts ...ReleaseOption) *ReleaseStore {
 		resources:     newDocTable("resource", func(v *release.Resource) string { return v.WorkspaceID }, copyResource),
 		variableSets:  newDocTable("variable set", func(v *release.VariableSet) string { return v.SystemID }, copyVariableSet),
 		agents:        newDocTable("job agent", nil, copyJobAgent),
-		policies:      newDocTable("policy", nil, copyPolicy),
 		targets:       newTargetIndex(),
 		versions:      map[string]*release.DeploymentVersion{},
 		versionsByDep: map[string][]*release.DeploymentVersion{},

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -157,6 +156,7 @@ func copyRelease(r *release.Release) release.Release {
 			out.Variables[k] = copyValue(v)
 		}
 	}
+	out.Policies = slices.Clone(r.Policies)
 	return out
 }
 
@@ -181,15 +181,5 @@ func copyJob(j *ports.JobRow) ports.JobRow {
 func copyDesired(d *ports.DesiredRelease) ports.DesiredRelease {
 	out := *d
 	out.Reasons = slices.Clone(d.Reasons)
-	return out
-}
-
-// copyPolicy deep-copies a policy by a JSON round trip (its rules hold
-// arbitrary JSON); a stored policy always encodes.
-func copyPolicy(p *policy.Policy) policy.Policy {
-	out, err := jsonRoundTrip(p)
-	if err != nil {
-		panic(fmt.Sprintf("memory: stored policy %s does not round-trip: %v", p.ID, err))
-	}
 	return out
 }

@@ -277,7 +277,7 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 	if f.Jobs, err = s.JobsByTarget(ctx, t, jobLimit); err != nil {
 		return ports.TargetFacts{}, err
 	}
-	if f.Policies, err = ports.EnabledPolicies(ctx, s.Policies()); err != nil {
+	if f.Policies, err = ports.EnabledPolicies(ctx, s); err != nil {
 		return ports.TargetFacts{}, err
 	}
 	f.Forced = s.forced(ctx, t)

@@ -414,6 +414,24 @@ func (c *Catalog) CatalogLatestPublished(ctx context.Context, kind revision.Kind
 	return r, nil
 }
 
+// CatalogLatestPublishedAll returns the latest Published revision of every
+// object of kind, by name, in one statement.
+func (c *Catalog) CatalogLatestPublishedAll(ctx context.Context, kind revision.Kind) ([]ports.Revision, error) {
+	var rows []catalogRow
+	err := c.db.idb(ctx).NewRaw(`SELECT DISTINCT ON (name) `+catalogColumns+` FROM catalog_revisions
+		WHERE kind = ? AND lifecycle = ? ORDER BY name, number DESC`, kind, revision.Published).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("latest published %ss: %w", kind, err)
+	}
+	out := make([]ports.Revision, len(rows))
+	for i := range rows {
+		if out[i], err = rows[i].revision(); err != nil {
+			return nil, fmt.Errorf("latest published %ss: %w", kind, err)
+		}
+	}
+	return out, nil
+}
+
 // catalogLockSQL is the advisory-lock key expression: the class and a hash
 // of the schema and the key ($1).
 var catalogLockSQL = strconv.Itoa(catalogLockClass) + ", hashtext(coalesce(current_schema(), '') || '/' || $1)"

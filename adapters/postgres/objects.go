@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -58,7 +57,6 @@ var (
 	relVariableSets = objectTable{table: "release_variable_sets", parentCol: "system_id", parentTable: "release_systems"}
 	relAgents       = objectTable{table: "release_job_agents", dependents: []dependent{
 		{what: "deployment", query: "SELECT id FROM release_deployments WHERE doc->>'job_agent_id' = ? ORDER BY id LIMIT 1"}}}
-	relPolicies = objectTable{table: "release_policies"}
 )
 
 // objects is the one Postgres ports.Objects, parameterised by a kind and
@@ -104,15 +102,6 @@ func (s *ReleaseStore) VariableSets() ports.Objects[release.VariableSet] {
 // JobAgents implements ports.ObjectStore.
 func (s *ReleaseStore) JobAgents() ports.Objects[release.JobAgent] {
 	return &objects[release.JobAgent]{s: s, kind: &ports.JobAgentKind, t: relAgents}
-}
-
-// Policies implements ports.ObjectStore; the target facts read filters and
-// orders by the priority and enabled columns.
-func (s *ReleaseStore) Policies() ports.Objects[policy.Policy] {
-	return &objects[policy.Policy]{s: s, kind: &ports.PolicyKind, t: relPolicies,
-		cols: func(p *policy.Policy) ([]string, []any) {
-			return []string{"priority", "enabled"}, []any{p.Priority, p.Enabled}
-		}}
 }
 
 // docRow is a stored document with its CAS columns.

@@ -18,6 +18,11 @@ import (
 // only to explain a write that matched nothing (not found, conflict,
 // invalid).
 type ReleaseStore struct {
+	// Catalog holds the policies' (and workflow templates') revisions in
+	// the same database; the chain evaluates the latest published policy
+	// revisions, which TargetFactsGet reads in its one statement.
+	*Catalog
+
 	db     *DB
 	clock  ports.Clock
 	onPage func(rows int)
@@ -35,8 +40,9 @@ func WithVersionPageHook(fn func(rows int)) ReleaseOption {
 }
 
 // NewReleaseStore returns a store over db that stamps writes with clock.
+// Close its Catalog (the try-lock connections) before closing db.
 func NewReleaseStore(db *DB, clock ports.Clock, opts ...ReleaseOption) *ReleaseStore {
-	s := &ReleaseStore{db: db, clock: clock}
+	s := &ReleaseStore{Catalog: NewCatalog(db, clock), db: db, clock: clock}
 	for _, o := range opts {
 		o(s)
 	}

@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -18,7 +16,8 @@ import (
 // one statement (one snapshot): the target's objects and its system's
 // variable sets, its decision with the
 // release and version, the deployment's agent, its newest jobs (LIMIT $2;
-// NULL is all) and the enabled policies, the last two as JSON arrays.
+// NULL is all) and the latest published revision of every policy in the
+// catalog, the last two as JSON arrays.
 const sqlTargetFacts = `
 SELECT s.doc AS s_doc,
 	(SELECT coalesce(json_agg(vs.doc ORDER BY vs.id), '[]') FROM release_variable_sets vs WHERE vs.system_id = s.id) AS vs_docs,
@@ -31,9 +30,10 @@ SELECT s.doc AS s_doc,
 			ORDER BY j.created_at DESC, j.id DESC), '[]')
 		FROM (SELECT * FROM release_jobs j WHERE j.deployment_id = t.deployment_id AND j.target_key = t.key
 			ORDER BY j.created_at DESC, j.id DESC LIMIT $2) j) AS jobs,
-	(SELECT coalesce(json_agg(json_build_object('doc', p.doc, 'version', p.version, 'updated_at', p.updated_at)
-			ORDER BY p.priority DESC, p.id), '[]')
-		FROM release_policies p WHERE p.enabled) AS policies,
+	(SELECT coalesce(json_agg(json_build_object('name', p.name, 'content', p.content, 'revision', p.number,
+			'published_at', p.published_at) ORDER BY p.name), '[]')
+		FROM (SELECT DISTINCT ON (c.name) c.name, c.content, c.number, c.published_at FROM catalog_revisions c
+			WHERE c.kind = 'policy' AND c.lifecycle = 'published' ORDER BY c.name, c.number DESC) p) AS policies,
 	(SELECT coalesce(json_agg(ps.doc ORDER BY ps.id), '[]')
 		FROM release_policy_skips ps JOIN release_versions fv ON fv.id = ps.version_id
 		WHERE ps.doc->>'rule_id' = '*' AND fv.deployment_id = t.deployment_id
@@ -153,25 +153,20 @@ func (r *factsRow) facts(t release.ReleaseTarget) (ports.TargetFacts, error) {
 		}
 		f.Jobs[i] = row
 	}
-	var policies []struct {
-		Doc       json.RawMessage `json:"doc"`
-		Version   int64           `json:"version"`
-		UpdatedAt time.Time       `json:"updated_at"`
-	}
+	var policies []ports.Revision
 	if err := json.Unmarshal(r.Policies, &policies); err != nil {
 		return f, fmt.Errorf("policies: %w", err)
 	}
-	if len(policies) > 0 {
-		f.Policies = make([]ports.Stored[policy.Policy], len(policies))
-	}
 	for i := range policies {
-		p := &policies[i]
-		st, err := relStored[policy.Policy](&docRow{Doc: p.Doc, Version: p.Version, UpdatedAt: p.UpdatedAt})
+		st, err := ports.PolicyOf(policies[i])
 		if err != nil {
-			return f, fmt.Errorf("policies[%s]: %w", strconv.Itoa(i), err)
+			return f, err
 		}
-		f.Policies[i] = st
+		if st.Value.Enabled {
+			f.Policies = append(f.Policies, st)
+		}
 	}
+	ports.SortPolicies(f.Policies)
 	if err := json.Unmarshal(r.Forced, &f.Forced); err != nil {
 		return f, fmt.Errorf("forced: %w", err)
 	}

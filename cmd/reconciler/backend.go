@@ -25,8 +25,9 @@ type backend struct {
 	runs  ports.RunStore
 	// releases stores the release chain: workspaces to jobs.
 	releases ports.ReleaseStore
-	// catalog stores workflow templates and policies; in memory it lives
-	// only as long as the process.
+	// catalog stores workflow templates and policies; it is the release
+	// store's own (the chain evaluates its published policies). In memory
+	// it lives only as long as the process.
 	catalog ports.Catalog
 	// workflows stores workflow instances and their TaskRuns.
 	workflows ports.WorkflowStore
@@ -50,7 +51,7 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 			runs:      memory.NewRunStore(clock),
 			releases:  releases,
 			tx:        memory.NewTransactor(releases, q),
-			catalog:   memory.NewCatalog(clock),
+			catalog:   releases.Catalog,
 			workflows: memory.NewWorkflowStore(),
 			tokens:    memory.NewTokens(),
 			close:     func() {},
@@ -67,12 +68,13 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 		}
 	}
 	q := postgres.NewQueue(db, clock)
-	cat := postgres.NewCatalog(db, clock)
+	rs := postgres.NewReleaseStore(db, clock)
+	cat := rs.Catalog
 	return &backend{
 		name:      "postgres",
 		queue:     q,
 		runs:      postgres.NewRunStore(db, clock),
-		releases:  postgres.NewReleaseStore(db, clock),
+		releases:  rs,
 		catalog:   cat,
 		workflows: postgres.NewWorkflowStore(db),
 		tokens:    postgres.NewTokens(db),

@@ -137,6 +137,9 @@ to draft (reject, unpropose). A published revision is retired by
 propose-delete then delete. An object has at most one open draft (draft or
 proposed) next to its published revisions 1, 2, 3...
 
+The release chain evaluates the latest published revision of each policy
+(policy/NAME, known by the id NAME); drafts and proposals never count.
+
 Every change names the --version of the revision it read (shown by get and
 list): a stale version is refused as a conflict, so concurrent edits never
 overwrite each other.

@@ -275,8 +275,9 @@ func seedReleaseDemo(ctx context.Context, ch *chain.Chain, cat ports.Catalog, w 
 			return step("deployment", x.ID, err)
 		}
 	}
+	pols := catalog.New(s, catalog.Config{}).Policies("demo")
 	for _, x := range w.Policies {
-		if _, err := s.Policies().Put(ctx, x, 0); err != nil {
+		if _, err := pols.Put(ctx, x, 0); err != nil {
 			return step("policy", x.ID, err)
 		}
 	}

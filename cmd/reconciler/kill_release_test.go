@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -54,7 +55,7 @@ func killRollout(t *testing.T, n int, delay time.Duration, res *rolloutKill) {
 	must(s.Environments().Put(ctx, release.Environment{ID: "prod", SystemID: "sys", Name: "prod", ResourceSelector: "true"}, 0))
 	must(s.Deployments().Put(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", JobAgentID: "runner",
 		JobAgentConfig: map[string]any{"delay": "200ms"}, JobTimeoutSeconds: 3, ResourceSelector: `resource.kind == "Node"`}, 0))
-	must(s.Policies().Put(ctx, policy.Policy{ID: "retry", Name: "retry", Enabled: true, Selector: "true", Rules: []policy.Rule{
+	must(catalog.New(s, catalog.Config{}).Policies("test").Put(ctx, policy.Policy{ID: "retry", Name: "retry", Enabled: true, Selector: "true", Rules: []policy.Rule{
 		{ID: "retry", Spec: policy.Retry{MaxRetries: 3, RetryOnStatuses: []release.JobStatus{release.JobFailure}}}}}, 0))
 	for i := range n {
 		id := fmt.Sprintf("node-%04d", i)

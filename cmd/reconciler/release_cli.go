@@ -337,6 +337,18 @@ asks that server's API (token scope read); with --dsn it reads the database
 	return cmd
 }
 
+// policyRevisions renders policy revisions as "a@r2, b@r1", or "none".
+func policyRevisions(ps []release.PolicyRevision) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ", ")
+}
+
 // explainText renders an explanation for people.
 func explainText(ex *chain.Explanation) string {
 	var b strings.Builder
@@ -346,6 +358,7 @@ func explainText(ex *chain.Explanation) string {
 		b.WriteString("desired: not evaluated yet\n")
 	case d.ReleaseID != "":
 		fmt.Fprintf(&b, "desired: release %s\n", d.ReleaseID)
+		fmt.Fprintf(&b, "  decided with policies: %s\n", policyRevisions(ex.DecidedWith))
 	default:
 		b.WriteString("desired: no release\n")
 		for _, r := range d.Reasons {
@@ -360,6 +373,7 @@ func explainText(ex *chain.Explanation) string {
 	if ex.Forced != "" {
 		fmt.Fprintf(&b, "forced: %s (policies skipped for it)\n", ex.Forced)
 	}
+	fmt.Fprintf(&b, "policies now: %s\n", policyRevisions(ex.Policies))
 	if len(ex.Jobs) > 0 {
 		b.WriteString("jobs (newest first):\n")
 		for i, j := range ex.Jobs {

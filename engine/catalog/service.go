@@ -367,7 +367,7 @@ func (s *Service) change(ctx context.Context, op string, c Change, mutate func(d
 	return out, nil
 }
 
-// validateContent runs the schema check and then the kind's validator.
+// validateContent runs the schema check, then the kind's validator.
 func (s *Service) validateContent(kind revision.Kind, content []byte) error {
 	if err := ports.ValidateRevisionContent(content); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -40,7 +41,7 @@ func benchChain(b *testing.B, policies ...policy.Policy) (*Chain, release.Releas
 	_, err = s.Deployments().Put(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", ResourceSelector: "true"}, 0)
 	require.NoError(b, err)
 	for _, p := range policies {
-		_, err = s.Policies().Put(ctx, p, 0)
+		_, err = catalog.New(s, catalog.Config{}).Policies("bench").Put(ctx, p, 0)
 		require.NoError(b, err)
 	}
 	_, err = c.SyncTargets(ctx, "sys")

@@ -35,13 +35,24 @@ func (c *Chain) load(ctx context.Context, t release.ReleaseTarget) (*facts, erro
 	return f, nil
 }
 
-// enabledPolicies reads the enabled policies.
+// enabledPolicies reads the enabled policies: the latest published
+// revision of each.
 func (c *Chain) enabledPolicies(ctx context.Context) ([]policy.Policy, error) {
-	stored, err := ports.EnabledPolicies(ctx, c.Store.Policies())
+	stored, err := ports.EnabledPolicies(ctx, c.Store)
 	if err != nil {
 		return nil, err
 	}
 	return values(stored), nil
+}
+
+// decidedWith names the policy revisions that take part in deciding the
+// target (policy.Matching), for the release to keep.
+func (f *facts) decidedWith() []release.PolicyRevision {
+	var out []release.PolicyRevision
+	for _, i := range policy.Matching(f.policies, f.base) {
+		out = append(out, release.PolicyRevision{ID: f.Policies[i].Value.ID, Revision: int(f.Policies[i].Version)})
+	}
+	return out
 }
 
 // targetInput is the policy input of a target's objects at now.
@@ -91,7 +102,9 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 	if err != nil {
 		return fail(fmt.Errorf("desired release of %s: %w", t, err))
 	}
-	rel, _, err := c.Store.ReleaseUpsert(ctx, release.NewRelease(t, version.ID, vars, time.Time{}))
+	rel := release.NewRelease(t, version.ID, vars, time.Time{})
+	rel.Policies = f.decidedWith()
+	rel, _, err = c.Store.ReleaseUpsert(ctx, rel)
 	if err != nil {
 		return fail(fmt.Errorf("desired release of %s: %w", t, err))
 	}

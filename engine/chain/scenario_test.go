@@ -15,6 +15,7 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/policy"
@@ -157,7 +158,7 @@ func (h *harness) seed() {
 func (h *harness) policy(p policy.Policy) {
 	h.t.Helper()
 	p.Name, p.Enabled = p.ID, true
-	_, err := h.store.Policies().Put(h.ctx, p, 0)
+	_, err := catalog.New(h.store, catalog.Config{}).Policies("test").Put(h.ctx, p, 0)
 	require.NoError(h.t, err)
 }
 

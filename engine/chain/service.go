@@ -164,8 +164,13 @@ type Explanation struct {
 	Jobs        []ports.JobRow        `json:"jobs,omitempty"`
 	// Forced says which force-deploy pins the target, when one does: the
 	// policies below are then skipped for that version.
-	Forced   string            `json:"forced,omitempty"`
-	Versions []VersionVerdicts `json:"versions"`
+	Forced string `json:"forced,omitempty"`
+	// DecidedWith names the policy revisions the desired release was
+	// decided with (kept on the release); Policies names those applying to
+	// the target now, the latest published revision of each.
+	DecidedWith []release.PolicyRevision `json:"decided_with,omitempty"`
+	Policies    []release.PolicyRevision `json:"policies,omitempty"`
+	Versions    []VersionVerdicts        `json:"versions"`
 }
 
 // Explain computes the per-version, per-rule verdicts of the target's
@@ -180,7 +185,10 @@ func (c *Chain) Explain(ctx context.Context, t release.ReleaseTarget, limit int)
 	if err := c.loadPolicyFacts(ctx, f); err != nil {
 		return Explanation{}, fmt.Errorf("%s: %w", op, err)
 	}
-	out := Explanation{Target: t, Jobs: f.Jobs, Desired: f.Desired}
+	out := Explanation{Target: t, Jobs: f.Jobs, Desired: f.Desired, Policies: f.decidedWith()}
+	if f.Release != nil {
+		out.DecidedWith = f.Release.Policies
+	}
 	if out.Convergence, err = c.convergence(ctx, f); err != nil {
 		return Explanation{}, fmt.Errorf("%s: %w", op, err)
 	}

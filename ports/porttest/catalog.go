@@ -41,6 +41,7 @@ func Catalog(t *testing.T, newCatalog func(t *testing.T) ports.Catalog) {
 	t.Run("OpenDraftEditable", func(t *testing.T) { catalogDraftEditable(setup(t)) })
 	t.Run("Metadata", func(t *testing.T) { catalogMetadata(setup(t)) })
 	t.Run("LatestPublished", func(t *testing.T) { catalogLatest(setup(t)) })
+	t.Run("LatestPublishedAll", func(t *testing.T) { catalogLatestAll(setup(t)) })
 	t.Run("ListFilters", func(t *testing.T) { catalogListFilters(setup(t)) })
 	t.Run("RowsAreCopies", func(t *testing.T) { catalogCopies(setup(t)) })
 	t.Run("TryLock", func(t *testing.T) { catalogTryLock(setup(t)) })

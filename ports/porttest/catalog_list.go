@@ -34,6 +34,33 @@ func catalogLatest(t *testing.T, ctx context.Context, s ports.Catalog) {
 	require.ErrorIs(t, err, ports.ErrNotFound, "kinds are separate")
 }
 
+func catalogLatestAll(t *testing.T, ctx context.Context, s ports.Catalog) {
+	all, err := s.CatalogLatestPublishedAll(ctx, revision.KindPolicy)
+	require.NoError(t, err)
+	require.Empty(t, all)
+
+	// b: two published, the newer proposed for deletion; a: two published
+	// and an open draft; c: only a draft; d: only proposed; a template.
+	b1 := catalogPublish(t, ctx, s, revision.KindPolicy, "b")
+	b2 := catalogPublish(t, ctx, s, revision.KindPolicy, "b")
+	catalogMove(t, ctx, s, b2, revision.DeletionProposed)
+	catalogPublish(t, ctx, s, revision.KindPolicy, "a")
+	a2 := catalogPublish(t, ctx, s, revision.KindPolicy, "a")
+	catalogCreate(t, ctx, s, revision.KindPolicy, "a")
+	catalogCreate(t, ctx, s, revision.KindPolicy, "c")
+	catalogMove(t, ctx, s, catalogCreate(t, ctx, s, revision.KindPolicy, "d"), revision.Proposed)
+	catalogPublish(t, ctx, s, revision.KindWorkflowTemplate, "a")
+
+	all, err = s.CatalogLatestPublishedAll(ctx, revision.KindPolicy)
+	require.NoError(t, err)
+	require.Equal(t, []ports.Revision{a2, b1}, all, "by name, each object's latest published revision, drafts and proposals never")
+	for _, r := range all {
+		one, err := s.CatalogLatestPublished(ctx, r.Kind, r.Name)
+		require.NoError(t, err)
+		require.Equal(t, one, r)
+	}
+}
+
 func catalogListFilters(t *testing.T, ctx context.Context, s ports.Catalog) {
 	var all []ports.Revision
 	for _, kind := range revision.Kinds {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -117,7 +116,7 @@ func objListRefused(t *testing.T, e *relEnv) {
 	}
 	_, err := e.s.Workspaces().List(e.ctx, ports.ListParams{Parent: relWS})
 	requireInvalid(t, err, "parent")
-	_, err = e.s.Policies().List(e.ctx, ports.ListParams{Parent: "x"})
+	_, err = e.s.JobAgents().List(e.ctx, ports.ListParams{Parent: "x"})
 	requireInvalid(t, err, "parent")
 }
 
@@ -179,9 +178,6 @@ func objDeleteInUse(t *testing.T, e *relEnv) {
 	ctx, s := e.ctx, e.s
 	relReplace(t, e, ports.TargetScope{SystemID: relSys1}, tgt(relD1, relE1, relR1))
 	relCreateVersions(t, e, relVersion("v1", relD1, relAt(1)))
-	_, err := s.Policies().Put(ctx, policy.Policy{ID: "pol", Name: "P", Enabled: true}, 0)
-	require.NoError(t, err)
-
 	requireInUse(t, s.Workspaces().Delete(ctx, relWS, 1), "system sys1", func() error { _, err := s.Workspaces().Get(ctx, relWS); return err })
 	requireInUse(t, s.Systems().Delete(ctx, relSys1, 1), "deployment d1", func() error { _, err := s.Systems().Get(ctx, relSys1); return err })
 	requireInUse(t, s.Deployments().Delete(ctx, relD1, 1), "version v1", func() error { _, err := s.Deployments().Get(ctx, relD1); return err })
@@ -196,7 +192,6 @@ func objDeleteInUse(t *testing.T, e *relEnv) {
 	require.NoError(t, s.Deployments().Delete(ctx, relD2, 1))
 	require.NoError(t, s.Environments().Delete(ctx, relE2, 1))
 	require.NoError(t, s.Resources().Delete(ctx, relR2, 1))
-	require.NoError(t, s.Policies().Delete(ctx, "pol", 1))
 
 	// Recomputed targets free the environment and the resource.
 	relReplace(t, e, ports.TargetScope{SystemID: relSys1})

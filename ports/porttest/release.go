@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -366,21 +365,6 @@ func relCatalogKinds() []relCatalogKind {
 			invalidField: "type",
 			del:          deleter(ports.ReleaseStore.JobAgents),
 			list:         lister(ports.ReleaseStore.JobAgents, func(v *release.JobAgent) string { return v.ID }),
-		},
-		{
-			name: "policy",
-			put: func(e *relEnv, id, _, label string, exp int64) (int64, error) {
-				return e.s.Policies().Put(e.ctx, policy.Policy{ID: id, Name: label, Enabled: true}, exp)
-			},
-			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
-				return getter(s.Policies().Get, func(v *policy.Policy) string { return v.Name })
-			}),
-			putInvalid: func(e *relEnv, id, _ string, exp int64) (int64, error) {
-				return e.s.Policies().Put(e.ctx, policy.Policy{ID: id, Name: "n", Selector: relSelectorBad}, exp)
-			},
-			invalidField: "selector",
-			del:          deleter(ports.ReleaseStore.Policies),
-			list:         lister(ports.ReleaseStore.Policies, func(v *policy.Policy) string { return v.ID }),
 		},
 	}
 }

@@ -1,6 +1,8 @@
 package porttest
 
 import (
+	"context"
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/reconcile/revision"
 )
 
 // relFullDeployment sets every deployment field.
@@ -78,11 +81,32 @@ func relCatalogRoundTrip(t *testing.T, e *relEnv) {
 	requireInUse(t, e.s.Systems().Delete(e.ctx, sys.ID, 1), "variable set vs-all", func() error { _, err := e.s.Systems().Get(e.ctx, sys.ID); return err })
 
 	p := policy.Policy{ID: "pfull", Name: "P", Description: "d", Selector: `environment.name == "prod"`, Priority: 7, Enabled: true}
-	_, err = e.s.Policies().Put(e.ctx, p, 0)
+	rev := relPublishPolicy(t, e.ctx, e.s, p)
+	gotP, err := ports.EnabledPolicies(e.ctx, e.s)
 	require.NoError(t, err)
-	gotP, err := e.s.Policies().Get(e.ctx, p.ID)
+	require.Equal(t, []ports.Stored[policy.Policy]{{Value: p, Version: 1, UpdatedAt: rev.PublishedAt}}, gotP)
+}
+
+// relPublishPolicy publishes p as the next revision of catalog object
+// policy/<p.ID> (draft, proposed, published) and returns the revision.
+func relPublishPolicy(t *testing.T, ctx context.Context, cat ports.Catalog, p policy.Policy) ports.Revision {
+	t.Helper()
+	r := relDraftPolicy(t, ctx, cat, p)
+	r, err := cat.CatalogUpdate(ctx, ports.CatalogUpdateParams{Ref: r.Ref(), ExpectedVersion: r.Version, Lifecycle: revision.Proposed})
 	require.NoError(t, err)
-	require.Equal(t, p, gotP.Value)
+	r, err = cat.CatalogUpdate(ctx, ports.CatalogUpdateParams{Ref: r.Ref(), ExpectedVersion: r.Version, Lifecycle: revision.Published, ApprovedBy: "porttest"})
+	require.NoError(t, err)
+	return r
+}
+
+// relDraftPolicy opens a draft of p in the catalog.
+func relDraftPolicy(t *testing.T, ctx context.Context, cat ports.Catalog, p policy.Policy) ports.Revision {
+	t.Helper()
+	content, err := json.Marshal(p)
+	require.NoError(t, err)
+	r, err := cat.CatalogCreate(ctx, ports.Revision{Kind: revision.KindPolicy, Name: p.ID, ID: catalogID(), Content: content})
+	require.NoError(t, err)
+	return r
 }
 
 // relCatalogStoreChecks: input the domain Validate accepts but no store can
@@ -166,15 +190,25 @@ func relCatalogLists(t *testing.T, e *relEnv) {
 		{ID: "p-c", Name: "c", Priority: 9, Enabled: true},
 		{ID: "p-d", Name: "d", Priority: -1, Enabled: true},
 	} {
-		_, err := s.Policies().Put(ctx, p, 0)
-		require.NoError(t, err)
+		relPublishPolicy(t, ctx, s, p)
 	}
-	pols, err := ports.ListAll(ctx, s.Policies(), "")
+	enabled := func() []string {
+		pols, err := ports.EnabledPolicies(ctx, s)
+		require.NoError(t, err)
+		return ids(len(pols), func(i int) string { return pols[i].Value.ID })
+	}
+	require.Equal(t, []string{"p-c", "p-b", "p-d"}, enabled(), "enabled, by priority then id")
+
+	// Drafts and proposals never count; a newer published revision does,
+	// and proposing it for deletion falls back to the one before.
+	relDraftPolicy(t, ctx, s, policy.Policy{ID: "p-a", Name: "a", Priority: 5, Enabled: true})
+	relDraftPolicy(t, ctx, s, policy.Policy{ID: "p-e", Name: "e", Priority: 5, Enabled: true})
+	require.Equal(t, []string{"p-c", "p-b", "p-d"}, enabled(), "a draft changes nothing")
+	off := relPublishPolicy(t, ctx, s, policy.Policy{ID: "p-c", Name: "c", Priority: 9, Enabled: false})
+	require.Equal(t, []string{"p-b", "p-d"}, enabled(), "the latest revision disables p-c")
+	_, err = s.CatalogUpdate(ctx, ports.CatalogUpdateParams{Ref: off.Ref(), ExpectedVersion: off.Version, Lifecycle: revision.DeletionProposed})
 	require.NoError(t, err)
-	require.Equal(t, []string{"p-a", "p-b", "p-c", "p-d"}, ids(len(pols), func(i int) string { return pols[i].Value.ID }), "by id")
-	pols, err = ports.EnabledPolicies(ctx, s.Policies())
-	require.NoError(t, err)
-	require.Equal(t, []string{"p-c", "p-b", "p-d"}, ids(len(pols), func(i int) string { return pols[i].Value.ID }))
+	require.Equal(t, []string{"p-c", "p-b", "p-d"}, enabled(), "back to revision 1")
 }
 
 // relCatalogListsByWorkspace: ListParams.Workspace keeps the objects of a
@@ -297,8 +331,6 @@ func relRefusesNUL(t *testing.T, e *relEnv) {
 	requireInvalid(t, err, "id")
 	_, err = s.JobAgents().Put(ctx, release.JobAgent{ID: "an", Name: "A", Type: "t", Config: map[string]any{"env": map[string]any{"K\x00": "v"}}}, 0)
 	requireInvalid(t, err, `config.env."K\x00"`)
-	_, err = s.Policies().Put(ctx, policy.Policy{ID: "pn", Name: "P", Description: "x\x00", Selector: "true", Enabled: true}, 0)
-	requireInvalid(t, err, "description")
 	err = s.VersionCreate(ctx, release.DeploymentVersion{ID: "vn", DeploymentID: relD1, Tag: "v", Status: release.VersionReady,
 		CreatedAt: relAt(1), Config: map[string]any{"list": []any{"ok", "no\x00"}}})
 	requireInvalid(t, err, "config.list[1]")

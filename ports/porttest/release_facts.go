@@ -37,7 +37,7 @@ func relTargetFacts(t *testing.T, e *relEnv) {
 		if len(jobs) > 0 || len(got.Jobs) > 0 {
 			require.Equal(t, jobs, got.Jobs, label+": jobs")
 		}
-		pols, err := ports.EnabledPolicies(ctx, s.Policies())
+		pols, err := ports.EnabledPolicies(ctx, s)
 		require.NoError(t, err, label)
 		if len(pols) > 0 || len(got.Policies) > 0 {
 			require.Equal(t, pols, got.Policies, label+": policies")
@@ -97,9 +97,9 @@ func relTargetFacts(t *testing.T, e *relEnv) {
 		{ID: "p-high", Name: "High", Selector: "true", Enabled: true, Priority: 5, Rules: []policy.Rule{{ID: "a", Spec: policy.AnyApproval{MinApprovals: 1}}}},
 		{ID: "p-off", Name: "Off", Selector: "true", Enabled: false},
 	} {
-		_, err := s.Policies().Put(ctx, p, 0)
-		require.NoError(t, err)
+		relPublishPolicy(t, ctx, s, p)
 	}
+	relDraftPolicy(t, ctx, s, policy.Policy{ID: "p-draft", Name: "Draft", Selector: "true", Enabled: true, Priority: 9})
 	r1, r2 := f.release(target, "v1"), f.release(target, "v2")
 	relCreateJob(t, e, relJob("j1", r1, release.JobSuccessful, relAt(3)))
 	relCreateJob(t, e, relJob("j2", r2, release.JobInProgress, relAt(4)))
@@ -108,7 +108,7 @@ func relTargetFacts(t *testing.T, e *relEnv) {
 	require.NoError(t, err)
 	got = check("with a release", 0)
 	require.Equal(t, []string{"j2", "j1"}, relJobIDs(got.Jobs), "the target's jobs, newest first")
-	require.Len(t, got.Policies, 2, "enabled policies only")
+	require.Len(t, got.Policies, 2, "enabled published policies only")
 	require.Equal(t, "p-high", got.Policies[0].Value.ID, "by priority")
 	require.Equal(t, "v2", got.Version.ID)
 	got = check("job limit", 1)

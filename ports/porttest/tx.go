@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -89,10 +88,6 @@ func txWriteAll(ctx context.Context, w TxWorld) error {
 		},
 		func() error {
 			_, err := s.Resources().Put(ctx, release.Resource{ID: "r-new", WorkspaceID: relWS, Kind: "Cluster", Identifier: "id-r-new", Name: "New"}, 0)
-			return err
-		},
-		func() error {
-			_, err := s.Policies().Put(ctx, policy.Policy{ID: "p-new", Name: "New", Enabled: true}, 0)
 			return err
 		},
 		func() error {
@@ -179,7 +174,6 @@ func txState(t *testing.T, e *txEnv) string {
 	txList(t, out, "environments", s.Environments())
 	txList(t, out, "resources", s.Resources())
 	txList(t, out, "agents", s.JobAgents())
-	txList(t, out, "policies", s.Policies())
 	ts, err := s.TargetList(ctx, ports.TargetListParams{})
 	all("targets", ts, err)
 	v, err := s.VersionGet(ctx, "v-new")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -22,8 +23,22 @@ type Release struct {
 	Variables map[string]Value `json:"variables,omitempty"`
 	// Verification is the outcome of the release's verification.
 	Verification VerificationStatus `json:"verification,omitempty"`
-	CreatedAt    time.Time          `json:"created_at"`
+	// Policies are the policy revisions the decision that created the
+	// release was made with (the policies applying to the target); not
+	// part of the content hash, so a policy change alone never makes a new
+	// release.
+	Policies  []PolicyRevision `json:"policies,omitempty"`
+	CreatedAt time.Time        `json:"created_at"`
 }
+
+// PolicyRevision names one published revision of a catalog policy.
+type PolicyRevision struct {
+	ID       string `json:"id"`
+	Revision int    `json:"revision"`
+}
+
+// String renders the revision as id@rN.
+func (p PolicyRevision) String() string { return p.ID + "@r" + strconv.Itoa(p.Revision) }
 
 // NewRelease builds a release with its content-hash ID.
 func NewRelease(target ReleaseTarget, versionID string, vars map[string]Value, createdAt time.Time) Release {
