@@ -10,7 +10,7 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
 )
 
-// TestMigratePoliciesIntoCatalog: migration 0009 makes every row of
+// TestMigratePoliciesIntoCatalog: migration 0010 makes every row of
 // release_policies the next published revision of its catalog object, so
 // the policies in effect stay in effect, and its down puts the latest
 // published revisions back in the table.
@@ -23,11 +23,11 @@ func TestMigratePoliciesIntoCatalog(t *testing.T) {
 	require.NoError(t, err)
 	steps := 0
 	for _, s := range st {
-		if s.Applied && s.Version >= 9 {
+		if s.Applied && s.Version >= 10 {
 			steps++
 		}
 	}
-	require.NoError(t, db.MigrateDown(ctx, steps), "back to before 0009")
+	require.NoError(t, db.MigrateDown(ctx, steps), "back to before 0010")
 
 	// gate also has a revision published in the catalog already: the
 	// table's row, the one in effect, becomes revision 2.
@@ -47,7 +47,7 @@ func TestMigratePoliciesIntoCatalog(t *testing.T) {
 	gate, err := rs.CatalogLatestPublished(ctx, revision.KindPolicy, "gate")
 	require.NoError(t, err)
 	require.Equal(t, 2, gate.Revision)
-	require.Equal(t, "migration 0009", gate.ApprovedBy)
+	require.Equal(t, "migration 0010", gate.ApprovedBy)
 	pols, err := ports.EnabledPolicies(ctx, rs)
 	require.NoError(t, err)
 	require.Len(t, pols, 1, "off stays disabled")
