@@ -165,6 +165,18 @@ func TestReadOnlySession(t *testing.T) {
 	require.NotContains(t, ops, `data-action="redrive"`)
 	require.Equal(t, http.StatusForbidden, a.submit("/operations/redrive", forged["/operations/redrive"]).status)
 	require.NotContains(t, a.page("/workflows/gated-1"), `data-action="cancel"`)
+
+	// A writer sees cancel and propose, but neither approve nor force-deploy.
+	w8 := f.login("reader+writer")
+	wf := w8.page("/workflows/gated-1")
+	require.Contains(t, wf, `data-action="cancel"`)
+	require.NotContains(t, wf, `data-action="approve"`)
+	require.Contains(t, w8.page("/catalog/workflow-template/gated"), `data-action="propose"`)
+	require.NotContains(t, wf, "(read-only)")
+	tp := w8.page("/targets/web:prod:r1")
+	require.NotContains(t, tp, `data-action="approve"`)
+	require.NotContains(t, tp, `data-action="force-deploy"`)
+	require.Equal(t, http.StatusForbidden, w8.submit("/versions/web-v1/force-deploy", forged["/versions/web-v1/force-deploy"]).status)
 }
 
 // TestCSRF: a POST without the session's CSRF token, with another one, or
