@@ -110,17 +110,41 @@ func (s *Server) principalOf(ctx context.Context, auth string, scope ports.Scope
 	if !ok || secret == "" {
 		return Principal{}, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer TOKEN"
 	}
-	t, err := s.o.Tokens.TokenByHash(ctx, HashSecret(secret))
+	t, err := LookupToken(ctx, s.o.Tokens, secret)
+	var bad *BadTokenError
 	switch {
-	case errors.Is(err, ports.ErrNotFound):
-		return Principal{}, http.StatusUnauthorized, "unknown token"
+	case errors.As(err, &bad):
+		return Principal{}, http.StatusUnauthorized, bad.Reason
 	case err != nil:
 		s.o.Logger.ErrorContext(ctx, "api.auth", "error", err)
 		return Principal{}, http.StatusInternalServerError, "internal error"
-	case t.Revoked():
-		return Principal{}, http.StatusUnauthorized, "token " + t.ID + " was revoked"
 	case scope != "" && !t.Allows(scope):
 		return Principal{}, http.StatusForbidden, "token " + t.ID + " lacks scope " + string(scope)
 	}
 	return Principal{Name: t.Name, Token: t}, 0, ""
+}
+
+// BadTokenError is a secret that names no valid token; Reason says why
+// ("unknown token", "token ID was revoked").
+type BadTokenError struct {
+	Reason string
+}
+
+func (e *BadTokenError) Error() string { return e.Reason }
+
+// LookupToken finds the valid token whose secret is secret: one that is
+// unknown or no longer valid (revoked) is a *BadTokenError; any other
+// error is the store's. The API checks bearer tokens with it and the
+// console its sessions, so both accept exactly the same tokens.
+func LookupToken(ctx context.Context, tokens ports.Tokens, secret string) (ports.Token, error) {
+	t, err := tokens.TokenByHash(ctx, HashSecret(secret))
+	switch {
+	case errors.Is(err, ports.ErrNotFound):
+		return ports.Token{}, &BadTokenError{Reason: "unknown token"}
+	case err != nil:
+		return ports.Token{}, fmt.Errorf("look up token: %w", err)
+	case t.Revoked():
+		return ports.Token{}, &BadTokenError{Reason: "token " + t.ID + " was revoked"}
+	}
+	return t, nil
 }

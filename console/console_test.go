@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
@@ -117,6 +118,24 @@ func TestLogin(t *testing.T) {
 	f.console.Handler().ServeHTTP(rec, tls)
 	require.Equal(t, http.StatusSeeOther, rec.Code)
 	require.Contains(t, rec.Header().Get("Set-Cookie"), "Secure")
+
+	// A token revoked while its session lasts ends the session.
+	_, secret, err := api.IssueToken(f.ctx, f.tokenStore, f.clock, "soon-gone", []ports.Scope{ports.ScopeRead, ports.ScopeApprove})
+	require.NoError(t, err)
+	f.tokens["soon-gone"] = secret
+	gone := f.login("soon-gone")
+	csrf := gone.csrf()
+	toks, err := f.tokenStore.TokenList(f.ctx)
+	require.NoError(t, err)
+	for _, tok := range toks {
+		if tok.Name == "soon-gone" {
+			require.NoError(t, f.tokenStore.TokenRevoke(f.ctx, tok.ID, f.clock.Now()))
+		}
+	}
+	require.Equal(t, http.StatusSeeOther, gone.get("/").status, "back to the login page")
+	res = gone.post("/versions/web-v1/approve", url.Values{"csrf": {csrf}, "environment_id": {"prod"}})
+	require.Equal(t, http.StatusUnauthorized, res.status)
+	require.Empty(t, f.approvalsOf("web-v1", "prod"))
 
 	res = anon.submit("/logout", nil)
 	require.Equal(t, http.StatusSeeOther, res.status)

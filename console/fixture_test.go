@@ -91,6 +91,8 @@ type fixture struct {
 	srv     *httptest.Server
 	tokens  map[string]string // a secret per scope, "revoked", "reader+approver", "reader+writer"
 	console *console.Server
+	// tokenStore holds the tokens.
+	tokenStore ports.Tokens
 }
 
 func setup(t *testing.T) *fixture {
@@ -99,6 +101,7 @@ func setup(t *testing.T) *fixture {
 	f := &fixture{t: t, ctx: t.Context(), clock: clock, rel: memory.NewReleaseStore(clock), queue: memory.NewQueue(clock),
 		wfs: memory.NewWorkflowStore(), runs: memory.NewRunStore(clock), agent: &agent{}, tokens: map[string]string{}}
 	tokens := memory.NewTokens()
+	f.tokenStore = tokens
 	cat := memory.NewCatalog(clock)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	agents := map[string]ports.JobAgent{"rec": f.agent}

@@ -90,19 +90,15 @@ func (s *Server) authenticate(r *http.Request) (session, error) {
 	return session{Name: t.Name, CSRF: csrfFor(c.Value), token: t}, nil
 }
 
-// checkToken finds a valid token by its secret: errNoSession when it is
-// unknown or revoked.
+// checkToken finds a valid token by its secret as the API does
+// (api.LookupToken): errNoSession when it is unknown or no longer valid.
 func (s *Server) checkToken(ctx context.Context, secret string) (ports.Token, error) {
-	t, err := s.o.Tokens.TokenByHash(ctx, api.HashSecret(secret))
-	switch {
-	case errors.Is(err, ports.ErrNotFound):
-		return t, errNoSession
-	case err != nil:
-		return t, err
-	case t.Revoked():
+	t, err := api.LookupToken(ctx, s.o.Tokens, secret)
+	var bad *api.BadTokenError
+	if errors.As(err, &bad) {
 		return t, errNoSession
 	}
-	return t, nil
+	return t, err
 }
 
 // page wraps a GET handler: a request without a session is sent to the
