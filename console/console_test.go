@@ -53,6 +53,7 @@ func TestPagesRender(t *testing.T) {
 		require.Equal(t, "DENY", res.header.Get("X-Frame-Options"))
 		require.Equal(t, "no-store", res.header.Get("Cache-Control"))
 	}
+	require.Regexp(t, `(?s)<strong>intent</strong> cancel.*<strong>transition</strong> no-dependencies`, c.page("/runs"), "newest first")
 	// Landmarks, a skip link, labelled forms and tables with captions.
 	home := c.page("/")
 	for _, w := range []string{`<main id="main"`, `<nav aria-label="Main">`, `href="#main"`, "<caption>", `scope="col"`, `aria-current="page"`} {

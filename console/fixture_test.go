@@ -198,12 +198,20 @@ func (f *fixture) seed() {
 	_, err = f.cat.Create(ctx, catalog.CreateParams{Kind: revision.KindWorkflowTemplate, Name: "gated", Content: json.RawMessage(changed)})
 	r.NoError(err)
 
-	// A run of each kind.
+	// A run of each kind; the repo run moved once by the kernel, then an
+	// operator asked to cancel it.
 	for _, k := range reconcile.Kinds {
 		st := reconcile.MachineFor(k).States[0]
 		_, err := f.runs.RunCreate(ctx, ports.RunRow{Ref: reconcile.RunRef{Kind: k, ID: "run-" + string(k)}, State: st, Body: json.RawMessage(`{}`)})
 		r.NoError(err)
 	}
+	repo := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "run-repo"}
+	v, err := f.runs.RunUpdate(ctx, ports.RunUpdateParams{Ref: repo, ExpectedVersion: 1, State: reconcile.RepoQueued, Body: json.RawMessage(`{}`),
+		Decision: &ports.RunDecision{Action: string(reconcile.TypeTransition), Reason: "no-dependencies", From: reconcile.RepoPending, To: reconcile.RepoQueued}})
+	r.NoError(err)
+	_, err = f.runs.RunUpdate(ctx, ports.RunUpdateParams{Ref: repo, ExpectedVersion: v, State: reconcile.RepoQueued, Body: json.RawMessage(`{}`),
+		Decision: &ports.RunDecision{Action: "intent", Reason: "cancel", By: "alice"}})
+	r.NoError(err)
 
 	// A dead-lettered item.
 	key := ports.WorkKey{Kind: "probe", ScopeType: "thing", ScopeID: "t1"}

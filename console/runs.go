@@ -9,7 +9,11 @@ import (
 
 func (s *Server) routeRuns() {
 	s.mux.HandleFunc("GET /runs", s.page(s.runs))
+	s.mux.HandleFunc("GET /runs/{kind}/{id}", s.page(s.run))
 }
+
+// recentDecisions is how many decisions of each run the runs page shows.
+const recentDecisions = 3
 
 // runsPageSize is how many runs of a kind the page shows at a time.
 const runsPageSize = 50
@@ -23,6 +27,8 @@ type runRow struct {
 	PR        *reconcile.PullRequest
 	Pod       string
 	UpdatedAt string
+	// Decisions are the run's newest recorded decisions, newest first.
+	Decisions []ports.RunDecision
 }
 
 // runKind is one kind's section of the runs page.
@@ -38,7 +44,8 @@ type runsView struct {
 	Kinds []runKind
 }
 
-// runs lists the runs of the four kinds with their state.
+// runs lists the runs of the four kinds with their state and newest
+// decisions.
 func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	kinds := reconcile.Kinds
@@ -61,16 +68,59 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 			rows = rows[:runsPageSize]
 			sec.Next = rows[runsPageSize-1].Ref.ID
 		}
-		m := reconcile.MachineFor(k)
 		for _, row := range rows {
-			rr := runRow{Ref: row.Ref, State: row.State, Terminal: m.IsTerminal(row.State), Repo: row.Repo, PR: row.PR,
-				UpdatedAt: row.UpdatedAt.UTC().Format("2006-01-02 15:04:05Z")}
-			if row.Pod != nil {
-				rr.Pod = string(row.Pod.Phase)
+			rr, err := s.runRowOf(r, row, recentDecisions)
+			if err != nil {
+				s.fail(w, r, err)
+				return
 			}
 			sec.Runs = append(sec.Runs, rr)
 		}
 		v.Kinds = append(v.Kinds, sec)
 	}
 	s.render(w, r, "runs", "Runs", "runs", v)
+}
+
+// runRowOf is row with its newest decisions (at most limit).
+func (s *Server) runRowOf(r *http.Request, row ports.RunRow, limit int) (runRow, error) {
+	rr := runRow{Ref: row.Ref, State: row.State, Terminal: reconcile.MachineFor(row.Ref.Kind).IsTerminal(row.State), Repo: row.Repo,
+		PR: row.PR, UpdatedAt: when(row.UpdatedAt)}
+	if row.Pod != nil {
+		rr.Pod = string(row.Pod.Phase)
+	}
+	ds, err := s.o.Runs.RunDecisions(r.Context(), row.Ref, limit)
+	if err != nil {
+		return rr, err
+	}
+	rr.Decisions = ds
+	return rr, nil
+}
+
+// runView is one run with its decision history.
+type runView struct {
+	Run       runRow
+	CreatedAt string
+	Heartbeat string
+	DependsOn []string
+}
+
+// run shows one run and every decision its store keeps.
+func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+	ref := reconcile.RunRef{Kind: reconcile.RunKind(r.PathValue("kind")), ID: r.PathValue("id")}
+	if !ref.Kind.Valid() {
+		s.problem(w, r, http.StatusNotFound, "no run kind "+string(ref.Kind)+" (want repo, standalone, pr-review or persistent-agent)")
+		return
+	}
+	row, err := s.o.Runs.RunGet(r.Context(), ref)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rr, err := s.runRowOf(r, row, ports.RunDecisionsKept)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v := runView{Run: rr, CreatedAt: when(row.CreatedAt), Heartbeat: when(row.Heartbeat), DependsOn: row.DependsOn}
+	s.render(w, r, "run", string(ref.Kind)+" run "+ref.ID, "runs", v)
 }

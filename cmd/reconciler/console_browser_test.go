@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler"
@@ -118,13 +119,12 @@ func tab(t *testing.T, browser context.Context) context.Context {
 	return ctx
 }
 
-// login signs in with token through the login form.
+// login signs in with token through the login form, by keyboard.
 func login(ctx context.Context, base, token string) error {
 	return chromedp.Do(ctx,
 		chromedp.Navigate(base+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`input#token`)),
-		chromedp.SendKeys(chromedp.CSS(`input#token`), token),
-		chromedp.Click(chromedp.CSS(`form.login button[type=submit]`)),
+		chromedp.SendKeys(chromedp.CSS(`input#token`), token+kb.Enter), // the keyboard submits the form
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=user]`)),
 	)
 }
@@ -199,7 +199,8 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// Approve v2 in prod: the target's live state follows it to prod.
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`article[data-version="v2"] button[data-action="approve"]`)),
+		chromedp.Focus(chromedp.CSS(`article[data-version="v2"] button[data-action="approve"]`)), // by keyboard
+		chromedp.SendKeys(chromedp.CSS(`article[data-version="v2"] button[data-action="approve"]`), kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(`article[data-version="v2"] tr[data-rule="approval"][data-verdict="allowed"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`dl.facts[data-current="v2"][data-status="in-sync"]`)),
 		chromedp.Navigate(base+"/"),
@@ -221,6 +222,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, desc, "smoke depends on deploy")
 	screenshot(t, ctx, "workflow")
+
+	// The runs of the four kinds with their newest decisions.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(base+"/runs"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-run="demo-fix-login"] [data-decision="transition"]`)),
+	))
+	screenshot(t, ctx, "runs")
 
 	for _, p := range []struct{ name, path, title string }{
 		{"catalog", "/catalog/workflow-template/rollout", "workflow-template rollout"},
