@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/reconcilerhq/reconciler/internal/runobserve"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
-
-// landPoll is how often an observation re-reads the run while it waits for
-// the state it belongs to. The wait is short: the executor writes the
-// launch's move right after the launch returns.
-const landPoll = 20 * time.Millisecond
 
 // observe is the pod watcher of one process: it writes the start once the
 // launch's move landed, heartbeats while the process lives, and the exit
@@ -21,11 +17,10 @@ const landPoll = 20 * time.Millisecond
 func (r *Runtime) observe(pr *proc) {
 	defer r.wg.Done()
 	ctx := context.Background()
-	m := reconcile.MachineFor(pr.ref.Kind)
 	name := fmt.Sprintf("pid-%d", pr.cmd.Process.Pid)
 	// The launch moved the run out of queued into a state where its agent
 	// runs; wait for that write before observing anything.
-	if !r.await(ctx, pr, func(st reconcile.State) (bool, bool) { return m.RunsAgent(st), st == reconcile.RepoQueued }) {
+	if !r.await(ctx, pr, runobserve.Launched(pr.ref.Kind)) {
 		return
 	}
 	r.write(ctx, pr, ports.RunObserveParams{Ref: pr.ref, Heartbeat: r.opt.Clock.Now(),
@@ -46,17 +41,15 @@ func (r *Runtime) observe(pr *proc) {
 	}
 	exited := r.opt.Clock.Now()
 	r.opt.Logger.Info("agent.exit", "kind", pr.ref.Kind, "id", pr.ref.ID, "pid", pr.cmd.Process.Pid, "exit_code", pr.exit)
-	// The exit belongs to the running state: a provisioning run must see
-	// its pod up first, or a fast agent's success would read as a dead pod.
-	running := m.Agent[len(m.Agent)-1]
-	if !r.await(ctx, pr, func(st reconcile.State) (bool, bool) { return st == running, m.RunsAgent(st) }) {
+	// The exit belongs to the running state.
+	if !r.await(ctx, pr, runobserve.Running(pr.ref.Kind)) {
 		return
 	}
 	code := pr.exit
 	o := ports.RunObserveParams{Ref: pr.ref, Heartbeat: exited,
 		Pod: &reconcile.Pod{Name: name, Phase: reconcile.PodTerminated, ExitCode: &code, LastError: pr.exitErr, Since: exited}}
 	if code == 0 {
-		o.Patch = donePatch(pr.ref.Kind)
+		o.Patch = runobserve.DonePatch(pr.ref.Kind)
 	}
 	if r.opt.Exit != nil {
 		r.opt.Exit(ctx, pr.ref, r.WorkDir(pr.ref), &o)
@@ -64,50 +57,11 @@ func (r *Runtime) observe(pr *proc) {
 	r.write(ctx, pr, o)
 }
 
-// donePatch is what an exit 0 reports besides the pod: the kind's "work
-// done" field.
-func donePatch(k reconcile.RunKind) map[string]any {
-	switch k {
-	case reconcile.KindPRReview:
-		return map[string]any{"review_done": true}
-	case reconcile.KindPersistentAgent:
-		return map[string]any{"turn_done": true, "pending_messages": 0}
-	}
-	return nil
-}
-
-// await re-reads the run until ready(state) holds, and reports whether it
-// does. It gives up (false) when pending(state) no longer holds, when the
-// process was released or replaced, when the run is gone, or after
-// LandWait.
+// await waits for the run's state (runobserve.Lander.Await) and reports
+// whether it came while pr is still the run's process.
 func (r *Runtime) await(ctx context.Context, pr *proc, check func(reconcile.State) (ready, pending bool)) bool {
-	deadline := time.NewTimer(r.cfg.LandWait)
-	defer deadline.Stop()
-	poll := time.NewTicker(landPoll)
-	defer poll.Stop()
-	for {
-		row, err := r.opt.Store.RunGet(ctx, pr.ref)
-		switch {
-		case errors.Is(err, ports.ErrNotFound):
-			return false
-		case err == nil:
-			ready, pending := check(row.State)
-			if ready {
-				return r.current(pr)
-			}
-			if !pending {
-				return false
-			}
-		}
-		select {
-		case <-pr.stop:
-			return false
-		case <-deadline.C:
-			r.opt.Logger.Warn("agent.observation_dropped", "kind", pr.ref.Kind, "id", pr.ref.ID, "state", row.State)
-			return false
-		case <-poll.C:
-		}
-	}
+	land := runobserve.Lander{Store: r.opt.Store, Wait: r.cfg.LandWait, Logger: r.opt.Logger}
+	return land.Await(ctx, pr.ref, pr.stop, check) && r.current(pr)
 }
 
 // current reports whether pr is still the run's process.

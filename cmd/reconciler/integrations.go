@@ -9,6 +9,7 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/datadog"
 	"github.com/reconcilerhq/reconciler/adapters/githubactions"
 	"github.com/reconcilerhq/reconciler/adapters/httpprobe"
+	"github.com/reconcilerhq/reconciler/adapters/kubernetesjob"
 	"github.com/reconcilerhq/reconciler/adapters/prometheus"
 	"github.com/reconcilerhq/reconciler/adapters/terraformcloud"
 	"github.com/reconcilerhq/reconciler/adapters/webhookagent"
@@ -49,17 +50,18 @@ func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log
 	acd := argocd.New(report, secrets, argocd.Options{Logger: log})
 	tfc := terraformcloud.New(report, secrets, terraformcloud.Options{Logger: log})
 	awf := argoworkflows.New(report, secrets, argoworkflows.Options{Logger: log})
+	kjob := kubernetesjob.New(report, secrets, kubernetesjob.Options{Logger: log})
 	hook := webhookagent.New(secrets, ports.SystemClock, outbound.Options{})
 	return &integrations{
 		agents: map[string]ports.JobAgent{githubactions.Type: gha, argocd.Type: acd, terraformcloud.Type: tfc,
-			argoworkflows.Type: awf, webhookagent.Type: hook},
+			argoworkflows.Type: awf, webhookagent.Type: hook, kubernetesjob.Type: kjob},
 		verifiers: map[string]ports.Verifier{
 			datadog.Type:        datadog.New(secrets, datadog.Options{Address: o.datadogAddress}),
 			prometheus.Type:     prometheus.New(secrets, prometheus.Options{}),
 			httpprobe.Type:      httpprobe.New(outbound.Options{}),
 			terraformcloud.Type: terraformcloud.NewVerifier(secrets, outbound.Options{}),
 		},
-		closers: []func(){gha.Close, acd.Close, tfc.Close, awf.Close, hook.Close},
+		closers: []func(){gha.Close, acd.Close, tfc.Close, awf.Close, hook.Close, kjob.Close},
 	}
 }
 
@@ -71,6 +73,7 @@ var agentConfigValidators = map[string]func(map[string]any) error{
 	terraformcloud.Type: terraformcloud.ValidateConfig,
 	argoworkflows.Type:  argoworkflows.ValidateConfig,
 	webhookagent.Type:   webhookagent.ValidateConfig,
+	kubernetesjob.Type:  kubernetesjob.ValidateConfig,
 }
 
 // providerConfigValidators check a verification metric's provider config

@@ -75,6 +75,59 @@ func (r *Reader) Bool(key string, def bool) bool {
 	return b
 }
 
+// Int reads an optional whole number in [lo, hi]; def when absent or
+// null.
+func (r *Reader) Int(key string, def, lo, hi int) int {
+	v, ok := r.Map[key]
+	if !ok || v == nil {
+		return def
+	}
+	var n float64
+	switch x := v.(type) {
+	case float64:
+		n = x
+	case int:
+		n = float64(x)
+	case int64:
+		n = float64(x)
+	default:
+		r.Fail(key, fmt.Sprintf("want a whole number, got %s", typeName(v)))
+		return def
+	}
+	if n != float64(int(n)) || n < float64(lo) || n > float64(hi) {
+		r.Fail(key, fmt.Sprintf("want a whole number from %d to %d, got %v", lo, hi, v))
+		return def
+	}
+	return int(n)
+}
+
+// List reads an optional list of strings; nil when absent or null.
+func (r *Reader) List(key string) []string {
+	v, ok := r.Map[key]
+	if !ok || v == nil {
+		return nil
+	}
+	var out []string
+	switch x := v.(type) {
+	case []string:
+		out = append(out, x...)
+	case []any:
+		out = make([]string, 0, len(x))
+		for i, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				r.Fail(fmt.Sprintf("%s[%d]", key, i), fmt.Sprintf("want a string, got %s", typeName(e)))
+				return nil
+			}
+			out = append(out, s)
+		}
+	default:
+		r.Fail(key, fmt.Sprintf("want a list of strings, got %s", typeName(v)))
+		return nil
+	}
+	return out
+}
+
 // Duration reads an optional non-negative Go duration string ("5m").
 func (r *Reader) Duration(key string, def time.Duration) time.Duration {
 	s := r.String(key, "")

@@ -29,6 +29,11 @@ func TestReaderNamesTheFirstBadField(t *testing.T) {
 		{map[string]any{"m": map[string]any{"k": nil}}, func(r *Reader) { r.Strings("m") }, "cfg.m.k"},
 		{map[string]any{"t": "ghp_plaintext"}, func(r *Reader) { r.SecretRef("t", "") }, "cfg.t"},
 		{map[string]any{"t": "vault:x"}, func(r *Reader) { r.SecretRef("t", "") }, "cfg.t"},
+		{map[string]any{"n": 1.5}, func(r *Reader) { r.Int("n", 0, 0, 10) }, "cfg.n"},
+		{map[string]any{"n": 11.0}, func(r *Reader) { r.Int("n", 0, 0, 10) }, "cfg.n"},
+		{map[string]any{"n": "3"}, func(r *Reader) { r.Int("n", 0, 0, 10) }, "cfg.n"},
+		{map[string]any{"l": "sh"}, func(r *Reader) { r.List("l") }, "cfg.l"},
+		{map[string]any{"l": []any{"sh", 2.0}}, func(r *Reader) { r.List("l") }, "cfg.l[1]"},
 		{map[string]any{"a": 1.0, "b": 2.0}, func(r *Reader) { r.String("a", ""); r.Bool("b", false) }, "cfg.a"},
 	} {
 		r := &Reader{Prefix: "cfg", Map: tc.cfg}
@@ -52,6 +57,10 @@ func TestReaderReadsValidValues(t *testing.T) {
 	require.Equal(t, "https://default", r.URL("missing", "https://default"))
 	require.Equal(t, "env:RECONCILER_SECRET_T", r.SecretRef("t", ""))
 	require.Equal(t, map[string]string{"s": "v", "n": "2.5", "b": "false"}, r.Strings("m"))
+	r.Map["i"], r.Map["l"] = 3.0, []any{"sh", "-c"}
+	require.Equal(t, 3, r.Int("i", 0, 0, 10))
+	require.Equal(t, 7, r.Int("missing", 7, 0, 10))
+	require.Equal(t, []string{"sh", "-c"}, r.List("l"))
 	require.NoError(t, r.Err)
 }
 

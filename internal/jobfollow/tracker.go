@@ -51,6 +51,12 @@ type Started struct {
 	Result ports.JobDispatchResult
 	// Poll follows the run; nil (or a terminal Result) follows nothing.
 	Poll Poll
+	// Watch, when set, runs beside the follower until the follower ends
+	// and sends on changed (without blocking: the channel holds one
+	// signal) whenever the run may have changed, such as a watch event of
+	// the external system, so the follower polls at once instead of after
+	// its backoff. The backoff polls go on as the resync.
+	Watch func(ctx context.Context, changed chan<- struct{})
 }
 
 // Options configures a Tracker.
@@ -145,7 +151,7 @@ func (t *Tracker) Dispatch(ctx context.Context, d ports.JobDispatch, start func(
 	t.results[id] = st.Result
 	if st.Poll != nil && !st.Result.Status.IsTerminal() && !t.closed {
 		t.wg.Add(1)
-		go t.follow(id, d.Agent.ID, st.Result, st.Poll)
+		go t.follow(id, d.Agent.ID, st.Result, st.Poll, st.Watch)
 	}
 	return st.Result, nil
 }
@@ -169,8 +175,15 @@ func (t *Tracker) lock(ctx context.Context, id string) (chan struct{}, error) {
 
 // follow polls the run until it ends (or the tracker closes) and reports
 // every status it moves to.
-func (t *Tracker) follow(jobID, agentID string, res ports.JobDispatchResult, poll Poll) {
+func (t *Tracker) follow(jobID, agentID string, res ports.JobDispatchResult, poll Poll, watch func(context.Context, chan<- struct{})) {
 	defer t.wg.Done()
+	changed := make(chan struct{}, 1)
+	if watch != nil {
+		ctx, cancel := context.WithCancel(t.ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); watch(ctx, changed) }()
+		defer func() { cancel(); <-done }()
+	}
 	status := res.Status
 	wait := t.o.MinPoll
 	for {
@@ -179,6 +192,8 @@ func (t *Tracker) follow(jobID, agentID string, res ports.JobDispatchResult, pol
 		case <-t.ctx.Done():
 			timer.Stop()
 			return
+		case <-changed:
+			timer.Stop()
 		case <-timer.C:
 		}
 		st, err := poll(t.ctx)

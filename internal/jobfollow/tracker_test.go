@@ -123,3 +123,39 @@ func TestCorrelationKey(t *testing.T) {
 	require.Len(t, a, len("reconciler-")+20)
 	require.Equal(t, a, CorrelationKey("wf/x/deploy.1/1"), "stable across processes")
 }
+
+func TestWatchWakesTheFollowerAndEndsWithIt(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{done: make(chan struct{})}
+	tr := New(Options{Adapter: "test", Reporter: rec, MinPoll: time.Hour, MaxPoll: time.Hour})
+	defer tr.Close()
+	var ended atomic.Bool
+	var state atomic.Value
+	state.Store(State{Status: release.JobInProgress})
+	wake := make(chan struct{})
+	_, err := tr.Dispatch(t.Context(), porttest.JobAgentDispatch("test", "job-1", nil), func(context.Context) (Started, error) {
+		return Started{Result: ports.JobDispatchResult{ExternalID: "x-1"},
+			Poll: func(context.Context) (State, error) { return state.Load().(State), nil },
+			Watch: func(ctx context.Context, changed chan<- struct{}) {
+				defer ended.Store(true)
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-wake:
+						changed <- struct{}{}
+					}
+				}
+			}}, nil
+	})
+	require.NoError(t, err)
+	state.Store(State{Status: release.JobSuccessful})
+	wake <- struct{}{}
+	select {
+	case <-rec.done: // an hour's backoff did not stand in the way: the watch woke the follower
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch signal did not wake the follower")
+	}
+	tr.Close()
+	require.True(t, ended.Load(), "the watch ends with its follower")
+}
