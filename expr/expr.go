@@ -79,6 +79,7 @@ func (e *Env) Vars() []string { return append([]string(nil), e.vars...) }
 type Program struct {
 	src string
 	prg cel.Program
+	out *cel.Type
 }
 
 // Source returns the expression text.
@@ -106,9 +107,24 @@ func (e *Env) Compile(src string) (*Program, error) {
 	if err != nil {
 		return nil, &Error{Expr: src, Message: err.Error()}
 	}
-	p := &Program{src: src, prg: prg}
+	p := &Program{src: src, prg: prg, out: ast.OutputType()}
 	if prev, ok, _ := e.cache.PeekOrAdd(src, p); ok {
 		return prev, nil // a concurrent Compile stored it first
+	}
+	return p, nil
+}
+
+// CompileBool is Compile for a condition: the expression's checked type
+// must be bool. A dynamic result (a bare field such as event.ok) is refused
+// too, since nothing proves it is a boolean; compare it instead
+// (event.ok == true). Errors are *Error.
+func (e *Env) CompileBool(src string) (*Program, error) {
+	p, err := e.Compile(src)
+	if err != nil {
+		return nil, err
+	}
+	if !p.out.IsExactType(cel.BoolType) {
+		return nil, &Error{Expr: src, Line: 1, Column: 1, Message: fmt.Sprintf("result is %s, want bool", p.out)}
 	}
 	return p, nil
 }

@@ -129,3 +129,26 @@ func BenchmarkCompileCached(b *testing.B) {
 		}
 	})
 }
+
+func TestCompileBoolRefusesNonBooleans(t *testing.T) {
+	t.Parallel()
+	env := MustEnv("event")
+	for src, ok := range map[string]bool{
+		`event.job.status == "failure"`:                 true,
+		`event.environment.name in ["prod", "staging"]`: true,
+		`!(event.deployment.name == "web")`:             true,
+		`event.job.status`:                              false, // dyn
+		`1 + 2`:                                         false,
+		`"x"`:                                           false,
+	} {
+		_, err := env.CompileBool(src)
+		if ok {
+			require.NoError(t, err, src)
+			continue
+		}
+		var ee *Error
+		require.ErrorAs(t, err, &ee, src)
+		require.Contains(t, ee.Message, "want bool", src)
+		require.Equal(t, 1, ee.Line, src)
+	}
+}

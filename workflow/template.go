@@ -83,10 +83,25 @@ type Metadata struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// Spec holds a template's parameters and tasks.
+// Spec holds a template's parameters and tasks, and what starts it
+// besides a release or a user: hooks (events of the release chain) and a
+// cron schedule.
 type Spec struct {
 	Parameters []Parameter `json:"parameters,omitempty"`
 	Tasks      []Task      `json:"tasks"`
+	// Hooks start a workflow on events (see EventType); an event starts at
+	// most one workflow of the template, from its first matching hook.
+	Hooks []Hook `json:"hooks,omitempty"`
+	// Schedule is a cron schedule (see ParseCron) in Timezone (an IANA
+	// zone, default UTC). ConcurrencyPolicy says what a fire does while
+	// the previous scheduled workflow runs: allow (default) starts
+	// another, forbid skips the fire, replace cancels the running one and
+	// starts. A fire missed while no process ran starts once, when one
+	// runs again, unless it is older than StartingDeadlineSeconds.
+	Schedule                string            `json:"schedule,omitempty"`
+	Timezone                string            `json:"timezone,omitempty"`
+	ConcurrencyPolicy       ConcurrencyPolicy `json:"concurrencyPolicy,omitempty"`
+	StartingDeadlineSeconds *int64            `json:"startingDeadlineSeconds,omitempty"`
 }
 
 // Parameter declares a workflow parameter. Value parameters (every type but

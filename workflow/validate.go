@@ -28,6 +28,7 @@ func Validate(t *Template) []Problem {
 	v.header()
 	v.params()
 	v.tasks()
+	v.triggers()
 	out := append([]Problem(nil), t.decodeProblems...)
 	decoded := make(map[string]bool, len(t.decodeProblems))
 	for _, d := range t.decodeProblems {

@@ -103,3 +103,42 @@ func TestSchemaRejectsWhatTheLoaderRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestSchemaRejectsBadTriggers: the trigger fields the schema can check
+// (shape, events, policy, the schedule's field count, dependencies on
+// schedule) are refused by the schema and the Go loader alike.
+func TestSchemaRejectsBadTriggers(t *testing.T) {
+	t.Parallel()
+	sch := setup(t)
+	hooks, err := os.ReadFile("../../testdata/workflows/notify-on-failure.yaml")
+	require.NoError(t, err)
+	cron, err := os.ReadFile("../../testdata/workflows/nightly-smoke.yaml")
+	require.NoError(t, err)
+	cases := map[string]struct {
+		seed     []byte
+		old, new string
+	}{
+		"unknown event":           {hooks, "event: job.failed", "event: job.exploded"},
+		"unknown hook field":      {hooks, "    - event: verification.failed\n", "    - event: verification.failed\n      when: x\n"},
+		"hook without event":      {hooks, "    - event: verification.failed\n      parameters:", "    - parameters:"},
+		"filter not a string":     {hooks, `filter: event.environment.name == "production" && event.job.status == "failure"`, "filter: [1]"},
+		"four-field schedule":     {cron, `schedule: "0 3 * * *"`, `schedule: "0 3 * *"`},
+		"unknown macro":           {cron, `schedule: "0 3 * * *"`, `schedule: "@every 5m"`},
+		"unknown policy":          {cron, "concurrencyPolicy: forbid", "concurrencyPolicy: queue"},
+		"negative deadline":       {cron, "startingDeadlineSeconds: 3600", "startingDeadlineSeconds: -1"},
+		"fractional deadline":     {cron, "startingDeadlineSeconds: 3600", "startingDeadlineSeconds: 1.5"},
+		"local timezone":          {cron, "timezone: Europe/Paris", "timezone: Local"},
+		"timezone without a cron": {cron, `  schedule: "0 3 * * *"` + "\n", ""},
+		"schedule not a string":   {cron, `schedule: "0 3 * * *"`, "schedule: 3"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			require.Contains(t, string(tc.seed), tc.old)
+			data := []byte(strings.Replace(string(tc.seed), tc.old, tc.new, 1))
+			require.Error(t, sch.Validate(instance(t, data)), "the schema refuses it")
+			_, err := workflow.Load(data)
+			require.Error(t, err, "the Go loader refuses it too")
+		})
+	}
+}
