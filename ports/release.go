@@ -243,6 +243,7 @@ type ReleaseStore interface {
 	Releases
 	Jobs
 	TargetFactsReader
+	Events
 }
 
 // Targets stores the release targets computed from the catalog

@@ -42,6 +42,9 @@ type WorkflowRecord struct {
 	// JobID is the release chain's job the workflow runs, reported when
 	// the workflow ends.
 	JobID string `json:"job_id,omitempty"`
+	// Trigger says which hook or schedule started the workflow; nil for
+	// one started by a user or a release.
+	Trigger *WorkflowTrigger `json:"trigger,omitempty"`
 
 	Phase           workflow.WorkflowPhase `json:"phase"`
 	Message         string                 `json:"message,omitempty"`
@@ -94,6 +97,33 @@ type Delivery struct {
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 }
 
+// WorkflowTrigger is what started a workflow besides a user or a release:
+// an event (a template's hook) or a scheduled time (its schedule).
+type WorkflowTrigger struct {
+	// Key groups the workflows one trigger of one template started, for
+	// WorkflowsUnfinished: TriggerKey(kind, template).
+	Key string `json:"key"`
+	// Kind is TriggerEvent or TriggerSchedule.
+	Kind string `json:"kind"`
+	// Event is the event a hook started the workflow on.
+	Event *Event `json:"event,omitempty"`
+	// Schedule, Timezone and ScheduledAt are the schedule and the fire
+	// time a scheduled workflow was started for.
+	Schedule    string    `json:"schedule,omitempty"`
+	Timezone    string    `json:"timezone,omitempty"`
+	ScheduledAt time.Time `json:"scheduled_at,omitzero"`
+}
+
+// The trigger kinds.
+const (
+	TriggerEvent    = "event"
+	TriggerSchedule = "schedule"
+)
+
+// TriggerKey is the WorkflowTrigger.Key of the workflows a template's
+// trigger of kind starts; template is the template's catalog name.
+func TriggerKey(kind, template string) string { return kind + ":" + template }
+
 // WorkflowStore stores workflow instances and their TaskRuns.
 //
 // Invariants (checked by porttest.WorkflowStore):
@@ -116,6 +146,9 @@ type WorkflowStore interface {
 	WorkflowUpdate(ctx context.Context, w WorkflowRecord, expected int64) (int64, error)
 	// WorkflowList lists workflows by id, at most limit after afterID.
 	WorkflowList(ctx context.Context, afterID string, limit int) ([]WorkflowRecord, error)
+	// WorkflowsUnfinished lists the Pending and Running workflows whose
+	// Trigger.Key is triggerKey, by id (a schedule's concurrency policy).
+	WorkflowsUnfinished(ctx context.Context, triggerKey string) ([]WorkflowRecord, error)
 	// TaskRunsList lists a workflow's TaskRuns by id.
 	TaskRunsList(ctx context.Context, workflowID string) ([]TaskRunRecord, error)
 	// TaskRunGet reads one TaskRun.

@@ -46,6 +46,8 @@ type ReleaseStore struct {
 	desired  map[release.ReleaseTarget]*ports.DesiredRelease
 
 	jobs jobIndex
+
+	events eventOutbox
 }
 
 var _ ports.ReleaseStore = (*ReleaseStore)(nil)

@@ -229,6 +229,7 @@ func (s *ReleaseStore) JobUpdate(ctx context.Context, job release.Job, expected 
 	before := *cur
 	s.jobs.replace(cur, func() { cur.Job = next; cur.Version++; cur.UpdatedAt = s.now() })
 	s.onUndo(ctx, func() { s.jobs.replace(cur, func() { *cur = before }) })
+	s.recordEvents(ctx, ports.JobEvents(&before.Job, &cur.Job, cur.UpdatedAt, cur.VersionID)...)
 	return cur.Version, nil
 }
 

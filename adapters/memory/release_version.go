@@ -265,6 +265,7 @@ func (s *ReleaseStore) ReleaseUpsert(ctx context.Context, r release.Release) (re
 	}
 	s.releases[r.ID] = &norm
 	s.onUndo(ctx, func() { delete(s.releases, r.ID) })
+	s.recordEvents(ctx, ports.ReleaseEvent(&norm))
 	return copyRelease(&norm), true, nil
 }
 

@@ -125,6 +125,21 @@ func (s *WorkflowStore) WorkflowList(_ context.Context, afterID string, limit in
 	return out, nil
 }
 
+// WorkflowsUnfinished lists the unfinished workflows of a trigger by id.
+func (s *WorkflowStore) WorkflowsUnfinished(ctx context.Context, triggerKey string) ([]ports.WorkflowRecord, error) {
+	all, err := s.WorkflowList(ctx, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	out := []ports.WorkflowRecord{}
+	for _, w := range all {
+		if w.Trigger != nil && w.Trigger.Key == triggerKey && !w.Phase.Terminal() {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
 // TaskRunsList lists a workflow's TaskRuns by id.
 func (s *WorkflowStore) TaskRunsList(_ context.Context, workflowID string) ([]ports.TaskRunRecord, error) {
 	s.mu.RLock()

@@ -38,6 +38,11 @@ func TestJobsConformance(t *testing.T) {
 	porttest.Jobs(t, newReleaseStore)
 }
 
+func TestEventsConformance(t *testing.T) {
+	t.Parallel()
+	porttest.Events(t, newReleaseStore)
+}
+
 func TestTargetFactsConformance(t *testing.T) {
 	t.Parallel()
 	porttest.TargetFacts(t, newReleaseStore)

@@ -110,6 +110,17 @@ func (s *WorkflowStore) WorkflowList(ctx context.Context, afterID string, limit 
 	return scanDocs[ports.WorkflowRecord](rows, "list workflows")
 }
 
+// WorkflowsUnfinished lists the unfinished workflows of a trigger by id,
+// through the partial index of migration 0008.
+func (s *WorkflowStore) WorkflowsUnfinished(ctx context.Context, triggerKey string) ([]ports.WorkflowRecord, error) {
+	rows, err := s.db.hotQuery(ctx, `SELECT doc FROM workflows
+		WHERE doc->'trigger'->>'key' = $1 AND doc->>'phase' IN ('Pending', 'Running') ORDER BY id`, triggerKey)
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished workflows of %s: %w", triggerKey, err)
+	}
+	return scanDocs[ports.WorkflowRecord](rows, "list unfinished workflows of "+triggerKey)
+}
+
 // TaskRunsList lists a workflow's TaskRuns by id.
 func (s *WorkflowStore) TaskRunsList(ctx context.Context, workflowID string) ([]ports.TaskRunRecord, error) {
 	op := "list task runs of " + workflowID

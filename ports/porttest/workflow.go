@@ -28,6 +28,47 @@ func WorkflowStore(t *testing.T, newStore func(t *testing.T) ports.WorkflowStore
 	t.Run("TaskRunsBatch", func(t *testing.T) { wfTaskRunsBatch(setup(t)) })
 	t.Run("TaskRunsConcurrent", func(t *testing.T) { wfTaskRunsConcurrent(setup(t)) })
 	t.Run("List", func(t *testing.T) { wfList(setup(t)) })
+	t.Run("Unfinished", func(t *testing.T) { wfUnfinished(setup(t)) })
+}
+
+// wfUnfinished: WorkflowsUnfinished lists exactly the Pending and Running
+// workflows of one trigger key, by id, and follows phase changes.
+func wfUnfinished(t *testing.T, ctx context.Context, s ports.WorkflowStore) {
+	key := ports.TriggerKey(ports.TriggerSchedule, "nightly")
+	at := time.Date(2026, 5, 6, 3, 0, 0, 0, time.UTC)
+	mk := func(id, k string, phase workflow.WorkflowPhase) {
+		w := wfRecord(id)
+		w.Phase = phase
+		if k != "" {
+			w.Trigger = &ports.WorkflowTrigger{Key: k, Kind: ports.TriggerSchedule, Schedule: "0 3 * * *", Timezone: "Europe/Paris", ScheduledAt: at}
+		}
+		require.NoError(t, s.WorkflowCreate(ctx, w))
+	}
+	mk("c", key, workflow.WorkflowRunning)
+	mk("a", key, workflow.WorkflowPending)
+	mk("b", key, workflow.WorkflowSucceeded)
+	mk("d", ports.TriggerKey(ports.TriggerSchedule, "other"), workflow.WorkflowRunning)
+	mk("e", "", workflow.WorkflowRunning)
+	ids := func() []string {
+		ws, err := s.WorkflowsUnfinished(ctx, key)
+		require.NoError(t, err)
+		out := []string{}
+		for _, w := range ws {
+			out = append(out, w.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{"a", "c"}, ids())
+	got, err := s.WorkflowGet(ctx, "c")
+	require.NoError(t, err)
+	require.Equal(t, &ports.WorkflowTrigger{Key: key, Kind: ports.TriggerSchedule, Schedule: "0 3 * * *", Timezone: "Europe/Paris", ScheduledAt: at}, got.Trigger)
+	got.Phase = workflow.WorkflowCancelled
+	_, err = s.WorkflowUpdate(ctx, got, got.Version)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, ids())
+	ws, err := s.WorkflowsUnfinished(ctx, "schedule:none")
+	require.NoError(t, err)
+	require.Empty(t, ws)
 }
 
 var wfT0 = time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
