@@ -42,6 +42,8 @@ type StartParams struct {
 	// JobID is the release chain's job a release-triggered workflow runs:
 	// the controller reports the workflow's end to it.
 	JobID string
+	// Trigger is the hook or schedule that starts the workflow, if any.
+	Trigger *ports.WorkflowTrigger
 	// Inputs are the candidates of matrix sources; the lists left nil that
 	// a matrix source needs are read from the release store within Scope.
 	Inputs workflow.Inputs
@@ -102,7 +104,7 @@ func (c *Controller) Start(ctx context.Context, p StartParams) (ports.WorkflowRe
 	}
 	w := ports.WorkflowRecord{ID: p.ID, Name: t.Metadata.Name, TemplateName: p.TemplateName, TemplateRevision: p.TemplateRevision, JobID: p.JobID,
 		Template: doc, Parameters: redact(params), Matrix: matrix, Release: p.Release, Variables: vars, Secrets: secrets,
-		ReleaseID: p.ReleaseID, TargetKey: p.TargetKey, Phase: workflow.WorkflowPending, CreatedAt: now}
+		ReleaseID: p.ReleaseID, TargetKey: p.TargetKey, Trigger: p.Trigger, Phase: workflow.WorkflowPending, CreatedAt: now}
 	if w.ID == "" {
 		w.ID = t.Metadata.Name + "-" + strconv.FormatInt(now.UnixNano(), 36)
 	}

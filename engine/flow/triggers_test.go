@@ -1,0 +1,421 @@
+package flow_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/adapters/postgres"
+	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/internal/pgtest"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/reconcile/revision"
+	"github.com/reconcilerhq/reconciler/workflow"
+)
+
+// hookTemplate is a template with one long wait task (its workflows stay
+// unfinished, so they are easy to count) and the given spec fields.
+func hookTemplate(name, meta, spec string) string {
+	if meta == "" {
+		meta = `{"name": "` + name + `"}`
+	}
+	return `{"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": ` + meta + `,
+ "spec": {"parameters": [{"name": "tag", "type": "string"}, {"name": "why", "type": "string", "default": ""}],
+  "tasks": [{"name": "hold", "type": "wait", "wait": {"duration": "240h"}}]` + spec + `}}`
+}
+
+// triggered lists the workflows a template's trigger started, by id.
+func triggered(t *testing.T, ctx context.Context, wfs ports.WorkflowStore, kind, template string) []ports.WorkflowRecord {
+	t.Helper()
+	all, err := wfs.WorkflowList(ctx, "", 0)
+	require.NoError(t, err)
+	var out []ports.WorkflowRecord
+	for _, w := range all {
+		if w.Trigger != nil && w.Trigger.Key == ports.TriggerKey(kind, template) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// triggeredIDs is triggered's ids.
+func triggeredIDs(t *testing.T, ctx context.Context, wfs ports.WorkflowStore, kind, template string) []string {
+	t.Helper()
+	out := []string{}
+	for _, w := range triggered(t, ctx, wfs, kind, template) {
+		out = append(out, w.ID)
+	}
+	return out
+}
+
+// settle lets the trigger processor poll until nothing is left to do.
+func (w *releaseWorld) settle() {
+	w.t.Helper()
+	for range 3 {
+		w.clock.Advance(3 * time.Second)
+		w.drain()
+	}
+}
+
+// TestHookTriggersStartWorkflows runs the chain with hook templates: each
+// release the chain creates and each job it fails starts exactly the
+// workflows whose hooks match (counted), a false filter or another scope
+// starts none, and the workflows read the event in their parameters and
+// as release.*.
+func TestHookTriggersStartWorkflows(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"memory", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			w := newReleaseWorld(t, backend)
+			tr := &flow.Triggers{Flow: w.flows, Events: w.rel}
+			tr.Register(w.eng)
+			require.NoError(t, tr.Start(w.ctx))
+			w.publish("ship", shipTemplate(`{"name": "ship"}`, "workspace"))
+			w.publish("on-prod-release", hookTemplate("on-prod-release", "", `, "hooks": [
+				{"event": "release.created", "filter": "event.environment.name == \"prod\"",
+				 "parameters": {"tag": "{{event.version.tag}}", "why": "{{event.deployment.name}} on {{event.resource.name}}"}}]`))
+			w.publish("never", hookTemplate("never", "", `, "hooks": [{"event": "release.created", "filter": "event.deployment.name == \"nope\""}]`))
+			w.publish("other-system", hookTemplate("other-system", `{"name": "other-system", "scope": "system", "scopeId": "other"}`,
+				`, "hooks": [{"event": "release.created"}]`))
+			w.publish("shop-failures", hookTemplate("shop-failures", `{"name": "shop-failures", "scope": "system", "scopeId": "shop"}`,
+				`, "hooks": [{"event": "job.failed", "filter": "event.job.status == \"failure\"", "parameters": {"why": "{{event.job.message}}"}}]`))
+
+			require.NoError(t, w.chain.CreateVersion(w.ctx, release.DeploymentVersion{ID: "v1", DeploymentID: "api", Tag: "1.0",
+				Config: map[string]any{"image": "api:1.0"}}))
+			w.drain()
+			w.settle()
+
+			prod := triggered(t, w.ctx, w.wfs, ports.TriggerEvent, "on-prod-release")
+			require.Len(t, prod, 2, "one per release created in prod (c1, c2)")
+			for _, wf := range prod {
+				ev := wf.Trigger.Event
+				require.Equal(t, workflow.EventReleaseCreated, ev.Type)
+				require.Equal(t, flow.HookWorkflowID("on-prod-release", ev.Seq), wf.ID, "the id derives from template and event")
+				require.Equal(t, "1.0", wf.Parameters["tag"], "parameters read the event")
+				require.Equal(t, "api on "+ev.Target().ResourceID, wf.Parameters["why"])
+				require.Equal(t, "prod", wf.Release["environment"].(map[string]any)["name"], "release.* is the event's release")
+				require.Equal(t, ev.ReleaseID, wf.ReleaseID)
+			}
+			require.Empty(t, triggered(t, w.ctx, w.wfs, ports.TriggerEvent, "never"), "a false filter starts nothing")
+			require.Empty(t, triggered(t, w.ctx, w.wfs, ports.TriggerEvent, "other-system"), "another system's template hears nothing")
+			require.Empty(t, triggered(t, w.ctx, w.wfs, ports.TriggerEvent, "shop-failures"), "no job failed yet")
+
+			// Every deploy task fails: the four release workflows fail,
+			// so do their chain jobs: four job.failed events.
+			reported := map[string]bool{}
+			require.Equal(t, 4, w.finishJobs(reported, func(ports.JobDispatch) release.JobStatus { return release.JobFailure }))
+			w.settle()
+			failed := triggered(t, w.ctx, w.wfs, ports.TriggerEvent, "shop-failures")
+			require.Len(t, failed, 4, "one per failed job")
+			jobs := map[string]bool{}
+			for _, wf := range failed {
+				ev := wf.Trigger.Event
+				require.Equal(t, workflow.EventJobFailed, ev.Type)
+				require.Equal(t, release.JobFailure, ev.JobStatus)
+				require.Contains(t, wf.Parameters["why"], "Failed")
+				jobs[ev.JobID] = true
+			}
+			require.Len(t, jobs, 4, "four different jobs")
+			require.Len(t, triggeredIDs(t, w.ctx, w.wfs, ports.TriggerEvent, "on-prod-release"), 2, "nothing started twice")
+			pending, err := w.rel.EventsPending(w.ctx, 100)
+			require.NoError(t, err)
+			require.Empty(t, pending, "every event was handled")
+		})
+	}
+}
+
+// trigProcess is one process of the multi-process tests: its own stores
+// (on Postgres, its own connection pool) over shared state.
+type trigProcess struct {
+	rel ports.ReleaseStore
+	wfs ports.WorkflowStore
+	cat ports.Catalog
+	q   ports.Queue
+	tr  *flow.Triggers
+}
+
+// trigStores opens n processes over one state on a backend.
+func trigStores(t *testing.T, backend string, clock ports.Clock, n int) []*trigProcess {
+	t.Helper()
+	out := make([]*trigProcess, n)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var dsn string
+	if backend == "postgres" {
+		dsn, _ = pgtest.Schema(t)
+	}
+	for i := range out {
+		p := &trigProcess{}
+		switch backend {
+		case "memory":
+			if i == 0 {
+				p.rel, p.wfs, p.cat, p.q = memory.NewReleaseStore(clock), memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewQueue(clock)
+			} else {
+				p.rel, p.wfs, p.cat, p.q = out[0].rel, out[0].wfs, out[0].cat, out[0].q
+			}
+		case "postgres":
+			db, err := postgres.Open(t.Context(), dsn, postgres.WithMaxConns(4))
+			require.NoError(t, err)
+			t.Cleanup(db.Close)
+			require.NoError(t, db.MigrateUp(t.Context()))
+			q, cat := postgres.NewQueue(db, clock), postgres.NewCatalog(db, clock)
+			t.Cleanup(q.Close)
+			t.Cleanup(cat.Close)
+			p.rel, p.wfs, p.cat, p.q = postgres.NewReleaseStore(db, clock), postgres.NewWorkflowStore(db), cat, q
+		}
+		c := &flow.Controller{Store: p.wfs, Queue: p.q, Releases: p.rel, Catalog: p.cat, Clock: clock, Logger: log}
+		p.tr = &flow.Triggers{Flow: c, Events: p.rel}
+		out[i] = p
+	}
+	return out
+}
+
+// publishOn stores and publishes a template revision in cat.
+func publishOn(t *testing.T, cat ports.Catalog, clock *porttest.FakeClock, name, doc string) ports.Revision {
+	t.Helper()
+	rev, err := cat.CatalogCreate(t.Context(), ports.Revision{Kind: revision.KindWorkflowTemplate, Name: name,
+		ID: fmt.Sprintf("r%d", clock.Now().UnixNano()), Content: json.RawMessage(doc)})
+	require.NoError(t, err)
+	for _, to := range []revision.Lifecycle{revision.Proposed, revision.Published} {
+		rev, err = cat.CatalogUpdate(t.Context(), ports.CatalogUpdateParams{Ref: rev.Ref(), ExpectedVersion: rev.Version, Lifecycle: to, ApprovedBy: "lead"})
+		require.NoError(t, err)
+	}
+	return rev
+}
+
+// seedReleases stores deployment d1 in system s with environments e1, e2
+// and resources r1, r2, a version, and the release of the version on each
+// of the four targets: four release.created events.
+func seedReleases(t *testing.T, s ports.ReleaseStore) {
+	t.Helper()
+	ctx, r := t.Context(), require.New(t)
+	_, err := s.Workspaces().Put(ctx, release.Workspace{ID: "ws", Name: "ws"}, 0)
+	r.NoError(err)
+	_, err = s.Systems().Put(ctx, release.System{ID: "s", WorkspaceID: "ws", Name: "s"}, 0)
+	r.NoError(err)
+	_, err = s.Deployments().Put(ctx, release.Deployment{ID: "d1", SystemID: "s", Name: "d1", Slug: "d1", ResourceSelector: "true"}, 0)
+	r.NoError(err)
+	var targets []release.ReleaseTarget
+	for _, e := range []string{"e1", "e2"} {
+		_, err = s.Environments().Put(ctx, release.Environment{ID: e, SystemID: "s", Name: e, ResourceSelector: "true"}, 0)
+		r.NoError(err)
+		for _, res := range []string{"r1", "r2"} {
+			targets = append(targets, release.ReleaseTarget{DeploymentID: "d1", EnvironmentID: e, ResourceID: res})
+		}
+	}
+	for _, res := range []string{"r1", "r2"} {
+		_, err = s.Resources().Put(ctx, release.Resource{ID: res, WorkspaceID: "ws", Kind: "k", Identifier: res, Name: res}, 0)
+		r.NoError(err)
+	}
+	_, err = s.TargetsReplace(ctx, ports.TargetsReplaceParams{Scope: ports.TargetScope{SystemID: "s"}, Targets: targets})
+	r.NoError(err)
+	r.NoError(s.VersionCreate(ctx, release.DeploymentVersion{ID: "v1", DeploymentID: "d1", Tag: "1.0", Status: release.VersionReady, CreatedAt: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}))
+	for _, tg := range targets {
+		_, created, err := s.ReleaseUpsert(ctx, release.NewRelease(tg, "v1", nil, time.Time{}))
+		r.NoError(err)
+		r.True(created)
+	}
+}
+
+// gatedEvents hands out pending events only once every process has read
+// them, so all processes handle the same events at once.
+type gatedEvents struct {
+	flow.TriggerReader
+	gate *sync.WaitGroup
+	once sync.Once
+}
+
+func (g *gatedEvents) EventsPending(ctx context.Context, limit int) ([]ports.Event, error) {
+	evs, err := g.TriggerReader.EventsPending(ctx, limit)
+	g.once.Do(func() {
+		g.gate.Done()
+		g.gate.Wait()
+	})
+	return evs, err
+}
+
+// TestHookEventStartsOneWorkflowAcrossProcesses: three processes read the
+// same pending events before any marks them done and all start their
+// workflows: each (template, event) has exactly one workflow.
+func TestHookEventStartsOneWorkflowAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"memory", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			clock := porttest.NewFakeClock(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
+			procs := trigStores(t, backend, clock, 3)
+			publishOn(t, procs[0].cat, clock, "a", hookTemplate("a", "", `, "hooks": [{"event": "release.created"}]`))
+			publishOn(t, procs[0].cat, clock, "b", hookTemplate("b", "", `, "hooks": [{"event": "release.created", "filter": "event.environment.name == \"e2\""}]`))
+			seedReleases(t, procs[0].rel)
+			gate := &sync.WaitGroup{}
+			gate.Add(len(procs))
+			var wg sync.WaitGroup
+			errs := make([]error, len(procs))
+			for i, p := range procs {
+				p.tr.Events = &gatedEvents{TriggerReader: p.rel, gate: gate}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, errs[i] = p.tr.ProcessEvents(t.Context())
+				}()
+			}
+			wg.Wait()
+			for _, err := range errs {
+				require.NoError(t, err)
+			}
+			require.Len(t, triggeredIDs(t, t.Context(), procs[0].wfs, ports.TriggerEvent, "a"), 4, "one per event")
+			require.Len(t, triggeredIDs(t, t.Context(), procs[0].wfs, ports.TriggerEvent, "b"), 2, "one per event in e2")
+			pending, err := procs[0].rel.EventsPending(t.Context(), 10)
+			require.NoError(t, err)
+			require.Empty(t, pending)
+		})
+	}
+}
+
+// TestScheduleFires: a schedule in Paris fires once per scheduled time,
+// across the daylight-saving change, from two processes at once; a fire
+// missed while nothing ran starts once; a fire older than the starting
+// deadline starts none; the engine requeues the schedule for its next
+// fire.
+func TestScheduleFires(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"memory", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			// Noon UTC the day before Paris moves its clocks forward.
+			clock := porttest.NewFakeClock(time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC))
+			procs := trigStores(t, backend, clock, 2)
+			p0 := procs[0]
+			publishOn(t, p0.cat, clock, "nightly", hookTemplate("nightly", "", `, "schedule": "30 2 * * *", "timezone": "Europe/Paris"`))
+			publishOn(t, p0.cat, clock, "strict", hookTemplate("strict", "", `, "schedule": "0 4 * * *", "timezone": "Europe/Paris", "startingDeadlineSeconds": 60`))
+
+			fireAll := func(name string) time.Time {
+				t.Helper()
+				var wg sync.WaitGroup
+				nexts := make([]time.Time, len(procs))
+				errs := make([]error, len(procs))
+				for i, p := range procs {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						nexts[i], errs[i] = p.tr.FireSchedule(ctx, name)
+					}()
+				}
+				wg.Wait()
+				for i := range procs {
+					require.NoError(t, errs[i])
+					require.Equal(t, nexts[0], nexts[i])
+				}
+				return nexts[0]
+			}
+			ids := func(name string) []string {
+				return triggeredIDs(t, ctx, p0.wfs, ports.TriggerSchedule, name)
+			}
+
+			next := fireAll("nightly")
+			require.Empty(t, ids("nightly"), "no fire since the publication")
+			// 02:30 does not exist on 29 March in Paris: the fire is at
+			// the end of the gap, 03:00 CEST.
+			gapEnd := time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC)
+			require.Equal(t, gapEnd, next.UTC())
+			clock.Set(gapEnd)
+			next = fireAll("nightly")
+			require.Equal(t, []string{flow.ScheduleWorkflowID("nightly", gapEnd)}, ids("nightly"), "one fire, two processes")
+			require.Equal(t, time.Date(2026, 3, 30, 0, 30, 0, 0, time.UTC), next.UTC(), "02:30 CEST the next day")
+			clock.Set(gapEnd.Add(time.Minute))
+			fireAll("nightly")
+			require.Len(t, ids("nightly"), 1, "a later pass finds the fire taken")
+			w, err := p0.wfs.WorkflowGet(ctx, flow.ScheduleWorkflowID("nightly", gapEnd))
+			require.NoError(t, err)
+			require.Equal(t, &ports.WorkflowTrigger{Key: ports.TriggerKey(ports.TriggerSchedule, "nightly"), Kind: ports.TriggerSchedule,
+				Schedule: "30 2 * * *", Timezone: "Europe/Paris", ScheduledAt: gapEnd}, w.Trigger)
+
+			// Nothing ran for three days: one fire, the latest, starts.
+			clock.Set(time.Date(2026, 4, 2, 9, 0, 0, 0, time.UTC))
+			fireAll("nightly")
+			fireAll("strict")
+			require.Equal(t, []string{flow.ScheduleWorkflowID("nightly", gapEnd),
+				flow.ScheduleWorkflowID("nightly", time.Date(2026, 4, 2, 0, 30, 0, 0, time.UTC))}, ids("nightly"))
+			require.Empty(t, ids("strict"), "the missed 04:00 fire is past its 60 s starting deadline")
+			clock.Set(time.Date(2026, 4, 3, 2, 0, 30, 0, time.UTC)) // 04:00:30 CEST
+			fireAll("strict")
+			require.Len(t, ids("strict"), 1, "within the deadline")
+
+			// On the engine: the triggers item enqueues the schedule,
+			// whose pass requeues itself for the next fire.
+			eng := engine.New(p0.q, engine.Options{Clock: clock, Logger: p0.tr.Flow.Logger, Owner: "test"})
+			p0.tr.Register(eng)
+			require.NoError(t, p0.tr.Start(ctx))
+			_, err = eng.Drain(ctx)
+			require.NoError(t, err)
+			require.Len(t, ids("nightly"), 3, "the 3 April fire (02:30 CEST, 00:30Z) has passed")
+			clock.Set(time.Date(2026, 4, 4, 0, 30, 0, 0, time.UTC))
+			_, err = eng.Drain(ctx)
+			require.NoError(t, err)
+			require.Len(t, ids("nightly"), 4, "the requeued item fired at its time")
+		})
+	}
+}
+
+// TestScheduleConcurrencyPolicies: with a workflow of the previous fire
+// unfinished, forbid skips the fire (recorded, never started later),
+// replace cancels the running one and starts, allow starts another.
+func TestScheduleConcurrencyPolicies(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"memory", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			day := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+			clock := porttest.NewFakeClock(day.Add(-time.Hour))
+			p := trigStores(t, backend, clock, 1)[0]
+			for _, policy := range []string{"allow", "forbid", "replace"} {
+				publishOn(t, p.cat, clock, policy, hookTemplate(policy, "", `, "schedule": "@daily", "concurrencyPolicy": "`+policy+`"`))
+			}
+			fire := func(at time.Time) {
+				t.Helper()
+				clock.Set(at)
+				for _, policy := range []string{"allow", "forbid", "replace"} {
+					_, err := p.tr.FireSchedule(ctx, policy)
+					require.NoError(t, err)
+				}
+			}
+			fire(day)
+			fire(day.Add(24 * time.Hour))
+			fire(day.Add(24*time.Hour + time.Minute)) // a later pass of the same day
+			phases := func(name string) map[string]string {
+				out := map[string]string{}
+				for _, w := range triggered(t, ctx, p.wfs, ports.TriggerSchedule, name) {
+					s := string(w.Phase)
+					if w.CancelRequested {
+						s += "+cancel"
+					}
+					out[w.ID] = s
+				}
+				return out
+			}
+			first, second := day, day.Add(24*time.Hour)
+			require.Equal(t, map[string]string{flow.ScheduleWorkflowID("allow", first): "Pending", flow.ScheduleWorkflowID("allow", second): "Pending"}, phases("allow"))
+			require.Equal(t, map[string]string{flow.ScheduleWorkflowID("forbid", first): "Pending", flow.ScheduleWorkflowID("forbid", second): "Cancelled"}, phases("forbid"))
+			skipped, err := p.wfs.WorkflowGet(ctx, flow.ScheduleWorkflowID("forbid", second))
+			require.NoError(t, err)
+			require.Contains(t, skipped.Message, "skipped: concurrencyPolicy forbid and workflow "+flow.ScheduleWorkflowID("forbid", first)+" still runs")
+			require.Equal(t, map[string]string{flow.ScheduleWorkflowID("replace", first): "Pending+cancel", flow.ScheduleWorkflowID("replace", second): "Pending"}, phases("replace"))
+			running, err := p.wfs.WorkflowsUnfinished(ctx, ports.TriggerKey(ports.TriggerSchedule, "forbid"))
+			require.NoError(t, err)
+			require.Len(t, running, 1, "forbid: still one running")
+		})
+	}
+}
