@@ -23,10 +23,11 @@ import (
 // HTTP API, and deployments with a workflow template
 // run each release as a workflow.
 type releaseRuntime struct {
-	chain  *chain.Chain
-	flows  *flow.Controller
-	runner *testrunner.Agent
-	ext    *integrations
+	chain    *chain.Chain
+	flows    *flow.Controller
+	triggers *flow.Triggers // templates' hooks and schedules
+	runner   *testrunner.Agent
+	ext      *integrations
 }
 
 // newReleaseRuntime wires the runtime over the stores; secrets may be nil;
@@ -51,6 +52,7 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 		Clock: clock, Logger: log, Agents: maps.Clone(rt.chain.Agents), Verifiers: rt.chain.Verifiers,
 		Webhooks: httphook.Client{}, Secrets: secrets}
 	rt.chain.Agents[release.WorkflowAgentType] = rt.flows.ReleaseAgent()
+	rt.triggers = &flow.Triggers{Flow: rt.flows, Events: releases}
 	return rt
 }
 
@@ -58,12 +60,13 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 func (rt *releaseRuntime) register(eng *engine.Engine, concurrency int) {
 	rt.chain.Register(eng, concurrency)
 	rt.flows.Register(eng, concurrency)
+	rt.triggers.Register(eng)
 }
 
-// resyncSources are the chain's and the workflows' parts of the periodic
-// sweep.
+// resyncSources are the chain's, the workflows' and the triggers' parts of
+// the periodic sweep (the first sweep, at start, enqueues the triggers).
 func (rt *releaseRuntime) resyncSources() []engine.ResyncSource {
-	return []engine.ResyncSource{rt.chain.ResyncSource(), rt.flows.ResyncSource()}
+	return []engine.ResyncSource{rt.chain.ResyncSource(), rt.flows.ResyncSource(), rt.triggers.ResyncSource()}
 }
 
 // close stops the test runner's pending reports and the external agents'

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -74,7 +76,7 @@ Exit status: 0 valid, 2 problems found or unreadable.`,
 					return err
 				}
 			} else if inv == nil {
-				fmt.Fprintf(out, "%s: valid WorkflowTemplate %q (%d tasks)\n", args[0], t.Metadata.Name, len(t.Spec.Tasks))
+				fmt.Fprintf(out, "%s: valid WorkflowTemplate %q (%d tasks)%s\n", args[0], t.Metadata.Name, len(t.Spec.Tasks), triggersText(t))
 			} else {
 				for _, p := range inv.Problems {
 					fmt.Fprintf(out, "%s: %s\n", args[0], p)
@@ -271,6 +273,9 @@ func statusText(st *flow.Status) string {
 		fmt.Fprintf(&b, ": %s", w.Message)
 	}
 	b.WriteString("\n")
+	if by := startedBy(w); by != "" {
+		b.WriteString("  started by " + by + "\n")
+	}
 	var t workflow.Template
 	_ = json.Unmarshal(w.Template, &t)
 	byTask := map[string][]ports.TaskRunRecord{}
@@ -306,6 +311,41 @@ func statusText(st *flow.Status) string {
 		}
 	}
 	return b.String()
+}
+
+// triggersText says what starts a template besides a user or a release:
+// its hooks' events and its schedule.
+func triggersText(t *workflow.Template) string {
+	var parts []string
+	for _, h := range t.Spec.Hooks {
+		parts = append(parts, "on "+string(h.Event))
+	}
+	if t.Spec.Schedule != "" {
+		parts = append(parts, fmt.Sprintf("schedule %q in %s", t.Spec.Schedule, cmp.Or(t.Spec.Timezone, "UTC")))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", starts " + strings.Join(parts, ", ")
+}
+
+// startedBy says which event or scheduled time started a workflow, or the
+// release job it runs; empty for one a user started.
+func startedBy(w *ports.WorkflowRecord) string {
+	switch tr := w.Trigger; {
+	case tr != nil && tr.Event != nil:
+		e := tr.Event
+		s := fmt.Sprintf("event %s #%d (release %s, target %s", e.Type, e.Seq, e.ReleaseID, e.TargetKey)
+		if e.JobID != "" {
+			s += ", job " + e.JobID + " " + string(e.JobStatus)
+		}
+		return s + ")"
+	case tr != nil && tr.Kind == ports.TriggerSchedule:
+		return fmt.Sprintf("schedule %q (%s) for %s", tr.Schedule, cmp.Or(tr.Timezone, "UTC"), tr.ScheduledAt.UTC().Format(time.RFC3339))
+	case w.JobID != "":
+		return "release job " + w.JobID
+	}
+	return ""
 }
 
 // writeLastMeasurements adds a line per metric of a verification run with

@@ -201,3 +201,42 @@ spec:
 	}
 	require.Equal(t, []string{"eu-1", "us-1"}, names, "the system's workspace's Kubernetes resources, by id")
 }
+
+// TestWorkflowValidateCLITriggers: validate names a bad hook filter and a
+// bad schedule (exit 2) and says what starts a valid template.
+func TestWorkflowValidateCLITriggers(t *testing.T) {
+	t.Parallel()
+	out, err := runRoot(t, "workflow", "validate", "../../testdata/workflows/nightly-smoke.yaml")
+	require.NoError(t, err)
+	require.Contains(t, out, `starts schedule "0 3 * * *" in Europe/Paris`)
+	out, err = runRoot(t, "workflow", "validate", "../../testdata/workflows/notify-on-failure.yaml")
+	require.NoError(t, err)
+	require.Contains(t, out, "starts on job.failed, on verification.failed")
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: x}\nspec:\n"+
+		"  hooks:\n    - event: job.failed\n      filter: event.job.status\n  schedule: '0 3 * * 9'\n  timezone: Europe/Nowhere\n"+
+		"  tasks:\n    - {name: a, type: wait, wait: {duration: 1s}}\n"), 0o600))
+	out, err = runRoot(t, "workflow", "validate", bad)
+	requireExit(t, err, 2, "problems")
+	require.Contains(t, out, "spec.hooks[0].filter: bad expression \"event.job.status\": line 1, column 1: result is dyn, want bool (line 7, column 7)")
+	require.Contains(t, out, "spec.schedule: bad schedule \"0 3 * * 9\": day of week: 9 is out of range 0-7 (line 8, column 3)")
+	require.Contains(t, out, `spec.timezone: unknown timezone "Europe/Nowhere"`)
+}
+
+func TestWorkflowStatusSaysWhatStartedIt(t *testing.T) {
+	t.Parallel()
+	tmpl := json.RawMessage(`{"spec":{"tasks":[{"name":"a","type":"wait"}]}}`)
+	at := time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC)
+	for want, w := range map[string]ports.WorkflowRecord{
+		`started by schedule "30 2 * * *" (Europe/Paris) for 2026-03-29T01:00:00Z`: {Trigger: &ports.WorkflowTrigger{Kind: ports.TriggerSchedule,
+			Schedule: "30 2 * * *", Timezone: "Europe/Paris", ScheduledAt: at}},
+		"started by event job.failed #7 (release r1, target d:e:r, job j1 failure)": {Trigger: &ports.WorkflowTrigger{Kind: ports.TriggerEvent,
+			Event: &ports.Event{Seq: 7, Type: workflow.EventJobFailed, ReleaseID: "r1", TargetKey: "d:e:r", JobID: "j1", JobStatus: release.JobFailure}}},
+		"started by release job j9": {JobID: "j9"},
+	} {
+		w.ID, w.TemplateName, w.Phase, w.Template = "w", "t", workflow.WorkflowRunning, tmpl
+		require.Contains(t, statusText(&flow.Status{Workflow: w}), "\n  "+want+"\n")
+	}
+	require.NotContains(t, statusText(&flow.Status{Workflow: ports.WorkflowRecord{ID: "w", Template: tmpl}}), "started by")
+}
