@@ -28,6 +28,34 @@
 // by dotted path or CEL inside {{ }}. A string that is exactly one reference
 // keeps the value's type; a missing path is an error naming it.
 //
+// # Triggers
+//
+// Besides a user (workflow run) and a release (a deployment's
+// workflow_template), a template can start itself:
+//   - spec.hooks: on an event of the release chain (EventType:
+//     release.created, job.failed, verification.failed), when its filter, a
+//     CEL expression over `event` that must type-check as bool (event.x ==
+//     "y", not a bare event.x), holds. The event carries type, id, at,
+//     release {id, target}, deployment, environment, resource and version
+//     (the stored objects), job {id, status, message, agentId, externalId}
+//     for job events and verification {status, metrics} for
+//     verification.failed. Hook parameters map value parameters to values
+//     reading {{event.<path>}}; the event's release is the workflow's
+//     release.*. An event starts at most one workflow of a template, from
+//     its first matching hook (HookMatches, HookParameters).
+//   - spec.schedule: a cron schedule (ParseCron: five fields or a macro) in
+//     spec.timezone (an IANA zone, default UTC; the zone database is built
+//     in), with spec.concurrencyPolicy allow, forbid or replace and an
+//     optional spec.startingDeadlineSeconds, as Argo's CronWorkflow. Cron.Next
+//     and Cron.Last are pure (the time is passed in); across a clock change a
+//     skipped wall time fires once at the end of the gap and a repeated one
+//     once, at its first occurrence.
+//
+// Validate refuses an unknown event, a filter that does not compile or is
+// not boolean (with the CEL line and column), a hook parameter that names
+// no value parameter or reads anything but event.*, a bad schedule or
+// timezone, an unknown policy, and schedule fields without a schedule.
+//
 // # Scheduling rules
 //
 // Schedule(in) reads only its input and returns actions; it keeps no memory,
