@@ -2,7 +2,6 @@ package flow_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
-	"github.com/reconcilerhq/reconciler/reconcile/revision"
 	"github.com/reconcilerhq/reconciler/workflow"
 )
 
@@ -145,13 +143,7 @@ func (w *releaseWorld) seed() {
 // name.
 func (w *releaseWorld) publish(obj, doc string) ports.Revision {
 	w.t.Helper()
-	rev, err := w.cat.CatalogCreate(w.ctx, ports.Revision{Kind: revision.KindWorkflowTemplate, Name: obj,
-		ID: fmt.Sprintf("r%d", w.clock.Now().UnixNano()), Content: json.RawMessage(doc)})
-	require.NoError(w.t, err)
-	for _, to := range []revision.Lifecycle{revision.Proposed, revision.Published} {
-		rev, err = w.cat.CatalogUpdate(w.ctx, ports.CatalogUpdateParams{Ref: rev.Ref(), ExpectedVersion: rev.Version, Lifecycle: to, ApprovedBy: "lead"})
-		require.NoError(w.t, err)
-	}
+	rev := publishOn(w.t, w.cat, w.clock, obj, doc)
 	w.clock.Advance(time.Second)
 	return rev
 }
