@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -64,7 +66,17 @@ func Schema(t testing.TB) (dsn, schema string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		// A session the test left running (a transaction writing two
+		// tables, a trigger writing a second one) can deadlock with the
+		// drop, which locks the tables one by one; PostgreSQL aborts one
+		// side, so the drop is tried again.
+		var err error
+		for range 5 {
+			if _, err = pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); !isDeadlock(err) {
+				break
+			}
+		}
+		if err != nil {
 			t.Errorf("pgtest: drop schema %s: %v", schema, err)
 		}
 	})
@@ -146,4 +158,10 @@ func redact(dsn string) string {
 		return EnvDSN
 	}
 	return u.Redacted()
+}
+
+// isDeadlock reports whether err is PostgreSQL's deadlock_detected.
+func isDeadlock(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01"
 }
