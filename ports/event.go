@@ -61,7 +61,7 @@ func JobFailed(s release.JobStatus) bool {
 // order: job.failed when the status moves into a failed one,
 // verification.failed when the verification moves to failed. Memory and
 // Postgres stores share this rule (Postgres in a trigger of migration
-// 0010, which this function mirrors).
+// 0011, which this function mirrors).
 func JobEvents(old, next *release.Job, at time.Time, versionID string) []Event {
 	var out []Event
 	base := Event{At: StoredTime(at), ReleaseID: next.ReleaseID, TargetKey: next.TargetKey, VersionID: versionID,

@@ -13,7 +13,7 @@ import (
 )
 
 // The event outbox (ports.Events) is the workflow_events table of
-// migration 0010, written by triggers on release_releases and
+// migration 0011, written by triggers on release_releases and
 // release_jobs in the statement that makes the change.
 
 type eventRow struct {

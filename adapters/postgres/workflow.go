@@ -111,7 +111,7 @@ func (s *WorkflowStore) WorkflowList(ctx context.Context, afterID string, limit 
 }
 
 // WorkflowsUnfinished lists the unfinished workflows of a trigger by id,
-// through the partial index of migration 0010.
+// through the partial index of migration 0011.
 func (s *WorkflowStore) WorkflowsUnfinished(ctx context.Context, triggerKey string) ([]ports.WorkflowRecord, error) {
 	rows, err := s.db.hotQuery(ctx, `SELECT doc FROM workflows
 		WHERE doc->'trigger'->>'key' = $1 AND doc->>'phase' IN ('Pending', 'Running') ORDER BY id`, triggerKey)
