@@ -113,7 +113,9 @@ type JobReport struct {
 // renews it by a non-terminal JobReport with Lease set at least every
 // JobLease()/3, and the workflow controller ends an attempt whose lease
 // ran out as failed (its retry strategy may run it again under a new job
-// id) without waiting for a task timeout. JobLease is constant; zero
+// id) without waiting for a task timeout; the release chain ends such a
+// release job as lost (release.Job.LeaseUntil) without waiting for the
+// deployment's job timeout. JobLease is constant; zero
 // means the agent holds no leases. Checked by porttest.JobLeaser: renewals
 // name the job and carry JobLease, come within the lease, and stop with
 // the job's outcome or cancel.

@@ -156,6 +156,7 @@ func normJob(j release.Job) (release.Job, error) {
 	j.CreatedAt = ports.StoredTime(j.CreatedAt)
 	j.StartedAt = ports.StoredTime(j.StartedAt)
 	j.CompletedAt = ports.StoredTime(j.CompletedAt)
+	j.LeaseUntil = ports.StoredTime(j.LeaseUntil)
 	j.Measurements = ports.StoredMeasurements(j.Measurements)
 	out, err := jsonRoundTrip(&j)
 	if err != nil {

@@ -41,6 +41,7 @@ func relJob(j release.Job) (release.Job, string, error) {
 	j.CreatedAt = ports.StoredTime(j.CreatedAt)
 	j.StartedAt = ports.StoredTime(j.StartedAt)
 	j.CompletedAt = ports.StoredTime(j.CompletedAt)
+	j.LeaseUntil = ports.StoredTime(j.LeaseUntil)
 	j.Measurements = ports.StoredMeasurements(j.Measurements)
 	doc, err := relEncode("dispatch_context", &j)
 	if err != nil {

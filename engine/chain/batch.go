@@ -184,11 +184,12 @@ func (c *Chain) handOverAll(ctx context.Context, hs []handover, outs []engine.Ou
 		// An in-process agent cannot tell a job it was sent from a new one
 		// in another process: the job is claimed (its start time recorded)
 		// before it is sent, so no pass sends it again; if the process dies
-		// with it, the deployment's job timeout ends it.
+		// with it, its lease runs out (timeOut ends it as lost).
 		err := c.inTx(ctx, func(ctx context.Context) error {
 			for _, h := range claims {
 				claim := h.row.Job
 				claim.StartedAt = now
+				claim.LeaseUntil = now.Add(c.Agents[h.rt.agent.Type].(ports.JobLeaser).JobLease())
 				v, err := c.Store.JobUpdate(ctx, claim, h.row.Version)
 				if errors.Is(err, ports.ErrConflict) {
 					h.skip, outs[h.i] = true, engine.RequeueAt(now) // it moved: recompute
@@ -295,6 +296,13 @@ func (c *Chain) record(ctx context.Context, h *handover) engine.Outcome {
 		if next.ExternalID == "" {
 			next.ExternalID = res.ExternalID
 		}
+		if l, ok := c.Agents[h.rt.agent.Type].(ports.JobLeaser); ok && l.JobLease() > 0 && !next.LeaseUntil.IsZero() {
+			// The lease runs from the agent's acceptance: a send slower
+			// than the lease must not end the job it started as lost.
+			if until := c.Clock.Now().Add(l.JobLease()); until.After(next.LeaseUntil) {
+				next.LeaseUntil = until
+			}
+		}
 		if next.Status == release.JobPending && res.Status != release.JobPending {
 			next.Status, next.Message = res.Status, res.Message
 			if next.StartedAt.IsZero() {
@@ -326,8 +334,14 @@ func (c *Chain) record(ctx context.Context, h *handover) engine.Outcome {
 	if res.Status.IsTerminal() {
 		return c.afterJobEnded(ctx, row)
 	}
+	out := engine.Done()
 	if limit := h.f.Detail.Deployment.JobTimeout(); limit > 0 {
-		return engine.RequeueAt(c.Clock.Now().Add(limit)) // time it out then, unless it ended
+		out = engine.RequeueAt(c.Clock.Now().Add(limit)) // time it out then, unless it ended
 	}
-	return engine.Done()
+	if l, ok := c.Agents[agent.Type].(ports.JobLeaser); ok && l.JobLease() > 0 {
+		// Look at its lease when it would run out: renewed, the pass
+		// looks again at the new end; else it ends the job as lost.
+		out = out.NoLaterThan(c.Clock.Now().Add(l.JobLease()))
+	}
+	return out
 }

@@ -40,20 +40,28 @@ func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 			return fmt.Errorf("%s: %w", op, err)
 		}
 		same := row.Status == r.Status
-		if same && !added {
+		at := r.At
+		if at.IsZero() {
+			at = c.Clock.Now()
+		}
+		// A JobLeaser's non-terminal report with a lease renews the job's
+		// lease (only a job that holds one, and only forward).
+		renew := r.Lease > 0 && !r.Status.IsTerminal() && row.Status.IsActive() && !row.LeaseUntil.IsZero() &&
+			at.Add(r.Lease).After(row.LeaseUntil)
+		if same && !added && !renew {
 			return nil
 		}
 		if !same && !row.Status.CanBecome(r.Status) {
 			return fmt.Errorf("%s: %w", op, release.Invalid("status", "job "+row.ID+" cannot move from "+string(row.Status)+" to "+string(r.Status)))
 		}
-		at := r.At
-		if at.IsZero() {
-			at = c.Clock.Now()
-		}
 		next := row.Job
 		next.Links = links
+		if renew {
+			next.LeaseUntil = at.Add(r.Lease)
+		}
 		if same {
-			// Only links to add: the status and its times stay.
+			// Only links to add or a lease to renew: the status and its
+			// times stay.
 			if _, err := c.Store.JobUpdate(ctx, next, row.Version); errors.Is(err, ports.ErrConflict) {
 				continue
 			} else if err != nil {

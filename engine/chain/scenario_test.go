@@ -615,3 +615,59 @@ func TestScenarioJobTimeout(t *testing.T) {
 		h.requireRunning("v2", "dev", "staging", "prod")
 	})
 }
+
+// leasingFake is the fake agent holding a 30 s lease on its jobs, as an
+// in-process agent does (ports.JobLeaser).
+type leasingFake struct{ *fakeAgent }
+
+func (leasingFake) JobLease() time.Duration { return 30 * time.Second }
+
+// TestScenarioLeasedJobLostWhenItsLeaseRunsOut: the job of an in-process
+// agent holds a lease from its dispatch; renewals (non-terminal reports
+// with a lease) extend it; a job whose lease ran out unrenewed (its
+// process died) is ended as a failure and its agent asked to stop it,
+// without any job timeout configured, and the target takes the next
+// version.
+func TestScenarioLeasedJobLostWhenItsLeaseRunsOut(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		h.chain.Agents["fake"] = leasingFake{h.agent}
+		h.version("v1")
+		dispatched := h.clock.Now()
+		h.drain()
+		h.requireRunning("v1", "dev", "staging", "prod")
+		kept := h.jobs("dev", "c1")[0]
+		require.Equal(t, dispatched.Add(30*time.Second), kept.LeaseUntil, "the lease runs from the dispatch")
+
+		h.clock.Advance(20 * time.Second)
+		require.NoError(t, h.chain.ReportJob(h.ctx, ports.JobReport{JobID: kept.ID, Status: release.JobInProgress, Lease: 30 * time.Second}))
+		require.Equal(t, h.clock.Now().Add(30*time.Second), h.jobs("dev", "c1")[0].LeaseUntil, "a renewal extends it")
+
+		h.clock.Advance(11 * time.Second) // 31 s after the dispatch
+		h.drain()
+		for _, env := range []string{"dev", "staging", "prod"} {
+			for _, res := range []string{"c1", "c2"} {
+				rows := h.jobs(env, res)
+				require.Len(t, rows, 1, "%s/%s", env, res)
+				if env == "dev" && res == "c1" {
+					require.Equal(t, release.JobInProgress, rows[0].Status, "a renewed lease keeps the job")
+					continue
+				}
+				require.Equal(t, release.JobFailure, rows[0].Status, "%s/%s", env, res)
+				require.Contains(t, rows[0].Message, "lost: its agent's lease ran out")
+				h.agent.mu.Lock()
+				_, told := h.agent.cancelled[rows[0].ID]
+				h.agent.mu.Unlock()
+				require.True(t, told, "%s/%s: the agent is asked to stop the job", env, res)
+			}
+		}
+
+		h.clock.Advance(20 * time.Second) // past the renewed lease
+		h.drain()
+		require.Equal(t, release.JobFailure, h.jobs("dev", "c1")[0].Status)
+
+		h.version("v2")
+		h.drain()
+		h.requireRunning("v2", "dev", "staging", "prod")
+	})
+}

@@ -11,31 +11,42 @@ import (
 )
 
 // timeOut ends the target's active jobs that outlived the deployment's job
-// timeout as failures, as a report would (the chain then moves on: a
-// retry policy may try again), after asking their agent to stop them when
-// it can (ports.JobCanceler). It returns the earliest deadline still
-// ahead, for the pass to run again then, and whether it ended any.
+// timeout, or whose in-process agent's lease ran out unrenewed (the
+// process running them died: ports.JobLeaser), as failures, as a report
+// would (the chain then moves on: a retry policy may try again), after
+// asking their agent to stop them when it can (ports.JobCanceler). It
+// returns the earliest deadline still ahead, for the pass to run again
+// then, and whether it ended any.
 func (c *Chain) timeOut(ctx context.Context, f *facts) (time.Time, bool, error) {
 	limit := f.Detail.Deployment.JobTimeout()
-	if limit <= 0 {
-		return time.Time{}, false, nil
-	}
 	now := c.Clock.Now()
 	var next time.Time
+	ahead := func(d time.Time) {
+		if next.IsZero() || d.Before(next) {
+			next = d
+		}
+	}
 	ended := false
 	for i := range f.Jobs {
 		j := &f.Jobs[i]
-		d := j.Deadline(limit)
-		switch {
-		case d.IsZero():
+		if !j.Status.IsActive() {
 			continue
-		case now.Before(d):
-			if next.IsZero() || d.Before(next) {
-				next = d
+		}
+		var msg string
+		switch d := j.Deadline(limit); {
+		case !j.LeaseUntil.IsZero() && !now.Before(j.LeaseUntil):
+			msg = "lost: its agent's lease ran out at " + j.LeaseUntil.UTC().Format(time.RFC3339Nano) + " (the process running it stopped)"
+		case !d.IsZero() && !now.Before(d):
+			msg = "timed out after " + limit.String()
+		default:
+			if !j.LeaseUntil.IsZero() {
+				ahead(j.LeaseUntil)
+			}
+			if !d.IsZero() {
+				ahead(d)
 			}
 			continue
 		}
-		msg := "timed out after " + limit.String()
 		c.stopJob(ctx, f, j, msg)
 		err := c.ReportJob(ctx, ports.JobReport{JobID: j.ID, Status: release.JobFailure, Message: msg, At: now})
 		if err != nil && !errors.Is(err, release.ErrInvalid) { // invalid: it ended meanwhile

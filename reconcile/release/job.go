@@ -171,6 +171,10 @@ type Job struct {
 	CreatedAt   time.Time         `json:"created_at"`
 	StartedAt   time.Time         `json:"started_at,omitzero"`
 	CompletedAt time.Time         `json:"completed_at,omitzero"`
+	// LeaseUntil is, for the job of an in-process agent that holds leases
+	// (ports.JobLeaser), when its lease runs out unless renewed: an active
+	// job past it is lost (its process died) and is ended as a failure.
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
 }
 
 // FinishedAt is when the job completed, falling back to when it started or
