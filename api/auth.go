@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -55,9 +56,15 @@ func HashSecret(secret string) []byte {
 	return h[:]
 }
 
+// TokenOption tunes a token IssueToken creates.
+type TokenOption func(*ports.Token)
+
+// ExpiresAt makes the token stop being accepted at t (401 from then on).
+func ExpiresAt(t time.Time) TokenOption { return func(tok *ports.Token) { tok.ExpiresAt = t } }
+
 // IssueToken creates a token named name with scopes and returns it with
 // its secret, which is shown once and never stored.
-func IssueToken(ctx context.Context, tokens ports.Tokens, clock ports.Clock, name string, scopes []ports.Scope) (ports.Token, string, error) {
+func IssueToken(ctx context.Context, tokens ports.Tokens, clock ports.Clock, name string, scopes []ports.Scope, opts ...TokenOption) (ports.Token, string, error) {
 	id := make([]byte, 6)
 	key := make([]byte, 32)
 	if _, err := rand.Read(id); err != nil {
@@ -67,6 +74,9 @@ func IssueToken(ctx context.Context, tokens ports.Tokens, clock ports.Clock, nam
 		return ports.Token{}, "", fmt.Errorf("issue token: %w", err)
 	}
 	t := ports.Token{ID: hex.EncodeToString(id), Name: name, Scopes: scopes, CreatedAt: ports.StoredTime(clock.Now())}
+	for _, o := range opts {
+		o(&t)
+	}
 	secret := tokenPrefix + t.ID + "_" + base64.RawURLEncoding.EncodeToString(key)
 	if err := tokens.TokenCreate(ctx, t, HashSecret(secret)); err != nil {
 		return ports.Token{}, "", fmt.Errorf("issue token: %w", err)
@@ -110,7 +120,7 @@ func (s *Server) principalOf(ctx context.Context, auth string, scope ports.Scope
 	if !ok || secret == "" {
 		return Principal{}, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer TOKEN"
 	}
-	t, err := LookupToken(ctx, s.o.Tokens, secret)
+	t, err := LookupToken(ctx, s.o.Tokens, secret, s.o.Clock.Now())
 	var bad *BadTokenError
 	switch {
 	case errors.As(err, &bad):
@@ -125,7 +135,7 @@ func (s *Server) principalOf(ctx context.Context, auth string, scope ports.Scope
 }
 
 // BadTokenError is a secret that names no valid token; Reason says why
-// ("unknown token", "token ID was revoked").
+// ("unknown token", "token ID was revoked", "token ID expired at T; ...").
 type BadTokenError struct {
 	Reason string
 }
@@ -133,10 +143,11 @@ type BadTokenError struct {
 func (e *BadTokenError) Error() string { return e.Reason }
 
 // LookupToken finds the valid token whose secret is secret: one that is
-// unknown or no longer valid (revoked) is a *BadTokenError; any other
-// error is the store's. The API checks bearer tokens with it and the
-// console its sessions, so both accept exactly the same tokens.
-func LookupToken(ctx context.Context, tokens ports.Tokens, secret string) (ports.Token, error) {
+// unknown or no longer valid (revoked, or expired at now) is a
+// *BadTokenError; any other error is the store's. The API checks bearer
+// tokens with it and the console its sessions, so both accept exactly the
+// same tokens.
+func LookupToken(ctx context.Context, tokens ports.Tokens, secret string, now time.Time) (ports.Token, error) {
 	t, err := tokens.TokenByHash(ctx, HashSecret(secret))
 	switch {
 	case errors.Is(err, ports.ErrNotFound):
@@ -145,6 +156,8 @@ func LookupToken(ctx context.Context, tokens ports.Tokens, secret string) (ports
 		return ports.Token{}, fmt.Errorf("look up token: %w", err)
 	case t.Revoked():
 		return ports.Token{}, &BadTokenError{Reason: "token " + t.ID + " was revoked"}
+	case t.Expired(now):
+		return ports.Token{}, &BadTokenError{Reason: "token " + t.ID + " expired at " + t.ExpiresAt.UTC().Format(time.RFC3339) + "; create a new one (reconciler token create)"}
 	}
 	return t, nil
 }

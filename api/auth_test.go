@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/ports"
 )
 
 func TestAuth(t *testing.T) {
@@ -36,6 +37,26 @@ func TestAuth(t *testing.T) {
 		f.do(http.MethodGet, "/api/v1/openapi.json", "", nil).problem(t, http.StatusUnauthorized)
 		require.Equal(t, http.StatusOK, f.do(http.MethodGet, "/api/v1/openapi.json", "read", nil).status)
 		f.do(http.MethodGet, "/api/v1/nothing-here", "read", nil).problem(t, http.StatusNotFound)
+	})
+}
+
+// TestTokenExpiry: a token is accepted until its expiry, then refused with
+// 401 and a problem saying it expired.
+func TestTokenExpiry(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		tok, secret, err := api.IssueToken(f.ctx, f.st.tokens, f.clock, "short", []ports.Scope{ports.ScopeRead}, api.ExpiresAt(f.clock.Now().Add(time.Hour)))
+		require.NoError(t, err)
+		f.tokens["short"] = secret
+		require.Equal(t, http.StatusOK, f.do(http.MethodGet, "/api/v1/versions?deployment_id=web", "short", nil).status)
+		f.clock.Advance(time.Hour)
+		res := f.do(http.MethodGet, "/api/v1/versions?deployment_id=web", "short", nil)
+		p := res.problem(t, http.StatusUnauthorized)
+		require.Contains(t, p["detail"], "token "+tok.ID+" expired at ")
+		require.Contains(t, res.header.Get("WWW-Authenticate"), "Bearer")
+		f.do(http.MethodGet, "/api/v1/openapi.json", "short", nil).problem(t, http.StatusUnauthorized)
+		_, _, err = api.IssueToken(f.ctx, f.st.tokens, f.clock, "past", []ports.Scope{ports.ScopeRead}, api.ExpiresAt(f.clock.Now().Add(-time.Second)))
+		require.ErrorContains(t, err, "expires_at")
 	})
 }
 

@@ -93,7 +93,7 @@ func (s *Server) authenticate(r *http.Request) (session, error) {
 // checkToken finds a valid token by its secret as the API does
 // (api.LookupToken): errNoSession when it is unknown or no longer valid.
 func (s *Server) checkToken(ctx context.Context, secret string) (ports.Token, error) {
-	t, err := api.LookupToken(ctx, s.o.Tokens, secret)
+	t, err := api.LookupToken(ctx, s.o.Tokens, secret, s.o.Clock.Now())
 	var bad *api.BadTokenError
 	if errors.As(err, &bad) {
 		return t, errNoSession

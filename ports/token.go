@@ -46,6 +46,8 @@ type Token struct {
 	CreatedAt time.Time `json:"created_at"`
 	// RevokedAt is when the token was revoked; zero while it is valid.
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	// ExpiresAt is when the token stops being accepted; zero for never.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // Allows reports whether the token grants s (admin grants everything).
@@ -56,8 +58,12 @@ func (t *Token) Allows(s Scope) bool {
 // Revoked reports whether the token was revoked.
 func (t *Token) Revoked() bool { return !t.RevokedAt.IsZero() }
 
+// Expired reports whether the token has an expiry that is not after now.
+func (t *Token) Expired(now time.Time) bool { return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt) }
+
 // ValidateToken checks a token before it is stored: an id, a name, at
-// least one scope, every scope known, and a hash.
+// least one scope, every scope known, an expiry (if any) after its
+// creation, and a hash.
 func ValidateToken(t *Token, hash []byte) error {
 	switch {
 	case t.ID == "":
@@ -68,6 +74,8 @@ func ValidateToken(t *Token, hash []byte) error {
 		return release.Invalid("scopes", "at least one scope is required")
 	case len(hash) == 0:
 		return release.Invalid("hash", "is required")
+	case !t.ExpiresAt.IsZero() && !t.ExpiresAt.After(t.CreatedAt):
+		return release.Invalid("expires_at", "must be after created_at")
 	}
 	if err := release.CheckText(t); err != nil {
 		return err
@@ -90,7 +98,8 @@ func ValidateToken(t *Token, hash []byte) error {
 //   - A revoked token is still found (with RevokedAt set) so callers can
 //     say it was revoked; revoking twice keeps the first time; a missing
 //     id is ErrNotFound.
-//   - TokenList lists every token by id, revoked ones included.
+//   - TokenList lists every token by id, revoked and expired ones included;
+//     ExpiresAt is kept as given (at StoredTime precision).
 //   - NonceClaim records key once until it expires: the first claim of a
 //     key reports true, every later claim before expiresAt false, even
 //     under concurrency. An expired key may be claimed again.

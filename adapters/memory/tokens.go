@@ -40,7 +40,7 @@ func (s *Tokens) TokenCreate(_ context.Context, t ports.Token, hash []byte) erro
 		return fmt.Errorf("create token %s: hash taken: %w", t.ID, ports.ErrConflict)
 	}
 	t.Scopes = slices.Clone(t.Scopes)
-	t.CreatedAt, t.RevokedAt = ports.StoredTime(t.CreatedAt), ports.StoredTime(t.RevokedAt)
+	t.CreatedAt, t.RevokedAt, t.ExpiresAt = ports.StoredTime(t.CreatedAt), ports.StoredTime(t.RevokedAt), ports.StoredTime(t.ExpiresAt)
 	s.byID[t.ID] = t
 	s.hashes[string(hash)] = t.ID
 	return nil

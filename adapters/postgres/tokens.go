@@ -28,7 +28,7 @@ func (s *Tokens) TokenCreate(ctx context.Context, t ports.Token, hash []byte) er
 	if err := ports.ValidateToken(&t, hash); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	t.CreatedAt, t.RevokedAt = ports.StoredTime(t.CreatedAt), ports.StoredTime(t.RevokedAt)
+	t.CreatedAt, t.RevokedAt, t.ExpiresAt = ports.StoredTime(t.CreatedAt), ports.StoredTime(t.RevokedAt), ports.StoredTime(t.ExpiresAt)
 	doc, err := json.Marshal(t)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)

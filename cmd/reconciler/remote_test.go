@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -183,4 +184,16 @@ func TestTokenCommands(t *testing.T) {
 	require.Equal(t, 0, runCLI(t, "", "token", "revoke", created.Token.ID, "--dsn", dsn).code)
 	r = runCLI(t, "", "token", "list", "--dsn", dsn, "-o", "json")
 	require.Contains(t, r.stdout, "revoked_at")
+
+	// --expires: stored, shown by list; out of range or malformed is exit 2.
+	r = runCLI(t, "", "token", "create", "--name", "temp", "--scope", "read", "--expires", "720h", "--dsn", dsn, "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &created))
+	require.WithinDuration(t, time.Now().Add(720*time.Hour), created.Token.ExpiresAt, time.Minute)
+	r = runCLI(t, "", "token", "list", "--dsn", dsn)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "EXPIRES")
+	require.Contains(t, r.stdout, created.Token.ExpiresAt.UTC().Format(time.RFC3339))
+	require.Equal(t, 2, runCLI(t, "", "token", "create", "--name", "x", "--scope", "read", "--expires", "-1h", "--dsn", dsn).code)
+	require.Equal(t, 2, runCLI(t, "", "token", "create", "--name", "x", "--scope", "read", "--expires", "soon", "--dsn", dsn).code)
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -76,14 +77,17 @@ func newTokenCreateCmd() *cobra.Command {
 	var o releaseOpts
 	var name string
 	var scopes []string
+	var expires time.Duration
 	cmd := &cobra.Command{
-		Use:   "create --name NAME --scope SCOPE...",
+		Use:   "create --name NAME --scope SCOPE... [--expires DURATION]",
 		Short: "Create a token and print its secret once",
 		Long: `create stores a new token named NAME with the given scopes (read, write,
 approve, agent, admin; repeat --scope or separate with commas) and prints its
-secret, which is not stored and cannot be shown again. -o json prints the
-token record with the secret.`,
-		Example: `  reconciler token create --name ci --scope read,write --dsn "$RECONCILER_DSN"
+secret, which is not stored and cannot be shown again. With --expires the
+token is refused (401, "expired") from that long after its creation on;
+without it, it is valid until revoked. -o json prints the token record with
+the secret.`,
+		Example: `  reconciler token create --name ci --scope read,write --expires 720h --dsn "$RECONCILER_DSN"
   reconciler token create --name deploy-agent --scope agent --dsn "$RECONCILER_DSN"`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -100,14 +104,22 @@ token record with the secret.`,
 				return usagef("token create: --name and at least one --scope are required")
 			}
 			return tokenRun(cmd, &o, func(ctx context.Context, tokens ports.Tokens) error {
-				t, secret, err := api.IssueToken(ctx, tokens, ports.SystemClock, name, sc)
+				var opts []api.TokenOption
+				if expires > 0 {
+					opts = append(opts, api.ExpiresAt(ports.SystemClock.Now().Add(expires)))
+				}
+				t, secret, err := api.IssueToken(ctx, tokens, ports.SystemClock, name, sc, opts...)
 				if err != nil {
 					return err
 				}
 				if o.output == "json" {
 					return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"token": t, "secret": secret})
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "created token %s (%s, scopes %s); its secret, shown once:\n%s\n", t.ID, t.Name, joinScopes(t.Scopes), secret)
+				until := ""
+				if !t.ExpiresAt.IsZero() {
+					until = ", expires " + t.ExpiresAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "created token %s (%s, scopes %s%s); its secret, shown once:\n%s\n", t.ID, t.Name, joinScopes(t.Scopes), until, secret)
 				return nil
 			})
 		},
@@ -115,6 +127,7 @@ token record with the secret.`,
 	o.bind(cmd, true)
 	cmd.Flags().StringVar(&name, "name", "", "whose token: recorded as the author of what it does")
 	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "read, write, approve, agent or admin; repeat for several")
+	durationRangeVar(cmd.Flags(), &expires, "expires", 0, 0, 10*365*24*time.Hour, "how long the token is valid (e.g. 720h); 0: until revoked")
 	return cmd
 }
 
@@ -134,13 +147,14 @@ func newTokenListCmd() *cobra.Command {
 					return json.NewEncoder(cmd.OutOrStdout()).Encode(list)
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tNAME\tSCOPES\tCREATED\tREVOKED")
+				fmt.Fprintln(w, "ID\tNAME\tSCOPES\tCREATED\tEXPIRES\tREVOKED")
+				now := ports.SystemClock.Now()
 				for _, t := range list {
-					revoked := "-"
-					if t.Revoked() {
-						revoked = t.RevokedAt.Format("2006-01-02T15:04:05Z")
+					expires := ts(t.ExpiresAt)
+					if t.Expired(now) {
+						expires += " (expired)"
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, joinScopes(t.Scopes), t.CreatedAt.Format("2006-01-02T15:04:05Z"), revoked)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, joinScopes(t.Scopes), ts(t.CreatedAt), expires, ts(t.RevokedAt))
 				}
 				return w.Flush()
 			})

@@ -24,6 +24,7 @@ func Tokens(t *testing.T, newStore func(t *testing.T) ports.Tokens) {
 	t.Run("CreateFindList", func(t *testing.T) { tokCreateFindList(setup(t)) })
 	t.Run("Refused", func(t *testing.T) { tokRefused(setup(t)) })
 	t.Run("Revoke", func(t *testing.T) { tokRevoke(setup(t)) })
+	t.Run("Expiry", func(t *testing.T) { tokExpiry(setup(t)) })
 	t.Run("NonceOnce", func(t *testing.T) { tokNonceOnce(setup(t)) })
 	t.Run("NonceConcurrent", func(t *testing.T) { tokNonceConcurrent(setup(t)) })
 }
@@ -133,4 +134,28 @@ func tokNonceConcurrent(t *testing.T, ctx context.Context, s ports.Tokens) {
 	}
 	wg.Wait()
 	require.Equal(t, int32(1), wins.Load(), "exactly one concurrent claim wins")
+}
+
+// tokExpiry: an expiry is kept (at stored precision) and listed; one not
+// after the creation is refused naming expires_at.
+func tokExpiry(t *testing.T, ctx context.Context, s ports.Tokens) {
+	exp := ports.Token{ID: "e1", Name: "ci", Scopes: []ports.Scope{ports.ScopeRead}, CreatedAt: tokT0, ExpiresAt: tokT0.Add(720 * time.Hour)}
+	require.NoError(t, s.TokenCreate(ctx, exp, []byte("he1")))
+	got, err := s.TokenByHash(ctx, []byte("he1"))
+	require.NoError(t, err)
+	require.True(t, got.ExpiresAt.Equal(ports.StoredTime(exp.ExpiresAt)), "expires_at kept: %v", got.ExpiresAt)
+	require.False(t, got.Expired(tokT0.Add(719*time.Hour)))
+	require.True(t, got.Expired(tokT0.Add(720*time.Hour)))
+	list, err := s.TokenList(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.True(t, list[0].ExpiresAt.Equal(got.ExpiresAt))
+
+	bad := ports.Token{ID: "e2", Name: "ci", Scopes: []ports.Scope{ports.ScopeRead}, CreatedAt: tokT0, ExpiresAt: tokT0}
+	err = s.TokenCreate(ctx, bad, []byte("he2"))
+	var fe *release.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "expires_at", fe.Field)
+	_, err = s.TokenByHash(ctx, []byte("he2"))
+	require.ErrorIs(t, err, ports.ErrNotFound, "nothing stored")
 }
