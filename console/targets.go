@@ -225,7 +225,7 @@ type targetView struct {
 
 // target is one release target: every candidate version's verdicts.
 func (s *Server) target(w http.ResponseWriter, r *http.Request) {
-	v, err := s.targetData(r)
+	v, err := s.targetData(r, explainVersions)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -233,9 +233,10 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "target", "Target "+v.Key, "grid", v)
 }
 
-// targetLive is the target page's live part alone (polled).
+// targetLive is the target page's live part alone (polled): its state,
+// without the candidates' verdicts.
 func (s *Server) targetLive(w http.ResponseWriter, r *http.Request) {
-	v, err := s.targetData(r)
+	v, err := s.targetData(r, 0)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -250,7 +251,9 @@ const explainVersions = 10
 // maxJobs is how many of a target's newest jobs its page lists.
 const maxJobs = 10
 
-func (s *Server) targetData(r *http.Request) (targetView, error) {
+// targetData reads a target's state and the verdicts of its newest
+// versions versions (none when versions is 0).
+func (s *Server) targetData(r *http.Request, versions int) (targetView, error) {
 	ctx := r.Context()
 	t, err := release.ParseTargetKey(r.PathValue("key"))
 	if err != nil {
@@ -259,7 +262,7 @@ func (s *Server) targetData(r *http.Request) (targetView, error) {
 	if _, err := s.o.Releases.TargetGet(ctx, t); err != nil {
 		return targetView{}, err
 	}
-	x, err := s.o.Chain.Explain(ctx, t, explainVersions)
+	x, err := s.o.Chain.Explain(ctx, t, max(versions, 1))
 	if err != nil {
 		return targetView{}, err
 	}
@@ -271,7 +274,7 @@ func (s *Server) targetData(r *http.Request) (targetView, error) {
 	v := targetView{Target: t, Key: t.Key(), Cell: c, Convergence: x.Convergence, Forced: x.Forced, Now: s.o.Clock.Now(),
 		Jobs: x.Jobs[:min(len(x.Jobs), maxJobs)]}
 	user := sessionOf(ctx).Name
-	for _, vv := range x.Versions {
+	for _, vv := range x.Versions[:min(len(x.Versions), versions)] {
 		cand := candidate{Version: vv.Version, Decision: vv.Decision, Verdicts: vv.Verdicts}
 		approvals, err := s.o.Releases.ApprovalList(ctx, vv.Version.ID, t.EnvironmentID)
 		if err != nil {
