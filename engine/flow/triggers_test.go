@@ -182,7 +182,7 @@ func trigStores(t *testing.T, backend string, clock ports.Clock, n int) []*trigP
 }
 
 // publishOn stores and publishes a template revision in cat.
-func publishOn(t *testing.T, cat ports.Catalog, clock *porttest.FakeClock, name, doc string) ports.Revision {
+func publishOn(t *testing.T, cat ports.Catalog, clock ports.Clock, name, doc string) ports.Revision {
 	t.Helper()
 	rev, err := cat.CatalogCreate(t.Context(), ports.Revision{Kind: revision.KindWorkflowTemplate, Name: name,
 		ID: fmt.Sprintf("r%d", clock.Now().UnixNano()), Content: json.RawMessage(doc)})
@@ -192,6 +192,66 @@ func publishOn(t *testing.T, cat ports.Catalog, clock *porttest.FakeClock, name,
 		require.NoError(t, err)
 	}
 	return rev
+}
+
+// TestHookTriggersOnTwoEngines: two engines (on Postgres, two pools) run
+// the trigger processor over one store while releases are created before
+// and during their run; every event starts exactly one workflow per
+// matching template.
+func TestHookTriggersOnTwoEngines(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"memory", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(t.Context())
+			procs := trigStores(t, backend, ports.SystemClock, 2)
+			publishOn(t, procs[0].cat, ports.SystemClock, "a", hookTemplate("a", "", `, "hooks": [{"event": "release.created"}]`))
+			publishOn(t, procs[0].cat, ports.SystemClock, "b", hookTemplate("b", "", `, "hooks": [{"event": "release.created", "filter": "event.environment.name == \"e2\""}]`))
+			seedReleases(t, procs[0].rel)
+			var wg sync.WaitGroup
+			for i, p := range procs {
+				p.tr.PollInterval, p.tr.Batch = 20*time.Millisecond, 1
+				eng := engine.New(p.q, engine.Options{Owner: fmt.Sprintf("engine-%d", i), Logger: p.tr.Flow.Logger, PollInterval: 20 * time.Millisecond})
+				p.tr.Register(eng)
+				require.NoError(t, p.tr.Start(ctx))
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_ = eng.Run(ctx)
+				}()
+			}
+			t.Cleanup(func() {
+				cancel()
+				wg.Wait()
+			})
+			// v2's releases are created while the engines run.
+			s := procs[1].rel
+			require.NoError(t, s.VersionCreate(ctx, release.DeploymentVersion{ID: "v2", DeploymentID: "d1", Tag: "2.0", Status: release.VersionReady,
+				CreatedAt: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)}))
+			for _, e := range []string{"e1", "e2"} {
+				for _, r := range []string{"r1", "r2"} {
+					_, _, err := s.ReleaseUpsert(ctx, release.NewRelease(release.ReleaseTarget{DeploymentID: "d1", EnvironmentID: e, ResourceID: r}, "v2", nil, time.Time{}))
+					require.NoError(t, err)
+				}
+			}
+			count := func(template string) int {
+				all, err := procs[0].wfs.WorkflowList(ctx, "", 0)
+				n := 0
+				for _, w := range all {
+					if err == nil && w.Trigger != nil && w.Trigger.Key == ports.TriggerKey(ports.TriggerEvent, template) {
+						n++
+					}
+				}
+				return n
+			}
+			require.Eventually(t, func() bool {
+				pending, err := s.EventsPending(ctx, 10)
+				return err == nil && len(pending) == 0 && count("a") >= 8 && count("b") >= 4
+			}, 20*time.Second, 20*time.Millisecond, "the engines handle every event")
+			require.Len(t, triggeredIDs(t, ctx, procs[0].wfs, ports.TriggerEvent, "a"), 8, "one per release created")
+			require.Len(t, triggeredIDs(t, ctx, procs[0].wfs, ports.TriggerEvent, "b"), 4, "one per release created in e2")
+		})
+	}
 }
 
 // seedReleases stores deployment d1 in system s with environments e1, e2
