@@ -50,11 +50,13 @@ type stores struct {
 	catalog   ports.Catalog
 	tokens    ports.Tokens
 	runs      ports.RunStore
+	tx        ports.Transactor
 }
 
 var backends = map[string]func(t testing.TB, clock ports.Clock) stores{
 	"memory": func(_ testing.TB, clock ports.Clock) stores {
-		return stores{memory.NewReleaseStore(clock), memory.NewQueue(clock), memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewTokens(), memory.NewRunStore(clock)}
+		rel, q := memory.NewReleaseStore(clock), memory.NewQueue(clock)
+		return stores{rel, q, memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewTokens(), memory.NewRunStore(clock), memory.NewTransactor(rel, q)}
 	},
 	"postgres": func(t testing.TB, clock ports.Clock) stores {
 		dsn, _ := pgtest.Schema(t)
@@ -67,7 +69,7 @@ var backends = map[string]func(t testing.TB, clock ports.Clock) stores{
 		t.Cleanup(q.Close)
 		cat := postgres.NewCatalog(db, clock)
 		t.Cleanup(cat.Close)
-		return stores{postgres.NewReleaseStore(db, clock), q, postgres.NewWorkflowStore(db), cat, postgres.NewTokens(db), postgres.NewRunStore(db, clock)}
+		return stores{postgres.NewReleaseStore(db, clock), q, postgres.NewWorkflowStore(db), cat, postgres.NewTokens(db), postgres.NewRunStore(db, clock), db}
 	},
 }
 
@@ -117,7 +119,7 @@ func setup(t testing.TB, backend string) *fixture {
 	f.server = api.New(api.Options{Chain: f.chain, Flows: flows, Catalog: catalog.New(st.catalog, catalog.Config{}),
 		Releases: st.releases, Workflows: st.workflows, Queue: st.queue, Tokens: st.tokens, Secrets: secrets{}, Clock: clock, Logger: log,
 		Runs:         &runs.Control{Store: st.runs, Queue: st.queue, Clock: clock},
-		MaxBodyBytes: 64 << 10})
+		MaxBodyBytes: 64 << 10, Tx: st.tx})
 	f.http = httptest.NewServer(f.server.Handler())
 	t.Cleanup(f.http.Close)
 	for _, s := range ports.Scopes {

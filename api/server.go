@@ -13,6 +13,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
+	"github.com/reconcilerhq/reconciler/engine/apply"
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/engine/flow"
@@ -60,6 +61,12 @@ type Options struct {
 	MaxBodyBytes int64
 	// Metrics counts requests by route and status (nil: none).
 	Metrics *Metrics
+	// Tx makes an apply or a document delete all or nothing (the release
+	// store's and the queue's transactor); the apply routes need it.
+	Tx ports.Transactor
+	// AgentConfig checks a job agent's config by its type at apply; nil
+	// accepts any.
+	AgentConfig apply.AgentConfigValidator
 }
 
 // PolicyRule documents the JSON shape of a policy rule (policy.Rule): its
@@ -116,6 +123,7 @@ func New(o Options) *Server {
 	s.registerOperations()
 	s.registerRuns()
 	s.registerObjects()
+	s.registerApply()
 	mux.Handle("GET "+Prefix+"/openapi.json", s.openAPIHandler())
 	mux.Handle(Prefix+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusNotFound, "no operation "+r.Method+" "+r.URL.Path)

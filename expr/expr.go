@@ -129,6 +129,20 @@ func (e *Env) CompileBool(src string) (*Program, error) {
 	return p, nil
 }
 
+// MayBeBool reports whether the type checker leaves the result possibly a
+// boolean: its type is bool, or dynamic (it reads a variable's field).
+func (p *Program) MayBeBool() bool {
+	return p.out == nil || p.out.IsExactType(types.BoolType) || p.out.IsExactType(types.DynType)
+}
+
+// ResultType names the checked type of the result ("bool", "string", "dyn").
+func (p *Program) ResultType() string {
+	if p.out == nil {
+		return "dyn"
+	}
+	return p.out.String()
+}
+
 // Check compiles src and reports only whether it is valid.
 func (e *Env) Check(src string) error {
 	_, err := e.Compile(src)

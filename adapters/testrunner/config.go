@@ -99,3 +99,10 @@ func parseConfig(cfg map[string]any) (jobConfig, error) {
 	}
 	return c, nil
 }
+
+// ValidateConfig checks a job agent config of type test-runner; a bad value
+// is a *release.FieldError naming job_agent_config.<key>.
+func ValidateConfig(cfg map[string]any) error {
+	_, err := parseConfig(cfg)
+	return err
+}

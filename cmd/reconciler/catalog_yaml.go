@@ -150,7 +150,14 @@ func locateField(src []byte, path string) (key, val *yaml3.Node, ok bool) {
 	if path == "" || yaml3.Unmarshal(src, &doc) != nil || len(doc.Content) != 1 {
 		return nil, nil, false
 	}
-	cur := doc.Content[0]
+	return locateNode(doc.Content[0], path)
+}
+
+// locateNode is locateField under the node n.
+func locateNode(cur *yaml3.Node, path string) (key, val *yaml3.Node, ok bool) {
+	if path == "" {
+		return nil, nil, false
+	}
 	for _, m := range pathSegmentRe.FindAllStringSubmatch(path, -1) {
 		key = nil
 		if m[2] != "" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reconcilerhq/reconciler"
+	"github.com/reconcilerhq/reconciler/engine/apply"
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/internal/strictjson"
@@ -138,10 +139,15 @@ func loadReleaseDemo(fsys fs.FS, where string) (*demoWorkspace, error) {
 // by "demo".
 func publishDemoTemplates(ctx context.Context, cat ports.Catalog, w *demoWorkspace) error {
 	for _, tpl := range w.templates {
-		rev, err := cat.CatalogCreate(ctx, ports.Revision{Kind: revision.KindWorkflowTemplate, Name: tpl.name, ID: "demo", Content: tpl.doc})
+		// An earlier start (serve --dsn --demo) may have stored it, or
+		// part of the way: go on from where it is.
+		rev, err := cat.CatalogGet(ctx, ports.RevisionRef{Kind: revision.KindWorkflowTemplate, Name: tpl.name, ID: "demo"})
+		if errors.Is(err, ports.ErrNotFound) {
+			rev, err = cat.CatalogCreate(ctx, ports.Revision{Kind: revision.KindWorkflowTemplate, Name: tpl.name, ID: "demo", Content: tpl.doc})
+		}
 		for _, to := range []revision.Lifecycle{revision.Proposed, revision.Published} {
-			if err != nil {
-				break
+			if err != nil || rev.Lifecycle == revision.Published || (to == revision.Proposed && rev.Lifecycle == revision.Proposed) {
+				continue
 			}
 			rev, err = cat.CatalogUpdate(ctx, ports.CatalogUpdateParams{Ref: rev.Ref(), ExpectedVersion: rev.Version, Lifecycle: to, ApprovedBy: "demo"})
 		}
@@ -226,13 +232,42 @@ func parentField(p string) string {
 	return p[:i]
 }
 
-// seedReleaseDemo stores the demo workspace of the release chain and pushes
-// two versions: dev, staging and prod on three clusters; staging follows
+// documents renders the demo's objects as the documents apply takes.
+func (w *demoWorkspace) documents() ([]apply.Document, error) {
+	objs := []any{w.Workspace}
+	for _, list := range [][]any{anys(w.Systems), anys(w.VariableSets), anys(w.Environments), anys(w.Resources),
+		anys(w.JobAgents), anys(w.Deployments), anys(w.Policies)} {
+		objs = append(objs, list...)
+	}
+	docs := make([]apply.Document, 0, len(objs))
+	for _, o := range objs {
+		d, err := apply.DocumentOf(o)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+// anys converts a slice to []any.
+func anys[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i := range s {
+		out[i] = s[i]
+	}
+	return out
+}
+
+// seedReleaseDemo applies the demo workspace of the release chain (through
+// apply, in one transaction, so a second start changes nothing) and pushes
+// its versions: dev, staging and prod on three clusters; staging follows
 // dev, prod follows staging and needs one approval. v1 is approved for
 // prod, v2 is not, so v1 rolls out to every environment while v2 stops
 // before prod, and the log says why. Jobs run on the built-in test runner.
-func seedReleaseDemo(ctx context.Context, ch *chain.Chain, cat ports.Catalog, w *demoWorkspace) error {
-	s := ch.Store
+// A template, version or approval already stored is kept: seeding a
+// database twice (serve --dsn --demo) is a no-op.
+func seedReleaseDemo(ctx context.Context, ch *chain.Chain, cat ports.Catalog, tx ports.Transactor, w *demoWorkspace) error {
 	if err := publishDemoTemplates(ctx, cat, w); err != nil {
 		return err
 	}
@@ -242,51 +277,19 @@ func seedReleaseDemo(ctx context.Context, ch *chain.Chain, cat ports.Catalog, w 
 		}
 		return nil
 	}
-	if _, err := s.Workspaces().Put(ctx, w.Workspace, 0); err != nil {
-		return step("workspace", w.Workspace.ID, err)
+	docs, err := w.documents()
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
-	for _, x := range w.Systems {
-		if _, err := s.Systems().Put(ctx, x, 0); err != nil {
-			return step("system", x.ID, err)
-		}
-	}
-	for _, x := range w.VariableSets {
-		if _, err := s.VariableSets().Put(ctx, x, 0); err != nil {
-			return step("variable set", x.ID, err)
-		}
-	}
-	for _, x := range w.Environments {
-		if _, err := s.Environments().Put(ctx, x, 0); err != nil {
-			return step("environment", x.ID, err)
-		}
-	}
-	for _, x := range w.Resources {
-		if _, err := s.Resources().Put(ctx, x, 0); err != nil {
-			return step("resource", x.ID, err)
-		}
-	}
-	for _, x := range w.JobAgents {
-		if _, err := s.JobAgents().Put(ctx, x, 0); err != nil {
-			return step("job agent", x.ID, err)
-		}
-	}
-	for _, x := range w.Deployments {
-		if _, err := s.Deployments().Put(ctx, x, 0); err != nil {
-			return step("deployment", x.ID, err)
-		}
-	}
-	pols := catalog.New(s, catalog.Config{}).Policies("demo")
-	for _, x := range w.Policies {
-		if _, err := pols.Put(ctx, x, 0); err != nil {
-			return step("policy", x.ID, err)
-		}
-	}
-	for _, x := range w.Systems {
-		if _, err := ch.SyncTargets(ctx, x.ID); err != nil {
-			return step("targets of system", x.ID, err)
-		}
+	applier := &apply.Applier{Store: ch.Store, Tx: tx, Effects: ch, AgentConfig: agentConfigValidator(),
+		Policies: catalog.New(ch.Store, catalog.Config{}).Policies("demo")}
+	if _, err := applier.Apply(ctx, apply.Request{Documents: docs}); err != nil {
+		return fmt.Errorf("demo: apply the workspace: %w", err)
 	}
 	push := func(v demoVersion) error {
+		if _, err := ch.Store.VersionGet(ctx, v.ID); err == nil {
+			return nil // pushed by an earlier start
+		}
 		return ch.CreateVersion(ctx, release.DeploymentVersion{ID: v.ID, DeploymentID: v.DeploymentID, Tag: v.Tag, Config: v.Config})
 	}
 	var later []demoVersion

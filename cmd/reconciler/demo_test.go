@@ -113,7 +113,7 @@ func TestDemoReleaseRollsOut(t *testing.T) {
 	defer rt.close()
 	eng := engine.New(q, engine.Options{Logger: log, PollInterval: 10 * time.Millisecond})
 	rt.register(eng, 4)
-	require.NoError(t, seedReleaseDemo(ctx, rt.chain, rt.flows.Catalog, w))
+	require.NoError(t, seedReleaseDemo(ctx, rt.chain, rt.flows.Catalog, memory.NewTransactor(store, q), w))
 	go func() { _ = eng.Run(ctx) }()
 
 	latestOf := func(dep, env, res string) (ports.JobRow, bool) {

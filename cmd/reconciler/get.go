@@ -64,14 +64,16 @@ func nextPage(cmd *cobra.Command, cursor string) {
 func newGetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get",
-		Short: "Read release targets, versions, jobs and workflows (through the API)",
+		Short: "Read objects, release targets, versions, jobs and workflows (through the API)",
 		Long: `get reads through the API: of a running server with --server (token scope
 read), or, with --dsn, through the same API served in this process over that
 database. Lists page with --limit and --cursor (the next cursor is printed on
-standard error). -o table (default), json or yaml.`,
+standard error). -o table (default), json or yaml. The objects (workspaces,
+systems, variable-sets, deployments, environments, resources, job-agents, policies; one NAME
+or all) print with -o yaml as the documents ` + "`reconciler apply`" + ` takes unchanged.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return usagef("get: want a subcommand (targets, target, versions, version, jobs, job, workflows, workflow)")
+			return usagef("get: want a subcommand (workspaces, systems, variable-sets, deployments, environments, resources, job-agents, policies, targets, target, versions, version, jobs, job, workflows, workflow)")
 		},
 	}
 	var o releaseOpts
@@ -188,6 +190,7 @@ standard error). -o table (default), json or yaml.`,
 			return err
 		})
 	cmd.AddCommand(targets, targetOne, versions, version, jobs, job, workflows, workflowOne)
+	cmd.AddCommand(documentGetCmds(&o.output, sub)...)
 	return cmd
 }
 

@@ -12,7 +12,9 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/kubernetesjob"
 	"github.com/reconcilerhq/reconciler/adapters/prometheus"
 	"github.com/reconcilerhq/reconciler/adapters/terraformcloud"
+	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/adapters/webhookagent"
+	"github.com/reconcilerhq/reconciler/engine/apply"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
 )
@@ -89,5 +91,20 @@ var providerConfigValidators = map[string]func(map[string]any) error{
 func (in *integrations) close() {
 	for _, c := range in.closers {
 		c()
+	}
+}
+
+// agentConfigValidator is apply's check of a job agent's config by its
+// type: the external agents' validators and the test runner's; other types
+// (api, workflow) take any config.
+func agentConfigValidator() apply.AgentConfigValidator {
+	return func(typ string, cfg map[string]any) error {
+		if typ == testrunner.Type {
+			return testrunner.ValidateConfig(cfg)
+		}
+		if v, ok := agentConfigValidators[typ]; ok {
+			return v(cfg)
+		}
+		return nil
 	}
 }

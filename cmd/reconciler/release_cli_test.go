@@ -60,7 +60,7 @@ func TestReleaseCLI(t *testing.T) {
 	require.NoError(t, err)
 	w, err := loadReleaseDemo(fsys, where)
 	require.NoError(t, err)
-	require.NoError(t, seedReleaseDemo(seedCtx, ch, be.catalog, w))
+	require.NoError(t, seedReleaseDemo(seedCtx, ch, be.catalog, be.tx, w))
 
 	out, err := runRoot(t, "version", "create", "web", "v9", "--dsn", dsn)
 	require.NoError(t, err)

@@ -32,10 +32,11 @@ func apiServer(t *testing.T) (string, map[ports.Scope]string) {
 	require.NoError(t, err)
 	demo, err := loadReleaseDemo(fsys, where)
 	require.NoError(t, err)
-	require.NoError(t, seedReleaseDemo(ctx, rt.chain, cat, demo))
+	require.NoError(t, seedReleaseDemo(ctx, rt.chain, cat, memory.NewTransactor(releases, q), demo))
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(cat, catalog.Config{Validators: catalogValidators()}),
 		Releases: releases, Workflows: wfs, Queue: q, Tokens: tokens, Clock: clock,
-		Runs: &runs.Control{Store: memory.NewRunStore(clock), Queue: q, Clock: clock}})
+		Runs: &runs.Control{Store: memory.NewRunStore(clock), Queue: q, Clock: clock},
+		Tx:   memory.NewTransactor(releases, q), AgentConfig: agentConfigValidator()})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	out := map[ports.Scope]string{}

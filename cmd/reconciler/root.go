@@ -35,6 +35,8 @@ func newRootCmd() *cobra.Command {
 		newExplainCmd(),
 		newTokenCmd(),
 		newGetCmd(),
+		newApplyCmd(),
+		newDeleteCmd(),
 		newJobsCmd(),
 		newDeadCmd(),
 		newQueueCmd(),

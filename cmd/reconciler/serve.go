@@ -48,14 +48,16 @@ type serveOptions struct {
 	logFormat       string
 	demo            bool
 	demoDir         string
-	secretPrefix    string
-	secretDirs      []string
-	insecureNoAuth  bool
-	consoleRefresh  time.Duration
-	agents          agentOptions
-	code            codeHostOptions
-	logOut          io.Writer      // where the log goes; nil is standard error
-	opened          func(*backend) // tests: called once the backend is open (to issue tokens)
+	// demoAsked: --demo (or RECONCILER_DEMO) was given, not defaulted.
+	demoAsked      bool
+	secretPrefix   string
+	secretDirs     []string
+	insecureNoAuth bool
+	consoleRefresh time.Duration
+	agents         agentOptions
+	code           codeHostOptions
+	logOut         io.Writer      // where the log goes; nil is standard error
+	opened         func(*backend) // tests: called once the backend is open (to issue tokens)
 }
 
 // newServeCmd runs the engine.
@@ -72,7 +74,10 @@ Without --dsn it runs on the embedded in-memory adapters and, unless
 --demo=false, seeds a demo: one run of each kind, in a simulated world of
 agents and pull requests, and the release workspace of testdata/demo
 (dev, staging and prod; v1 rolls out, v2 stops before prod for want of an
-approval). Their decisions scroll by in the log.
+approval). Their decisions scroll by in the log. With --dsn, --demo (or
+--demo-dir) given explicitly applies the release workspace to the database
+(through apply: a second start changes nothing) and pushes its versions; the
+simulated runs stay in memory only.
 With --dsn (or
 RECONCILER_DSN) it runs on PostgreSQL, applying migrations first; several serve
 processes on one database share the work safely.
@@ -126,6 +131,8 @@ cut to 16 characters) or json (one object a line).`,
 			if err := envFallback(cmd); err != nil {
 				return err
 			}
+			_, demoEnv := os.LookupEnv("RECONCILER_DEMO")
+			o.demoAsked = cmd.Flags().Changed("demo") || demoEnv
 			return runServe(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
@@ -146,8 +153,8 @@ cut to 16 characters) or json (one object a line).`,
 	intRangeVar(f, &o.repoSlots, "repo-slots", 0, 0, 1_000_000, "most agents running at once per repository (0 = unlimited)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (debug logs every snapshot, replayable with decide)")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
-	f.BoolVar(&o.demo, "demo", true, "in memory: seed the demo runs and release workspace (ignored with --dsn)")
-	f.StringVar(&o.demoDir, "demo-dir", "", "load the release demo from this directory's release.yaml (default: testdata/demo, built in)")
+	f.BoolVar(&o.demo, "demo", true, "in memory: seed the demo runs and release workspace; with --dsn, given explicitly: apply the release workspace (idempotent)")
+	f.StringVar(&o.demoDir, "demo-dir", "", "load the release demo from this directory's release.yaml (default: testdata/demo, built in); with --dsn it applies it")
 	f.StringVar(&o.secretPrefix, "secret-prefix", envsecret.DefaultPrefix, "workflow secrets referenced as env:NAME must have names with this prefix")
 	f.StringArrayVar(&o.secretDirs, "secret-dir", nil, "directory workflow secrets referenced as file:/path may be read from; repeat for several")
 	agentFlags(f, &o.agents)
@@ -155,6 +162,18 @@ cut to 16 characters) or json (one object a line).`,
 	durationRangeVar(f, &o.consoleRefresh, "console-refresh", console.DefaultRefresh, 100*time.Millisecond, time.Hour, "how often the web console's live parts (grid, target state, running workflows) poll")
 	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "serve the API without tokens (every caller is admin \"anonymous\"); only on a loopback --listen")
 	return cmd
+}
+
+// releaseDemo reports whether serve seeds the release demo: in memory
+// unless --demo=false; on PostgreSQL only when asked for (--demo or
+// --demo-dir given), since it writes to a lasting database (idempotently:
+// a second start changes nothing). The runs' simulated world stays
+// memory-only.
+func (o *serveOptions) releaseDemo() bool {
+	if o.dsn == "" {
+		return o.demo
+	}
+	return o.demo && (o.demoAsked || o.demoDir != "")
 }
 
 func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
@@ -208,8 +227,9 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		code = gh
 	}
 	demo := o.demo && o.dsn == ""
+	releaseDemo := o.releaseDemo()
 	var demoRelease *demoWorkspace
-	if demo {
+	if releaseDemo {
 		fsys, where, err := demoFS(o.demoDir)
 		if err != nil {
 			return err
@@ -236,9 +256,12 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, secrets, testrunner.WithLease(o.lock))
 	defer rt.close()
 	rt.register(eng, o.concurrency)
-	if demo {
-		if err := seedReleaseDemo(ctx, rt.chain, be.catalog, demoRelease); err != nil {
+	if releaseDemo {
+		if err := seedReleaseDemo(ctx, rt.chain, be.catalog, be.tx, demoRelease); err != nil {
 			return err
+		}
+		if !demo {
+			log.Info("demo: release workspace applied", "store", be.name)
 		}
 	}
 	resync := &engine.Resync{Queue: be.queue, Interval: o.resyncInterval, Clock: clock, Logger: log,
@@ -249,7 +272,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		cat := catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()})
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
-			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api})
+			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, AgentConfig: agentConfigValidator()})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
 				return err

@@ -68,7 +68,8 @@ func Index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]
 
 // CheckSelector compiles src in the shared selector environment and reports
 // a *FieldError naming field, with the CEL line and column, when it does not
-// compile. An empty selector is valid when allowEmpty is set.
+// compile, or when its type is known and is not boolean (a string, a
+// number: it could never select anything). An empty selector is valid when allowEmpty is set.
 func CheckSelector(field, src string, allowEmpty bool) error {
 	if src == "" {
 		if allowEmpty {
@@ -76,7 +77,13 @@ func CheckSelector(field, src string, allowEmpty bool) error {
 		}
 		return Invalid(field, "selector is required")
 	}
-	return CheckExpr(SelectorEnv, field, src)
+	if err := CheckExpr(SelectorEnv, field, src); err != nil {
+		return err
+	}
+	if p, err := SelectorEnv.Compile(src); err == nil && !p.MayBeBool() {
+		return Invalid(field, "invalid CEL: a selector must be a boolean expression; this one is of type "+p.ResultType())
+	}
+	return nil
 }
 
 // CheckExpr compiles src in env and wraps a compile failure in a *FieldError

@@ -29,6 +29,9 @@ func TestValidate(t *testing.T) {
 		{"deployment slug", &Deployment{ID: "d", SystemID: "s", Name: "n", Slug: "Bad Slug"}, "slug", 0, 0},
 		{"deployment empty selector allowed", &Deployment{ID: "d", SystemID: "s", Name: "n", Slug: "n"}, "", 0, 0},
 		{"deployment selector syntax", &Deployment{ID: "d", SystemID: "s", Name: "n", Slug: "n", ResourceSelector: "resource.kind ==\n  ==  'x'"}, "resource_selector", 2, 3},
+		{"deployment selector of type string", &Deployment{ID: "d", SystemID: "s", Name: "n", Slug: "n", ResourceSelector: `resource.name + "x"`}, "resource_selector", 0, 0},
+		{"environment selector of type int", &Environment{ID: "e", SystemID: "s", Name: "n", ResourceSelector: "size(resource.name)"}, "resource_selector", 0, 0},
+		{"deployment selector reading a field (dyn) allowed", &Deployment{ID: "d", SystemID: "s", Name: "n", Slug: "n", ResourceSelector: "resource.metadata.enabled"}, "", 0, 0},
 		{"deployment variable selector", func() validator {
 			d := okDeployment()
 			d.Variables = []DeploymentVariable{{Key: "a"}, {Key: "b", Values: []VariableValue{{Selector: "true"}, {Selector: "resource.(", Value: Value{Literal: 1}}}}}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/engine/apply"
+	"github.com/reconcilerhq/reconciler/internal/pgtest"
+	"github.com/reconcilerhq/reconciler/ports"
+)
+
+const shopStaging = `# a comment before the first document
+apiVersion: ctrlplane.dev/v1
+kind: Environment
+metadata: {name: qa, system: shop}
+spec:
+  resource_selector: 'resource.kind == "KubernetesCluster"'
+---
+apiVersion: ctrlplane.dev/v1
+kind: Deployment
+metadata:
+  name: api
+  system: shop
+spec:
+  name: API
+  slug: api
+  job_agent_id: runner
+  resource_selector: 'resource.kind == "KubernetesCluster"'
+`
+
+// TestApplyCLI: apply -f (stdin, file, directory), its output, the
+// get -o yaml round trip, --dry-run, a bad document placed at its file and
+// line (exit 2, nothing written), and delete's exit statuses.
+func TestApplyCLI(t *testing.T) {
+	t.Parallel()
+	url, tok := apiServer(t)
+	as := func(s ports.Scope, stdin string, args ...string) cliResult {
+		return runCLI(t, stdin, append(args, "--server", url, "--token", tok[s])...)
+	}
+	r := as(ports.ScopeWrite, shopStaging, "apply", "-f", "-", "--dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "environment/qa created (dry run)\ndeployment/api created (dry run)\n", r.stdout)
+	r = as(ports.ScopeWrite, shopStaging, "apply", "-f", "-")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "environment/qa created\ndeployment/api created\n", r.stdout)
+	r = as(ports.ScopeRead, "", "get", "targets", "--deployment", "api")
+	require.Equal(t, 13, strings.Count(r.stdout, "\n"), "a header and api in four environments on three clusters: %s", r.stdout)
+
+	// What get prints, apply takes unchanged: every object of every kind.
+	var all strings.Builder
+	for _, k := range []string{"workspaces", "job-agents", "systems", "variable-sets", "resources", "environments", "deployments", "policies"} {
+		r = as(ports.ScopeRead, "", "get", k, "-o", "yaml")
+		require.Equal(t, 0, r.code, "%s: %v", k, r.err)
+		all.WriteString("---\n" + r.stdout)
+	}
+	r = as(ports.ScopeWrite, all.String(), "apply", "-f", "-")
+	require.Equal(t, 0, r.code, "%v", r.err)
+	require.NotContains(t, r.stdout, " created")
+	require.NotContains(t, r.stdout, " changed")
+	require.Contains(t, r.stdout, "deployment/web unchanged\n")
+	r = as(ports.ScopeRead, "", "get", "deployment", "api", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"kind": "Deployment"`)
+	require.Equal(t, 4, as(ports.ScopeRead, "", "get", "deployment", "nope").code)
+
+	// A file in a directory; a change with --dry-run shows the field.
+	dir := t.TempDir()
+	changed := strings.Replace(shopStaging, "name: API", "name: API v2", 1)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "shop.yaml"), []byte(changed), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not read"), 0o600))
+	r = as(ports.ScopeWrite, "", "apply", "-f", dir, "--dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "environment/qa unchanged (dry run)\ndeployment/api changed (dry run)\n  spec.name: \"API\" -> \"API v2\"\n", r.stdout)
+
+	// A bad document: exit 2, the file, the field's line and the field; nothing written.
+	bad := strings.Replace(changed, `slug: api`, `slug: Not A Slug`, 1)
+	file := filepath.Join(dir, "shop.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(bad), 0o600))
+	r = as(ports.ScopeWrite, "", "apply", "-f", file)
+	require.Equal(t, 2, r.code, r.stdout)
+	require.Contains(t, r.err.Error(), file+`:15: Deployment "api": spec.slug:`)
+	r = as(ports.ScopeRead, "", "get", "deployment", "api", "-o", "yaml")
+	require.Contains(t, r.stdout, "name: API\n", "the refused apply changed nothing")
+	r = as(ports.ScopeWrite, "apiVersion: ctrlplane.dev/v1\nkind: Deployment\nmetadata: {name: x, system: shop}\nspec: {slug: x}\ncolour: red\n", "apply", "-f", "-")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.err.Error(), "stdin:5: colour")
+	require.Equal(t, 2, as(ports.ScopeWrite, "", "apply").code, "-f is required")
+	require.Equal(t, 2, as(ports.ScopeWrite, "key: [", "apply", "-f", "-").code, "a YAML syntax error")
+	require.Equal(t, 5, as(ports.ScopeRead, shopStaging, "apply", "-f", "-").code, "scope write")
+
+	// delete: 0, then 4; in use 3; unknown kind 2.
+	r = as(ports.ScopeWrite, "", "delete", "deployment", "api")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "deployment/api deleted\n", r.stdout)
+	require.Equal(t, 4, as(ports.ScopeWrite, "", "delete", "deployment", "api").code)
+	require.Equal(t, 3, as(ports.ScopeWrite, "", "delete", "system", "shop").code)
+	require.Equal(t, 2, as(ports.ScopeWrite, "", "delete", "cluster", "x").code)
+}
+
+// TestServeReleaseDemoChoice: the release demo is seeded in memory unless
+// --demo=false, and on PostgreSQL only when --demo or --demo-dir is given.
+func TestServeReleaseDemoChoice(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		o    serveOptions
+		want bool
+	}{
+		{"memory, default", serveOptions{demo: true}, true},
+		{"memory, --demo=false", serveOptions{demo: false, demoAsked: true}, false},
+		{"postgres, default", serveOptions{dsn: "x", demo: true}, false},
+		{"postgres, --demo", serveOptions{dsn: "x", demo: true, demoAsked: true}, true},
+		{"postgres, --demo-dir", serveOptions{dsn: "x", demo: true, demoDir: "d"}, true},
+		{"postgres, --demo=false --demo-dir", serveOptions{dsn: "x", demo: false, demoAsked: true, demoDir: "d"}, false},
+	} {
+		require.Equal(t, c.want, c.o.releaseDemo(), c.name)
+	}
+}
+
+// TestReleaseDemoOnPostgresIsIdempotent: seeding the demo twice into one
+// database (serve --dsn --demo started twice) changes nothing the second
+// time: objects, targets, versions, approvals and templates are counted
+// before and after.
+func TestReleaseDemoOnPostgresIsIdempotent(t *testing.T) {
+	t.Parallel()
+	dsn, _ := pgtest.Schema(t)
+	be, err := openBackend(t.Context(), dsn, true, ports.SystemClock)
+	require.NoError(t, err)
+	t.Cleanup(be.close)
+	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, ports.SystemClock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	t.Cleanup(rt.close)
+	fsys, where, err := demoFS("")
+	require.NoError(t, err)
+	w, err := loadReleaseDemo(fsys, where)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel() // stops the demo's delayed v2
+	state := func() string {
+		t.Helper()
+		a := &apply.Applier{Store: be.releases, Tx: be.tx}
+		out := map[string]any{}
+		for _, k := range apply.KindNames() {
+			docs, err := a.Get(ctx, k, "")
+			require.NoError(t, err)
+			out[k] = docs
+		}
+		ts, err := be.releases.TargetList(ctx, ports.TargetListParams{})
+		require.NoError(t, err)
+		out["targets"] = len(ts)
+		for _, v := range w.Versions {
+			if v.After == 0 {
+				got, err := be.releases.VersionGet(ctx, v.ID)
+				require.NoError(t, err)
+				out["version "+v.ID] = got.CreatedAt
+			}
+		}
+		aps, err := be.releases.ApprovalList(ctx, "web-v1", "")
+		require.NoError(t, err)
+		out["approvals"] = aps
+		revs, err := be.catalog.CatalogList(ctx, ports.CatalogListParams{})
+		require.NoError(t, err)
+		out["templates"] = revs
+		b, err := json.Marshal(out)
+		require.NoError(t, err)
+		return string(b)
+	}
+	require.NoError(t, seedReleaseDemo(ctx, rt.chain, be.catalog, be.tx, w))
+	first := state()
+	require.Contains(t, first, `"name":"web"`)
+	require.NoError(t, seedReleaseDemo(ctx, rt.chain, be.catalog, be.tx, w))
+	require.Equal(t, first, state(), "the second seed changed something")
+}
