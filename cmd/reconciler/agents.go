@@ -18,8 +18,11 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// agentOptions configure the process agent runtime of serve.
+// agentOptions configure serve's agent runtime: the process runtime, or
+// the kubernetes runtime.
 type agentOptions struct {
+	runtime   string
+	kube      kubeOptions
 	command   string
 	args      []string
 	env       []string
@@ -38,6 +41,51 @@ func agentFlags(f *pflag.FlagSet, o *agentOptions) {
 	f.StringVar(&o.workRoot, "agent-workdir", filepath.Join(os.TempDir(), "reconciler-agents"), "directory holding one working directory per run (<kind>/<id>)")
 	f.DurationVar(&o.stopGrace, "agent-stop-grace", process.DefaultStopGrace, "time between SIGTERM and SIGKILL when an agent is stopped")
 	f.DurationVar(&o.heartbeat, "agent-heartbeat", process.DefaultHeartbeat, "how often a live agent's heartbeat is recorded")
+	f.StringVar(&o.runtime, "runtime", runtimeProcess, "where run agents run: process (a local process per run) or kubernetes (a pod per run: --kube-*)")
+	kubeFlags(f, &o.kube)
+}
+
+// The agent runtimes --runtime names.
+const (
+	runtimeProcess    = "process"
+	runtimeKubernetes = "kubernetes"
+)
+
+// agentRuntime is serve's agent runtime with what serve needs of it.
+type agentRuntime struct {
+	ports.AgentRuntime
+	// workDir is the agent's working directory on this machine; nil when
+	// its files are elsewhere (in its pod).
+	workDir func(reconcile.RunRef) string
+	close   func()
+}
+
+// newAgentRuntime builds the runtime --runtime names; its observations
+// wake the run at once; exit, when set, is its exit hook.
+func newAgentRuntime(ctx context.Context, o agentOptions, store ports.RunStore, q ports.Queue, secrets ports.SecretResolver, clock ports.Clock,
+	log *slog.Logger, exit func(context.Context, reconcile.RunRef, string, *ports.RunObserveParams)) (agentRuntime, error) {
+	switch o.runtime {
+	case runtimeProcess, "":
+		rt, err := newProcessRuntime(o, store, q, secrets, clock, log, exit)
+		if err != nil {
+			return agentRuntime{}, err
+		}
+		return agentRuntime{AgentRuntime: rt, workDir: rt.WorkDir, close: rt.Close}, nil
+	case runtimeKubernetes:
+		rt, err := newKubeRuntime(ctx, o, store, q, secrets, clock, log, exit)
+		if err != nil {
+			return agentRuntime{}, err
+		}
+		return agentRuntime{AgentRuntime: rt, close: rt.Close}, nil
+	}
+	return agentRuntime{}, usagef("--runtime %q: want process or kubernetes", o.runtime)
+}
+
+// wake is the runtimes' Wake: it enqueues the run's work item.
+func wake(q ports.Queue, clock ports.Clock) func(context.Context, reconcile.RunRef) {
+	return func(ctx context.Context, ref reconcile.RunRef) {
+		_ = q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref), EventTime: clock.Now()})
+	}
 }
 
 // config turns the flags into the runtime's configuration, naming the
@@ -77,10 +125,7 @@ func newProcessRuntime(o agentOptions, store ports.RunStore, q ports.Queue, secr
 	if err != nil {
 		return nil, err
 	}
-	rt, err := process.New(cfg, process.Options{Store: store, Secrets: secrets, Clock: clock, Logger: log, Exit: exit,
-		Wake: func(ctx context.Context, ref reconcile.RunRef) {
-			_ = q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref), EventTime: clock.Now()})
-		}})
+	rt, err := process.New(cfg, process.Options{Store: store, Secrets: secrets, Clock: clock, Logger: log, Exit: exit, Wake: wake(q, clock)})
 	if err != nil {
 		return nil, fmt.Errorf("agent runtime: %w", err)
 	}

@@ -94,6 +94,13 @@ RECONCILER_RUN_KIND/ID/PURPOSE/TRIGGER/WORKDIR, --agent-env and
 heartbeat and exit are recorded on the run, which is woken at once; a
 release sends SIGTERM, then SIGKILL after --agent-stop-grace. A repo
 agent also gets RECONCILER_REPO and RECONCILER_BRANCH (reconciler/<id>).
+With --runtime kubernetes each launch is a pod instead, in --kube-namespace,
+from --kube-pod-template (a YAML pod template) with --kube-image,
+--agent-command/--agent-arg and --agent-env (no --agent-secret: reference a
+Kubernetes Secret in the template), reached through the kubeconfig behind
+--kube-kubeconfig-ref (default: the in-cluster config); an informer records
+its phase, heartbeat and exit on the run, a release deletes it (grace
+--agent-stop-grace), and pods outlive serve: a restart adopts them.
 
 With --github-token the code host is GitHub (--github-api): a repo agent
 that exits 0 gets a pull request from its branch, following runs' pull
@@ -216,14 +223,14 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	if gh != nil {
 		exit = gh.exit
 	}
-	procs, err := newProcessRuntime(o.agents, be.runs, be.queue, secrets, clock, log, exit)
+	procs, err := newAgentRuntime(ctx, o.agents, be.runs, be.queue, secrets, clock, log, exit)
 	if err != nil {
 		return err
 	}
-	defer procs.Close()
+	defer procs.close()
 	var code ports.CodeHost // nil: none configured, newRunWorld records
 	if gh != nil {
-		gh.workDir = procs.WorkDir
+		gh.workDir = procs.workDir
 		code = gh
 	}
 	demo := o.demo && o.dsn == ""
@@ -238,7 +245,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 			return usageError{err}
 		}
 	}
-	world := newRunWorld(be, clock, demo, procs, code)
+	world := newRunWorld(be, clock, demo, procs.AgentRuntime, code)
 	defer world.close()
 	world.warn(log)
 	if demo {
