@@ -95,12 +95,7 @@ func (s *Server) registerCatalog() {
 				RevisionPath
 				Body RevisionChange
 			}) (*body[ports.Revision], error) {
-				r, err := do(ctx, catalog.Change{Ref: in.ref(), Version: in.Body.Version})
-				if err == nil && r.Kind == revision.KindPolicy && (r.Lifecycle == revision.Published || r.Lifecycle == revision.DeletionProposed) {
-					// The policies the chain evaluates changed.
-					err = s.evaluateAll(ctx)
-				}
-				return s.revision(r, err)(ctx)
+				return s.revision(do(ctx, catalog.Change{Ref: in.ref(), Version: in.Body.Version}))(ctx)
 			})
 	}
 	change("proposeRevision", "propose", "Propose a draft for publication", ports.ScopeWrite, s.o.Catalog.Propose)

@@ -29,87 +29,41 @@ type objectKind[T any] struct {
 	objects func(ctx context.Context) ports.Objects[T]
 	// writeScope is the scope PUT and DELETE need; empty: ScopeWrite.
 	writeScope ports.Scope
-	// changed runs after a write or delete of v: target recomputation or
-	// re-evaluation.
-	changed func(ctx context.Context, v *T) error
 }
 
 // registerObjects registers list, get, PUT (create or replace) and delete
-// of every simple kind; writes recompute or re-evaluate what they affect.
+// of every simple kind. Writes go through the live store (engine/live):
+// each enqueues, in its own transaction, exactly the work it affects; a
+// policy write publishes a catalog revision, whose hook does the same.
 func (s *Server) registerObjects() {
-	st := s.o.Releases
-	syncSystem := func(ctx context.Context, id string) error {
-		_, err := s.o.Chain.SyncTargets(ctx, id)
-		var se *release.SelectorError
-		if errors.As(err, &se) || errors.Is(err, ports.ErrNotFound) {
-			return nil // stored all the same; a deleted system has no targets
-		}
-		return err
-	}
+	st := s.objects()
 	registerKind(s, objectKind[release.Workspace]{kind: ports.WorkspaceKind, objects: anyCaller(st.Workspaces)})
-	registerKind(s, objectKind[release.System]{kind: ports.SystemKind, objects: anyCaller(st.Systems),
-		changed: func(ctx context.Context, v *release.System) error { return syncSystem(ctx, v.ID) }})
-	registerKind(s, objectKind[release.Deployment]{kind: ports.DeploymentKind, objects: anyCaller(st.Deployments),
-		changed: func(ctx context.Context, v *release.Deployment) error { return syncSystem(ctx, v.SystemID) }})
-	registerKind(s, objectKind[release.Environment]{kind: ports.EnvironmentKind, objects: anyCaller(st.Environments),
-		changed: func(ctx context.Context, v *release.Environment) error { return syncSystem(ctx, v.SystemID) }})
-	registerKind(s, objectKind[release.Resource]{kind: ports.ResourceKind, objects: anyCaller(st.Resources),
-		changed: func(ctx context.Context, v *release.Resource) error {
-			systems, err := ports.ListAll(ctx, st.Systems(), v.WorkspaceID)
-			if err != nil {
-				return err
-			}
-			for _, sys := range systems {
-				if err := syncSystem(ctx, sys.Value.ID); err != nil {
-					return err
-				}
-			}
-			return nil
-		}})
-	registerKind(s, objectKind[release.VariableSet]{kind: ports.VariableSetKind, objects: anyCaller(st.VariableSets),
-		changed: func(ctx context.Context, v *release.VariableSet) error { return s.evaluateSystem(ctx, v.SystemID) }})
+	registerKind(s, objectKind[release.System]{kind: ports.SystemKind, objects: anyCaller(st.Systems)})
+	registerKind(s, objectKind[release.Deployment]{kind: ports.DeploymentKind, objects: anyCaller(st.Deployments)})
+	registerKind(s, objectKind[release.Environment]{kind: ports.EnvironmentKind, objects: anyCaller(st.Environments)})
+	registerKind(s, objectKind[release.Resource]{kind: ports.ResourceKind, objects: anyCaller(st.Resources)})
+	registerKind(s, objectKind[release.VariableSet]{kind: ports.VariableSetKind, objects: anyCaller(st.VariableSets)})
 	registerKind(s, objectKind[release.JobAgent]{kind: ports.JobAgentKind, objects: anyCaller(st.JobAgents)})
 	// Policies are the catalog's: a write publishes a revision approved by
 	// the caller (catalog.Policies), hence the approve scope.
 	registerKind(s, objectKind[policy.Policy]{kind: ports.PolicyKind, writeScope: ports.ScopeApprove,
 		objects: func(ctx context.Context) ports.Objects[policy.Policy] {
 			return s.o.Catalog.Policies(principal(ctx).Name)
-		},
-		changed: func(ctx context.Context, _ *policy.Policy) error { return s.evaluateAll(ctx) }})
+		}})
+}
+
+// objects is the store the object routes write through: the live store
+// when the API has a queue, else the release store itself.
+func (s *Server) objects() ports.ObjectStore {
+	if s.live == nil {
+		return s.o.Releases
+	}
+	return s.live
 }
 
 // anyCaller adapts a store accessor to objectKind.objects.
 func anyCaller[T any](objs func() ports.Objects[T]) func(context.Context) ports.Objects[T] {
 	return func(context.Context) ports.Objects[T] { return objs() }
-}
-
-// evaluateAll starts the chain for every target (a policy changed).
-func (s *Server) evaluateAll(ctx context.Context) error {
-	return s.evaluateScope(ctx, ports.TargetScope{})
-}
-
-// evaluateSystem starts the chain for the targets of a system (one of its
-// variable sets changed).
-func (s *Server) evaluateSystem(ctx context.Context, systemID string) error {
-	return s.evaluateScope(ctx, ports.TargetScope{SystemID: systemID})
-}
-
-// evaluateScope starts the chain for every target of the scope.
-func (s *Server) evaluateScope(ctx context.Context, scope ports.TargetScope) error {
-	after := ""
-	for {
-		page, err := s.o.Releases.TargetList(ctx, ports.TargetListParams{Scope: scope, AfterKey: after, Limit: 1000})
-		if err != nil {
-			return err
-		}
-		if err := s.o.Chain.EvaluateTargets(ctx, page...); err != nil {
-			return err
-		}
-		if len(page) < 1000 {
-			return nil
-		}
-		after = page[len(page)-1].Key()
-	}
 }
 
 // ifMatch parses an If-Match header: a version, quoted or not; "" when
@@ -220,11 +174,6 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 		if _, err := objs.Put(ctx, v, want); err != nil {
 			return nil, s.fail(ctx, err)
 		}
-		if k.changed != nil {
-			if err := k.changed(ctx, &v); err != nil {
-				return nil, s.fail(ctx, err)
-			}
-		}
 		got, err := objs.Get(ctx, in.ID)
 		if err != nil {
 			return nil, s.fail(ctx, err)
@@ -250,11 +199,6 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 			}
 			if err := objs.Delete(ctx, in.ID, want); err != nil {
 				return nil, s.fail(ctx, err)
-			}
-			if k.changed != nil {
-				if err := k.changed(ctx, &cur.Value); err != nil {
-					return nil, s.fail(ctx, err)
-				}
 			}
 			return nil, nil
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/engine/live"
 	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -43,8 +44,13 @@ type Options struct {
 	// Runs creates runs of the four kinds, stores their control intents
 	// and messages; its Store is read for lists, gets and decisions.
 	Runs *runs.Control
-	// Queue is read and redriven by the operations routes.
+	// Queue is read and redriven by the operations routes, and receives
+	// the work object writes affect (engine/live).
 	Queue ports.Queue
+	// Tx makes an object write and the work it enqueues one transaction;
+	// nil: Releases when it is a ports.Transactor, else none (the write
+	// and its enqueues are then not atomic).
+	Tx ports.Transactor
 	// Tokens authenticates requests and stores signed reports' nonces.
 	Tokens ports.Tokens
 	// Secrets resolves the job agents' report_secret references for
@@ -82,6 +88,8 @@ type Server struct {
 	o   Options
 	api huma.API
 	mux *http.ServeMux
+	// live is the store object writes go through; nil without a queue.
+	live *live.Store
 }
 
 // New builds the API over o and registers every operation.
@@ -122,6 +130,16 @@ func New(o Options) *Server {
 	s.registerCatalog()
 	s.registerOperations()
 	s.registerRuns()
+	if o.Releases != nil && o.Queue != nil {
+		tx := o.Tx
+		if tx == nil {
+			tx, _ = o.Releases.(ports.Transactor)
+		}
+		if tx == nil {
+			tx = live.NoTx{}
+		}
+		s.live = live.New(o.Releases, o.Queue, tx)
+	}
 	s.registerObjects()
 	s.registerApply()
 	mux.Handle("GET "+Prefix+"/openapi.json", s.openAPIHandler())

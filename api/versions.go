@@ -125,7 +125,11 @@ func (s *Server) registerVersions() {
 			VersionPath
 			Body VersionStatusChange
 		}) (*body[release.DeploymentVersion], error) {
-			if err := s.o.Chain.SetVersionStatus(ctx, in.ID, in.Body.Status); err != nil {
+			set := s.o.Chain.SetVersionStatus
+			if s.live != nil {
+				set = s.live.SetVersionStatus // the change and its targets' work in one transaction
+			}
+			if err := set(ctx, in.ID, in.Body.Status); err != nil {
 				return nil, s.fail(ctx, err)
 			}
 			v, err := s.o.Releases.VersionGet(ctx, in.ID)

@@ -50,7 +50,7 @@ func NewCatalog(clock ports.Clock) *Catalog {
 func (c *Catalog) now() time.Time { return ports.StoredTime(c.clock.Now()) }
 
 // CatalogCreate stores a new Draft revision at version 1.
-func (c *Catalog) CatalogCreate(_ context.Context, rev ports.Revision) (ports.Revision, error) {
+func (c *Catalog) CatalogCreate(ctx context.Context, rev ports.Revision) (ports.Revision, error) {
 	ref := rev.Ref()
 	if err := revision.Invalid(ports.ValidateRevisionRef(ref), ports.ValidateRevisionContent(rev.Content)); err != nil {
 		return ports.Revision{}, fmt.Errorf("create revision: %w", err)
@@ -65,6 +65,7 @@ func (c *Catalog) CatalogCreate(_ context.Context, rev ports.Revision) (ports.Re
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.undoInTx(ctx, ref.Object())
 	obj := c.objects[ref.Object()]
 	if obj == nil {
 		obj = &catalogObject{revs: map[string]*ports.Revision{}}
@@ -149,7 +150,7 @@ func unpublishedLast(number int) int {
 }
 
 // CatalogUpdate applies one compare-and-swap write.
-func (c *Catalog) CatalogUpdate(_ context.Context, p ports.CatalogUpdateParams) (ports.Revision, error) {
+func (c *Catalog) CatalogUpdate(ctx context.Context, p ports.CatalogUpdateParams) (ports.Revision, error) {
 	if err := ports.ValidateRevisionRef(p.Ref); err != nil {
 		return ports.Revision{}, fmt.Errorf("update revision: %w", err)
 	}
@@ -163,6 +164,7 @@ func (c *Catalog) CatalogUpdate(_ context.Context, p ports.CatalogUpdateParams) 
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.undoInTx(ctx, p.Ref.Object())
 	r, err := c.lookup(p.Ref)
 	if err != nil {
 		return ports.Revision{}, fmt.Errorf("update revision: %w", err)
@@ -199,12 +201,13 @@ func (c *Catalog) CatalogUpdate(_ context.Context, p ports.CatalogUpdateParams) 
 }
 
 // CatalogDelete removes a deletable revision whose version matches.
-func (c *Catalog) CatalogDelete(_ context.Context, ref ports.RevisionRef, expectedVersion int64) error {
+func (c *Catalog) CatalogDelete(ctx context.Context, ref ports.RevisionRef, expectedVersion int64) error {
 	if err := ports.ValidateRevisionRef(ref); err != nil {
 		return fmt.Errorf("delete revision: %w", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.undoInTx(ctx, ref.Object())
 	r, err := c.lookup(ref)
 	if err != nil {
 		return fmt.Errorf("delete revision: %w", err)
@@ -242,6 +245,34 @@ func (c *Catalog) CatalogLatestPublished(_ context.Context, kind revision.Kind, 
 		return ports.Revision{}, fmt.Errorf("latest published %s: %w", key, ports.ErrNotFound)
 	}
 	return copyRevision(best), nil
+}
+
+// undoInTx records, when ctx carries a transaction of the release store
+// that owns c, how to put object key back as it is now, so a failing
+// transaction undoes the catalog's writes too. The caller holds c.mu.
+func (c *Catalog) undoInTx(ctx context.Context, key revision.Object) {
+	t := txOf(ctx)
+	if t == nil || t.store.Catalog != c {
+		return
+	}
+	old := c.objects[key]
+	var saved *catalogObject
+	if old != nil {
+		saved = &catalogObject{revs: make(map[string]*ports.Revision, len(old.revs)), highest: old.highest, open: old.open}
+		for id, r := range old.revs {
+			cp := copyRevision(r)
+			saved.revs[id] = &cp
+		}
+	}
+	t.undo = append(t.undo, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if saved == nil {
+			delete(c.objects, key)
+			return
+		}
+		c.objects[key] = saved
+	})
 }
 
 // CatalogLatestPublishedAll returns the latest Published revision of every

@@ -14,6 +14,8 @@ import (
 
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
+	"github.com/reconcilerhq/reconciler/engine/catalog"
+	"github.com/reconcilerhq/reconciler/engine/live"
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
@@ -83,6 +85,15 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 		// The catalog's lock pool closes before the DB it was copied from.
 		close: func() { q.Close(); cat.Close(); db.Close() },
 	}, nil
+}
+
+// catalogConfig is the catalog service's configuration on this backend: a
+// write that changes a policy's latest published revision enqueues, in its
+// transaction, desired-release of the targets the policy applies to
+// (engine/live).
+func (be *backend) catalogConfig() catalog.Config {
+	return catalog.Config{Validators: catalogValidators(), Tx: be.tx,
+		PolicyChanged: live.New(be.releases, be.queue, be.tx).PolicyChanged}
 }
 
 // dsnFlag binds --dsn with RECONCILER_DSN as its fallback.

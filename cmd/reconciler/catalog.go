@@ -266,7 +266,7 @@ func (o *catalogOpts) run(cmd *cobra.Command, obj revision.Object, fn func(ctx c
 	}
 	defer be.close()
 	s := &catalogSession{
-		svc:    catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()}),
+		svc:    catalog.New(be.catalog, be.catalogConfig()),
 		out:    cmd.OutOrStdout(),
 		errOut: cmd.ErrOrStderr(),
 		json:   o.output == "json",

@@ -108,14 +108,21 @@ func (p *Policies) Put(ctx context.Context, v policy.Policy, expectedVersion int
 	if err := p.expect(ctx, obj, expectedVersion); err != nil {
 		return fail(err)
 	}
-	d, err := p.s.store.CatalogCreate(ctx, ports.Revision{Kind: obj.Kind, Name: obj.Name, ID: p.s.newID(), Content: content})
+	var pub ports.Revision
+	err = p.s.policyWrite(ctx, obj.Name, func(ctx context.Context) error {
+		d, err := p.s.store.CatalogCreate(ctx, ports.Revision{Kind: obj.Kind, Name: obj.Name, ID: p.s.newID(), Content: content})
+		if err != nil {
+			return err
+		}
+		if pub, err = p.publish(ctx, d); err != nil {
+			// Leave no draft behind (it never applied); in a
+			// transaction the rollback does it.
+			_ = p.s.store.CatalogDelete(ctx, d.Ref(), pub.Version)
+			return err
+		}
+		return nil
+	})
 	if err != nil {
-		return fail(asConflict(err))
-	}
-	pub, err := p.publish(ctx, d)
-	if err != nil {
-		// Best effort: leave no draft behind (it never applied).
-		_ = p.s.store.CatalogDelete(context.WithoutCancel(ctx), d.Ref(), pub.Version)
 		return fail(asConflict(err))
 	}
 	return int64(pub.Revision), nil
@@ -161,11 +168,17 @@ func (p *Policies) Delete(ctx context.Context, id string, expectedVersion int64)
 	if err != nil {
 		return fail(err)
 	}
-	for _, r := range pubs {
-		if _, err := p.s.store.CatalogUpdate(ctx, ports.CatalogUpdateParams{Ref: r.Ref(), ExpectedVersion: r.Version,
-			Lifecycle: revision.DeletionProposed}); err != nil {
-			return fail(asConflict(err))
+	err = p.s.policyWrite(ctx, obj.Name, func(ctx context.Context) error {
+		for _, r := range pubs {
+			if _, err := p.s.store.CatalogUpdate(ctx, ports.CatalogUpdateParams{Ref: r.Ref(), ExpectedVersion: r.Version,
+				Lifecycle: revision.DeletionProposed}); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return fail(asConflict(err))
 	}
 	return nil
 }

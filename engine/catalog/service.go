@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
 )
@@ -27,18 +29,30 @@ type Config struct {
 	Validators map[revision.Kind]func(content []byte) error
 	// NewID returns a fresh revision id; nil means random hex ids.
 	NewID func() string
+	// PolicyChanged, when set, is called whenever a write changes which
+	// revision of a policy is the latest published one (approve,
+	// propose-delete, undo-propose-delete, a Policies write) with that
+	// policy before and after (nil: none), inside the write's transaction
+	// when Tx is set, so what it enqueues commits with the write. Its error
+	// undoes the write.
+	PolicyChanged func(ctx context.Context, before, after *policy.Policy) error
+	// Tx makes a policy write and PolicyChanged one transaction; nil runs
+	// them one after the other.
+	Tx ports.Transactor
 }
 
 // Service runs the catalog's operations over a ports.Catalog.
 type Service struct {
-	store      ports.Catalog
-	validators map[revision.Kind]func(content []byte) error
-	newID      func() string
+	store         ports.Catalog
+	validators    map[revision.Kind]func(content []byte) error
+	newID         func() string
+	policyChanged func(ctx context.Context, before, after *policy.Policy) error
+	tx            ports.Transactor
 }
 
 // New returns a service over store.
 func New(store ports.Catalog, cfg Config) *Service {
-	s := &Service{store: store, validators: cfg.Validators, newID: cfg.NewID}
+	s := &Service{store: store, validators: cfg.Validators, newID: cfg.NewID, policyChanged: cfg.PolicyChanged, tx: cfg.Tx}
 	if s.validators == nil {
 		s.validators = DefaultValidators()
 	}
@@ -360,11 +374,67 @@ func (s *Service) change(ctx context.Context, op string, c Change, mutate func(d
 	if contentChanged {
 		up.Content = d.Content
 	}
-	out, err := s.store.CatalogUpdate(ctx, up)
+	var out ports.Revision
+	write := func(ctx context.Context) (err error) {
+		out, err = s.store.CatalogUpdate(ctx, up)
+		return err
+	}
+	if d.Kind == revision.KindPolicy && d.Lifecycle != cur.Lifecycle {
+		err = s.policyWrite(ctx, d.Name, write)
+	} else {
+		err = write(ctx)
+	}
 	if err != nil {
 		return fail(err)
 	}
 	return out, nil
+}
+
+// policyWrite runs fn, a write that may change policy name's latest
+// published revision, with the PolicyChanged hook in one transaction (see
+// Config).
+func (s *Service) policyWrite(ctx context.Context, name string, fn func(ctx context.Context) error) error {
+	if s.policyChanged == nil {
+		return fn(ctx)
+	}
+	run := func(ctx context.Context) error {
+		before, err := s.latestPolicy(ctx, name)
+		if err != nil {
+			return err
+		}
+		if err := fn(ctx); err != nil {
+			return err
+		}
+		after, err := s.latestPolicy(ctx, name)
+		if err != nil {
+			return err
+		}
+		if reflect.DeepEqual(before, after) {
+			return nil
+		}
+		return s.policyChanged(ctx, before, after)
+	}
+	if s.tx == nil {
+		return run(ctx)
+	}
+	return s.tx.InTx(ctx, run)
+}
+
+// latestPolicy reads the latest published revision of a policy; nil when
+// none.
+func (s *Service) latestPolicy(ctx context.Context, name string) (*policy.Policy, error) {
+	r, err := s.store.CatalogLatestPublished(ctx, revision.KindPolicy, name)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := ports.PolicyOf(r)
+	if err != nil {
+		return nil, err
+	}
+	return &p.Value, nil
 }
 
 // validateContent runs the schema check, then the kind's validator.
