@@ -47,10 +47,6 @@ type Options struct {
 	// Queue is read and redriven by the operations routes, and receives
 	// the work object writes affect (engine/live).
 	Queue ports.Queue
-	// Tx makes an object write and the work it enqueues one transaction;
-	// nil: Releases when it is a ports.Transactor, else none (the write
-	// and its enqueues are then not atomic).
-	Tx ports.Transactor
 	// Tokens authenticates requests and stores signed reports' nonces.
 	Tokens ports.Tokens
 	// Secrets resolves the job agents' report_secret references for
@@ -68,7 +64,10 @@ type Options struct {
 	// Metrics counts requests by route and status (nil: none).
 	Metrics *Metrics
 	// Tx makes an apply or a document delete all or nothing (the release
-	// store's and the queue's transactor); the apply routes need it.
+	// store's and the queue's transactor); the apply routes need it. An
+	// object write and the work it enqueues (engine/live) are one
+	// transaction with it; nil: Releases when it is a ports.Transactor,
+	// else none (the write and its enqueues are then not atomic).
 	Tx ports.Transactor
 	// AgentConfig checks a job agent's config by its type at apply; nil
 	// accepts any.

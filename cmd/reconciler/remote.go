@@ -121,7 +121,7 @@ func (o *releaseOpts) apiClient(cmd *cobra.Command) (*client.Client, func(), err
 		user = "cli"
 	}
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, be.catalogConfig()),
-		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tx: be.tx, Tokens: be.tokens,
+		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens,
 		Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: ports.SystemClock}, Clock: ports.SystemClock,
 		Insecure: true, InsecurePrincipal: user, Tx: be.tx, AgentConfig: agentConfigValidator()})
 	c, err := client.New("http://in-process", "", client.WithHTTPClient(&http.Client{Transport: handlerTransport{srv.Handler()}}))

@@ -278,13 +278,8 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	if o.listen != "" {
 		cat := catalog.New(be.catalog, be.catalogConfig())
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
-<<<<<<< HEAD
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
 			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, AgentConfig: agentConfigValidator()})
-=======
-			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tx: be.tx, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
-			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api})
->>>>>>> ccd56ae (live re-evaluation: every write enqueues exactly the work it affects, in the write's transaction (engine/live): a policy publication (the catalog's new Config.PolicyChanged hook, run with Config.Tx around approve, propose-delete, undo and Policies writes) enqueues desired-release of the targets its old or new selector matches; a deployment, environment or resource recomputes its targets and enqueues every target it has now; a variable set the targets whose resolved variables change; a version status change its deployment's targets. The API writes objects through live.Store (api.Options.Tx) and no longer re-evaluates every target on a policy write or its system on an object write; the memory catalog's writes join its release store's transaction (undone on failure). Tests count the enqueued items per trigger on both stores and drain the chain to the new desired state with no resync; a failed hook undoes the publication and enqueues nothing.)
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
 				return err
