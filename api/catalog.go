@@ -100,6 +100,8 @@ func (s *Server) registerCatalog() {
 	}
 	change("proposeRevision", "propose", "Propose a draft for publication", ports.ScopeWrite, s.o.Catalog.Propose)
 	change("proposeDeleteRevision", "propose-delete", "Propose deleting a published revision", ports.ScopeWrite, s.o.Catalog.ProposeDelete)
+	change("unproposeRevision", "unpropose", "Take a proposed revision back to draft", ports.ScopeWrite, s.o.Catalog.Unpropose)
+	change("undoProposeDeleteRevision", "undo-propose-delete", "Withdraw a proposed deletion: the revision is published again", ports.ScopeWrite, s.o.Catalog.UndoProposeDelete)
 	change("approveRevision", "approve", "Publish a proposed revision as the caller", ports.ScopeApprove,
 		func(ctx context.Context, c catalog.Change) (ports.Revision, error) {
 			return s.o.Catalog.Approve(ctx, catalog.ApproveParams{Ref: c.Ref, Version: c.Version, Approver: principal(ctx).Name})

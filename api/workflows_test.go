@@ -181,3 +181,37 @@ func TestCatalogRefusesNUL(t *testing.T) {
 		require.Contains(t, fmt.Sprint(p), "content.spec.tasks[0].config.image: must not contain a NUL character")
 	})
 }
+
+// TestCatalogUnproposeAndUndoProposeDelete: the two withdrawals, with a
+// stale version (409), the wrong lifecycle (422) and the scope (403).
+func TestCatalogUnproposeAndUndoProposeDelete(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		base := "/api/v1/catalog/workflow-template/gated/revisions"
+		res := f.do(http.MethodPost, base, "write", map[string]any{"content": gated})
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		rev := res.json(t)
+		id := rev["id"].(string)
+		f.do(http.MethodPost, base+"/"+id+"/unpropose", "write", map[string]any{"version": rev["version"]}).problem(t, http.StatusUnprocessableEntity)
+		res = f.do(http.MethodPost, base+"/"+id+"/propose", "write", map[string]any{"version": rev["version"]})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		v := res.json(t)["version"].(float64)
+		f.do(http.MethodPost, base+"/"+id+"/unpropose", "read", map[string]any{"version": v}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, base+"/"+id+"/unpropose", "write", map[string]any{"version": v - 1}).problem(t, http.StatusConflict)
+		res = f.do(http.MethodPost, base+"/"+id+"/unpropose", "write", map[string]any{"version": v})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, "draft", res.json(t)["lifecycle"])
+		f.do(http.MethodDelete, base+"/"+id+"?version="+ftoa(res.json(t)["version"].(float64)), "write", nil)
+
+		pub := f.publish("gated", gated)
+		pid := pub["id"].(string)
+		res = f.do(http.MethodPost, base+"/"+pid+"/propose-delete", "write", map[string]any{"version": pub["version"]})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		v = res.json(t)["version"].(float64)
+		f.do(http.MethodPost, base+"/"+pid+"/undo-propose-delete", "write", map[string]any{"version": v + 1}).problem(t, http.StatusConflict)
+		res = f.do(http.MethodPost, base+"/"+pid+"/undo-propose-delete", "write", map[string]any{"version": v})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, "published", res.json(t)["lifecycle"])
+		f.do(http.MethodPost, base+"/"+pid+"/undo-propose-delete", "write", map[string]any{"version": res.json(t)["version"]}).problem(t, http.StatusUnprocessableEntity)
+	})
+}

@@ -148,7 +148,7 @@ With --server URL and --token (or RECONCILER_SERVER, RECONCILER_TOKEN) they go
 through that server's API (token scopes: read for list and get; a change
 reads the revision first, so it needs read and write, approve and reject read
 and approve; the approver is the token's name, so --by is refused). The API lists one object's revisions, so list needs --kind and
---name; unpropose, undo-propose-delete and label are --dsn only (exit 2).
+--name; label is --dsn only (exit 2).
 
 Otherwise the catalog must outlive each command to be useful, so these
 commands need PostgreSQL: set --dsn or RECONCILER_DSN. Without either they

@@ -96,8 +96,8 @@ func (r remoteCatalog) Propose(ctx context.Context, c catalog.Change) (ports.Rev
 	return r.c.ChangeRevision(ctx, c.Ref, "propose", c.Version)
 }
 
-func (remoteCatalog) Unpropose(context.Context, catalog.Change) (ports.Revision, error) {
-	return ports.Revision{}, errNotRemote("unpropose")
+func (r remoteCatalog) Unpropose(ctx context.Context, c catalog.Change) (ports.Revision, error) {
+	return r.c.ChangeRevision(ctx, c.Ref, "unpropose", c.Version)
 }
 
 func (r remoteCatalog) Approve(ctx context.Context, p catalog.ApproveParams) (ports.Revision, error) {
@@ -112,8 +112,8 @@ func (r remoteCatalog) ProposeDelete(ctx context.Context, c catalog.Change) (por
 	return r.c.ChangeRevision(ctx, c.Ref, "propose-delete", c.Version)
 }
 
-func (remoteCatalog) UndoProposeDelete(context.Context, catalog.Change) (ports.Revision, error) {
-	return ports.Revision{}, errNotRemote("undo-propose-delete")
+func (r remoteCatalog) UndoProposeDelete(ctx context.Context, c catalog.Change) (ports.Revision, error) {
+	return r.c.ChangeRevision(ctx, c.Ref, "undo-propose-delete", c.Version)
 }
 
 func (remoteCatalog) UpdateMetadata(context.Context, catalog.MetadataParams) (ports.Revision, error) {
