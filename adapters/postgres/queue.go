@@ -175,7 +175,11 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 		}
 		q.settleFloors(kinds, floors, gens, swept, now)
 	}()
-	rows, err := q.db.hotQuery(ctx, hotLease, kinds, floors, now, p.Limit, p.Owner, exp, ports.LeaseExpiredError, leaseScanCap(p.Limit))
+	stmt := hotLeaseAsync
+	if inTx {
+		stmt = hotLease
+	}
+	rows, err := q.db.hotQuery(ctx, stmt, kinds, floors, now, p.Limit, p.Owner, exp, ports.LeaseExpiredError, leaseScanCap(p.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
 	}
@@ -348,7 +352,11 @@ func (q *Queue) WorkAck(ctx context.Context, acks ...ports.AckParams) ([]error, 
 		}
 	}
 	kinds, types, ids, tokens, ords := refArrays(refs)
-	rows, err := q.db.hotQuery(ctx, hotAck, kinds, types, ids, tokens, requeueAt, ords, q.now())
+	stmt := hotAckAsync
+	if _, inTx := ctx.Value(txKey{}).(*ctxTx); inTx {
+		stmt = hotAck
+	}
+	rows, err := q.db.hotQuery(ctx, stmt, kinds, types, ids, tokens, requeueAt, ords, q.now())
 	if err != nil {
 		return nil, fmt.Errorf("ack %d leases: %w", len(acks), err)
 	}

@@ -1,5 +1,7 @@
 package postgres
 
+import "strings"
+
 // The queue's statements. Placeholders are bun's indexed ?N, rendered into
 // the text by bun; the hot ones (enqueue, lease, heartbeat, ack) run through
 // hotQuery as prepared statements, rewritten to $N by dollarParams. Every statement that
@@ -275,4 +277,34 @@ var (
 	hotLease     = dollarParams(sqlLease)
 	hotHeartbeat = dollarParams(sqlHeartbeat)
 	hotAck       = dollarParams(sqlAck)
+	// hotLeaseAsync and hotAckAsync are the lease and the ack committing
+	// without waiting for the WAL flush (asyncCommit), for a call outside
+	// a caller's transaction.
+	hotLeaseAsync = dollarParams(asyncCommit(sqlLease))
+	hotAckAsync   = dollarParams(asyncCommit(sqlAck))
 )
+
+// asyncCommit makes a statement of the form "WITH ... SELECT ..." (run as
+// a transaction of its own) commit without waiting for the WAL flush
+// (synchronous_commit off for that transaction only): a lease or an ack
+// the server loses in a crash leaves the item pending or leased as before,
+// so it runs again, which passes allow (they are idempotent and complete
+// only under their own lease); and any later durable commit flushes it
+// anyway. A pass's own writes and the enqueues are never made this way.
+func asyncCommit(q string) string {
+	const with = "\nWITH "
+	i := strings.Index(q, with)
+	if i < 0 {
+		panic("asyncCommit: no WITH")
+	}
+	q = q[:i] + "\nWITH async AS (SELECT set_config('synchronous_commit', 'off', true) AS v),\n" + q[i+len(with):]
+	const sel = "\nSELECT "
+	j := strings.Index(q, sel)
+	if j < 0 {
+		panic("asyncCommit: no final SELECT")
+	}
+	// The first branch of the final SELECT reads the setting, so it is
+	// set before the commit whenever the statement wrote.
+	k := strings.Index(q[j:], " FROM ")
+	return q[:j+k] + " FROM async, " + q[j+k+len(" FROM "):]
+}

@@ -73,9 +73,10 @@ type Chain struct {
 }
 
 // Register registers the four controllers on eng, each with concurrency
-// passes at once.
+// passes at once; a pass of a target-scoped kind takes up to BatchSize
+// items.
 func (c *Chain) Register(eng *engine.Engine, concurrency int) {
-	opts := engine.KindOptions{Concurrency: concurrency, Batch: batchSize(concurrency)}
+	opts := engine.KindOptions{Concurrency: concurrency * BatchSize, Batch: BatchSize}
 	if c.Metrics == nil {
 		c.Metrics = eng.Metrics()
 	}
@@ -85,10 +86,8 @@ func (c *Chain) Register(eng *engine.Engine, concurrency int) {
 	eng.Register(KindJobVerification, engine.ProcessorFunc(c.jobVerification), engine.KindOptions{Concurrency: concurrency})
 }
 
-// batchSize is how many items of a target-scoped kind one pass takes: a
-// quarter of the items in flight, at least one, at most 64, so that a
-// busy kind runs a few batches at once.
-func batchSize(concurrency int) int { return min(max(concurrency/4, 1), 64) }
+// BatchSize is the most items of a target-scoped kind one pass takes.
+const BatchSize = 32
 
 // TargetKey is the work key of a chain kind for a release target.
 func TargetKey(kind string, t release.ReleaseTarget) ports.WorkKey {

@@ -73,9 +73,6 @@ type Controller struct {
 
 	mu        sync.Mutex
 	templates map[string]*workflow.Template // by workflow id; pinned, so never stale
-
-	reportsOnce sync.Once
-	reports     *engine.Coalescer[ports.JobReport]
 }
 
 // Register registers the controller on eng with concurrency passes at once.

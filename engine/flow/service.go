@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/workflow"
@@ -189,15 +188,9 @@ func (c *Controller) Approve(ctx context.Context, workflowID, taskRunID, user st
 // terminal status ends the TaskRun's attempt, with the report's outputs;
 // a non-terminal one with a Lease renews the job's lease (JobLeaser).
 // A report of another attempt, or on a run no longer running, is ignored;
-// a job id that is not a workflow job's is ErrNotFound. Concurrent reports
-// are recorded together (reportAll): one transaction for the batch.
+// a job id that is not a workflow job's is ErrNotFound. A terminal report
+// is read, written and followed by its wake-up in one transaction.
 func (c *Controller) ReportJob(ctx context.Context, rep ports.JobReport) error {
-	c.reportsOnce.Do(func() { c.reports = engine.NewCoalescer(c.reportAll) })
-	return c.reports.Do(ctx, rep)
-}
-
-// reportOne records one report alone.
-func (c *Controller) reportOne(ctx context.Context, rep ports.JobReport) error {
 	wfID, trID, attempt, ok := parseJobID(rep.JobID)
 	if !ok {
 		return fmt.Errorf("report job %s: not a workflow job: %w", rep.JobID, ports.ErrNotFound)
