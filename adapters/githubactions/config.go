@@ -38,9 +38,27 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 //	baseURL            the API root (default https://api.github.com)
 //	correlationInput   the input carrying the correlation key
 //	                   (default "reconciler_job")
+//	webhookSecretRef   secret reference of the secret GitHub signs this
+//	                   agent's workflow_run webhook deliveries with
+//	                   (optional; see WebhookHandler)
 func ValidateConfig(cfg map[string]any) error {
 	_, err := parseConfig(cfg)
+	if err == nil {
+		_, err = WebhookSecretRef(cfg)
+	}
 	return err
+}
+
+// WebhookSecretRef reads the optional webhookSecretRef of an agent
+// record's config: "" when absent; a value that is not a secret reference
+// is a *release.FieldError naming job_agent_config.webhookSecretRef.
+func WebhookSecretRef(cfg map[string]any) (string, error) {
+	if _, ok := cfg["webhookSecretRef"]; !ok {
+		return "", nil
+	}
+	r := &configmap.Reader{Prefix: "job_agent_config", Map: cfg}
+	ref := r.SecretRef("webhookSecretRef", "")
+	return ref, r.Err
 }
 
 func parseConfig(cfg map[string]any) (config, error) {

@@ -28,6 +28,8 @@ type releaseRuntime struct {
 	triggers *flow.Triggers // templates' hooks and schedules
 	runner   *testrunner.Agent
 	ext      *integrations
+	// report routes an agent's report to the chain or the workflows.
+	report ports.JobReporter
 }
 
 // newReleaseRuntime wires the runtime over the stores; secrets may be nil;
@@ -41,6 +43,7 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 		}
 		return rt.chain.ReportJob(ctx, r)
 	})
+	rt.report = report
 	rt.runner = testrunner.New(report, clock, append([]testrunner.Option{testrunner.WithLogger(log)}, runner...)...)
 	rt.ext = newIntegrations(report, secrets, log, integrationOptionsFromEnv())
 	rt.chain = &chain.Chain{Store: releases, Queue: q, Clock: clock, Logger: log,

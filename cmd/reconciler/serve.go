@@ -290,6 +290,9 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 			Workflows: be.workflows, Runs: be.runs, Queue: be.queue, Tokens: be.tokens, Clock: clock, Logger: log,
 			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh}).Handler()
 	}
+	if o.listen != "" {
+		extra[githubActionsWebhookPath] = githubActionsWebhooks{agents: be.releases.JobAgents(), secrets: secrets, report: rt.report}
+	}
 	if gh != nil && gh.hook != nil && !demo {
 		extra["/webhooks/github"] = http.MaxBytesHandler(gh.hook, 1<<20+1)
 	}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/reconcilerhq/reconciler/adapters/githubactions"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// githubActionsWebhookPath is where serve takes GitHub's workflow_run
+// deliveries: POST /webhooks/github-actions/<job agent id>.
+const githubActionsWebhookPath = "/webhooks/github-actions/"
+
+// githubActionsWebhooks serves githubActionsWebhookPath: a delivery for
+// job agent record <id> of type github-actions is verified with the secret
+// its config's webhookSecretRef names and its run's status reported
+// (githubactions.WebhookHandler: 202 reported, 204 ignored event, 400
+// malformed, 401 bad signature, 413 over 1 MiB). An unknown id, an agent
+// of another type or one without webhookSecretRef is 404.
+type githubActionsWebhooks struct {
+	agents  ports.Objects[release.JobAgent]
+	secrets ports.SecretResolver
+	report  ports.JobReporter
+}
+
+// ServeHTTP handles one delivery.
+func (h githubActionsWebhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimPrefix(r.URL.Path, githubActionsWebhookPath)
+	if id == "" || strings.Contains(id, "/") {
+		http.NotFound(w, r)
+		return
+	}
+	a, err := h.agents.Get(r.Context(), id)
+	switch {
+	case errors.Is(err, ports.ErrNotFound), err == nil && a.Value.Type != githubactions.Type:
+		http.Error(w, "no github-actions job agent "+id, http.StatusNotFound)
+		return
+	case err != nil:
+		http.Error(w, "cannot read the job agent", http.StatusServiceUnavailable)
+		return
+	}
+	ref, err := githubactions.WebhookSecretRef(a.Value.Config)
+	if err != nil || ref == "" {
+		http.Error(w, "job agent "+id+" has no webhookSecretRef in its config", http.StatusNotFound)
+		return
+	}
+	githubactions.WebhookHandler{AgentID: id, SecretRef: ref, Secrets: h.secrets, Reporter: h.report}.ServeHTTP(w, r)
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/adapters/envsecret"
+	"github.com/reconcilerhq/reconciler/adapters/githubactions"
+	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// TestGitHubActionsWebhookOnServeListener: serve's listener takes GitHub's
+// workflow_run deliveries at /webhooks/github-actions/<agent>, verified
+// with the secret the github-actions agent record's webhookSecretRef
+// names, and reports the run's status by (agent, run id); an unknown
+// agent, one of another type or one without a secret reference is 404,
+// a bad signature 401, and nothing is reported for either.
+func TestGitHubActionsWebhookOnServeListener(t *testing.T) {
+	t.Setenv("RECONCILER_SECRET_GHA_HOOK", "hook-secret")
+	ctx := t.Context()
+	store := memory.NewReleaseStore(ports.SystemClock)
+	for _, a := range []release.JobAgent{
+		{ID: "gha", Name: "gha", Type: githubactions.Type, Config: map[string]any{"webhookSecretRef": "env:RECONCILER_SECRET_GHA_HOOK"}},
+		{ID: "gha-nohook", Name: "gha", Type: githubactions.Type},
+		{ID: "runner", Name: "runner", Type: "test-runner"},
+	} {
+		_, err := store.JobAgents().Put(ctx, a, 0)
+		require.NoError(t, err)
+	}
+	var mu sync.Mutex
+	var reports []ports.JobReport
+	report := ports.JobReporterFunc(func(_ context.Context, r ports.JobReport) error {
+		mu.Lock()
+		defer mu.Unlock()
+		reports = append(reports, r)
+		return nil
+	})
+	mux := http.NewServeMux()
+	mux.Handle(githubActionsWebhookPath, githubActionsWebhooks{agents: store.JobAgents(), secrets: envsecret.Resolver{}, report: report})
+	body := []byte(`{"action":"completed","workflow_run":{"id":42,"status":"completed","conclusion":"success","html_url":"https://github.example/r/42"}}`)
+	send := func(agent, sig string) int {
+		req := httptest.NewRequest(http.MethodPost, "/webhooks/github-actions/"+agent, bytes.NewReader(body))
+		req.Header.Set("X-GitHub-Event", "workflow_run")
+		req.Header.Set("X-Hub-Signature-256", sig)
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, req)
+		return w.Code
+	}
+	good := githubactions.Sign([]byte("hook-secret"), body)
+	require.Equal(t, http.StatusNotFound, send("nope", good))
+	require.Equal(t, http.StatusNotFound, send("runner", good), "not a github-actions agent")
+	require.Equal(t, http.StatusNotFound, send("gha-nohook", good), "no webhookSecretRef")
+	require.Equal(t, http.StatusUnauthorized, send("gha", githubactions.Sign([]byte("wrong"), body)))
+	require.Empty(t, reports)
+	require.Equal(t, http.StatusAccepted, send("gha", good))
+	require.Len(t, reports, 1)
+	require.Equal(t, "gha", reports[0].AgentID)
+	require.Equal(t, "42", reports[0].ExternalID)
+	require.Equal(t, release.JobSuccessful, reports[0].Status)
+
+	full := map[string]any{"owner": "acme", "repo": "api", "workflowFile": "deploy.yml", "tokenRef": "env:RECONCILER_SECRET_GH",
+		"webhookSecretRef": "hook-secret"}
+	require.ErrorContains(t, agentConfigValidator()(githubactions.Type, full), "job_agent_config.webhookSecretRef",
+		"a secret itself where its reference belongs is refused at apply time")
+	full["webhookSecretRef"] = "env:RECONCILER_SECRET_GHA_HOOK"
+	require.NoError(t, agentConfigValidator()(githubactions.Type, full))
+}
