@@ -20,6 +20,9 @@ const drainLease = 5 * time.Minute
 // it); it must not run alongside Run on the same engine. Acks are sent one
 // by one, not batched.
 func (e *Engine) Drain(ctx context.Context) (int, error) {
+	if e.invalid != nil {
+		return 0, e.invalid
+	}
 	kinds := e.Kinds()
 	regs := make(map[string]registration, len(e.regs))
 	for _, r := range e.regs {

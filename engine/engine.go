@@ -22,7 +22,8 @@ type Options struct {
 	Clock ports.Clock
 	// Logger receives the engine's records (default slog.Default()).
 	Logger *slog.Logger
-	// LeaseDuration is how long a lease lasts between renewals (default 30 s).
+	// LeaseDuration is how long a lease lasts between renewals (default
+	// 30 s; a value below MinLeaseDuration makes Run and Drain fail).
 	LeaseDuration time.Duration
 	// PassTimeout is how long one pass may run (default
 	// PassTimeoutLeases × LeaseDuration):
@@ -71,6 +72,9 @@ type Engine struct {
 	log  *slog.Logger
 	regs []registration
 
+	// invalid is why the options cannot run (Run and Drain return it).
+	invalid error
+
 	mu       sync.Mutex
 	inflight map[ports.WorkKey]*flight
 	acks     chan ackReq
@@ -103,8 +107,18 @@ const PassTimeoutLeases = 10
 // its deadline (Options.PassTimeout); the item is then retried.
 var ErrPassDeadline = errors.New("pass deadline exceeded")
 
-// New builds an engine on q.
+// MinLeaseDuration is the shortest Options.LeaseDuration an engine runs
+// with: renewals happen every third of a lease.
+const MinLeaseDuration = time.Millisecond
+
+// New builds an engine on q. Zero options take their defaults; options no
+// engine can run with (a LeaseDuration below MinLeaseDuration) make Run
+// and Drain return an error naming the option, before any work.
 func New(q ports.Queue, opts Options) *Engine {
+	var invalid error
+	if opts.LeaseDuration > 0 && opts.LeaseDuration < MinLeaseDuration {
+		invalid = fmt.Errorf("engine: Options.LeaseDuration %v is below the minimum %v", opts.LeaseDuration, MinLeaseDuration)
+	}
 	if opts.Owner == "" {
 		host, _ := os.Hostname()
 		opts.Owner = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -139,7 +153,7 @@ func New(q ports.Queue, opts Options) *Engine {
 	if opts.AckBatch <= 0 {
 		opts.AckBatch = 256
 	}
-	return &Engine{q: q, opts: opts, log: opts.Logger, inflight: map[ports.WorkKey]*flight{}, acks: make(chan ackReq, 1024)}
+	return &Engine{q: q, opts: opts, log: opts.Logger, invalid: invalid, inflight: map[ports.WorkKey]*flight{}, acks: make(chan ackReq, 1024)}
 }
 
 // Register adds the processor of kind. Call it before Run.
@@ -173,6 +187,9 @@ func (e *Engine) Kinds() []string {
 // then cancels them and releases their leases so another engine takes them
 // at once. It returns nil after a clean shutdown.
 func (e *Engine) Run(ctx context.Context) error {
+	if e.invalid != nil {
+		return e.invalid
+	}
 	if len(e.regs) == 0 {
 		return errors.New("engine: no processors registered")
 	}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strings"
+	"unicode"
 	"time"
 	"unicode/utf8"
 
@@ -158,10 +158,13 @@ func ValidateRevisionRef(ref RevisionRef) error {
 }
 
 // ValidateRevisionContent checks that content is a JSON object; a syntax
-// error names its line and column. No string (key or value) may hold a NUL
-// character (\u0000): Postgres stores no NUL in text or jsonb, so such a
-// revision could be stored by one store and never loaded or run by the
-// other; the error names the field.
+// error names its line and column. No string (key or value) may hold a
+// control character other than tab, newline and carriage return (which
+// template strings legitimately hold): a NUL character (\u0000) because
+// Postgres stores no NUL in text or jsonb, so such a revision could be
+// stored by one store and never loaded or run by the other; the others
+// (ESC and the rest of C0, DEL, C1) because they reach terminals and logs
+// raw. The error names the field.
 func ValidateRevisionContent(content json.RawMessage) error {
 	if len(bytes.TrimSpace(content)) == 0 {
 		return revision.Invalid(fmt.Errorf("content: required"))
@@ -178,28 +181,65 @@ func ValidateRevisionContent(content json.RawMessage) error {
 		return revision.Invalid(fmt.Errorf("content: must be a JSON object"))
 	case !utf8.Valid(content):
 		return revision.Invalid(fmt.Errorf("content: not valid UTF-8"))
-	case bytes.Contains(content, []byte(`\u0000`)):
-		// A cheap filter: only content with the escape is walked.
+	case mayHoldControl(content):
+		// A cheap filter: only content that may hold one is walked.
 		var doc any
 		if err := json.Unmarshal(content, &doc); err == nil {
-			if path, found := nulPath(doc, "content"); found {
-				return revision.Invalid(fmt.Errorf("%s: must not contain a NUL character (\\u0000)", path))
+			if path, r, found := controlPath(doc, "content"); found {
+				if r == 0 {
+					return revision.Invalid(fmt.Errorf("%s: must not contain a NUL character (\\u0000)", path))
+				}
+				return revision.Invalid(fmt.Errorf("%s: must not contain the control character %U (only tab, newline and carriage return are allowed)", path, r))
 			}
 		}
 	}
 	return nil
 }
 
-// nulPath returns the path (content.spec.tasks[0].name) of the first string
-// of v, key or value in key order, that holds a NUL character.
-func nulPath(v any, path string) (string, bool) {
+// mayHoldControl reports whether JSON text may decode to a string with a
+// refused control character: JSON holds C0 characters only escaped (\u,
+// \b, \f), and DEL and C1 characters raw or escaped.
+func mayHoldControl(content []byte) bool {
+	if bytes.Contains(content, []byte(`\u`)) || bytes.Contains(content, []byte(`\b`)) ||
+		bytes.Contains(content, []byte(`\f`)) || bytes.IndexByte(content, 0x7f) >= 0 {
+		return true
+	}
+	for i := bytes.IndexByte(content, 0xc2); i >= 0 && i+1 < len(content); {
+		if c := content[i+1]; c >= 0x80 && c <= 0x9f {
+			return true // U+0080..U+009F in UTF-8
+		}
+		j := bytes.IndexByte(content[i+1:], 0xc2)
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// refusedControl returns the first control character of s other than tab,
+// newline and carriage return.
+func refusedControl(s string) (rune, bool) {
+	for _, r := range s {
+		if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// controlPath returns the path (content.spec.tasks[0].name) of the first
+// string of v, key or value in key order, that holds a refused control
+// character, and that character.
+func controlPath(v any, path string) (string, rune, bool) {
 	switch v := v.(type) {
 	case string:
-		return path, strings.ContainsRune(v, 0)
+		r, found := refusedControl(v)
+		return path, r, found
 	case []any:
 		for i, e := range v {
-			if p, ok := nulPath(e, fmt.Sprintf("%s[%d]", path, i)); ok {
-				return p, true
+			if p, r, ok := controlPath(e, fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, r, true
 			}
 		}
 	case map[string]any:
@@ -209,16 +249,15 @@ func nulPath(v any, path string) (string, bool) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			p := path + "." + k
-			if strings.ContainsRune(k, 0) {
-				return fmt.Sprintf("%s (a key %q)", path, k), true
+			if r, found := refusedControl(k); found {
+				return fmt.Sprintf("%s (a key %q)", path, k), r, true
 			}
-			if p, ok := nulPath(v[k], p); ok {
-				return p, true
+			if p, r, ok := controlPath(v[k], path+"."+k); ok {
+				return p, r, true
 			}
 		}
 	}
-	return "", false
+	return "", 0, false
 }
 
 // CatalogConflict returns a *revision.ConflictError with a formatted message

@@ -55,3 +55,34 @@ func TestNULCharacterIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestControlCharactersAreRefused: besides NUL, every control character
+// but tab, newline and carriage return (an ANSI escape, backspace, DEL, a
+// C1 character) is refused in a value or a key at create, naming the
+// field and the character; tabs and newlines, which templates hold
+// legitimately, are kept.
+func TestControlCharactersAreRefused(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	store := storeFactories["memory"](t)
+	s := catalog.New(store, catalog.Config{})
+	obj := wt("x")
+	for _, c := range []struct{ key, value, want string }{
+		{"note", "\x1b[31mred\x1b[0m", "content.spec.tasks[0].config.note: must not contain the control character U+001B"},
+		{"note", "a\bb", "content.spec.tasks[0].config.note: must not contain the control character U+0008"},
+		{"note", "a\x7fb", "content.spec.tasks[0].config.note: must not contain the control character U+007F"},
+		{"note", "a\u009bb", "content.spec.tasks[0].config.note: must not contain the control character U+009B"},
+		{"no\x1bte", "a", "content.spec.tasks[0].config (a key \"no\\x1bte\"): must not contain the control character U+001B"},
+	} {
+		_, err := s.Create(ctx, catalog.CreateParams{Kind: obj.Kind, Name: obj.Name, Content: nulTemplate(c.key, c.value)})
+		require.ErrorIs(t, err, revision.ErrValidation, "%q", c.value)
+		require.ErrorContains(t, err, c.want)
+	}
+	all, err := store.CatalogList(ctx, ports.CatalogListParams{})
+	require.NoError(t, err)
+	require.Empty(t, all, "a refused create stores nothing")
+
+	r, err := s.Create(ctx, catalog.CreateParams{Kind: obj.Kind, Name: obj.Name, Content: nulTemplate("script", "set -e\n\techo ok\r\n")})
+	require.NoError(t, err, "tab, newline and carriage return are allowed")
+	require.JSONEq(t, string(nulTemplate("script", "set -e\n\techo ok\r\n")), string(r.Content))
+}

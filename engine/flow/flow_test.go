@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -78,4 +79,22 @@ func TestStartRefusesBadInput(t *testing.T) {
 	require.Len(t, inv.Problems, 2, "the missing n and the bad mode: %v", err)
 	_, err = store.WorkflowGet(ctx, "w")
 	require.ErrorIs(t, err, ports.ErrNotFound, "nothing stored")
+
+	// Ids: a '/' would break its jobs' ids (wf/ID/TASKRUN/ATTEMPT) and
+	// their reports would never reach it; control characters, spaces and
+	// long ids are refused too, naming the field.
+	for _, id := range []string{"a/b", "ship\x1b[31m", "two words", "-lead", strings.Repeat("x", flow.MaxIDLen+1), "\x00"} {
+		_, err = c.Start(ctx, flow.StartParams{ID: id, Template: []byte(tmpl), Parameters: map[string]any{"n": 1}})
+		require.ErrorIs(t, err, release.ErrInvalid, "%q", id)
+		var fe *release.FieldError
+		require.ErrorAs(t, err, &fe)
+		require.Equal(t, "id", fe.Field)
+		require.NotContains(t, err.Error(), "\x1b[31m", "the id is quoted, escapes and all")
+	}
+	list, err := store.WorkflowList(ctx, "", 100)
+	require.NoError(t, err)
+	require.Empty(t, list, "nothing stored")
+	w, err := c.Start(ctx, flow.StartParams{ID: "Ship_1.a-b", Template: []byte(tmpl), Parameters: map[string]any{"n": 1}})
+	require.NoError(t, err)
+	require.Equal(t, "Ship_1.a-b", w.ID)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 
@@ -13,6 +14,28 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/workflow"
 )
+
+// MaxIDLen is the longest workflow id Start accepts.
+const MaxIDLen = 128
+
+// idRe is the shape of a workflow id: no '/' (job ids are
+// wf/WORKFLOW/TASKRUN/ATTEMPT), no space or control character.
+var idRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// ValidateID checks a workflow id given to Start: letters, digits, '.',
+// '_' and '-', starting with a letter or digit, at most MaxIDLen bytes.
+// The error names the field "id" and quotes (escaped) at most 64 bytes of
+// the id.
+func ValidateID(id string) error {
+	if len(id) <= MaxIDLen && idRe.MatchString(id) {
+		return nil
+	}
+	shown := id
+	if len(shown) > 64 {
+		shown = shown[:64] + "..."
+	}
+	return release.Invalid("id", fmt.Sprintf("%q (%d bytes) is not a valid workflow id: letters, digits, '.', '_' and '-', starting with a letter or digit, at most %d bytes", shown, len(id), MaxIDLen))
+}
 
 // StartParams start a workflow.
 type StartParams struct {
@@ -49,11 +72,16 @@ type StartParams struct {
 	Scope  InputScope
 }
 
-// Start validates the template and the parameters (every problem at once,
+// Start validates the id (ValidateID), the template and the parameters (every problem at once,
 // as a *workflow.InvalidError), expands the matrices, stores the workflow
 // pinned to the template and enqueues its first pass. Nothing is stored
 // when anything is wrong.
 func (c *Controller) Start(ctx context.Context, p StartParams) (ports.WorkflowRecord, error) {
+	if p.ID != "" {
+		if err := ValidateID(p.ID); err != nil {
+			return ports.WorkflowRecord{}, fmt.Errorf("start workflow: %w", err)
+		}
+	}
 	t, err := workflow.Load(p.Template)
 	if err != nil {
 		return ports.WorkflowRecord{}, err
