@@ -145,6 +145,11 @@ in each queue state on standard error.`,
 		Short: "Make a dead-lettered item pending again, due now (token scope admin)",
 		Args:  argsUsage(cobra.ExactArgs(3)),
 		RunE: clientCmd(&ro, func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
+			for i, name := range []string{"KIND", "SCOPE_TYPE", "SCOPE_ID"} {
+				if err := release.CheckControl(name, args[i]); err != nil {
+					return usageError{err}
+				}
+			}
 			if err := c.Redrive(ctx, ports.WorkKey{Kind: args[0], ScopeType: args[1], ScopeID: args[2]}); err != nil {
 				return err
 			}

@@ -202,6 +202,9 @@ Exit status: 0 started, 2 invalid template or parameters, 3 the id exists,
 						p.Template, p.TemplateName, p.TemplateRevision = rev.Content, rev.Name, rev.Revision
 					}
 					w, err := c.Start(ctx, p)
+					if err != nil && src != nil {
+						return fmt.Errorf("%s: %w", displayName(args[0]), err)
+					}
 					if err != nil {
 						return err
 					}

@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -85,4 +86,35 @@ func TestControlCharactersAreRefused(t *testing.T) {
 	r, err := s.Create(ctx, catalog.CreateParams{Kind: obj.Kind, Name: obj.Name, Content: nulTemplate("script", "set -e\n\techo ok\r\n")})
 	require.NoError(t, err, "tab, newline and carriage return are allowed")
 	require.JSONEq(t, string(nulTemplate("script", "set -e\n\techo ok\r\n")), string(r.Content))
+}
+
+// TestMetadataRefusesControlCharacters: label keys and values and
+// annotation keys hold no control character, annotation values none but
+// tab, newline and carriage return; values are bounded; the error names
+// the label; nothing changes.
+func TestMetadataRefusesControlCharacters(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	store := storeFactories["memory"](t)
+	s := catalog.New(store, catalog.Config{})
+	obj := wt("x")
+	r, err := s.Create(ctx, catalog.CreateParams{Kind: obj.Kind, Name: obj.Name, Content: nulTemplate("note", "a"), Labels: map[string]string{"team": "a"}})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		labels, annotations map[string]string
+		want                string
+	}{
+		{labels: map[string]string{"team": "\x1b[31mred"}, want: "labels.team: the value must not contain a control character"},
+		{labels: map[string]string{"te\x1bam": "a"}, want: `labels: key "te\x1bam" must not contain a control character`},
+		{labels: map[string]string{"team": "a\nb"}, want: "labels.team: the value must not contain a control character"},
+		{labels: map[string]string{"team": strings.Repeat("a", catalog.MaxLabelValueLen+1)}, want: "labels.team: the value is 1025 bytes long; at most 1024"},
+		{annotations: map[string]string{"doc": "a\u009bb"}, want: "annotations.doc: the value must not contain a control character"},
+	} {
+		_, err := s.UpdateMetadata(ctx, catalog.MetadataParams{Ref: r.Ref(), Version: r.Version, Labels: c.labels, Annotations: c.annotations})
+		require.ErrorIs(t, err, revision.ErrValidation)
+		require.ErrorContains(t, err, c.want)
+	}
+	requireSame(t, s, r)
+	_, err = s.UpdateMetadata(ctx, catalog.MetadataParams{Ref: r.Ref(), Version: r.Version, Annotations: map[string]string{"doc": "line one\n\tline two\r\n"}})
+	require.NoError(t, err, "annotations may hold tabs and newlines")
 }

@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -456,20 +459,56 @@ func (s *Service) validateContent(kind revision.Kind, content []byte) error {
 	return revision.Invalid(fmt.Errorf("content: %w", err))
 }
 
-// MaxMetadataKeyLen is the longest label or annotation key accepted.
-const MaxMetadataKeyLen = 253
+// MaxMetadataKeyLen is the longest label or annotation key accepted;
+// MaxLabelValueLen and MaxAnnotationValueLen the longest values.
+const (
+	MaxMetadataKeyLen     = 253
+	MaxLabelValueLen      = 1024
+	MaxAnnotationValueLen = 64 << 10
+)
 
-// validateMetadata checks label and annotation keys.
+// validateMetadata checks label and annotation keys and values: keys and
+// label values hold no control character, annotation values none but
+// tab, newline and carriage return.
 func validateMetadata(labels, annotations map[string]string) error {
 	var ps []error
-	for field, m := range map[string]map[string]string{"labels": labels, "annotations": annotations} {
-		for k := range m {
-			if k == "" || len(k) > MaxMetadataKeyLen {
-				ps = append(ps, fmt.Errorf("%s: key %q must be 1 to %d bytes", field, k, MaxMetadataKeyLen))
+	for _, f := range []struct {
+		field    string
+		m        map[string]string
+		maxValue int
+		// multiline allows tab, newline and carriage return in values.
+		multiline bool
+	}{{"labels", labels, MaxLabelValueLen, false}, {"annotations", annotations, MaxAnnotationValueLen, true}} {
+		for _, k := range slices.Sorted(maps.Keys(f.m)) {
+			v := f.m[k]
+			switch {
+			case k == "" || len(k) > MaxMetadataKeyLen:
+				ps = append(ps, fmt.Errorf("%s: key %q must be 1 to %d bytes", f.field, k, MaxMetadataKeyLen))
+			case hasControl(k, false):
+				ps = append(ps, fmt.Errorf("%s: key %q must not contain a control character", f.field, k))
+			case len(v) > f.maxValue:
+				ps = append(ps, fmt.Errorf("%s.%s: the value is %d bytes long; at most %d", f.field, k, len(v), f.maxValue))
+			case hasControl(v, f.multiline):
+				ps = append(ps, fmt.Errorf("%s.%s: the value must not contain a control character", f.field, k))
 			}
 		}
 	}
 	return revision.Invalid(ps...)
+}
+
+// hasControl reports whether s is not valid UTF-8 or holds a control
+// character (C0, DEL, C1), except tab, newline and carriage return when
+// multiline.
+func hasControl(s string, multiline bool) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) && !(multiline && (r == '\t' || r == '\n' || r == '\r')) {
+			return true
+		}
+	}
+	return false
 }
 
 // asConflict makes a conflict match both revision.ErrConflict and

@@ -68,6 +68,10 @@ func (c *Chain) CreateVersion(ctx context.Context, v release.DeploymentVersion) 
 	if v.Status == "" {
 		v.Status = release.VersionReady
 	}
+	// Validated before the store, whose error would quote the id as given.
+	if err := v.Validate(); err != nil {
+		return err
+	}
 	if err := c.Store.VersionCreate(ctx, v); err != nil {
 		return err
 	}
@@ -93,6 +97,11 @@ func (c *Chain) SetVersionStatus(ctx context.Context, versionID string, s releas
 func (c *Chain) Approve(ctx context.Context, a release.Approval) (bool, error) {
 	if a.ApprovedAt.IsZero() {
 		a.ApprovedAt = c.Clock.Now()
+	}
+	// Validated before the lookups, whose errors would quote the ids as
+	// given (control characters and all).
+	if err := a.Validate(); err != nil {
+		return false, err
 	}
 	v, err := c.Store.VersionGet(ctx, a.VersionID)
 	if err != nil {

@@ -143,6 +143,11 @@ func checkName(field, v string) error {
 	return checkControl(field, v)
 }
 
+// CheckControl refuses control characters (C0, DEL, C1) and invalid
+// UTF-8 in v, naming field: for values that have no other rule (work keys,
+// whose scope ids may hold ':').
+func CheckControl(field, v string) error { return checkControl(field, v) }
+
 // checkControl refuses control characters (C0, DEL, C1) and invalid UTF-8.
 func checkControl(field, v string) error {
 	if !utf8.ValidString(v) {

@@ -46,13 +46,15 @@ func (v *DeploymentVersion) Validate() error {
 }
 
 func (v *DeploymentVersion) validateFields() error {
-	if err := checkID("id", v.ID); err != nil {
-		return err
-	}
+	// The deployment and the tag first: an id is often derived from them
+	// (DEPLOYMENT-TAG), and the error should name what the user gave.
 	if err := checkID("deployment_id", v.DeploymentID); err != nil {
 		return err
 	}
 	if err := checkRequired("tag", v.Tag); err != nil {
+		return err
+	}
+	if err := checkID("id", v.ID); err != nil {
 		return err
 	}
 	if err := checkName("name", v.Name); err != nil {
