@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"unicode"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/reconcilerhq/reconciler/internal/strictjson"
