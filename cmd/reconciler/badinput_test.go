@@ -161,7 +161,7 @@ func TestBadInputCampaign(t *testing.T) {
 		}
 	}
 	ansi := "v\x1b[31m"
-	for _, r := range []badRun{
+	runs = append(runs, []badRun{
 		// Choices and ranges a flag refuses.
 		{args: []string{"decide", "-o", "bogus", "-"}, names: "-o"},
 		{args: []string{"get", "versions", "-o", "bogus", "--dsn", dsn}, names: "bogus"},
@@ -191,9 +191,7 @@ func TestBadInputCampaign(t *testing.T) {
 		{args: []string{"catalog", "create", "workflow-template/" + ansi, "-f", tmpl, "--dsn", dsn}, names: "name"},
 		{args: []string{"catalog", "label", "workflow-template/rollout", "k=" + ansi, "--version", "1", "--dsn", dsn}, names: "k"},
 		{args: []string{"dead", "redrive", "k", "t", ansi, "--dsn", dsn}, names: "SCOPE_ID"},
-	} {
-		runs = append(runs, r)
-	}
+	}...)
 
 	var report []string
 	for _, r := range runs {
