@@ -2,12 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"log/slog"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/internal/pgtest"
+	"github.com/reconcilerhq/reconciler/ports"
 )
 
 // TestReadBuildInfo: the module version and the VCS stamp come from the
@@ -79,4 +85,27 @@ func TestLinkedVersionWins(t *testing.T) {
 	require.Equal(t, "v1.2.3", b.linked("v1.2.3").Version)
 	require.Equal(t, "(devel)", b.linked("").Version)
 	require.Equal(t, "v1.2.3 go1.26.8 linux/amd64", b.linked("v1.2.3").String())
+}
+
+// TestNameCompletionFromTheAPI: the shell completion of `get workflow`
+// asks the API (here in process on --dsn) for the workflow ids and offers
+// those starting with what was typed, and no file names.
+func TestNameCompletionFromTheAPI(t *testing.T) {
+	t.Parallel()
+	dsn, _ := pgtest.Schema(t)
+	be, err := openBackend(t.Context(), dsn, true, ports.SystemClock)
+	require.NoError(t, err)
+	t.Cleanup(be.close)
+	c := &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Clock: ports.SystemClock,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, id := range []string{"alpha-1", "alpha-2", "beta-1"} {
+		_, err := c.Start(t.Context(), flow.StartParams{ID: id, Template: []byte(fastJobsTemplate)})
+		require.NoError(t, err)
+	}
+	res := runCLI(t, "", "__complete", "get", "workflow", "--dsn", dsn, "alp")
+	require.Equal(t, 0, res.code, res.stderr)
+	require.Equal(t, "alpha-1\nalpha-2\n:4\n", res.stdout, "the matching ids, then ShellCompDirectiveNoFileComp")
+	res = runCLI(t, "", "__complete", "get", "workflow", "--dsn", "postgres://127.0.0.1:1/none?connect_timeout=1", "")
+	require.Equal(t, 0, res.code, res.stderr)
+	require.Equal(t, ":5\n", res.stdout, "no API: nothing offered, an error directive, no file names")
 }

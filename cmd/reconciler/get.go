@@ -189,6 +189,8 @@ or all) print with -o yaml as the documents ` + "`reconciler apply`" + ` takes u
 			_, err = io.WriteString(cmd.OutOrStdout(), statusText(&st))
 			return err
 		})
+	targetOne.ValidArgsFunction = completeNames(&o, completeTargets)
+	workflowOne.ValidArgsFunction = completeNames(&o, completeWorkflows)
 	cmd.AddCommand(targets, targetOne, versions, version, jobs, job, workflows, workflowOne)
 	cmd.AddCommand(documentGetCmds(&o.output, sub)...)
 	return cmd
