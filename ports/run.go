@@ -137,6 +137,9 @@ type RunStore interface {
 	// RunStates returns the states of the named runs of one kind; missing
 	// runs are absent from the map.
 	RunStates(ctx context.Context, kind reconcile.RunKind, ids []string) (map[string]reconcile.State, error)
+	// RunDependents returns, in id order, the ids of the non-terminal runs
+	// of kind whose DependsOn names id: the runs to wake when it finishes.
+	RunDependents(ctx context.Context, kind reconcile.RunKind, id string) ([]string, error)
 	// RunCounts counts runs holding an agent slot (provisioning or running
 	// states of every kind, reviewing reviews), globally and for repo.
 	RunCounts(ctx context.Context, repo string) (RunCounts, error)

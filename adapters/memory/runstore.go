@@ -235,6 +235,25 @@ func (s *RunStore) RunStates(_ context.Context, kind reconcile.RunKind, ids []st
 	return out, nil
 }
 
+// RunDependents returns the non-terminal runs of kind that depend on id,
+// in id order (a scan of the kind's runs).
+func (s *RunStore) RunDependents(_ context.Context, kind reconcile.RunKind, id string) ([]string, error) {
+	if !kind.Valid() {
+		return nil, fmt.Errorf("run dependents: %w: kind %q is not a run kind", ports.ErrInvalidRun, kind)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := reconcile.MachineFor(kind)
+	var out []string
+	for rid, r := range s.runs[kind].byID {
+		if !m.IsTerminal(r.State) && slices.Contains(r.DependsOn, id) {
+			out = append(out, rid)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // RunCounts returns the slot counts, globally and for repo.
 func (s *RunStore) RunCounts(_ context.Context, repo string) (ports.RunCounts, error) {
 	s.mu.RLock()

@@ -337,6 +337,21 @@ func (s *RunStore) RunList(ctx context.Context, p ports.RunListParams) ([]ports.
 	return out, nil
 }
 
+// RunDependents returns the non-terminal runs of kind whose depends_on
+// names id, in id order (the GIN index of migration 0012).
+func (s *RunStore) RunDependents(ctx context.Context, kind reconcile.RunKind, id string) ([]string, error) {
+	if !kind.Valid() {
+		return nil, fmt.Errorf("run dependents: %w: kind %q is not a run kind", ports.ErrInvalidRun, kind)
+	}
+	var ids []string
+	err := s.db.idb(ctx).NewRaw(`SELECT id FROM runs WHERE kind = ? AND NOT terminal AND depends_on @> ? ORDER BY id`,
+		kind, pgdialect.Array([]string{id})).Scan(ctx, &ids)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%s run dependents of %s: %w", kind, id, err)
+	}
+	return ids, nil
+}
+
 // RunStates returns the states of the named runs of kind that exist.
 func (s *RunStore) RunStates(ctx context.Context, kind reconcile.RunKind, ids []string) (map[string]reconcile.State, error) {
 	if !kind.Valid() {

@@ -267,9 +267,27 @@ func (p *Processor) Apply(ctx context.Context, row ports.RunRow, snap reconcile.
 		return OutcomeError, engine.Retry(err), err
 	}
 	if reconcile.MachineFor(ref.Kind).IsTerminal(state) {
+		p.wakeDependents(ctx, ref, now)
 		return OutcomeApplied, engine.Done(), nil
 	}
 	return OutcomeApplied, engine.RequeueAt(now), nil // the new state gets its own pass
+}
+
+// wakeDependents enqueues the runs waiting on ref, which just finished
+// (ports.RunStore.RunDependents), so they see it at once instead of at the
+// next resync. A failure is logged: the resync sweep wakes them later.
+func (p *Processor) wakeDependents(ctx context.Context, ref reconcile.RunRef, now time.Time) {
+	ids, err := p.Store.RunDependents(ctx, ref.Kind, ref.ID)
+	if err == nil && len(ids) > 0 {
+		items := make([]ports.EnqueueParams, len(ids))
+		for i, id := range ids {
+			items[i] = ports.EnqueueParams{Key: Key(reconcile.RunRef{Kind: ref.Kind, ID: id}), EventTime: now}
+		}
+		err = p.Queue.WorkEnqueue(ctx, items...)
+	}
+	if err != nil {
+		p.Logger.LogAttrs(ctx, slog.LevelWarn, "runs.wake_dependents_failed", slog.String("run", ref.String()), slog.String("error", err.Error()))
+	}
 }
 
 // sideEffect performs the port call a moving action needs, under the

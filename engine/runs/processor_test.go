@@ -420,3 +420,36 @@ func TestProcessorRecordsDecisions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, row.Version, got[0].Version, "stamped with the version its write produced")
 }
+
+// TestProcessorWakesDependentsWhenARunFinishes: the pass that moves a repo
+// run into a terminal state enqueues the runs waiting on it (and only
+// those), so they see it at once rather than at the next resync; with the
+// engine running, the waiting run then fails as its dependency did.
+func TestProcessorWakesDependentsWhenARunFinishes(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	ctx := context.Background()
+	mk := func(id string, st reconcile.State, run reconcile.RepoRun, deps ...string) reconcile.RunRef {
+		body, err := json.Marshal(run)
+		require.NoError(t, err)
+		ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: id}
+		_, err = b.store.RunCreate(ctx, ports.RunRow{Ref: ref, State: st, Body: body, DependsOn: deps})
+		require.NoError(t, err)
+		return ref
+	}
+	parent := mk("parent", reconcile.RepoQueued, reconcile.RepoRun{Reconcile: reconcile.Reconcile{Intent: reconcile.IntentCancel}})
+	child := mk("child", reconcile.RepoWaitingOnDeps, reconcile.RepoRun{}, "parent")
+	other := mk("other", reconcile.RepoWaitingOnDeps, reconcile.RepoRun{}, "someone-else")
+
+	out := b.proc(reconcile.KindRepo).Process(ctx, engine.Item{Key: runs.Key(parent), Attempt: 1})
+	require.Equal(t, "done", out.String())
+	_, err := b.q.WorkGet(ctx, runs.Key(child))
+	require.NoError(t, err, "the dependent is enqueued by the pass that finished its dependency")
+	_, err = b.q.WorkGet(ctx, runs.Key(other))
+	require.ErrorIs(t, err, ports.ErrNotFound, "a run waiting on something else is not woken")
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = b.eng.Run(runCtx) }()
+	awaitState(t, b.store, child, reconcile.RepoFailed)
+}

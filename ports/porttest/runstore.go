@@ -39,6 +39,7 @@ func RunStore(t *testing.T, newStore func(t *testing.T) ports.RunStore) {
 	t.Run("ListDefaultLimit", func(t *testing.T) { runListDefaultLimit(setup(t)) })
 	t.Run("ListNonTerminal", func(t *testing.T) { runListNonTerminal(setup(t)) })
 	t.Run("States", func(t *testing.T) { runStates(setup(t)) })
+	t.Run("Dependents", func(t *testing.T) { runDependents(setup(t)) })
 	t.Run("Counts", func(t *testing.T) { runCounts(setup(t)) })
 	t.Run("CountsFollowWrites", func(t *testing.T) { runCountsFollowWrites(setup(t)) })
 	t.Run("RowsAreCopies", func(t *testing.T) { runRowsAreCopies(setup(t)) })

@@ -137,6 +137,42 @@ func runStates(t *testing.T, ctx context.Context, s ports.RunStore) {
 	require.ErrorIs(t, err, ports.ErrInvalidRun)
 }
 
+// runDependents: RunDependents lists, in id order, the non-terminal runs
+// of the kind whose DependsOn names the run; a terminal dependent, a run
+// of another kind and a run depending on something else are left out, and
+// a dependent that finished leaves the list.
+func runDependents(t *testing.T, ctx context.Context, s ports.RunStore) {
+	mk := func(kind reconcile.RunKind, id string, st reconcile.State, deps ...string) {
+		r := baseRow(kind, id, st)
+		r.DependsOn = deps
+		mustCreate(t, ctx, s, r)
+	}
+	mk(reconcile.KindRepo, "parent", reconcile.RepoRunning)
+	mk(reconcile.KindRepo, "waits-b", reconcile.RepoWaitingOnDeps, "other", "parent")
+	mk(reconcile.KindRepo, "waits-a", reconcile.RepoPending, "parent")
+	mk(reconcile.KindRepo, "done", reconcile.RepoCompleted, "parent")
+	mk(reconcile.KindRepo, "elsewhere", reconcile.RepoPending, "other")
+	mk(reconcile.KindStandalone, "waits-a", reconcile.StandaloneQueued, "parent")
+	got, err := s.RunDependents(ctx, reconcile.KindRepo, "parent")
+	require.NoError(t, err)
+	require.Equal(t, []string{"waits-a", "waits-b"}, got)
+	got, err = s.RunDependents(ctx, reconcile.KindRepo, "nobody")
+	require.NoError(t, err)
+	require.Empty(t, got)
+
+	ref := refOf(reconcile.KindRepo, "waits-a")
+	row, err := s.RunGet(ctx, ref)
+	require.NoError(t, err)
+	_, err = s.RunUpdate(ctx, ports.RunUpdateParams{Ref: ref, ExpectedVersion: row.Version, State: reconcile.RepoFailed, Body: row.Body})
+	require.NoError(t, err)
+	got, err = s.RunDependents(ctx, reconcile.KindRepo, "parent")
+	require.NoError(t, err)
+	require.Equal(t, []string{"waits-b"}, got, "a dependent that finished is not woken")
+
+	_, err = s.RunDependents(ctx, "nope", "parent")
+	require.ErrorIs(t, err, ports.ErrInvalidRun)
+}
+
 // slotStates spells out which states hold an agent slot, independently of
 // ports.HoldsSlot, so the suite checks the rule rather than mirroring it.
 var slotStates = map[reconcile.RunKind][]reconcile.State{
