@@ -31,6 +31,11 @@ func (s *Server) applier(ctx context.Context) (*apply.Applier, error) {
 		return nil, errors.New("api: no transactor configured (Options.Tx)")
 	}
 	a := &apply.Applier{Store: s.o.Releases, Tx: s.o.Tx, Effects: s.o.Chain, AgentConfig: s.o.AgentConfig}
+	if s.live != nil {
+		// The live store's writes enqueue exactly the work they affect, in
+		// apply's transaction (and a dry run's rollback takes them back).
+		a.Store, a.Effects = s.live, nil
+	}
 	if s.o.Catalog != nil {
 		a.Policies = s.o.Catalog.Policies(principal(ctx).Name)
 	}

@@ -8,6 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/engine/apply"
+	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
 // TestApply: the apply route creates, reports, round-trips with the
@@ -81,5 +84,41 @@ func TestApply(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, f.do(http.MethodDelete, "/api/v1/documents/deployment/api", "write", nil).status)
 		f.do(http.MethodGet, "/api/v1/targets/api:staging:r1", "read", nil).problem(t, http.StatusNotFound)
 		f.do(http.MethodDelete, "/api/v1/documents/deployment/api", "write", nil).problem(t, http.StatusNotFound)
+	})
+}
+
+// TestApplyEnqueuesWhatItAffects: an applied resource's new targets get
+// their desired-release work in apply's own transaction (the live store),
+// so the chain picks them up with no resync; a dry run enqueues nothing.
+func TestApplyEnqueuesWhatItAffects(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		doc := map[string]any{"apiVersion": apply.APIVersion, "kind": "Resource", "metadata": map[string]any{"name": "r9", "workspace": "ws"},
+			"spec": map[string]any{"kind": "cluster", "identifier": "r9", "name": "r9"}}
+		target := release.ReleaseTarget{DeploymentID: "web", EnvironmentID: "prod", ResourceID: "r9"}
+		key := chain.TargetKey(chain.KindDesiredRelease, target)
+
+		res := f.do(http.MethodPost, "/api/v1/apply", "write", map[string]any{"documents": []any{doc}, "dry_run": true})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		_, err := f.st.queue.WorkGet(f.ctx, key)
+		require.ErrorIs(t, err, ports.ErrNotFound, "a dry run enqueues nothing")
+
+		res = f.do(http.MethodPost, "/api/v1/apply", "write", map[string]any{"documents": []any{doc}})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		_, err = f.st.queue.WorkGet(f.ctx, key)
+		require.NoError(t, err, "the new target's desired release is enqueued by the apply")
+
+		// Exactly: a variable set no deployment reads changes no target's
+		// release, so it wakes none (a whole-system re-evaluation would).
+		_, err = f.eng.Drain(f.ctx)
+		require.NoError(t, err)
+		vs := map[string]any{"apiVersion": apply.APIVersion, "kind": "VariableSet", "metadata": map[string]any{"name": "unread", "system": "sys"},
+			"spec": map[string]any{"name": "unread", "values": map[string]any{"nobody-reads-this": map[string]any{"literal": 1}}}}
+		res = f.do(http.MethodPost, "/api/v1/apply", "write", map[string]any{"documents": []any{vs}})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		for _, env := range []string{"dev", "prod"} {
+			_, err = f.st.queue.WorkGet(f.ctx, chain.TargetKey(chain.KindDesiredRelease, release.ReleaseTarget{DeploymentID: "web", EnvironmentID: env, ResourceID: "r1"}))
+			require.ErrorIs(t, err, ports.ErrNotFound, "web:%s:r1 reads nothing of the set: not woken", env)
+		}
 	})
 }
