@@ -109,3 +109,16 @@ func TestNameCompletionFromTheAPI(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stderr)
 	require.Equal(t, ":5\n", res.stdout, "no API: nothing offered, an error directive, no file names")
 }
+
+// TestVersionCommandPrintsTheBuild: `reconciler version` alone prints the
+// same line as --version; its subcommands stay the deployment-version ones.
+func TestVersionCommandPrintsTheBuild(t *testing.T) {
+	t.Parallel()
+	res := runCLI(t, "", "version")
+	require.Equal(t, 0, res.code, res.stderr)
+	flag := runCLI(t, "", "--version")
+	require.Equal(t, flag.stdout, res.stdout)
+	require.True(t, strings.HasPrefix(res.stdout, "reconciler "), res.stdout)
+	res = runCLI(t, "", "version", "extra")
+	require.Equal(t, 2, res.code, "an argument that is no subcommand is bad input")
+}

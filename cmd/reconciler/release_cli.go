@@ -93,10 +93,14 @@ func releaseExit(err error) error {
 func newVersionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Create deployment versions (the start of the release chain)",
-		Args:  argsUsage(cobra.NoArgs),
+		Short: "Print reconciler's version; create deployment versions (create, force-deploy)",
+		Long: `version alone prints this binary's version, as --version does (` + "`reconciler about`" + `
+tells more). Its subcommands create deployment versions, the start of the
+release chain.`,
+		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usagef("version: want a subcommand (create, force-deploy)")
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "reconciler %s\n", currentBuild())
+			return err
 		},
 	}
 	var o releaseOpts
