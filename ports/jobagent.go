@@ -123,6 +123,15 @@ type JobLeaser interface {
 	JobLease() time.Duration
 }
 
+// JobLeaseOf is the lease agent holds on each job it runs: its JobLease
+// when it is a JobLeaser, else zero (it holds none).
+func JobLeaseOf(agent JobAgent) time.Duration {
+	if l, ok := agent.(JobLeaser); ok {
+		return max(l.JobLease(), 0)
+	}
+	return 0
+}
+
 // JobReporter takes agents' reports. Reporting a status the job already
 // has is a no-op; a status the job cannot move to (release.JobEdges) is
 // refused with an error wrapping release.ErrInvalid.

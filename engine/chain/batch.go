@@ -176,7 +176,7 @@ func (c *Chain) handOverAll(ctx context.Context, hs []handover, outs []engine.Ou
 			h.skip, outs[h.i] = true, engine.Retry(fmt.Errorf("job %s: its agent went away; retrying", h.row.ID))
 			continue
 		}
-		if l, ok := c.Agents[h.rt.agent.Type].(ports.JobLeaser); ok && l.JobLease() > 0 {
+		if ports.JobLeaseOf(c.Agents[h.rt.agent.Type]) > 0 {
 			claims = append(claims, h)
 		}
 	}
@@ -189,7 +189,7 @@ func (c *Chain) handOverAll(ctx context.Context, hs []handover, outs []engine.Ou
 			for _, h := range claims {
 				claim := h.row.Job
 				claim.StartedAt = now
-				claim.LeaseUntil = now.Add(c.Agents[h.rt.agent.Type].(ports.JobLeaser).JobLease())
+				claim.LeaseUntil = now.Add(ports.JobLeaseOf(c.Agents[h.rt.agent.Type]))
 				v, err := c.Store.JobUpdate(ctx, claim, h.row.Version)
 				if errors.Is(err, ports.ErrConflict) {
 					h.skip, outs[h.i] = true, engine.RequeueAt(now) // it moved: recompute
@@ -296,10 +296,10 @@ func (c *Chain) record(ctx context.Context, h *handover) engine.Outcome {
 		if next.ExternalID == "" {
 			next.ExternalID = res.ExternalID
 		}
-		if l, ok := c.Agents[h.rt.agent.Type].(ports.JobLeaser); ok && l.JobLease() > 0 && !next.LeaseUntil.IsZero() {
+		if lease := ports.JobLeaseOf(c.Agents[h.rt.agent.Type]); lease > 0 && !next.LeaseUntil.IsZero() {
 			// The lease runs from the agent's acceptance: a send slower
 			// than the lease must not end the job it started as lost.
-			if until := c.Clock.Now().Add(l.JobLease()); until.After(next.LeaseUntil) {
+			if until := c.Clock.Now().Add(lease); until.After(next.LeaseUntil) {
 				next.LeaseUntil = until
 			}
 		}
@@ -338,10 +338,10 @@ func (c *Chain) record(ctx context.Context, h *handover) engine.Outcome {
 	if limit := h.f.Detail.Deployment.JobTimeout(); limit > 0 {
 		out = engine.RequeueAt(c.Clock.Now().Add(limit)) // time it out then, unless it ended
 	}
-	if l, ok := c.Agents[agent.Type].(ports.JobLeaser); ok && l.JobLease() > 0 {
+	if lease := ports.JobLeaseOf(c.Agents[agent.Type]); lease > 0 {
 		// Look at its lease when it would run out: renewed, the pass
 		// looks again at the new end; else it ends the job as lost.
-		out = out.NoLaterThan(c.Clock.Now().Add(l.JobLease()))
+		out = out.NoLaterThan(c.Clock.Now().Add(lease))
 	}
 	return out
 }

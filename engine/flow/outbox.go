@@ -54,8 +54,8 @@ func (c *Controller) prepareJob(ctx context.Context, w *ports.WorkflowRecord, t 
 		}
 		r.JobID = s.key
 		r.Delivery = &ports.Delivery{Key: s.key, RecordedAt: now}
-		if l, ok := s.agent.(ports.JobLeaser); ok && l.JobLease() > 0 {
-			r.Delivery.LeaseUntil = now.Add(l.JobLease())
+		if lease := ports.JobLeaseOf(s.agent); lease > 0 {
+			r.Delivery.LeaseUntil = now.Add(lease)
 		}
 		return true, s, r.Delivery.LeaseUntil
 	case d == nil || d.Key != r.JobID:
@@ -171,10 +171,10 @@ func (c *Controller) deliver(ctx context.Context, w *ports.WorkflowRecord, s *se
 			r.JobID, r.Delivery = "", nil
 		default:
 			r.Delivery.SentAt = now
-			if l, ok := s.agent.(ports.JobLeaser); ok && l.JobLease() > 0 && now.Add(l.JobLease()).After(r.Delivery.LeaseUntil) {
+			if lease := ports.JobLeaseOf(s.agent); lease > 0 && now.Add(lease).After(r.Delivery.LeaseUntil) {
 				// The lease runs from the agent's acceptance: a send slower
 				// than the lease must not end the job it started as lost.
-				r.Delivery.LeaseUntil = now.Add(l.JobLease())
+				r.Delivery.LeaseUntil = now.Add(lease)
 			}
 			if r.ExternalID == "" {
 				r.ExternalID = res.ExternalID
