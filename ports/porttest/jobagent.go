@@ -381,6 +381,7 @@ func jobAgentCrashRetry(f *jobAgentFixture, newAgent func(t *testing.T, r ports.
 type recordingReporter struct {
 	mu      sync.Mutex
 	reports []ports.JobReport
+	arrived []time.Time // when each report came, by index
 	stopped bool
 	changed chan struct{} // closed and replaced on each report
 }
@@ -402,6 +403,7 @@ func (r *recordingReporter) ReportJob(ctx context.Context, rep ports.JobReport) 
 		return fmt.Errorf("report job %s: reporter stopped after the test ended", rep.JobID)
 	}
 	r.reports = append(r.reports, rep)
+	r.arrived = append(r.arrived, time.Now())
 	close(r.changed)
 	r.changed = make(chan struct{})
 	return nil
@@ -412,6 +414,20 @@ func (r *recordingReporter) all() []ports.JobReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]ports.JobReport(nil), r.reports...)
+}
+
+// of returns the reports of job id with the times they arrived.
+func (r *recordingReporter) of(id string) ([]ports.JobReport, []time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var reps []ports.JobReport
+	var at []time.Time
+	for i, rep := range r.reports {
+		if rep.JobID == id {
+			reps, at = append(reps, rep), append(at, r.arrived[i])
+		}
+	}
+	return reps, at
 }
 
 // stop refuses further reports and returns the recorded ones.

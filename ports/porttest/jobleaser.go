@@ -1,8 +1,6 @@
 package porttest
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,53 +27,11 @@ type JobLeaserOptions struct {
 	Timeout time.Duration
 }
 
-// leaseRecorder records reports in arrival order, with their arrival time,
-// and signals each arrival.
-type leaseRecorder struct {
-	mu      sync.Mutex
-	reports []ports.JobReport
-	arrived []time.Time
-	signal  chan struct{}
-}
-
-func (r *leaseRecorder) ReportJob(_ context.Context, rep ports.JobReport) error {
-	r.mu.Lock()
-	r.reports = append(r.reports, rep)
-	r.arrived = append(r.arrived, time.Now())
-	r.mu.Unlock()
-	select {
-	case r.signal <- struct{}{}:
-	default:
-	}
-	return nil
-}
-
-// of returns the reports of job id with their arrival times.
-func (r *leaseRecorder) of(id string) ([]ports.JobReport, []time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var reps []ports.JobReport
-	var at []time.Time
-	for i, rep := range r.reports {
-		if rep.JobID == id {
-			reps, at = append(reps, rep), append(at, r.arrived[i])
-		}
-	}
-	return reps, at
-}
-
-// waitFor waits until cond holds over the recorded reports.
-func (r *leaseRecorder) waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+// awaitReports waits until cond holds over rec's reports, failing the
+// test after timeout.
+func awaitReports(t *testing.T, rec *recordingReporter, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(timeout)
-	for !cond() {
-		select {
-		case <-r.signal:
-		case <-time.After(10 * time.Millisecond): // a signal may have been dropped while we read
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	require.True(t, rec.await(t.Context(), timeout, func([]ports.JobReport) bool { return cond() }), "timed out waiting for %s", what)
 }
 
 // renewals counts the non-terminal reports of id that carry a lease.
@@ -106,8 +62,8 @@ func JobLeaser(t *testing.T, newAgent func(t *testing.T, r ports.JobReporter) Le
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
-	setup := func(t *testing.T) (LeasingAgent, *leaseRecorder) {
-		rec := &leaseRecorder{signal: make(chan struct{}, 1)}
+	setup := func(t *testing.T) (LeasingAgent, *recordingReporter) {
+		rec := newRecordingReporter()
 		return newAgent(t, rec), rec
 	}
 	dispatch := func(t *testing.T, a LeasingAgent, id string, long bool) {
@@ -130,7 +86,7 @@ func JobLeaser(t *testing.T, newAgent func(t *testing.T, r ports.JobReporter) Le
 		lease := a.JobLease()
 		start := time.Now()
 		dispatch(t, a, "lease-long", true)
-		rec.waitFor(t, timeout, "four renewals", func() bool { reps, _ := rec.of("lease-long"); return renewals(reps) >= 4 })
+		awaitReports(t, rec, timeout, "four renewals", func() bool { reps, _ := rec.of("lease-long"); return renewals(reps) >= 4 })
 		reps, at := rec.of("lease-long")
 		last := start
 		for i, r := range reps {
@@ -147,7 +103,7 @@ func JobLeaser(t *testing.T, newAgent func(t *testing.T, r ports.JobReporter) Le
 		dispatch(t, a, "lease-other", true)
 		dispatch(t, a, "lease-short", false)
 		var end int
-		rec.waitFor(t, timeout, "the short job's outcome", func() bool {
+		awaitReports(t, rec, timeout, "the short job's outcome", func() bool {
 			reps, _ := rec.of("lease-short")
 			for i, r := range reps {
 				if r.Status.IsTerminal() {
@@ -158,7 +114,7 @@ func JobLeaser(t *testing.T, newAgent func(t *testing.T, r ports.JobReporter) Le
 			return false
 		})
 		before, _ := rec.of("lease-other")
-		rec.waitFor(t, timeout, "three more renewals of the other job", func() bool {
+		awaitReports(t, rec, timeout, "three more renewals of the other job", func() bool {
 			reps, _ := rec.of("lease-other")
 			return renewals(reps) >= renewals(before)+3
 		})
@@ -174,11 +130,11 @@ func JobLeaser(t *testing.T, newAgent func(t *testing.T, r ports.JobReporter) Le
 		}
 		dispatch(t, a, "lease-other", true)
 		dispatch(t, a, "lease-cancel", true)
-		rec.waitFor(t, timeout, "a renewal of the job to cancel", func() bool { reps, _ := rec.of("lease-cancel"); return renewals(reps) >= 1 })
+		awaitReports(t, rec, timeout, "a renewal of the job to cancel", func() bool { reps, _ := rec.of("lease-cancel"); return renewals(reps) >= 1 })
 		d := opts.Dispatch(t, "lease-cancel", true)
 		require.NoError(t, canceler.CancelJob(t.Context(), ports.JobCancel{JobID: "lease-cancel", Agent: d.Agent, Reason: "suite"}))
 		var end int
-		rec.waitFor(t, timeout, "the cancelled outcome", func() bool {
+		awaitReports(t, rec, timeout, "the cancelled outcome", func() bool {
 			reps, _ := rec.of("lease-cancel")
 			for i, r := range reps {
 				if r.Status.IsTerminal() {
@@ -189,7 +145,7 @@ func JobLeaser(t *testing.T, newAgent func(t *testing.T, r ports.JobReporter) Le
 			return false
 		})
 		before, _ := rec.of("lease-other")
-		rec.waitFor(t, timeout, "three more renewals of the other job", func() bool {
+		awaitReports(t, rec, timeout, "three more renewals of the other job", func() bool {
 			reps, _ := rec.of("lease-other")
 			return renewals(reps) >= renewals(before)+3
 		})
