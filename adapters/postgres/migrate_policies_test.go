@@ -19,19 +19,11 @@ func TestMigratePoliciesIntoCatalog(t *testing.T) {
 	ctx := t.Context()
 	db, _, _, conn := setupMigrate(t)
 	require.NoError(t, db.MigrateUp(ctx))
-	st, err := db.MigrateStatus(ctx)
-	require.NoError(t, err)
-	steps := 0
-	for _, s := range st {
-		if s.Applied && s.Version >= 10 {
-			steps++
-		}
-	}
-	require.NoError(t, db.MigrateDown(ctx, steps), "back to before 0010")
+	steps := migrateDownBefore(t, db, 10)
 
 	// gate also has a revision published in the catalog already: the
 	// table's row, the one in effect, becomes revision 2.
-	_, err = conn.Exec(ctx, `INSERT INTO release_policies (id, priority, enabled, doc, version, updated_at) VALUES
+	_, err := conn.Exec(ctx, `INSERT INTO release_policies (id, priority, enabled, doc, version, updated_at) VALUES
 		('gate', 5, true, '{"id":"gate","name":"Gate","priority":5,"enabled":true,"rules":[]}', 3, now()),
 		('off', 0, false, '{"id":"off","name":"Off","priority":0,"enabled":false,"rules":[]}', 1, now())`)
 	require.NoError(t, err)

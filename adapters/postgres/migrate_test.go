@@ -35,6 +35,23 @@ func tableIn(t *testing.T, conn *pgx.Conn, schema, table string) bool {
 	return n == 1
 }
 
+// migrateDownBefore migrates a fully migrated db down to just before
+// migration version and returns how many steps that took (the steps to
+// revert it again after migrating up).
+func migrateDownBefore(t *testing.T, db *postgres.DB, version int) int {
+	t.Helper()
+	st, err := db.MigrateStatus(t.Context())
+	require.NoError(t, err)
+	steps := 0
+	for _, s := range st {
+		if s.Applied && s.Version >= version {
+			steps++
+		}
+	}
+	require.NoError(t, db.MigrateDown(t.Context(), steps), "back to before %04d", version)
+	return steps
+}
+
 // appliedCount counts the applied migrations in the status.
 func appliedCount(st []postgres.MigrationStatus) int {
 	n := 0

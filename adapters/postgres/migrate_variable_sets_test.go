@@ -15,19 +15,11 @@ func TestMigrateVariableSetsMovesSystemSets(t *testing.T) {
 	ctx := t.Context()
 	db, _, _, conn := setupMigrate(t)
 	require.NoError(t, db.MigrateUp(ctx))
-	st, err := db.MigrateStatus(ctx)
-	require.NoError(t, err)
-	steps := 0
-	for _, s := range st {
-		if s.Applied && s.Version >= 8 {
-			steps++
-		}
-	}
-	require.NoError(t, db.MigrateDown(ctx, steps), "back to before 0008")
+	steps := migrateDownBefore(t, db, 8)
 
 	sets := `[{"name":"prod","selector":"environment.name == \"prod\"","priority":2,"values":{"replicas":{"literal":4}}},
 		{"name":"all","priority":0,"values":{"region":{"literal":"eu"}}}]`
-	_, err = conn.Exec(ctx, `INSERT INTO release_systems (id, workspace_id, doc, version, updated_at) VALUES
+	_, err := conn.Exec(ctx, `INSERT INTO release_systems (id, workspace_id, doc, version, updated_at) VALUES
 		('shop', 'ws', jsonb_build_object('id', 'shop', 'workspace_id', 'ws', 'name', 'Shop', 'variable_sets', $1::jsonb), 3, now()),
 		('bare', 'ws', '{"id":"bare","workspace_id":"ws","name":"Bare"}', 1, now())`, sets)
 	require.NoError(t, err)
