@@ -11,7 +11,9 @@
 //	series  each series' metric, scope, expression and last points
 //	        ([time ms, value]), capped
 //
-// so a stored measurement says what was measured. Keys come only from the
+// so a stored measurement says what was measured. The site is the
+// metric's provider.config.address (default DefaultAddress, the US1
+// site); there is no process-wide default. Keys come only from the
 // SecretResolver, per request.
 package datadog
 
@@ -32,8 +34,10 @@ import (
 // Type is the policy.Provider.Type this verifier serves.
 const Type = "datadog"
 
-// Defaults of Options.
+// Defaults of a metric's provider.config.
 const (
+	// DefaultAddress is the API root of the US1 site, for a metric whose
+	// provider.config names no address.
 	DefaultAddress   = "https://api.datadoghq.com"
 	DefaultAPIKeyRef = "env:RECONCILER_SECRET_DATADOG_API_KEY"
 	DefaultAppKeyRef = "env:RECONCILER_SECRET_DATADOG_APP_KEY"
@@ -48,9 +52,6 @@ const (
 
 // Options configures a Verifier; zero fields take the defaults.
 type Options struct {
-	// Address is the API root of the Datadog site (a metric's
-	// provider.config.address overrides it).
-	Address string
 	// APIKeyRef and AppKeyRef are secret references of the keys.
 	APIKeyRef, AppKeyRef string
 	// Window is how far back from now a query reads.
@@ -70,9 +71,6 @@ var _ ports.Verifier = (*Verifier)(nil)
 
 // New returns a verifier reading keys through secrets.
 func New(secrets ports.SecretResolver, o Options) *Verifier {
-	if o.Address == "" {
-		o.Address = DefaultAddress
-	}
 	if o.APIKeyRef == "" {
 		o.APIKeyRef = DefaultAPIKeyRef
 	}
@@ -101,8 +99,9 @@ type config struct {
 
 // ValidateConfig checks a datadog provider.config; a refusal is a
 // *release.FieldError naming provider.config.<key>. Keys: query
-// (required), address (API root; default the verifier's), window (Go
-// duration; default 5m), apiKeyRef and appKeyRef (secret references;
+// (required), address (the site's API root, an http(s) URL without a
+// path, such as https://api.datadoghq.eu; default DefaultAddress), window
+// (Go duration; default 5m), apiKeyRef and appKeyRef (secret references;
 // default the verifier's).
 func ValidateConfig(cfg map[string]any) error {
 	_, err := New(nil, Options{}).parse(cfg)
@@ -113,13 +112,16 @@ func (v *Verifier) parse(cfg map[string]any) (config, error) {
 	r := &configmap.Reader{Prefix: "provider.config", Map: cfg}
 	c := config{
 		query:     r.Required("query"),
-		address:   r.URL("address", v.o.Address),
+		address:   r.URL("address", DefaultAddress),
 		window:    r.Duration("window", v.o.Window),
 		apiKeyRef: r.SecretRef("apiKeyRef", v.o.APIKeyRef),
 		appKeyRef: r.SecretRef("appKeyRef", v.o.AppKeyRef),
 	}
 	if r.Err == nil && c.window <= 0 {
 		r.Fail("window", "must be positive")
+	}
+	if u, err := url.Parse(c.address); c.address != "" && err == nil && (u.Path != "" || u.RawQuery != "" || u.Fragment != "") {
+		r.Fail("address", fmt.Sprintf("want the site's API root without a path, such as %q, got %q", "https://api.datadoghq.eu", c.address))
 	}
 	return c, r.Err
 }

@@ -78,19 +78,20 @@ func (f *fakeDatadog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func newVerifier(f *fakeDatadog) *Verifier {
-	return New(secrets, Options{Address: f.srv.URL, Clock: fixedClock{}, HTTP: outbound.Options{Backoff: time.Millisecond}})
+func newVerifier() *Verifier {
+	return New(secrets, Options{Clock: fixedClock{}, HTTP: outbound.Options{Backoff: time.Millisecond}})
 }
 
-func request(query string) ports.MeasureRequest {
-	return porttest.MeasureRequestFor(Type, map[string]any{"query": query}, 1)
+// request is the measurement of query on f's site.
+func (f *fakeDatadog) request(query string) ports.MeasureRequest {
+	return porttest.MeasureRequestFor(Type, map[string]any{"query": query, "address": f.srv.URL}, 1)
 }
 
 func TestConformance(t *testing.T) {
 	f := newFake(t, 0.002)
-	porttest.Verifier(t, func(t *testing.T) ports.Verifier { return newVerifier(f) }, porttest.VerifierOptions{
-		Measurable:    []ports.MeasureRequest{request("sum:errors{service:web}.as_rate()")},
-		Failing:       []ports.MeasureRequest{porttest.MeasureRequestFor(Type, map[string]any{}, 1), porttest.MeasureRequestFor(Type, map[string]any{"query": "q", "appKeyRef": "env:RECONCILER_SECRET_NONE"}, 1)},
+	porttest.Verifier(t, func(t *testing.T) ports.Verifier { return newVerifier() }, porttest.VerifierOptions{
+		Measurable:    []ports.MeasureRequest{f.request("sum:errors{service:web}.as_rate()")},
+		Failing:       []ports.MeasureRequest{porttest.MeasureRequestFor(Type, map[string]any{}, 1), porttest.MeasureRequestFor(Type, map[string]any{"query": "q", "address": f.srv.URL, "appKeyRef": "env:RECONCILER_SECRET_NONE"}, 1)},
 		Deterministic: true,
 	})
 }
@@ -98,7 +99,7 @@ func TestConformance(t *testing.T) {
 func TestMeasureSendsTheDocumentedRequestAndKeepsWhatWasMeasured(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, 0.002)
-	got, err := newVerifier(f).Measure(t.Context(), request("sum:errors{service:web}.as_rate()"))
+	got, err := newVerifier().Measure(t.Context(), f.request("sum:errors{service:web}.as_rate()"))
 	require.NoError(t, err)
 	require.Len(t, f.requests, 1)
 	r := f.requests[0]
@@ -115,9 +116,10 @@ func TestMeasureSendsTheDocumentedRequestAndKeepsWhatWasMeasured(t *testing.T) {
 func TestConditionsJudgeTheResult(t *testing.T) {
 	t.Parallel()
 	spec := policy.MetricSpec{Name: "error-rate", Count: 1, SuccessCondition: "result.value < 0.01",
-		Provider: policy.Provider{Type: Type, Config: map[string]any{"query": "q"}}}
+		Provider: policy.Provider{Type: Type}}
 	for rate, want := range map[float64]release.VerificationStatus{0.002: release.VerificationPassed, 0.2: release.VerificationFailed} {
-		got, err := newVerifier(newFake(t, rate)).Measure(t.Context(), ports.MeasureRequest{Metric: spec, Attempt: 1})
+		spec.Provider.Config = map[string]any{"query": "q", "address": newFake(t, rate).srv.URL}
+		got, err := newVerifier().Measure(t.Context(), ports.MeasureRequest{Metric: spec, Attempt: 1})
 		require.NoError(t, err)
 		status, msg := policy.EvaluateMeasurements(spec, []release.Measurement{{At: now, Result: got}})
 		require.Equal(t, want, status, msg)
@@ -128,13 +130,13 @@ func TestRetriesAndErrors(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, 0.002)
 	f.faults = []int{429, 502, 503}
-	_, err := newVerifier(f).Measure(t.Context(), request("q"))
+	_, err := newVerifier().Measure(t.Context(), f.request("q"))
 	require.NoError(t, err)
 	require.Len(t, f.requests, 4)
 
 	f = newFake(t, 0)
 	f.faults = []int{500, 500, 500, 500}
-	_, err = newVerifier(f).Measure(t.Context(), request("q"))
+	_, err = newVerifier().Measure(t.Context(), f.request("q"))
 	require.ErrorContains(t, err, "datadog: query metrics: status 500")
 
 	for body, want := range map[string]string{
@@ -145,7 +147,7 @@ func TestRetriesAndErrors(t *testing.T) {
 	} {
 		f := newFake(t, 0)
 		f.body = body
-		_, err := newVerifier(f).Measure(t.Context(), request("q"))
+		_, err := newVerifier().Measure(t.Context(), f.request("q"))
 		require.ErrorContains(t, err, want, body)
 	}
 }
@@ -154,11 +156,42 @@ func TestKeysNeverAppearInErrorsOrResults(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, 0)
 	f.faults = []int{500, 500, 500, 500}
-	_, err := newVerifier(f).Measure(t.Context(), request("q"))
+	_, err := newVerifier().Measure(t.Context(), f.request("q"))
 	require.NotContains(t, err.Error(), "dd-api")
 	require.NotContains(t, err.Error(), "dd-app")
 	require.ErrorContains(t, ValidateConfig(map[string]any{"query": "q", "window": "-1m"}), "provider.config.window")
 	require.ErrorContains(t, ValidateConfig(map[string]any{"query": "q", "apiKeyRef": "abc123"}), "provider.config.apiKeyRef")
 	require.ErrorContains(t, ValidateConfig(map[string]any{}), "provider.config.query")
 	require.NoError(t, ValidateConfig(map[string]any{"query": "q"}))
+}
+
+// TestAddressIsTheMetricsProviderConfig: the site is the metric's
+// provider.config.address, validated naming the field, DefaultAddress
+// when absent; nothing else sets it.
+func TestAddressIsTheMetricsProviderConfig(t *testing.T) {
+	t.Parallel()
+	c, err := newVerifier().parse(map[string]any{"query": "q"})
+	require.NoError(t, err)
+	require.Equal(t, DefaultAddress, c.address)
+	require.Equal(t, "https://api.datadoghq.com", c.address, "the documented default")
+	c, err = newVerifier().parse(map[string]any{"query": "q", "address": "https://api.datadoghq.eu/"})
+	require.NoError(t, err)
+	require.Equal(t, "https://api.datadoghq.eu", c.address)
+	for _, bad := range []any{"api.datadoghq.eu", "ftp://api.datadoghq.eu", "https://api.datadoghq.eu/api/v1", "https://api.datadoghq.eu?x=1", 7.0, "https://key@api.datadoghq.eu"} {
+		err := ValidateConfig(map[string]any{"query": "q", "address": bad})
+		require.ErrorContains(t, err, "provider.config.address", "%v", bad)
+		_, err = newVerifier().Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"query": "q", "address": bad}, 1))
+		require.ErrorContains(t, err, "provider.config.address", "%v", bad)
+	}
+
+	// Two sites: each metric's query goes to its own.
+	eu, us := newFake(t, 0.5), newFake(t, 0.001)
+	got, err := newVerifier().Measure(t.Context(), eu.request("q"))
+	require.NoError(t, err)
+	require.Equal(t, 0.5, got.(map[string]any)["value"])
+	got, err = newVerifier().Measure(t.Context(), us.request("q"))
+	require.NoError(t, err)
+	require.Equal(t, 0.001, got.(map[string]any)["value"])
+	require.Len(t, eu.requests, 1)
+	require.Len(t, us.requests, 1)
 }

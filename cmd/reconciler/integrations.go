@@ -2,7 +2,6 @@ package main
 
 import (
 	"log/slog"
-	"os"
 
 	"github.com/reconcilerhq/reconciler/adapters/argocd"
 	"github.com/reconcilerhq/reconciler/adapters/argoworkflows"
@@ -19,24 +18,6 @@ import (
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
-// integrationOptions configures the job agents and verification providers
-// that call external systems.
-type integrationOptions struct {
-	// datadogAddress is the Datadog API root a metric uses when its
-	// provider names none (RECONCILER_DATADOG_ADDRESS).
-	datadogAddress string
-}
-
-// integrationOptionsFromEnv reads the options from the environment:
-// RECONCILER_DATADOG_ADDRESS (default datadog.DefaultAddress).
-func integrationOptionsFromEnv() integrationOptions {
-	o := integrationOptions{datadogAddress: datadog.DefaultAddress}
-	if v := os.Getenv("RECONCILER_DATADOG_ADDRESS"); v != "" {
-		o.datadogAddress = v
-	}
-	return o
-}
-
 // integrations are the external job agents and verifiers serve registers,
 // by type.
 type integrations struct {
@@ -47,7 +28,7 @@ type integrations struct {
 
 // newIntegrations builds the external agents, reporting through report
 // and reading credentials through secrets only.
-func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log *slog.Logger, o integrationOptions) *integrations {
+func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log *slog.Logger) *integrations {
 	gha := githubactions.New(report, secrets, githubactions.Options{Logger: log})
 	acd := argocd.New(report, secrets, argocd.Options{Logger: log})
 	tfc := terraformcloud.New(report, secrets, terraformcloud.Options{Logger: log})
@@ -58,7 +39,7 @@ func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log
 		agents: map[string]ports.JobAgent{githubactions.Type: gha, argocd.Type: acd, terraformcloud.Type: tfc,
 			argoworkflows.Type: awf, webhookagent.Type: hook, kubernetesjob.Type: kjob},
 		verifiers: map[string]ports.Verifier{
-			datadog.Type:        datadog.New(secrets, datadog.Options{Address: o.datadogAddress}),
+			datadog.Type:        datadog.New(secrets, datadog.Options{}),
 			prometheus.Type:     prometheus.New(secrets, prometheus.Options{}),
 			httpprobe.Type:      httpprobe.New(outbound.Options{}),
 			terraformcloud.Type: terraformcloud.NewVerifier(secrets, outbound.Options{}),

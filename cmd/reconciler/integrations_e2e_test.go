@@ -165,10 +165,10 @@ func (w *e2eWorld) serveDatadog(rw http.ResponseWriter, r *http.Request) {
 
 // TestServeRunsMultiClusterDeploymentAgainstExternalSystems runs the
 // repository's example workflow under a real `reconciler serve` process
-// whose github-actions, argo-cd and datadog integrations point at local
-// fakes: with a low error rate the workflow succeeds; with a bad one the
-// verification fails the workflow, and the stored measurement says what
-// Datadog returned.
+// whose github-actions and argo-cd agent records and datadog metric (its
+// provider's address) point at local fakes: with a low error rate the
+// workflow succeeds; with a bad one the verification fails the workflow,
+// and the stored measurement says what Datadog returned.
 func TestServeRunsMultiClusterDeploymentAgainstExternalSystems(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test")
@@ -178,8 +178,8 @@ func TestServeRunsMultiClusterDeploymentAgainstExternalSystems(t *testing.T) {
 	require.NoError(t, err)
 	template, err := os.ReadFile("../../testdata/workflows/multi-cluster-deployment.yaml")
 	require.NoError(t, err)
-	file := t.TempDir() + "/multi-cluster-deployment.yaml"
-	require.NoError(t, os.WriteFile(file, template, 0o600))
+	const datadogProvider = "              type: datadog\n"
+	require.Contains(t, string(template), datadogProvider)
 
 	for _, tc := range []struct {
 		name      string
@@ -192,6 +192,10 @@ func TestServeRunsMultiClusterDeploymentAgainstExternalSystems(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			world := newE2EWorld(t, tc.errorRate)
+			// The example's datadog metric, on the fake's site.
+			file := t.TempDir() + "/multi-cluster-deployment.yaml"
+			site := strings.Replace(string(template), datadogProvider, datadogProvider+"              address: "+world.datadog.URL+"\n", 1)
+			require.NoError(t, os.WriteFile(file, []byte(site), 0o600))
 			dsn, _ := pgtest.Schema(t)
 			ctx := t.Context()
 			be, err := openBackend(ctx, dsn, true, ports.SystemClock)
@@ -218,7 +222,7 @@ func TestServeRunsMultiClusterDeploymentAgainstExternalSystems(t *testing.T) {
 				require.NoError(t, err)
 			}
 			cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "", "--lock", "2s")
-			cmd.Env = append(os.Environ(), "RECONCILER_DSN=", "RECONCILER_DATADOG_ADDRESS="+world.datadog.URL,
+			cmd.Env = append(os.Environ(), "RECONCILER_DSN=",
 				"RECONCILER_SECRET_GITHUB_TOKEN="+e2eGitHubToken, "RECONCILER_SECRET_ARGOCD_TOKEN="+e2eArgoToken,
 				"RECONCILER_SECRET_DATADOG_API_KEY="+e2eDDAPIKey, "RECONCILER_SECRET_DATADOG_APP_KEY="+e2eDDAppKey)
 			startProcess(t, cmd, "engine starting", "serve")

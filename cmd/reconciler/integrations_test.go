@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/reconcilerhq/reconciler/adapters/datadog"
 )
 
 // TestEveryIntegrationHasAConfigValidator keeps the validators in step
@@ -13,7 +11,7 @@ import (
 // checked before it is stored.
 func TestEveryIntegrationHasAConfigValidator(t *testing.T) {
 	t.Parallel()
-	in := newIntegrations(nil, nil, nil, integrationOptions{datadogAddress: datadog.DefaultAddress})
+	in := newIntegrations(nil, nil, nil)
 	defer in.close()
 	for typ, a := range in.agents {
 		require.Equal(t, typ, a.Type())

@@ -45,7 +45,7 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 	})
 	rt.report = report
 	rt.runner = testrunner.New(report, clock, append([]testrunner.Option{testrunner.WithLogger(log)}, runner...)...)
-	rt.ext = newIntegrations(report, secrets, log, integrationOptionsFromEnv())
+	rt.ext = newIntegrations(report, secrets, log)
 	rt.chain = &chain.Chain{Store: releases, Queue: q, Clock: clock, Logger: log,
 		Agents:    map[string]ports.JobAgent{testrunner.Type: rt.runner, apiagent.Type: apiagent.Agent{}},
 		Verifiers: map[string]ports.Verifier{verifiers.SleepType: verifiers.Sleep{}, verifiers.ScriptedType: verifiers.Scripted{}}}
