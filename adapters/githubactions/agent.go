@@ -99,12 +99,12 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 				Message: Type + ": " + err.Error()}}, nil
 		}
 		key := jobfollow.CorrelationKey(d.Job.ID)
-		r, found, err := a.findRun(ctx, cfg, key)
+		r, found, err := a.findRun(ctx, cfg, key, d.Job.CreatedAt)
 		if err != nil {
 			return jobfollow.Started{}, err
 		}
 		if !found {
-			if r, err = a.dispatch(ctx, cfg, key); err != nil {
+			if r, err = a.dispatch(ctx, cfg, key, d.Job.CreatedAt); err != nil {
 				return jobfollow.Started{}, err
 			}
 		}
@@ -146,35 +146,61 @@ func repoURL(cfg config, format string, args ...any) string {
 	return cfg.baseURL + "/repos/" + url.PathEscape(cfg.owner) + "/" + url.PathEscape(cfg.repo) + fmt.Sprintf(format, args...)
 }
 
-// findRun looks for the workflow's recent workflow_dispatch run whose
-// title or name carries key.
-func (a *Agent) findRun(ctx context.Context, cfg config, key string) (run, bool, error) {
+// Bounds of the run lookup.
+const (
+	// runsPerPage is the page size of the run list (the API's maximum).
+	runsPerPage = 100
+	// maxRunPages bounds the pages read: with the created filter the API
+	// answers at most 1,000 runs (10 pages of 100).
+	maxRunPages = 10
+	// createdSlack is how long before the job's creation the lookup
+	// starts, for clock skew between reconciler and GitHub.
+	createdSlack = 5 * time.Minute
+)
+
+// findRun looks for the workflow's workflow_dispatch run created since
+// the job (less createdSlack; every run when since is zero) whose title or
+// name carries key, newest first, page by page until a page is short. A
+// lookup that reads maxRunPages full pages without finding the run is an
+// error: it cannot tell whether the run exists, so nothing is dispatched.
+func (a *Agent) findRun(ctx context.Context, cfg config, key string, since time.Time) (run, bool, error) {
 	h, err := a.header(ctx, cfg)
 	if err != nil {
 		return run{}, false, err
 	}
-	var list struct {
-		WorkflowRuns *[]run `json:"workflow_runs"`
+	q := url.Values{"event": {"workflow_dispatch"}, "per_page": {strconv.Itoa(runsPerPage)}}
+	if !since.IsZero() {
+		q.Set("created", ">="+since.Add(-createdSlack).UTC().Format(time.RFC3339))
 	}
-	_, err = a.http.DoJSON(ctx, outbound.Request{Call: "list workflow runs", Method: http.MethodGet, Header: h, Idempotent: true,
-		URL: repoURL(cfg, "/actions/workflows/%s/runs?event=workflow_dispatch&per_page=100", url.PathEscape(cfg.workflow))}, &list)
-	if err != nil {
-		return run{}, false, err
-	}
-	if list.WorkflowRuns == nil {
-		return run{}, false, a.http.Errorf("list workflow runs", "%w: no workflow_runs in the response", outbound.ErrMalformed)
-	}
-	for _, r := range *list.WorkflowRuns {
-		if strings.Contains(r.DisplayTitle, key) || strings.Contains(r.Name, key) {
-			return r, true, nil
+	for page := 1; page <= maxRunPages; page++ {
+		q.Set("page", strconv.Itoa(page))
+		var list struct {
+			WorkflowRuns *[]run `json:"workflow_runs"`
+		}
+		_, err = a.http.DoJSON(ctx, outbound.Request{Call: "list workflow runs", Method: http.MethodGet, Header: h, Idempotent: true,
+			URL: repoURL(cfg, "/actions/workflows/%s/runs?%s", url.PathEscape(cfg.workflow), q.Encode())}, &list)
+		if err != nil {
+			return run{}, false, err
+		}
+		if list.WorkflowRuns == nil {
+			return run{}, false, a.http.Errorf("list workflow runs", "%w: no workflow_runs in the response", outbound.ErrMalformed)
+		}
+		for _, r := range *list.WorkflowRuns {
+			if strings.Contains(r.DisplayTitle, key) || strings.Contains(r.Name, key) {
+				return r, true, nil
+			}
+		}
+		if len(*list.WorkflowRuns) < runsPerPage {
+			return run{}, false, nil
 		}
 	}
-	return run{}, false, nil
+	return run{}, false, a.http.Errorf("list workflow runs", "more than %d runs of %s since %s and none titled with %s: cannot tell whether the job's run started",
+		maxRunPages*runsPerPage, cfg.workflow, q.Get("created"), key)
 }
 
 // dispatch creates the workflow_dispatch event and returns the new run:
 // named by the response (return_run_details) or found by key.
-func (a *Agent) dispatch(ctx context.Context, cfg config, key string) (run, error) {
+func (a *Agent) dispatch(ctx context.Context, cfg config, key string, since time.Time) (run, error) {
 	h, err := a.header(ctx, cfg)
 	if err != nil {
 		return run{}, err
@@ -204,7 +230,7 @@ func (a *Agent) dispatch(ctx context.Context, cfg config, key string) (run, erro
 		}
 		return run{ID: details.WorkflowRunID, HTMLURL: details.HTMLURL, Status: "queued"}, nil
 	case resp.Status == http.StatusNoContent:
-		return a.awaitRun(ctx, cfg, key)
+		return a.awaitRun(ctx, cfg, key, since)
 	}
 	return run{}, &outbound.Error{Adapter: Type, Call: "dispatch workflow", Status: resp.Status, Body: prefix(resp.Body)}
 }
@@ -213,12 +239,12 @@ func (a *Agent) dispatch(ctx context.Context, cfg config, key string) (run, erro
 // does not within the find timeout the error says so; the retried
 // dispatch lists again first, so it dispatches nothing twice once the run
 // shows.
-func (a *Agent) awaitRun(ctx context.Context, cfg config, key string) (run, error) {
+func (a *Agent) awaitRun(ctx context.Context, cfg config, key string, since time.Time) (run, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.find)
 	defer cancel()
 	wait := min(a.minPoll, time.Second)
 	for {
-		r, found, err := a.findRun(ctx, cfg, key)
+		r, found, err := a.findRun(ctx, cfg, key, since)
 		if found {
 			return r, nil
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -91,6 +92,7 @@ func TestDispatchSendsTheDocumentedRequestsAndReportsTheOutcome(t *testing.T) {
 
 	f.mu.Lock()
 	require.Equal(t, []string{"GET /repos/acme/app/actions/workflows/deploy.yml/runs", "POST /repos/acme/app/actions/workflows/deploy.yml/dispatches"}, f.requests)
+	require.Equal(t, []string{"created=%3E%3D2030-01-02T02%3A59%3A05Z&event=workflow_dispatch&page=1&per_page=100"}, f.lists)
 	require.Equal(t, map[string]any{"ref": "main", "return_run_details": true, "inputs": map[string]any{
 		"environment": "prod", "dry": "false", "reconciler_job": jobfollow.CorrelationKey("job-1")}}, f.dispatches[0])
 	f.mu.Unlock()
@@ -138,6 +140,66 @@ func TestDispatchRetriedAfterACrashFindsTheRun(t *testing.T) {
 		require.Equal(t, res1.ExternalID, res2.ExternalID)
 		require.Equal(t, 1, f.dispatchCount(), "the retried dispatch started no second run")
 	}
+}
+
+// TestRunLookupPagesThroughRunsSinceTheJob: a dispatch retried after a
+// crash finds its run on the second page of the runs created since the
+// job (less the slack), reading page after page with the created filter,
+// and starts no second run.
+func TestRunLookupPagesThroughRunsSinceTheJob(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	f.clock = epoch.Add(-createdSlack - time.Hour)
+	f.mu.Lock()
+	for range 3 { // before the job: outside the created filter
+		f.addRun("deploy older")
+	}
+	f.clock = epoch
+	f.mu.Unlock()
+	slow := fastOptions()
+	slow.MinPoll = time.Hour // nobody polls: the run stays queued
+	first := newAgent(t, newReports(), slow)
+	r1, err := first.Dispatch(t.Context(), dispatchOf("job-paged", f.config()))
+	require.NoError(t, err)
+	first.Close() // the process died
+	f.mu.Lock()
+	for range runsPerPage { // newer runs push the job's to page 2
+		f.addRun("deploy other")
+	}
+	f.lists = nil
+	f.mu.Unlock()
+
+	second := newAgent(t, newReports(), slow)
+	r2, err := second.Dispatch(t.Context(), dispatchOf("job-paged", f.config()))
+	require.NoError(t, err)
+	require.Equal(t, r1.ExternalID, r2.ExternalID)
+	require.Equal(t, 1, f.dispatchCount(), "the retried dispatch started no second run")
+	created := ">=" + epoch.Add(-createdSlack).UTC().Format(time.RFC3339)
+	f.mu.Lock()
+	require.Equal(t, []string{
+		url.Values{"event": {"workflow_dispatch"}, "per_page": {"100"}, "page": {"1"}, "created": {created}}.Encode(),
+		url.Values{"event": {"workflow_dispatch"}, "per_page": {"100"}, "page": {"2"}, "created": {created}}.Encode(),
+	}, f.lists)
+	f.mu.Unlock()
+}
+
+// TestRunLookupIsBounded: past maxRunPages full pages without the run the
+// lookup fails the dispatch (it cannot tell whether the run started)
+// instead of starting one.
+func TestRunLookupIsBounded(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	f.mu.Lock()
+	for range maxRunPages * runsPerPage {
+		f.addRun("deploy other")
+	}
+	f.mu.Unlock()
+	_, err := newAgent(t, newReports(), fastOptions()).Dispatch(t.Context(), dispatchOf("job-1", f.config()))
+	require.ErrorContains(t, err, "github-actions: list workflow runs: more than 1000 runs of deploy.yml")
+	require.Zero(t, f.dispatchCount())
+	f.mu.Lock()
+	require.Len(t, f.lists, maxRunPages)
+	f.mu.Unlock()
 }
 
 func TestRetriesRateLimitsAndServerErrors(t *testing.T) {

@@ -10,17 +10,21 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
 )
 
 // token is the test token the fake requires.
 const token = "ghp_test_token"
 
 // fakeGitHub implements the documented Actions endpoints the agent uses:
-// list a workflow's runs, create a workflow_dispatch event, get a run and
-// cancel it. Each GET of a run moves it one step: queued → in_progress →
-// completed with the configured conclusion.
+// list a workflow's runs (newest first, filtered by event and created,
+// paged by per_page and page), create a workflow_dispatch event, get a
+// run and cancel it. Each GET of a run moves it one step: queued →
+// in_progress → completed with the configured conclusion. Runs are
+// created a second apart from the suite's job creation time on.
 type fakeGitHub struct {
 	t  *testing.T
 	mu sync.Mutex
@@ -37,19 +41,25 @@ type fakeGitHub struct {
 	runs       map[int64]*fakeRun
 	order      []int64
 	nextID     int64
+	clock      time.Time // the next run's creation time
 	dispatches []map[string]any // request bodies
 	cancels    []int64
 	requests   []string // "METHOD path"
+	lists      []string // the run lists' queries, decoded
 	srv        *httptest.Server
 }
 
 type fakeRun struct {
 	run
-	steps int
+	CreatedAt time.Time `json:"created_at"`
+	steps     int
 }
 
+// epoch is when the suite's jobs are created (porttest.JobAgentDispatch).
+var epoch = porttest.JobAgentDispatch(Type, "x", nil).Job.CreatedAt
+
 func newFakeGitHub(t *testing.T) *fakeGitHub {
-	f := &fakeGitHub{t: t, conclusion: "success", runs: map[int64]*fakeRun{}, nextID: 1000}
+	f := &fakeGitHub{t: t, conclusion: "success", runs: map[int64]*fakeRun{}, nextID: 1000, clock: epoch}
 	f.srv = httptest.NewServer(f)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -84,14 +94,40 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodGet && path == "workflows/deploy.yml/runs":
-		if r.URL.Query().Get("event") != "workflow_dispatch" {
+		q := r.URL.Query()
+		f.lists = append(f.lists, q.Encode())
+		if q.Get("event") != "workflow_dispatch" {
 			f.t.Errorf("list runs without event=workflow_dispatch: %s", r.URL.RawQuery)
 		}
-		runs := []run{}
-		for i := len(f.order) - 1; i >= 0; i-- { // newest first
-			runs = append(runs, f.runs[f.order[i]].run)
+		perPage, page := 30, 1
+		if v := q.Get("per_page"); v != "" {
+			perPage, _ = strconv.Atoi(v)
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"total_count": len(runs), "workflow_runs": runs})
+		if v := q.Get("page"); v != "" {
+			page, _ = strconv.Atoi(v)
+		}
+		var since time.Time
+		if v := q.Get("created"); v != "" {
+			var err error
+			since, err = time.Parse(time.RFC3339, strings.TrimPrefix(v, ">="))
+			if err != nil || !strings.HasPrefix(v, ">=") {
+				http.Error(w, `{"message":"Invalid created filter"}`, http.StatusUnprocessableEntity)
+				return
+			}
+		}
+		if perPage < 1 || perPage > 100 || page < 1 {
+			http.Error(w, `{"message":"Invalid page"}`, http.StatusUnprocessableEntity)
+			return
+		}
+		runs := []fakeRun{}
+		for i := len(f.order) - 1; i >= 0; i-- { // newest first
+			if fr := f.runs[f.order[i]]; !fr.CreatedAt.Before(since) {
+				runs = append(runs, *fr)
+			}
+		}
+		total := len(runs)
+		runs = runs[min((page-1)*perPage, total):min(page*perPage, total)]
+		writeJSON(w, http.StatusOK, map[string]any{"total_count": total, "workflow_runs": runs})
 	case r.Method == http.MethodPost && path == "workflows/deploy.yml/dispatches":
 		var body map[string]any
 		b, _ := io.ReadAll(r.Body)
@@ -106,11 +142,7 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.dispatches = append(f.dispatches, body)
-		f.nextID++
-		id := f.nextID
-		f.runs[id] = &fakeRun{run: run{ID: id, Name: "deploy", DisplayTitle: "deploy " + key, Status: "queued",
-			Event: "workflow_dispatch", HTMLURL: fmt.Sprintf("https://github.example/acme/app/actions/runs/%d", id)}}
-		f.order = append(f.order, id)
+		id := f.addRun("deploy " + key)
 		if f.noDetails || body["return_run_details"] != true {
 			w.WriteHeader(http.StatusNoContent)
 			return
@@ -138,7 +170,7 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			fr.Status, fr.Conclusion = "completed", f.conclusion
 		}
-		writeJSON(w, http.StatusOK, fr.run)
+		writeJSON(w, http.StatusOK, fr)
 	case r.Method == http.MethodPost && strings.HasPrefix(path, "runs/") && strings.HasSuffix(path, "/cancel"):
 		id, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(path, "runs/"), "/cancel"), 10, 64)
 		fr, ok := f.runs[id]
@@ -161,6 +193,18 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// addRun adds a queued workflow_dispatch run titled title, created a
+// second after the one before, and returns its id.
+func (f *fakeGitHub) addRun(title string) int64 {
+	f.nextID++
+	id := f.nextID
+	f.runs[id] = &fakeRun{run: run{ID: id, Name: "deploy", DisplayTitle: title, Status: "queued",
+		Event: "workflow_dispatch", HTMLURL: fmt.Sprintf("https://github.example/acme/app/actions/runs/%d", id)}, CreatedAt: f.clock}
+	f.order = append(f.order, id)
+	f.clock = f.clock.Add(time.Second)
+	return id
 }
 
 // dispatchCount is how many workflow_dispatch events were created.
