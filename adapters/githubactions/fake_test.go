@@ -41,7 +41,7 @@ type fakeGitHub struct {
 	runs       map[int64]*fakeRun
 	order      []int64
 	nextID     int64
-	clock      time.Time // the next run's creation time
+	clock      time.Time        // the next run's creation time
 	dispatches []map[string]any // request bodies
 	cancels    []int64
 	requests   []string // "METHOD path"
