@@ -3,6 +3,9 @@ package api
 import (
 	"context"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -23,32 +26,91 @@ type JobReport struct {
 	Links map[string]string `json:"links,omitempty" doc:"links for people, name -> http(s) URL (at most 20; names up to 64 bytes, URLs up to 2048); added to the job's, a name already there takes the new URL; release jobs only"`
 }
 
+// JobFilter are the filters of the job list; every one given must match.
+type JobFilter struct {
+	Status       []string `query:"status" doc:"only jobs in one of these statuses (comma-separated)"`
+	JobAgentID   string   `query:"job_agent_id" doc:"only this job agent's jobs"`
+	DeploymentID string   `query:"deployment_id" doc:"only this deployment's"`
+	Environment  string   `query:"environment_id" doc:"only this environment's"`
+	ResourceID   string   `query:"resource_id" doc:"only this resource's"`
+	VersionID    string   `query:"version_id" doc:"only jobs of releases of this deployment version"`
+	WorkspaceID  string   `query:"workspace_id" doc:"only jobs of deployments of this workspace's systems"`
+	Target       string   `query:"target" doc:"only this release target's, DEPLOYMENT:ENVIRONMENT:RESOURCE (404 when it does not exist)"`
+}
+
+// jobQuery is a JobFilter checked and turned into the store's query.
+type jobQuery struct {
+	ports.JobListParams
+	target release.ReleaseTarget
+}
+
+// params checks the filter: known statuses, a well-formed target that
+// agrees with the deployment, environment and resource given.
+func (f *JobFilter) params() (jobQuery, error) {
+	q := jobQuery{JobListParams: ports.JobListParams{JobAgentID: f.JobAgentID, DeploymentID: f.DeploymentID,
+		EnvironmentID: f.Environment, ResourceID: f.ResourceID, VersionID: f.VersionID, WorkspaceID: f.WorkspaceID}}
+	for _, st := range f.Status {
+		if !release.JobStatus(st).Valid() {
+			return q, invalid("query.status", "unknown job status "+strconv.Quote(st)+"; want one of "+jobStatusList())
+		}
+		q.Statuses = append(q.Statuses, release.JobStatus(st))
+	}
+	if f.Target == "" {
+		return q, nil
+	}
+	t, err := release.ParseTargetKey(f.Target)
+	if err != nil {
+		return q, huma.Error400BadRequest("bad target key", &huma.ErrorDetail{Location: "query.target", Message: err.Error(), Value: f.Target})
+	}
+	for _, c := range []struct{ loc, given, want string }{{"query.deployment_id", f.DeploymentID, t.DeploymentID},
+		{"query.environment_id", f.Environment, t.EnvironmentID}, {"query.resource_id", f.ResourceID, t.ResourceID}} {
+		if c.given != "" && c.given != c.want {
+			return q, invalid(c.loc, "target "+f.Target+" is not in "+c.given)
+		}
+	}
+	q.target = t
+	q.DeploymentID, q.EnvironmentID, q.ResourceID = t.DeploymentID, t.EnvironmentID, t.ResourceID
+	return q, nil
+}
+
+// jobStatusList names the job statuses, comma-separated.
+func jobStatusList() string {
+	names := make([]string, len(release.JobStatuses))
+	for i, s := range release.JobStatuses {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
 // JobPath names a job in a path.
 type JobPath struct {
 	ID string `path:"id" doc:"job id (workflow jobs' ids hold slashes: escape them as %2F)"`
 }
 
 func (s *Server) registerJobs() {
-	huma.Register(s.api, s.op("listJobs", http.MethodGet, "/jobs", "List a release target's jobs, newest first", ports.ScopeRead, "jobs"),
+	huma.Register(s.api, s.op("listJobs", http.MethodGet, "/jobs", "List the release chain's jobs across targets, newest first, filtered by every parameter given", ports.ScopeRead, "jobs"),
 		func(ctx context.Context, in *struct {
-			Target string `query:"target" required:"true" doc:"target key DEPLOYMENT:ENVIRONMENT:RESOURCE"`
-			Limit  int    `query:"limit" minimum:"1" maximum:"1000" default:"100"`
-		}) (*body[[]ports.JobRow], error) {
-			t, err := (&TargetPath{Key: in.Target}).target()
+			JobFilter
+			PageParams
+		}) (*body[Page[ports.JobRow]], error) {
+			p, err := in.params()
 			if err != nil {
-				return nil, huma.Error400BadRequest("bad target key", &huma.ErrorDetail{Location: "query.target", Message: err.Error(), Value: in.Target})
+				return nil, err
 			}
-			if _, err := s.o.Releases.TargetGet(ctx, t); err != nil {
-				return nil, s.fail(ctx, err)
+			if in.Target != "" {
+				if _, err := s.o.Releases.TargetGet(ctx, p.target); err != nil {
+					return nil, s.fail(ctx, err)
+				}
 			}
-			jobs, err := s.o.Releases.JobsByTarget(ctx, t, in.Limit)
+			out, err := newestPage(&in.PageParams, func(after *ports.NewestKey, limit int) ([]ports.JobRow, error) {
+				q := p.JobListParams
+				q.After, q.Limit = after, limit
+				return s.o.Releases.JobList(ctx, q)
+			}, func(j *ports.JobRow) (time.Time, string) { return j.CreatedAt, j.ID })
 			if err != nil {
-				return nil, s.fail(ctx, err)
+				return nil, s.failPage(ctx, err)
 			}
-			if jobs == nil {
-				jobs = []ports.JobRow{}
-			}
-			return reply(jobs), nil
+			return reply(out), nil
 		})
 	huma.Register(s.api, s.op("getJob", http.MethodGet, "/jobs/{id}", "Read a job of the release chain", ports.ScopeRead, "jobs"),
 		func(ctx context.Context, in *JobPath) (*body[ports.JobRow], error) {

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -195,5 +196,108 @@ func TestOperations(t *testing.T) {
 		body["scope_id"] = "nope"
 		f.do(http.MethodPost, "/api/v1/operations/dead/redrive", "admin", body).problem(t, http.StatusNotFound)
 		require.Equal(t, "[]\n", string(f.do(http.MethodGet, "/api/v1/operations/dead", "read", nil).body))
+	})
+}
+
+func TestJobList(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		// Jobs: web-v1 on dev (reported successful), then on prod once
+		// approved; web-v2 on dev.
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
+		dev1 := f.activeJob("web:dev:r1")
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, "/api/v1/jobs/"+url.PathEscape(dev1)+"/report", "agent", map[string]any{"status": "successful"}).status)
+		f.clock.Advance(time.Second)
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions/web-v1/approvals", "approve", map[string]any{"environment_id": "prod"}).status)
+		prod1 := f.activeJob("web:prod:r1")
+		f.clock.Advance(time.Second)
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v2"}).status)
+		dev2 := f.activeJob("web:dev:r1")
+		require.NotEqual(t, dev1, dev2)
+
+		list := func(query string) []string {
+			t.Helper()
+			res := f.do(http.MethodGet, "/api/v1/jobs"+query, "read", nil)
+			require.Equal(t, http.StatusOK, res.status, string(res.body))
+			var p api.Page[ports.JobRow]
+			require.NoError(t, json.Unmarshal(res.body, &p))
+			ids := []string{}
+			for _, j := range p.Items {
+				ids = append(ids, j.ID)
+			}
+			return ids
+		}
+		all := []string{dev2, prod1, dev1}
+		require.Equal(t, all, list(""), "newest first across targets")
+		for _, c := range []struct {
+			query string
+			want  []string
+		}{
+			{"?status=successful", []string{dev1}},
+			{"?status=pending,successful", all},
+			{"?status=pending&status=inProgress", []string{dev2, prod1}},
+			{"?job_agent_id=ext", all},
+			{"?job_agent_id=other", []string{}},
+			{"?deployment_id=web&environment_id=dev", []string{dev2, dev1}},
+			{"?environment_id=prod", []string{prod1}},
+			{"?resource_id=r1", all},
+			{"?version_id=web-v1", []string{prod1, dev1}},
+			{"?workspace_id=ws", all},
+			{"?workspace_id=nope", []string{}},
+			{"?target=web:prod:r1", []string{prod1}},
+			{"?target=web:dev:r1&status=pending", []string{dev2}},
+		} {
+			require.Equal(t, c.want, list(c.query), c.query)
+		}
+		// Pages of one, each continuing after the last: the same jobs.
+		var walked []string
+		path := "/api/v1/jobs?limit=1"
+		for range 10 {
+			res := f.do(http.MethodGet, path, "read", nil)
+			require.Equal(t, http.StatusOK, res.status, string(res.body))
+			var p api.Page[ports.JobRow]
+			require.NoError(t, json.Unmarshal(res.body, &p))
+			require.Len(t, p.Items, 1)
+			walked = append(walked, p.Items[0].ID)
+			if p.NextCursor == "" {
+				break
+			}
+			path = "/api/v1/jobs?limit=1&cursor=" + p.NextCursor
+		}
+		require.Equal(t, all, walked)
+
+		// The client sends the same filters.
+		reader, err := client.New(f.http.URL, f.tokens["read"])
+		require.NoError(t, err)
+		p, err := reader.ListJobs(f.ctx, api.JobFilter{Status: []string{"pending", "inProgress"}, DeploymentID: "web"}, client.Page{Limit: 1})
+		require.NoError(t, err)
+		require.Equal(t, []string{dev2}, []string{p.Items[0].ID})
+		p, err = reader.ListJobs(f.ctx, api.JobFilter{Status: []string{"pending", "inProgress"}, DeploymentID: "web"}, client.Page{Limit: 1, Cursor: p.NextCursor})
+		require.NoError(t, err)
+		require.Equal(t, prod1, p.Items[0].ID)
+		require.Empty(t, p.NextCursor)
+
+		// Bad input: each a problem naming the parameter.
+		for _, c := range []struct {
+			query  string
+			status int
+			loc    string
+		}{
+			{"?status=done", http.StatusUnprocessableEntity, "query.status"},
+			{"?target=nonsense", http.StatusBadRequest, "query.target"},
+			{"?target=web:dev:r1&environment_id=prod", http.StatusUnprocessableEntity, "query.environment_id"},
+			{"?cursor=!!", http.StatusBadRequest, "query.cursor"},
+			{"?cursor=" + base64.RawURLEncoding.EncodeToString([]byte("not-a-key")), http.StatusBadRequest, "query.cursor"},
+			{"?limit=0", http.StatusUnprocessableEntity, "query.limit"},
+			{"?limit=1001", http.StatusUnprocessableEntity, "query.limit"},
+			{"?bogus=1", http.StatusUnprocessableEntity, "query.bogus"},
+		} {
+			p := f.do(http.MethodGet, "/api/v1/jobs"+c.query, "read", nil).problem(t, c.status)
+			require.Contains(t, locations(p), c.loc, c.query)
+		}
+		f.do(http.MethodGet, "/api/v1/jobs?target=web:dev:nope", "read", nil).problem(t, http.StatusNotFound)
+		f.do(http.MethodGet, "/api/v1/jobs", "", nil).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodGet, "/api/v1/jobs", "revoked", nil).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodGet, "/api/v1/jobs", "agent", nil).problem(t, http.StatusForbidden)
 	})
 }

@@ -2,8 +2,12 @@ package api
 
 import (
 	"encoding/base64"
+	"strings"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/reconcilerhq/reconciler/ports"
 )
 
 // Page is one page of a list; NextCursor, when set, continues it.
@@ -49,4 +53,55 @@ func page[T any](items []T, limit int, key func(*T) string) Page[T] {
 	}
 	items = items[:limit]
 	return Page[T]{Items: items, NextCursor: base64.RawURLEncoding.EncodeToString([]byte(key(&items[limit-1])))}
+}
+
+// newestAfter decodes a cursor of a newest-first keyset listing (versions,
+// jobs): the key of the last item of the previous page.
+func (p *PageParams) newestAfter() (*ports.NewestKey, error) {
+	after, err := p.after()
+	if err != nil || after == "" {
+		return nil, err
+	}
+	at, id, ok := strings.Cut(after, " ")
+	t, terr := time.Parse(time.RFC3339Nano, at)
+	if !ok || id == "" || terr != nil {
+		return nil, huma.Error400BadRequest("bad cursor", &huma.ErrorDetail{Location: "query.cursor", Message: "not a cursor this API returned", Value: p.Cursor})
+	}
+	return &ports.NewestKey{CreatedAt: t, ID: id}, nil
+}
+
+// newestKey is the cursor key of an item at (createdAt, id) in a
+// newest-first listing.
+func newestKey(createdAt time.Time, id string) string {
+	return createdAt.UTC().Format(time.RFC3339Nano) + " " + id
+}
+
+// newestPage reads one page of a newest-first keyset listing through
+// fetch (the store's page read, capped at ports.MaxVersionPageSize): one
+// more item than the page tells whether another page follows; at the cap,
+// a second read of one item does.
+func newestPage[T any](p *PageParams, fetch func(after *ports.NewestKey, limit int) ([]T, error), key func(*T) (time.Time, string)) (Page[T], error) {
+	after, err := p.newestAfter()
+	if err != nil {
+		return Page[T]{}, err
+	}
+	limit := p.limit()
+	keyOf := func(v *T) string { return newestKey(key(v)) }
+	if limit < ports.MaxVersionPageSize {
+		items, err := fetch(after, limit+1)
+		if err != nil {
+			return Page[T]{}, err
+		}
+		return page(items, limit, keyOf), nil
+	}
+	items, err := fetch(after, limit)
+	if err != nil || len(items) < limit {
+		return page(items, limit, keyOf), err
+	}
+	at, id := key(&items[len(items)-1])
+	more, err := fetch(&ports.NewestKey{CreatedAt: at, ID: id}, 1)
+	if err != nil {
+		return Page[T]{}, err
+	}
+	return page(append(items, more...), limit, keyOf), nil
 }

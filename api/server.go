@@ -213,6 +213,16 @@ func (s *Server) fail(ctx context.Context, err error) error {
 	return huma.Error500InternalServerError("internal error")
 }
 
+// failPage is fail for a page read, whose error may already be the
+// cursor's problem.
+func (s *Server) failPage(ctx context.Context, err error) error {
+	var se huma.StatusError
+	if errors.As(err, &se) {
+		return se
+	}
+	return s.fail(ctx, err)
+}
+
 // body is a response with a JSON body.
 type body[T any] struct {
 	Body T

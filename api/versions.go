@@ -87,30 +87,17 @@ func (s *Server) registerVersions() {
 			DeploymentID string `query:"deployment_id" required:"true" minLength:"1"`
 			PageParams
 		}) (*body[Page[release.DeploymentVersion]], error) {
-			after, err := in.after()
-			if err != nil {
-				return nil, err
-			}
 			if _, err := s.o.Releases.Deployments().Get(ctx, in.DeploymentID); err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			// Versions stream newest first; the cursor is the last id seen.
-			var out []release.DeploymentVersion
-			skipping := after != ""
-			for v, err := range s.o.Releases.VersionsNewestFirst(ctx, in.DeploymentID, ports.MaxVersionPageSize) {
-				if err != nil {
-					return nil, s.fail(ctx, err)
-				}
-				if skipping {
-					skipping = v.ID != after
-					continue
-				}
-				out = append(out, v)
-				if len(out) > in.limit() {
-					break
-				}
+			// One keyset page from the cursor's (created_at, id): O(page).
+			p, err := newestPage(&in.PageParams, func(after *ports.NewestKey, limit int) ([]release.DeploymentVersion, error) {
+				return s.o.Releases.VersionsPage(ctx, ports.VersionPageParams{DeploymentID: in.DeploymentID, After: after, Limit: limit})
+			}, func(v *release.DeploymentVersion) (time.Time, string) { return v.CreatedAt, v.ID })
+			if err != nil {
+				return nil, s.failPage(ctx, err)
 			}
-			return reply(page(out, in.limit(), func(v *release.DeploymentVersion) string { return v.ID })), nil
+			return reply(p), nil
 		})
 	huma.Register(s.api, s.op("getVersion", http.MethodGet, "/versions/{id}", "Read a deployment version", ports.ScopeRead, "versions"),
 		func(ctx context.Context, in *VersionPath) (*body[release.DeploymentVersion], error) {

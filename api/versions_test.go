@@ -1,11 +1,17 @@
 package api_test
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
 func TestVersions(t *testing.T) {
@@ -66,7 +72,50 @@ func TestVersionsPagination(t *testing.T) {
 			path = "/api/v1/versions?deployment_id=web&limit=2&cursor=" + next
 		}
 		require.Equal(t, []string{"v5", "v4", "v3", "v2", "v1"}, got, "newest first, each once")
-		p := f.do(http.MethodGet, "/api/v1/versions?deployment_id=web&cursor=!!", "read", nil).problem(t, http.StatusBadRequest)
+
+		// Keyset pages: versions created at the same instant are ordered by
+		// id at every page boundary, and a version created between two pages
+		// above the cursor is not on the next page (one below it is).
+		f.clock.Advance(1e9)
+		for _, tag := range []string{"t-b", "t-d", "t-a", "t-c"} {
+			require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": tag}).status)
+		}
+		walk := func(limit int, between func()) []string {
+			var got []string
+			path := "/api/v1/versions?deployment_id=web&limit=" + strconv.Itoa(limit)
+			for pages := 0; ; pages++ {
+				require.Less(t, pages, 20)
+				res := f.do(http.MethodGet, path, "read", nil)
+				require.Equal(t, http.StatusOK, res.status, string(res.body))
+				var p api.Page[release.DeploymentVersion]
+				require.NoError(t, json.Unmarshal(res.body, &p))
+				require.LessOrEqual(t, len(p.Items), limit)
+				for _, v := range p.Items {
+					got = append(got, v.Tag)
+				}
+				if p.NextCursor == "" {
+					return got
+				}
+				if pages == 0 && between != nil {
+					between()
+				}
+				path = "/api/v1/versions?deployment_id=web&limit=" + strconv.Itoa(limit) + "&cursor=" + p.NextCursor
+			}
+		}
+		all := []string{"t-d", "t-c", "t-b", "t-a", "v5", "v4", "v3", "v2", "v1"}
+		for _, limit := range []int{1, 2, 3, 1000} {
+			require.Equal(t, all, walk(limit, nil), "limit %d", limit)
+		}
+		require.Equal(t, []string{"t-d", "t-c", "t-b", "t-a", "v5", "v4", "v3", "v2", "v1"}, walk(2, func() {
+			f.clock.Advance(1e9) // newer than every version: above the cursor
+			require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "t-new"}).status)
+		}))
+		junk := base64.RawURLEncoding.EncodeToString([]byte("web-v3"))
+		p := f.do(http.MethodGet, "/api/v1/versions?deployment_id=web&cursor="+junk, "read", nil).problem(t, http.StatusBadRequest)
+		require.Contains(t, locations(p), "query.cursor")
+		f.do(http.MethodGet, "/api/v1/versions?deployment_id=web", "", nil).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodGet, "/api/v1/versions?deployment_id=web", "agent", nil).problem(t, http.StatusForbidden)
+		p = f.do(http.MethodGet, "/api/v1/versions?deployment_id=web&cursor=!!", "read", nil).problem(t, http.StatusBadRequest)
 		require.Contains(t, locations(p), "query.cursor")
 		f.do(http.MethodGet, "/api/v1/versions?deployment_id=web&limit=0", "read", nil).problem(t, http.StatusUnprocessableEntity)
 		f.do(http.MethodGet, "/api/v1/versions?deployment_id=nope", "read", nil).problem(t, http.StatusNotFound)

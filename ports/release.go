@@ -209,6 +209,73 @@ const (
 	MaxVersionPageSize     = 1000
 )
 
+// NewestKey is an item's position in a newest-first keyset listing ordered
+// by (created_at desc, id desc): a page that continues after it starts
+// with the next older item, whatever was created meanwhile above it.
+type NewestKey struct {
+	CreatedAt time.Time `json:"created_at"`
+	ID        string    `json:"id"`
+}
+
+// VersionPageParams asks for one page of a deployment's versions, newest
+// first.
+type VersionPageParams struct {
+	DeploymentID string
+	// After continues below this version's key; nil starts at the newest.
+	After *NewestKey
+	// Limit is the page size, normalised by VersionPageSize.
+	Limit int
+}
+
+// JobListParams lists jobs across targets, newest first by (created_at
+// desc, id desc), keeping those that match every non-empty filter.
+type JobListParams struct {
+	// Statuses keeps jobs in one of these statuses; empty keeps all.
+	Statuses      []release.JobStatus
+	JobAgentID    string
+	DeploymentID  string
+	EnvironmentID string
+	ResourceID    string
+	// VersionID keeps jobs of releases of this deployment version.
+	VersionID string
+	// WorkspaceID keeps jobs whose deployment's system is in the workspace.
+	WorkspaceID string
+	// After continues below this job's key; nil starts at the newest.
+	After *NewestKey
+	// Limit is the page size, normalised by VersionPageSize.
+	Limit int
+}
+
+// ValidateJobList checks a JobList query's statuses and cursor.
+func ValidateJobList(p *JobListParams) error {
+	for i, s := range p.Statuses {
+		if !s.Valid() {
+			return release.Invalid(release.Index("statuses", i), "unknown job status "+strconv.Quote(string(s)))
+		}
+	}
+	if p.After != nil && p.After.ID == "" {
+		return release.Invalid("after.id", "is required")
+	}
+	return nil
+}
+
+// ValidateVersionPage checks a VersionsPage query's cursor.
+func ValidateVersionPage(p *VersionPageParams) error {
+	if p.After != nil && p.After.ID == "" {
+		return release.Invalid("after.id", "is required")
+	}
+	return nil
+}
+
+// Follows reports whether an item created at createdAt with id comes after
+// k in a newest-first listing (it is older, or as old with a smaller id).
+func (k *NewestKey) Follows(createdAt time.Time, id string) bool {
+	if c := createdAt.Compare(k.CreatedAt); c != 0 {
+		return c < 0
+	}
+	return id < k.ID
+}
+
 // VersionPageSize normalises a requested page size.
 func VersionPageSize(n int) int {
 	switch {
@@ -287,6 +354,11 @@ type Versions interface {
 	// desc, id desc), reading pageSize (see VersionPageSize) at a time and
 	// only when the loop asks for more. An error is yielded once, last.
 	VersionsNewestFirst(ctx context.Context, deploymentID string, pageSize int) iter.Seq2[release.DeploymentVersion, error]
+	// VersionsPage reads one keyset page of a deployment's versions in the
+	// same order: the versions below p.After (from the newest when nil), at
+	// most p.Limit, reading only that page (O(page), whatever the cursor's
+	// depth).
+	VersionsPage(ctx context.Context, p VersionPageParams) ([]release.DeploymentVersion, error)
 
 	// ApprovalAdd records an approval of a stored version; it reports false
 	// and keeps the first record when the user already approved the
@@ -350,6 +422,10 @@ type Jobs interface {
 	// JobsByTarget lists the target's newest jobs first, by (created_at
 	// desc, id desc), at most limit (zero or less: all).
 	JobsByTarget(ctx context.Context, t release.ReleaseTarget, limit int) ([]JobRow, error)
+	// JobList lists jobs across targets matching p's filters, newest first
+	// by (created_at desc, id desc), one keyset page below p.After of at
+	// most p.Limit (VersionPageSize). Unknown filter values match nothing.
+	JobList(ctx context.Context, p JobListParams) ([]JobRow, error)
 	// JobsActiveByTarget lists the target's active jobs, newest first.
 	JobsActiveByTarget(ctx context.Context, t release.ReleaseTarget) ([]JobRow, error)
 	// JobsActiveCount counts active jobs on the target and in its

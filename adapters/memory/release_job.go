@@ -22,6 +22,8 @@ type jobIndex struct {
 	byID     map[string]*ports.JobRow
 	byKey    map[string]*ports.JobRow
 	byTarget map[release.ReleaseTarget][]*ports.JobRow
+	// all holds every job sorted by (created_at, id), for JobList.
+	all []*ports.JobRow
 	// Targets with jobs, by deployment, resource and version.
 	targetsByDep     map[string]map[release.ReleaseTarget]struct{}
 	targetsByRes     map[string]map[release.ReleaseTarget]struct{}
@@ -105,6 +107,8 @@ func (x *jobIndex) insert(j *ports.JobRow) {
 	list := x.byTarget[t]
 	i, _ := slices.BinarySearchFunc(list, j, jobOrder)
 	x.byTarget[t] = slices.Insert(list, i, j)
+	i, _ = slices.BinarySearchFunc(x.all, j, jobOrder)
+	x.all = slices.Insert(x.all, i, j)
 	addToSet(x.targetsByDep, t.DeploymentID, t)
 	addToSet(x.targetsByRes, t.ResourceID, t)
 	addToSet(x.targetsByVersion, j.VersionID, t)
@@ -119,6 +123,9 @@ func (x *jobIndex) remove(j *ports.JobRow) {
 	delete(x.byID, j.ID)
 	delete(x.byKey, j.IdempotencyKey)
 	list := slices.DeleteFunc(x.byTarget[t], func(o *ports.JobRow) bool { return o == j })
+	if i, ok := slices.BinarySearchFunc(x.all, j, jobOrder); ok {
+		x.all = slices.Delete(x.all, i, i+1)
+	}
 	if len(list) == 0 {
 		delete(x.byTarget, t)
 		dropFromSet(x.targetsByDep, t.DeploymentID, t)
@@ -274,6 +281,45 @@ func (s *ReleaseStore) JobsByTarget(ctx context.Context, t release.ReleaseTarget
 	out := make([]ports.JobRow, 0, n)
 	for i := len(list) - 1; len(out) < n; i-- {
 		out = append(out, copyJob(list[i]))
+	}
+	return out, nil
+}
+
+// JobList lists the jobs matching p newest first, one keyset page: it
+// walks the jobs in (created_at, id) order down from p.After.
+func (s *ReleaseStore) JobList(ctx context.Context, p ports.JobListParams) ([]ports.JobRow, error) {
+	if err := ports.ValidateJobList(&p); err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	limit := ports.VersionPageSize(p.Limit)
+	defer s.rlock(ctx)()
+	var deployments map[string]bool
+	if p.WorkspaceID != "" {
+		deployments = map[string]bool{}
+		for _, sys := range s.systems.byParent[p.WorkspaceID] {
+			for _, d := range s.deployments.byParent[sys] {
+				deployments[d] = true
+			}
+		}
+	}
+	end := len(s.jobs.all)
+	if p.After != nil {
+		after := &ports.JobRow{Job: release.Job{ID: p.After.ID, CreatedAt: p.After.CreatedAt}}
+		end, _ = slices.BinarySearchFunc(s.jobs.all, after, jobOrder)
+	}
+	out := []ports.JobRow{}
+	for i := end - 1; i >= 0 && len(out) < limit; i-- {
+		j := s.jobs.all[i]
+		t := j.Target()
+		if (len(p.Statuses) == 0 || slices.Contains(p.Statuses, j.Status)) &&
+			(p.JobAgentID == "" || j.JobAgentID == p.JobAgentID) &&
+			(p.DeploymentID == "" || t.DeploymentID == p.DeploymentID) &&
+			(p.EnvironmentID == "" || t.EnvironmentID == p.EnvironmentID) &&
+			(p.ResourceID == "" || t.ResourceID == p.ResourceID) &&
+			(p.VersionID == "" || j.VersionID == p.VersionID) &&
+			(deployments == nil || deployments[t.DeploymentID]) {
+			out = append(out, copyJob(j))
+		}
 	}
 	return out, nil
 }

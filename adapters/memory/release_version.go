@@ -123,6 +123,27 @@ func (s *ReleaseStore) VersionsNewestFirst(ctx context.Context, deploymentID str
 	}
 }
 
+// VersionsPage reads one keyset page of a deployment's versions, newest
+// first, below p.After.
+func (s *ReleaseStore) VersionsPage(ctx context.Context, p ports.VersionPageParams) ([]release.DeploymentVersion, error) {
+	if err := ports.ValidateVersionPage(&p); err != nil {
+		return nil, fmt.Errorf("versions of %s: %w", p.DeploymentID, err)
+	}
+	var after *release.DeploymentVersion
+	if p.After != nil {
+		after = &release.DeploymentVersion{ID: p.After.ID, CreatedAt: p.After.CreatedAt}
+	}
+	page := s.versionPage(ctx, p.DeploymentID, after, ports.VersionPageSize(p.Limit))
+	if s.onPage != nil {
+		s.onPage(len(page))
+	}
+	out := make([]release.DeploymentVersion, len(page))
+	for i, v := range page {
+		out[i] = copyVersion(v)
+	}
+	return out, nil
+}
+
 // versionPage returns up to size versions older than after (all when nil),
 // newest first. The pointers stay valid: stored versions are immutable.
 func (s *ReleaseStore) versionPage(ctx context.Context, deploymentID string, after *release.DeploymentVersion, size int) []*release.DeploymentVersion {

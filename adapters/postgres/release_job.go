@@ -263,6 +263,49 @@ func (s *ReleaseStore) JobsByTarget(ctx context.Context, t release.ReleaseTarget
 	return rows, nil
 }
 
+// JobList lists the jobs matching p newest first, one keyset page. Only
+// the filters given are in the statement, so the planner reads the
+// narrowest index in (created_at desc, id desc) order: one job agent's
+// or one deployment's (migration 0013), else all jobs', filtering along.
+func (s *ReleaseStore) JobList(ctx context.Context, p ports.JobListParams) ([]ports.JobRow, error) {
+	if err := ports.ValidateJobList(&p); err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	q := `SELECT ` + jobColumns + ` FROM release_jobs j WHERE true`
+	var args []any
+	for _, f := range []struct{ col, v string }{{"j.job_agent_id", p.JobAgentID}, {"j.deployment_id", p.DeploymentID},
+		{"j.environment_id", p.EnvironmentID}, {"j.resource_id", p.ResourceID}, {"j.version_id", p.VersionID}} {
+		if f.v != "" {
+			q += ` AND ` + f.col + ` = ?`
+			args = append(args, f.v)
+		}
+	}
+	if len(p.Statuses) > 0 {
+		statuses := make([]string, len(p.Statuses))
+		for i, st := range p.Statuses {
+			statuses[i] = string(st)
+		}
+		q += ` AND j.status = ANY(?::text[])`
+		args = append(args, pgdialect.Array(statuses))
+	}
+	if p.WorkspaceID != "" {
+		q += ` AND j.deployment_id IN (SELECT d.id FROM release_deployments d
+			JOIN release_systems sys ON sys.id = d.system_id WHERE sys.workspace_id = ?)`
+		args = append(args, p.WorkspaceID)
+	}
+	if p.After != nil {
+		q += ` AND (j.created_at, j.id) < (?::timestamptz, ?::text)`
+		args = append(args, p.After.CreatedAt, p.After.ID)
+	}
+	q += ` ORDER BY j.created_at DESC, j.id DESC LIMIT ?`
+	args = append(args, ports.VersionPageSize(p.Limit))
+	rows, err := s.queryJobs(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return rows, nil
+}
+
 // JobsActiveByTarget lists the target's active jobs, newest first.
 func (s *ReleaseStore) JobsActiveByTarget(ctx context.Context, t release.ReleaseTarget) ([]ports.JobRow, error) {
 	rows, err := s.queryJobs(ctx, `SELECT `+jobColumns+` FROM release_jobs j

@@ -86,20 +86,12 @@ func (s *ReleaseStore) VersionsNewestFirst(ctx context.Context, deploymentID str
 	size := ports.VersionPageSize(pageSize)
 	return func(yield func(release.DeploymentVersion, error) bool) {
 		var (
-			after   *release.DeploymentVersion
+			after   *ports.NewestKey
 			docs    []versionDoc
 			version release.DeploymentVersion
 		)
 		for {
-			docs = docs[:0]
-			var err error
-			if after == nil {
-				docs, err = s.versionDocs(ctx, docs, `SELECT doc FROM release_versions WHERE deployment_id = $1
-					ORDER BY created_at DESC, id DESC LIMIT $2`, deploymentID, size)
-			} else {
-				docs, err = s.versionDocs(ctx, docs, `SELECT doc FROM release_versions WHERE deployment_id = $1
-					AND (created_at, id) < ($2, $3) ORDER BY created_at DESC, id DESC LIMIT $4`, deploymentID, after.CreatedAt, after.ID, size)
-			}
+			docs, err := s.versionPage(ctx, docs[:0], deploymentID, after, size)
 			if err != nil {
 				yield(release.DeploymentVersion{}, fmt.Errorf("versions of %s: %w", deploymentID, err))
 				return
@@ -120,8 +112,7 @@ func (s *ReleaseStore) VersionsNewestFirst(ctx context.Context, deploymentID str
 			if len(docs) < size {
 				return
 			}
-			last := version
-			after = &last
+			after = &ports.NewestKey{CreatedAt: version.CreatedAt, ID: version.ID}
 		}
 	}
 }
@@ -132,6 +123,39 @@ type versionDoc struct {
 }
 
 // versionDocs runs a page query (hot) and appends its documents to docs.
+// VersionsPage reads one keyset page of a deployment's versions, newest
+// first, below p.After: one query on release_versions_stream_idx.
+func (s *ReleaseStore) VersionsPage(ctx context.Context, p ports.VersionPageParams) ([]release.DeploymentVersion, error) {
+	if err := ports.ValidateVersionPage(&p); err != nil {
+		return nil, fmt.Errorf("versions of %s: %w", p.DeploymentID, err)
+	}
+	docs, err := s.versionPage(ctx, nil, p.DeploymentID, p.After, ports.VersionPageSize(p.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("versions of %s: %w", p.DeploymentID, err)
+	}
+	if s.onPage != nil {
+		s.onPage(len(docs))
+	}
+	out := make([]release.DeploymentVersion, len(docs))
+	for i := range docs {
+		if err := json.Unmarshal(docs[i].Doc, &out[i]); err != nil {
+			return nil, fmt.Errorf("versions of %s: decode: %w", p.DeploymentID, err)
+		}
+	}
+	return out, nil
+}
+
+// versionPage appends to docs the deployment's versions below after (from
+// the newest when nil), at most size, newest first.
+func (s *ReleaseStore) versionPage(ctx context.Context, docs []versionDoc, deploymentID string, after *ports.NewestKey, size int) ([]versionDoc, error) {
+	if after == nil {
+		return s.versionDocs(ctx, docs, `SELECT doc FROM release_versions WHERE deployment_id = $1
+			ORDER BY created_at DESC, id DESC LIMIT $2`, deploymentID, size)
+	}
+	return s.versionDocs(ctx, docs, `SELECT doc FROM release_versions WHERE deployment_id = $1
+		AND (created_at, id) < ($2, $3) ORDER BY created_at DESC, id DESC LIMIT $4`, deploymentID, after.CreatedAt, after.ID, size)
+}
+
 func (s *ReleaseStore) versionDocs(ctx context.Context, docs []versionDoc, q string, args ...any) ([]versionDoc, error) {
 	rows, err := s.db.hotQuery(ctx, q, args...)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/engine/chain"
@@ -91,9 +92,12 @@ func (c *Client) ExplainTarget(ctx context.Context, key string, versions int) (c
 	return get[chain.Explanation](ctx, c, "/targets/"+esc(key)+"/explain"+query("versions", strconv.Itoa(versions)))
 }
 
-// ListJobs lists a target's jobs, newest first (limit 0: the default).
-func (c *Client) ListJobs(ctx context.Context, targetKey string, limit int) ([]ports.JobRow, error) {
-	return get[[]ports.JobRow](ctx, c, "/jobs"+query("target", targetKey, "limit", strconv.Itoa(limit)))
+// ListJobs lists the jobs matching every filter f gives, across targets,
+// newest first.
+func (c *Client) ListJobs(ctx context.Context, f api.JobFilter, p Page) (api.Page[ports.JobRow], error) {
+	return get[api.Page[ports.JobRow]](ctx, c, "/jobs"+p.pairs("status", strings.Join(f.Status, ","), "job_agent_id", f.JobAgentID,
+		"deployment_id", f.DeploymentID, "environment_id", f.Environment, "resource_id", f.ResourceID,
+		"version_id", f.VersionID, "workspace_id", f.WorkspaceID, "target", f.Target))
 }
 
 // GetJob reads a job.

@@ -79,7 +79,6 @@ or all) print with -o yaml as the documents ` + "`reconciler apply`" + ` takes u
 	var o releaseOpts
 	var page client.Page
 	var scope ports.TargetScope
-	var target string
 	sub := func(use, short string, args cobra.PositionalArgs, fn func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error) *cobra.Command {
 		c := &cobra.Command{Use: use, Short: short, Args: argsUsage(args), RunE: clientCmd(&o, fn)}
 		o.bind(c, true)
@@ -141,26 +140,14 @@ or all) print with -o yaml as the documents ` + "`reconciler apply`" + ` takes u
 				return [][]string{{v.ID, v.Tag, string(v.Status), ts(v.CreatedAt)}}
 			})
 		})
-	jobs := sub("jobs", "List a release target's jobs, newest first", cobra.NoArgs,
-		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
-			if target == "" {
-				return usagef("get jobs: --target DEPLOYMENT:ENVIRONMENT:RESOURCE is required")
-			}
-			list, err := c.ListJobs(ctx, target, page.Limit)
-			if err != nil {
-				return err
-			}
-			return show(cmd, o.output, list, "ID\tVERSION\tSTATUS\tCREATED\tMESSAGE", func() [][]string { return jobRows(list) })
-		})
-	jobs.Flags().StringVar(&target, "target", "", "the release target (required)")
-	jobs.Flags().IntVar(&page.Limit, "limit", 100, "most jobs (1-1000)")
+	jobs := newJobsListCmd("jobs")
 	job := sub("job ID", "Read one job", cobra.ExactArgs(1),
 		func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
 			j, err := c.GetJob(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			return show(cmd, o.output, j, "ID\tVERSION\tSTATUS\tCREATED\tMESSAGE", func() [][]string { return jobRows([]ports.JobRow{j}) })
+			return show(cmd, o.output, j, "ID\tTARGET\tVERSION\tSTATUS\tCREATED\tMESSAGE", func() [][]string { return jobRows([]ports.JobRow{j}) })
 		})
 	workflows := paged(sub("workflows", "List workflows by id", cobra.NoArgs,
 		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
@@ -220,7 +207,7 @@ func targetRows(ts []api.TargetStatus) [][]string {
 func jobRows(jobs []ports.JobRow) [][]string {
 	rows := make([][]string, 0, len(jobs))
 	for _, j := range jobs {
-		rows = append(rows, []string{j.ID, j.VersionID, string(j.Status), ts(j.CreatedAt), j.Message})
+		rows = append(rows, []string{j.ID, j.TargetKey, j.VersionID, string(j.Status), ts(j.CreatedAt), j.Message})
 	}
 	return rows
 }

@@ -21,7 +21,7 @@ func newJobsCmd() *cobra.Command {
 		Short: "Report on and cancel jobs (through the API), as an agent or an operator",
 		Args:  argsUsage(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return usagef("jobs: want a subcommand (report, cancel); list them with `reconciler get jobs`")
+			return usagef("jobs: want a subcommand (list, report, cancel)")
 		},
 	}
 	var o releaseOpts
@@ -102,7 +102,59 @@ token. A status the job cannot move to is refused (exit 2).`,
 		}),
 	}
 	co.bind(cancel, false)
-	cmd.AddCommand(report, cancel)
+	cmd.AddCommand(newJobsListCmd("list"), report, cancel)
+	return cmd
+}
+
+// newJobsListCmd is `jobs list` (and `get jobs`): the release chain's jobs
+// across targets, filtered, newest first, a page at a time.
+func newJobsListCmd(use string) *cobra.Command {
+	var o releaseOpts
+	var f api.JobFilter
+	var page client.Page
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: "List the release chain's jobs across targets, newest first (through the API)",
+		Long: `Lists jobs newest first (token scope read), keeping those that match every
+filter given: --status (one or more, comma-separated or repeated), --job-agent,
+--deployment, --environment, --resource, --version, --workspace, or --target
+DEPLOYMENT:ENVIRONMENT:RESOURCE. A page holds --limit jobs; the cursor of the
+next one is printed on standard error (pass it as --cursor). -o table
+(default), json or yaml.`,
+		Example: `  reconciler jobs list --status pending,inProgress --job-agent ext --server http://127.0.0.1:8080
+  reconciler jobs list --deployment web --environment prod -o json`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			for _, st := range f.Status {
+				if !release.JobStatus(st).Valid() {
+					return usagef("--status %q: unknown job status", st)
+				}
+			}
+			if f.Target != "" {
+				if _, err := release.ParseTargetKey(f.Target); err != nil {
+					return usagef("--target: %v", err)
+				}
+			}
+			p, err := c.ListJobs(ctx, f, page)
+			if err != nil {
+				return err
+			}
+			defer nextPage(cmd, p.NextCursor)
+			return show(cmd, o.output, p, "ID\tTARGET\tVERSION\tSTATUS\tCREATED\tMESSAGE", func() [][]string { return jobRows(p.Items) })
+		}),
+	}
+	o.bind(cmd, true)
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.Status, "status", nil, "only jobs in one of these statuses")
+	fl.StringVar(&f.JobAgentID, "job-agent", "", "only this job agent's jobs")
+	fl.StringVar(&f.DeploymentID, "deployment", "", "only this deployment's")
+	fl.StringVar(&f.Environment, "environment", "", "only this environment's")
+	fl.StringVar(&f.ResourceID, "resource", "", "only this resource's")
+	fl.StringVar(&f.VersionID, "version", "", "only jobs of this deployment version")
+	fl.StringVar(&f.WorkspaceID, "workspace", "", "only jobs of this workspace's deployments")
+	fl.StringVar(&f.Target, "target", "", "only this release target's (DEPLOYMENT:ENVIRONMENT:RESOURCE)")
+	intRangeVar(fl, &page.Limit, "limit", 100, 1, 1000, "most jobs")
+	fl.StringVar(&page.Cursor, "cursor", "", "continue a list where the previous page ended")
 	return cmd
 }
 

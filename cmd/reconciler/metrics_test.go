@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -130,12 +131,12 @@ func TestServeMetricsAfterWork(t *testing.T) {
 		res, err := http.Get(base + "/api/v1/jobs?target=" + target)
 		require.NoError(t, err)
 		defer res.Body.Close()
-		var rows []ports.JobRow
+		var page api.Page[ports.JobRow]
 		if res.StatusCode != http.StatusOK {
 			return nil // the target is not there yet
 		}
-		require.NoError(t, json.NewDecoder(res.Body).Decode(&rows))
-		return rows
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&page))
+		return page.Items
 	}
 	var jobs []ports.JobRow
 	require.Eventually(t, func() bool {

@@ -84,6 +84,7 @@ func Versions(t *testing.T, newStore ReleaseStoreFactory) {
 	t.Run("NewestFirstLazy", func(t *testing.T) { relVersionsLazy(setup(t)) })
 	t.Run("NewestFirstCursor", func(t *testing.T) { relVersionsCursor(setup(t)) })
 	t.Run("NewestFirstError", func(t *testing.T) { relVersionsError(setup(t)) })
+	t.Run("Page", func(t *testing.T) { relVersionsPage(setup(t)) })
 	t.Run("Approvals", func(t *testing.T) { relApprovals(setup(t)) })
 	t.Run("PolicySkips", func(t *testing.T) { relPolicySkips(setup(t)) })
 }
@@ -112,6 +113,7 @@ func Jobs(t *testing.T, newStore ReleaseStoreFactory) {
 	t.Run("RoundTripAndCopies", func(t *testing.T) { relJobRoundTrip(setup(t)) })
 	t.Run("ByExternalID", func(t *testing.T) { relJobByExternalID(setup(t)) })
 	t.Run("ByTarget", func(t *testing.T) { relJobsByTarget(setup(t)) })
+	t.Run("List", func(t *testing.T) { relJobList(setup(t)) })
 	t.Run("Active", func(t *testing.T) { relJobsActive(setup(t)) })
 	t.Run("Latest", func(t *testing.T) { relJobsLatest(setup(t)) })
 	t.Run("TargetJobState", func(t *testing.T) { relTargetJobState(setup(t)) })

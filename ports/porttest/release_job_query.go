@@ -235,3 +235,112 @@ func relTargetJobState(t *testing.T, e *relEnv) {
 	relMove(t, e, "j5", release.JobCancelled)
 	requireState("", "j2", "no active job left")
 }
+
+// relJobListWalk reads every job matching p through JobList, limit at a
+// time, each page continuing after the last job of the one before.
+func relJobListWalk(t testT, e *relEnv, p ports.JobListParams, limit int) []string {
+	t.Helper()
+	out := []string{}
+	p.Limit, p.After = limit, nil
+	for range 100 {
+		rows, err := e.s.JobList(e.ctx, p)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(rows), limit)
+		for i := range rows {
+			require.Equal(t, relGetJob(t, e, rows[i].ID), rows[i])
+			out = append(out, rows[i].ID)
+		}
+		if len(rows) < limit {
+			return out
+		}
+		last := rows[len(rows)-1]
+		p.After = &ports.NewestKey{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	require.FailNow(t, "no last page after 100 pages")
+	return nil
+}
+
+func relJobList(t *testing.T, e *relEnv) {
+	f := relJobWorld(t, e)
+	ctx, s := e.ctx, e.s
+	// A second workspace with one target.
+	_, err := s.Workspaces().Put(ctx, release.Workspace{ID: "ws9", Name: "Other"}, 0)
+	must(t, err)
+	_, err = s.Systems().Put(ctx, release.System{ID: "sys9", WorkspaceID: "ws9", Name: "sys9"}, 0)
+	must(t, err)
+	_, err = s.Deployments().Put(ctx, release.Deployment{ID: "d9", SystemID: "sys9", Name: "d9", Slug: "d9", JobAgentID: relAgent, ResourceSelector: relSelectorAllMatched}, 0)
+	must(t, err)
+	_, err = s.Environments().Put(ctx, release.Environment{ID: "e9", SystemID: "sys9", Name: "e9", ResourceSelector: relSelectorAllMatched}, 0)
+	must(t, err)
+	_, err = s.Resources().Put(ctx, release.Resource{ID: "r9", WorkspaceID: "ws9", Kind: "Cluster", Identifier: "id-r9", Name: "r9"}, 0)
+	must(t, err)
+	relCreateVersions(t, e, relVersion("v9", "d9", relAt(1)))
+	w := relStoreRelease(t, e, tgt("d9", "e9", "r9"), "v9")
+
+	t1, t2, t3, t4 := tgt(relD1, relE1, relR1), tgt(relD1, relE1, relR2), tgt(relD1, relE2, relR1), tgt(relD2, relE1, relR1)
+	onAgent2 := relJob("a3", f.release(t1, "v2"), release.JobPending, relAt(4))
+	onAgent2.JobAgentID = "agent2"
+	relCreateJob(t, e, relJob("a1", f.release(t1, "v1"), release.JobSuccessful, relAt(1)))
+	relCreateJob(t, e, relJob("a2", f.release(t1, "v2"), release.JobFailure, relAt(3)))
+	relCreateJob(t, e, onAgent2)
+	relCreateJob(t, e, relJob("b1", f.release(t2, "v1"), release.JobSuccessful, relAt(3))) // ties with a2: id breaks it
+	relCreateJob(t, e, relJob("c1", f.release(t3, "v2"), release.JobInProgress, relAt(5)))
+	relCreateJob(t, e, relJob("d1", f.release(t4, "v3"), release.JobPending, relAt(6)))
+	relCreateJob(t, e, relJob("w1", w, release.JobPending, relAt(2)))
+	terminal := ports.TerminalJobStatuses()
+	cases := []struct {
+		name string
+		p    ports.JobListParams
+		want []string
+	}{
+		{"all", ports.JobListParams{}, []string{"d1", "c1", "a3", "b1", "a2", "w1", "a1"}},
+		{"status", ports.JobListParams{Statuses: []release.JobStatus{release.JobPending}}, []string{"d1", "a3", "w1"}},
+		{"statuses", ports.JobListParams{Statuses: []release.JobStatus{release.JobPending, release.JobSuccessful}}, []string{"d1", "a3", "b1", "w1", "a1"}},
+		{"job agent", ports.JobListParams{JobAgentID: "agent2"}, []string{"a3"}},
+		{"job agent, pending", ports.JobListParams{JobAgentID: relAgent, Statuses: []release.JobStatus{release.JobPending}}, []string{"d1", "w1"}},
+		{"deployment", ports.JobListParams{DeploymentID: relD1}, []string{"c1", "a3", "b1", "a2", "a1"}},
+		{"environment", ports.JobListParams{EnvironmentID: relE1}, []string{"d1", "a3", "b1", "a2", "a1"}},
+		{"resource", ports.JobListParams{ResourceID: relR1}, []string{"d1", "c1", "a3", "a2", "a1"}},
+		{"version", ports.JobListParams{VersionID: "v2"}, []string{"c1", "a3", "a2"}},
+		{"workspace", ports.JobListParams{WorkspaceID: relWS}, []string{"d1", "c1", "a3", "b1", "a2", "a1"}},
+		{"other workspace", ports.JobListParams{WorkspaceID: "ws9"}, []string{"w1"}},
+		{"deployment in environment, terminal", ports.JobListParams{DeploymentID: relD1, EnvironmentID: relE1, Statuses: terminal}, []string{"b1", "a2", "a1"}},
+		{"workspace and deployment", ports.JobListParams{WorkspaceID: "ws9", DeploymentID: relD1}, []string{}},
+		{"unknown workspace", ports.JobListParams{WorkspaceID: "ws-none"}, []string{}},
+		{"unknown deployment", ports.JobListParams{DeploymentID: "d-none"}, []string{}},
+		{"unknown agent", ports.JobListParams{JobAgentID: "agent-none"}, []string{}},
+	}
+	for _, c := range cases {
+		for _, limit := range []int{1, 2, 3, 100} {
+			require.Equal(t, c.want, relJobListWalk(t, e, c.p, limit), "%s, pages of %d", c.name, limit)
+		}
+	}
+	list := func(p ports.JobListParams) []string {
+		t.Helper()
+		rows, err := e.s.JobList(e.ctx, p)
+		require.NoError(t, err)
+		return relJobIDs(rows)
+	}
+	at3 := relNorm(relAt(3))
+	require.Equal(t, []string{"a2", "w1"}, list(ports.JobListParams{After: &ports.NewestKey{CreatedAt: at3, ID: "b1"}, Limit: 2}), "below b1: a2 shares its time")
+	require.Equal(t, []string{"b1", "a2"}, list(ports.JobListParams{After: &ports.NewestKey{CreatedAt: at3, ID: "b2"}, Limit: 2}), "a key naming no job continues where it would sit")
+	require.Len(t, list(ports.JobListParams{}), 7, "limit zero is the default page size")
+
+	// Between two pages, a job created above the cursor is not on the next
+	// page and one below it is; a status change moves a job out of a
+	// status filter.
+	first := list(ports.JobListParams{Limit: 3})
+	require.Equal(t, []string{"d1", "c1", "a3"}, first)
+	relCreateJob(t, e, relJob("top", f.release(t1, "v2"), release.JobPending, relAt(9)))
+	relCreateJob(t, e, relJob("mid", f.release(t2, "v2"), release.JobPending, relAt(2)))
+	a3 := relGetJob(t, e, "a3")
+	require.Equal(t, []string{"b1", "a2", "w1", "mid", "a1"}, list(ports.JobListParams{After: &ports.NewestKey{CreatedAt: a3.CreatedAt, ID: a3.ID}}))
+	relMove(t, e, "d1", release.JobCancelled)
+	require.Equal(t, []string{"top", "a3", "w1", "mid"}, list(ports.JobListParams{Statuses: []release.JobStatus{release.JobPending}}))
+	require.Equal(t, []string{"d1"}, list(ports.JobListParams{Statuses: []release.JobStatus{release.JobCancelled}}))
+
+	_, err = e.s.JobList(e.ctx, ports.JobListParams{Statuses: []release.JobStatus{release.JobPending, "done"}})
+	requireInvalid(t, err, "statuses[1]")
+	_, err = e.s.JobList(e.ctx, ports.JobListParams{After: &ports.NewestKey{CreatedAt: at3}})
+	requireInvalid(t, err, "after.id")
+}

@@ -453,3 +453,82 @@ func relPolicySkips(t *testing.T, e *relEnv) {
 	require.Equal(t, []release.PolicySkip{s3}, list("v2"))
 	require.Empty(t, list("v-none"))
 }
+
+// relPageWalk reads a deployment's versions through VersionsPage, limit at
+// a time, each page continuing after the last version of the one before;
+// it checks that every call reads one page of exactly the rows it returns.
+func relPageWalk(t testT, e *relEnv, dep string, limit int) []string {
+	t.Helper()
+	var out []string
+	var after *ports.NewestKey
+	for range 100 {
+		e.pages.Store(0)
+		e.rows.Store(0)
+		page, err := e.s.VersionsPage(e.ctx, ports.VersionPageParams{DeploymentID: dep, After: after, Limit: limit})
+		require.NoError(t, err)
+		require.Equal(t, int64(1), e.pages.Load(), "one page read per call")
+		require.Equal(t, int64(len(page)), e.rows.Load(), "only the page's rows are read, whatever the cursor's depth")
+		require.LessOrEqual(t, len(page), ports.VersionPageSize(limit))
+		for _, v := range page {
+			out = append(out, v.ID)
+		}
+		if len(page) < ports.VersionPageSize(limit) {
+			return out
+		}
+		last := page[len(page)-1]
+		after = &ports.NewestKey{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	require.FailNow(t, "no last page after 100 pages")
+	return nil
+}
+
+func relVersionsPage(t *testing.T, e *relEnv) {
+	relWorld(t, e)
+	// Ties on the creation time at every page boundary: a cursor that kept
+	// only the time would skip or repeat versions; d2's version at the
+	// same time never shows.
+	relCreateVersions(t, e,
+		relVersion("vc", relD1, relAt(3)),
+		relVersion("va", relD1, relAt(5)),
+		relVersion("vz", relD1, relAt(1)),
+		relVersion("other", relD2, relAt(5)),
+		relVersion("vb", relD1, relAt(5)),
+		relVersion("vb2", relD1, relAt(5)),
+		relVersion("vd", relD1, relAt(4)),
+		relVersion("vE", relD1, relAt(2).Add(time.Second)),
+	)
+	want := []string{"vb2", "vb", "va", "vd", "vc", "vE", "vz"}
+	for _, limit := range []int{1, 2, 3, 7, 0} {
+		require.Equal(t, want, relPageWalk(t, e, relD1, limit), "limit %d", limit)
+	}
+	page := func(after *ports.NewestKey, limit int) []string {
+		t.Helper()
+		vs, err := e.s.VersionsPage(e.ctx, ports.VersionPageParams{DeploymentID: relD1, After: after, Limit: limit})
+		require.NoError(t, err)
+		ids := []string{}
+		for _, v := range vs {
+			require.Equal(t, relD1, v.DeploymentID)
+			got, err := e.s.VersionGet(e.ctx, v.ID)
+			require.NoError(t, err)
+			require.Equal(t, got, v, "a page holds the stored versions")
+			ids = append(ids, v.ID)
+		}
+		return ids
+	}
+	at5 := relNorm(relAt(5))
+	require.Equal(t, []string{"va", "vd"}, page(&ports.NewestKey{CreatedAt: at5, ID: "vb"}, 2), "below vb: va shares its time")
+	require.Equal(t, []string{"vb", "va"}, page(&ports.NewestKey{CreatedAt: at5, ID: "vb1"}, 2), "a key naming no version continues where it would sit")
+	require.Equal(t, []string{"vd"}, page(&ports.NewestKey{CreatedAt: at5, ID: "a"}, 1), "below every version of that time")
+	require.Empty(t, page(&ports.NewestKey{CreatedAt: relNorm(relAt(0)), ID: "zz"}, 5), "below the oldest")
+	// A version created between two pages: above the cursor it is not on
+	// the next page, below it it is.
+	first := page(nil, 2)
+	require.Equal(t, []string{"vb2", "vb"}, first)
+	relCreateVersions(t, e, relVersion("top", relD1, relAt(9)), relVersion("mid", relD1, relAt(4).Add(time.Second)))
+	require.Equal(t, []string{"va", "mid", "vd"}, page(&ports.NewestKey{CreatedAt: at5, ID: "vb"}, 3))
+	empty, err := e.s.VersionsPage(e.ctx, ports.VersionPageParams{DeploymentID: "d-none"})
+	require.NoError(t, err)
+	require.Empty(t, empty)
+	_, err = e.s.VersionsPage(e.ctx, ports.VersionPageParams{DeploymentID: relD1, After: &ports.NewestKey{CreatedAt: at5}})
+	requireInvalid(t, err, "after.id")
+}
