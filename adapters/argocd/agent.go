@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"sort"
-	"sync"
-	"time"
 
-	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/jobagent"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -26,21 +23,12 @@ const Type = "argo-cd"
 const InfoName = "reconciler-job"
 
 // Options configures an Agent; zero fields take defaults.
-type Options struct {
-	HTTP             outbound.Options
-	MinPoll, MaxPoll time.Duration
-	Logger           *slog.Logger
-}
+type Options = jobagent.Options
 
 // Agent is the argo-cd job agent. It is goroutine-safe; Close it when
 // done.
 type Agent struct {
-	http    *outbound.Client
-	secrets ports.SecretResolver
-	track   *jobfollow.Tracker
-
-	mu   sync.Mutex
-	cfgs map[string]config // by job id, for CancelJob
+	*jobagent.Base[config]
 }
 
 var (
@@ -51,16 +39,8 @@ var (
 // New returns an agent reporting through reporter and reading tokens
 // through secrets.
 func New(reporter ports.JobReporter, secrets ports.SecretResolver, o Options) *Agent {
-	o.HTTP.Adapter = Type
-	return &Agent{http: outbound.New(o.HTTP), secrets: secrets, cfgs: map[string]config{},
-		track: jobfollow.New(jobfollow.Options{Adapter: Type, Reporter: reporter, Logger: o.Logger, MinPoll: o.MinPoll, MaxPoll: o.MaxPoll})}
+	return &Agent{jobagent.New[config](Type, reporter, secrets, o)}
 }
-
-// Type returns "argo-cd".
-func (a *Agent) Type() string { return Type }
-
-// Close stops following syncs.
-func (a *Agent) Close() { a.track.Close() }
 
 // info is an operation's info item.
 type info struct {
@@ -135,21 +115,18 @@ func (op *operation) hasKey(key string) bool {
 // starts the sync. A bad config, an unreadable token or an Application
 // the server does not have end the job invalidJobAgent.
 func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.track.Dispatch(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
-		invalid := func(err error) (jobfollow.Started, error) {
-			return jobfollow.Started{Result: ports.JobDispatchResult{Status: release.JobInvalidJobAgent, Message: Type + ": " + err.Error()}}, nil
-		}
+	return a.Start(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		if err == nil {
-			_, err = configmap.Resolve(ctx, a.secrets, "job_agent_config.tokenRef", cfg.tokenRef)
+			_, err = a.header(ctx, cfg)
 		}
 		if err != nil {
-			return invalid(err)
+			return a.Invalid(err)
 		}
 		key := jobfollow.CorrelationKey(d.Job.ID)
 		app, err := a.get(ctx, cfg)
 		if outbound.StatusOf(err) == http.StatusNotFound {
-			return invalid(release.Invalid("job_agent_config.application", "Argo CD has no application "+quote(cfg.application)))
+			return a.Invalid(release.Invalid("job_agent_config.application", "Argo CD has no application "+quote(cfg.application)))
 		}
 		if err != nil {
 			return jobfollow.Started{}, err
@@ -163,9 +140,7 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 				return jobfollow.Started{}, err
 			}
 		}
-		a.mu.Lock()
-		a.cfgs[d.Job.ID] = cfg
-		a.mu.Unlock()
+		a.Remember(d.Job.ID, cfg)
 		ext := cfg.application + "/" + key
 		return jobfollow.Started{
 			Result: ports.JobDispatchResult{ExternalID: ext, Status: release.JobInProgress,
@@ -184,11 +159,7 @@ func revisionNote(rev string) string {
 
 // header is the request header with the token.
 func (a *Agent) header(ctx context.Context, cfg config) (http.Header, error) {
-	token, err := configmap.Resolve(ctx, a.secrets, "job_agent_config.tokenRef", cfg.tokenRef)
-	if err != nil {
-		return nil, err
-	}
-	return http.Header{"Authorization": {"Bearer " + token}}, nil
+	return a.Bearer(ctx, "job_agent_config.tokenRef", cfg.tokenRef)
 }
 
 // appURL is the URL of the Application (or a path below it), with its
@@ -215,12 +186,12 @@ func (a *Agent) get(ctx context.Context, cfg config) (application, error) {
 		return application{}, err
 	}
 	var app application
-	if _, err := a.http.DoJSON(ctx, outbound.Request{Call: "get application", Method: http.MethodGet, URL: appURL(cfg, ""),
+	if _, err := a.HTTP.DoJSON(ctx, outbound.Request{Call: "get application", Method: http.MethodGet, URL: appURL(cfg, ""),
 		Header: h, Idempotent: true}, &app); err != nil {
 		return application{}, err
 	}
 	if app.Metadata.Name != cfg.application {
-		return application{}, a.http.Errorf("get application", "%w: asked for %q, got %q", outbound.ErrMalformed, cfg.application, app.Metadata.Name)
+		return application{}, a.HTTP.Errorf("get application", "%w: asked for %q, got %q", outbound.ErrMalformed, cfg.application, app.Metadata.Name)
 	}
 	return app, nil
 }
@@ -284,7 +255,7 @@ func (a *Agent) patch(ctx context.Context, cfg config, app *application) error {
 	if cfg.project != "" {
 		body["project"] = cfg.project
 	}
-	_, err = a.http.DoJSON(ctx, outbound.Request{Call: "patch application", Method: http.MethodPatch,
+	_, err = a.HTTP.DoJSON(ctx, outbound.Request{Call: "patch application", Method: http.MethodPatch,
 		URL: cfg.server + "/api/v1/applications/" + url.PathEscape(cfg.application), Header: h, Idempotent: true}.JSON(body), nil)
 	return err
 }
@@ -305,7 +276,7 @@ func (a *Agent) sync(ctx context.Context, cfg config, key string) error {
 	if cfg.project != "" {
 		body["project"] = cfg.project
 	}
-	_, err = a.http.DoJSON(ctx, outbound.Request{Call: "sync application", Method: http.MethodPost,
+	_, err = a.HTTP.DoJSON(ctx, outbound.Request{Call: "sync application", Method: http.MethodPost,
 		URL: cfg.server + "/api/v1/applications/" + url.PathEscape(cfg.application) + "/sync", Header: h}.JSON(body), nil)
 	return err
 }
@@ -360,9 +331,7 @@ func judge(app *application, name, key string) jobfollow.State {
 // it is.
 func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	key := jobfollow.CorrelationKey(c.JobID)
-	a.mu.Lock()
-	cfg, ok := a.cfgs[c.JobID]
-	a.mu.Unlock()
+	cfg, ok := a.ConfigOf(c.JobID)
 	if !ok {
 		return nil // dispatched by no process of ours that we know: the chain's timeout covers it
 	}
@@ -382,7 +351,7 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	if err != nil {
 		return err
 	}
-	resp, err := a.http.Do(ctx, outbound.Request{Call: "terminate operation", Method: http.MethodDelete, URL: appURL(cfg, "/operation"),
+	resp, err := a.HTTP.Do(ctx, outbound.Request{Call: "terminate operation", Method: http.MethodDelete, URL: appURL(cfg, "/operation"),
 		Header: h, Idempotent: true})
 	if err != nil {
 		return err
@@ -390,5 +359,5 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	if resp.Status/100 == 2 || resp.Status == http.StatusNotFound {
 		return nil
 	}
-	return &outbound.Error{Adapter: Type, Call: "terminate operation", Status: resp.Status}
+	return a.HTTP.Unexpected("terminate operation", resp)
 }

@@ -1,7 +1,6 @@
 package argocd
 
 import (
-	"context"
 	"net/http"
 	"sync"
 	"testing"
@@ -9,16 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
-
-func fastOptions() Options {
-	return Options{MinPoll: 5 * time.Millisecond, MaxPoll: 20 * time.Millisecond, HTTP: outbound.Options{Backoff: time.Millisecond}}
-}
 
 func newAgent(t *testing.T, r ports.JobReporter, o Options) *Agent {
 	a := New(r, testSecrets, o)
@@ -37,7 +33,7 @@ func TestConformance(t *testing.T) {
 			fakes[t] = newFakeArgoCD(t, "job-status", "job-twice", "job-race", "job-report", "job-a", "job-b", "job-cancelled", "job-crash")
 		}
 		mu.Unlock()
-		return newAgent(t, r, fastOptions())
+		return newAgent(t, r, jobagenttest.FastOptions())
 	}, porttest.JobAgentOptions{Dispatch: func(t *testing.T, id string) ports.JobDispatch {
 		mu.Lock()
 		f := fakes[t]
@@ -46,42 +42,25 @@ func TestConformance(t *testing.T) {
 	}, Durable: true})
 }
 
-type reports struct{ ch chan ports.JobReport }
-
-func newReports() *reports { return &reports{ch: make(chan ports.JobReport, 64)} }
-
-func (r *reports) ReportJob(_ context.Context, rep ports.JobReport) error { r.ch <- rep; return nil }
-
-func (r *reports) next(t *testing.T) ports.JobReport {
-	t.Helper()
-	select {
-	case rep := <-r.ch:
-		return rep
-	case <-time.After(10 * time.Second):
-		t.Fatal("no report")
-		return ports.JobReport{}
-	}
-}
-
 func TestDispatchPatchesSyncsAndFollowsToHealthy(t *testing.T) {
 	t.Parallel()
 	f := newFakeArgoCD(t, "app-eu")
-	rep := newReports()
-	a := newAgent(t, rep, fastOptions())
+	rep := jobagenttest.NewReports()
+	a := newAgent(t, rep, jobagenttest.FastOptions())
 	res, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config("app-eu")))
 	require.NoError(t, err)
 	require.Equal(t, release.JobInProgress, res.Status)
 	require.Equal(t, "app-eu/"+jobfollow.CorrelationKey("job-1"), res.ExternalID)
-	f.mu.Lock()
-	require.Equal(t, []string{"GET /api/v1/applications/app-eu", "PATCH /api/v1/applications/app-eu", "POST /api/v1/applications/app-eu/sync"}, f.requests)
+	f.Mu.Lock()
+	require.Equal(t, []string{"GET /api/v1/applications/app-eu", "PATCH /api/v1/applications/app-eu", "POST /api/v1/applications/app-eu/sync"}, f.Requests)
 	require.Equal(t, map[string]any{"spec": map[string]any{
 		"source": map[string]any{"targetRevision": "v1.2.3", "helm": map[string]any{"parameters": []any{
 			map[string]any{"name": "replicas", "value": "1"}, map[string]any{"name": "image.tag", "value": "v1.2.3"}}}},
 		"destination": map[string]any{"namespace": "shop"}}}, f.patches[0])
 	require.Equal(t, map[string]any{"name": "app-eu", "revision": "v1.2.3", "prune": false,
 		"infos": []any{map[string]any{"name": InfoName, "value": jobfollow.CorrelationKey("job-1")}}}, f.syncs[0])
-	f.mu.Unlock()
-	got := rep.next(t)
+	f.Mu.Unlock()
+	got := rep.Next(t)
 	require.Equal(t, release.JobSuccessful, got.Status)
 	require.Equal(t, "Healthy", got.Outputs["health"])
 	require.Equal(t, "v1.2.3", got.Outputs["revision"])
@@ -97,11 +76,11 @@ func TestDegradedOrFailedSyncFailsTheJob(t *testing.T) {
 			t.Parallel()
 			f := newFakeArgoCD(t, "app")
 			mutate(f)
-			rep := newReports()
-			a := newAgent(t, rep, fastOptions())
+			rep := jobagenttest.NewReports()
+			a := newAgent(t, rep, jobagenttest.FastOptions())
 			_, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config("app")))
 			require.NoError(t, err)
-			require.Equal(t, release.JobFailure, rep.next(t).Status)
+			require.Equal(t, release.JobFailure, rep.Next(t).Status)
 		})
 	}
 }
@@ -109,13 +88,13 @@ func TestDegradedOrFailedSyncFailsTheJob(t *testing.T) {
 func TestDispatchRetriedAfterACrashFollowsTheSameSync(t *testing.T) {
 	t.Parallel()
 	f := newFakeArgoCD(t, "app")
-	slow := fastOptions()
+	slow := jobagenttest.FastOptions()
 	slow.MinPoll = time.Hour
-	first := newAgent(t, newReports(), slow)
+	first := newAgent(t, jobagenttest.NewReports(), slow)
 	r1, err := first.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config("app")))
 	require.NoError(t, err)
 	first.Close()
-	second := newAgent(t, newReports(), slow)
+	second := newAgent(t, jobagenttest.NewReports(), slow)
 	r2, err := second.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config("app")))
 	require.NoError(t, err)
 	require.Equal(t, r1, r2)
@@ -124,7 +103,7 @@ func TestDispatchRetriedAfterACrashFollowsTheSameSync(t *testing.T) {
 	// process still finds it.
 	_, err = second.get(t.Context(), mustConfig(t, f.config("app")))
 	require.NoError(t, err)
-	third := newAgent(t, newReports(), slow)
+	third := newAgent(t, jobagenttest.NewReports(), slow)
 	_, err = third.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config("app")))
 	require.NoError(t, err)
 	require.Equal(t, 1, f.syncCount())
@@ -139,19 +118,19 @@ func mustConfig(t *testing.T, m map[string]any) config {
 func TestRetriesAndMalformedResponses(t *testing.T) {
 	t.Parallel()
 	f := newFakeArgoCD(t, "app")
-	f.faults = []int{http.StatusTooManyRequests, http.StatusBadGateway}
-	rep := newReports()
-	a := newAgent(t, rep, fastOptions())
+	f.Faults = []int{http.StatusTooManyRequests, http.StatusBadGateway}
+	rep := jobagenttest.NewReports()
+	a := newAgent(t, rep, jobagenttest.FastOptions())
 	_, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config("app")))
 	require.NoError(t, err)
-	f.mu.Lock()
+	f.Mu.Lock()
 	f.malformed = true
-	f.mu.Unlock()
-	require.Equal(t, release.JobSuccessful, rep.next(t).Status, "a malformed poll is polled again")
+	f.Mu.Unlock()
+	require.Equal(t, release.JobSuccessful, rep.Next(t).Status, "a malformed poll is polled again")
 
 	g := newFakeArgoCD(t, "app")
 	g.malformed = true
-	_, err = newAgent(t, newReports(), fastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-2", g.config("app")))
+	_, err = newAgent(t, jobagenttest.NewReports(), jobagenttest.FastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-2", g.config("app")))
 	require.ErrorIs(t, err, outbound.ErrMalformed)
 	require.ErrorContains(t, err, "argo-cd: get application")
 }
@@ -168,12 +147,12 @@ func TestBadConfigOrUnknownApplicationEndsTheJobInvalidJobAgent(t *testing.T) {
 		cfg := f.config("app")
 		mutate(cfg)
 		require.ErrorContains(t, ValidateConfig(cfg), field)
-		res, err := newAgent(t, newReports(), fastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-bad", cfg))
+		res, err := newAgent(t, jobagenttest.NewReports(), jobagenttest.FastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-bad", cfg))
 		require.NoError(t, err)
 		require.Equal(t, release.JobInvalidJobAgent, res.Status)
 		require.Contains(t, res.Message, field)
 	}
-	res, err := newAgent(t, newReports(), fastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-bad", f.config("missing")))
+	res, err := newAgent(t, jobagenttest.NewReports(), jobagenttest.FastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-bad", f.config("missing")))
 	require.NoError(t, err)
 	require.Equal(t, release.JobInvalidJobAgent, res.Status)
 	require.Contains(t, res.Message, "job_agent_config.application")
@@ -183,17 +162,17 @@ func TestBadConfigOrUnknownApplicationEndsTheJobInvalidJobAgent(t *testing.T) {
 func TestCancelJobTerminatesTheOperation(t *testing.T) {
 	t.Parallel()
 	f := newFakeArgoCD(t, "app")
-	o := fastOptions()
+	o := jobagenttest.FastOptions()
 	o.MinPoll = time.Hour
-	a := newAgent(t, newReports(), o)
+	a := newAgent(t, jobagenttest.NewReports(), o)
 	d := porttest.JobAgentDispatch(Type, "job-1", f.config("app"))
 	res, err := a.Dispatch(t.Context(), d)
 	require.NoError(t, err)
 	c := ports.JobCancel{JobID: "job-1", ExternalID: res.ExternalID, Agent: d.Agent}
 	require.NoError(t, a.CancelJob(t.Context(), c))
-	f.mu.Lock()
-	require.Contains(t, f.requests, "DELETE /api/v1/applications/app/operation")
+	f.Mu.Lock()
+	require.Contains(t, f.Requests, "DELETE /api/v1/applications/app/operation")
 	require.True(t, f.apps["app"].terminated)
-	f.mu.Unlock()
+	f.Mu.Unlock()
 	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-unknown", Agent: d.Agent}))
 }

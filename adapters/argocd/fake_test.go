@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 )
 
 const token = "argocd-test-token"
@@ -20,20 +19,16 @@ const token = "argocd-test-token"
 // GET moves a sync one step: requested → Running → Succeeded with the
 // app Progressing → Healthy (or the configured end).
 type fakeArgoCD struct {
-	t  *testing.T
-	mu sync.Mutex
+	*jobagenttest.Server
 	// endHealth is the health after a sync (default Healthy); failSync
 	// makes the operation fail.
 	endHealth string
 	failSync  bool
-	faults    []int
 	malformed bool
 
-	apps     map[string]*fakeApp
-	syncs    []map[string]any
-	patches  []map[string]any
-	requests []string
-	srv      *httptest.Server
+	apps    map[string]*fakeApp
+	syncs   []map[string]any
+	patches []map[string]any
 }
 
 type fakeApp struct {
@@ -51,36 +46,23 @@ type fakeApp struct {
 }
 
 func newFakeArgoCD(t *testing.T, apps ...string) *fakeArgoCD {
-	f := &fakeArgoCD{t: t, endHealth: "Healthy", apps: map[string]*fakeApp{}}
+	f := &fakeArgoCD{endHealth: "Healthy", apps: map[string]*fakeApp{}}
 	for _, a := range apps {
 		f.apps[a] = &fakeApp{revision: "v0", namespace: "default", sync: "Synced", health: "Healthy",
 			params: []helmParameter{{Name: "replicas", Value: "1"}}}
 	}
-	f.srv = httptest.NewServer(f)
-	t.Cleanup(f.srv.Close)
+	f.Server = jobagenttest.NewServer(t, jobagenttest.ServerOptions{Authorized: jobagenttest.Bearer(token),
+		Unauthorized: map[string]any{"error": "invalid session", "code": 16}, FaultBody: map[string]any{"error": "try later", "code": 14}}, f.handle)
 	return f
 }
 
 func (f *fakeArgoCD) config(app string) map[string]any {
-	return map[string]any{"server": f.srv.URL, "application": app, "revision": "v1.2.3",
+	return map[string]any{"server": f.URL, "application": app, "revision": "v1.2.3",
 		"parameters": map[string]any{"image.tag": "v1.2.3"}, "namespace": "shop", "tokenRef": "env:RECONCILER_SECRET_ARGOCD"}
 }
 
-func (f *fakeArgoCD) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.requests = append(f.requests, r.Method+" "+r.URL.Path)
-	if len(f.faults) > 0 {
-		code := f.faults[0]
-		f.faults = f.faults[1:]
-		w.Header().Set("Retry-After", "0")
-		http.Error(w, `{"error":"try later","code":14}`, code)
-		return
-	}
-	if r.Header.Get("Authorization") != "Bearer "+token {
-		http.Error(w, `{"error":"invalid session","code":16}`, http.StatusUnauthorized)
-		return
-	}
+// handle serves the Application endpoints (under f.Mu).
+func (f *fakeArgoCD) handle(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/applications/")
 	if !ok {
 		http.NotFound(w, r)
@@ -108,7 +90,7 @@ func (f *fakeArgoCD) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.step(app)
-		writeJSON(w, f.render(name, app))
+		jobagenttest.WriteJSON(w, http.StatusOK, f.render(name, app))
 	case r.Method == http.MethodPatch && sub == "":
 		if body["patchType"] != "merge" {
 			http.Error(w, `{"error":"unsupported patch type","code":3}`, http.StatusBadRequest)
@@ -146,7 +128,7 @@ func (f *fakeArgoCD) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var pm map[string]any
 		_ = json.Unmarshal([]byte(patch), &pm)
 		f.patches = append(f.patches, pm)
-		writeJSON(w, f.render(name, app))
+		jobagenttest.WriteJSON(w, http.StatusOK, f.render(name, app))
 	case r.Method == http.MethodPost && sub == "sync":
 		if app.operation != nil || app.phase == "Running" {
 			http.Error(w, `{"error":"another operation is already in progress","code":9}`, http.StatusConflict)
@@ -159,14 +141,14 @@ func (f *fakeArgoCD) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}{&op.Info})
 		f.syncs = append(f.syncs, body)
 		app.operation, app.steps, app.terminated = &op, 0, false
-		writeJSON(w, f.render(name, app))
+		jobagenttest.WriteJSON(w, http.StatusOK, f.render(name, app))
 	case r.Method == http.MethodDelete && sub == "operation":
 		if app.phase != "Running" && app.operation == nil {
 			http.Error(w, `{"error":"Unable to terminate operation. No operation is in progress","code":9}`, http.StatusConflict)
 			return
 		}
 		app.terminated = true
-		writeJSON(w, map[string]any{})
+		jobagenttest.WriteJSON(w, http.StatusOK, map[string]any{})
 	default:
 		http.NotFound(w, r)
 	}
@@ -210,14 +192,9 @@ func (f *fakeArgoCD) render(name string, app *fakeApp) map[string]any {
 	return out
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 func (f *fakeArgoCD) syncCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	return len(f.syncs)
 }
 

@@ -15,16 +15,14 @@ package argoworkflows
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/jobagent"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -38,21 +36,12 @@ const Type = "argo-workflows"
 const Label = "reconciler.dev/job"
 
 // Options configures an Agent; zero fields take defaults.
-type Options struct {
-	HTTP             outbound.Options
-	MinPoll, MaxPoll time.Duration
-	Logger           *slog.Logger
-}
+type Options = jobagent.Options
 
 // Agent is the argo-workflows job agent; goroutine-safe. Close it when
 // done.
 type Agent struct {
-	http    *outbound.Client
-	secrets ports.SecretResolver
-	track   *jobfollow.Tracker
-
-	mu   sync.Mutex
-	cfgs map[string]config // by job id, for CancelJob
+	*jobagent.Base[config]
 }
 
 var (
@@ -63,16 +52,8 @@ var (
 // New returns an agent reporting through reporter and reading tokens
 // through secrets.
 func New(reporter ports.JobReporter, secrets ports.SecretResolver, o Options) *Agent {
-	o.HTTP.Adapter = Type
-	return &Agent{http: outbound.New(o.HTTP), secrets: secrets, cfgs: map[string]config{},
-		track: jobfollow.New(jobfollow.Options{Adapter: Type, Reporter: reporter, Logger: o.Logger, MinPoll: o.MinPoll, MaxPoll: o.MaxPoll})}
+	return &Agent{jobagent.New[config](Type, reporter, secrets, o)}
 }
-
-// Type returns "argo-workflows".
-func (a *Agent) Type() string { return Type }
-
-// Close stops following workflows.
-func (a *Agent) Close() { a.track.Close() }
 
 type config struct {
 	server, namespace, template, tokenRef string
@@ -129,29 +110,23 @@ type wf struct {
 	} `json:"status"`
 }
 
+// header is the request header with the token.
 func (a *Agent) header(ctx context.Context, cfg config) (http.Header, error) {
-	token, err := configmap.Resolve(ctx, a.secrets, "job_agent_config.tokenRef", cfg.tokenRef)
-	if err != nil {
-		return nil, err
-	}
-	return http.Header{"Authorization": {"Bearer " + token}}, nil
+	return a.Bearer(ctx, "job_agent_config.tokenRef", cfg.tokenRef)
 }
 
 // Dispatch submits the job's Workflow once (see the package doc). A bad
 // config or an unreadable token ends the job invalidJobAgent; a template
 // the server does not have, too.
 func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.track.Dispatch(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
-		invalid := func(err error) (jobfollow.Started, error) {
-			return jobfollow.Started{Result: ports.JobDispatchResult{Status: release.JobInvalidJobAgent, Message: Type + ": " + err.Error()}}, nil
-		}
+	return a.Start(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		var h http.Header
 		if err == nil {
 			h, err = a.header(ctx, cfg)
 		}
 		if err != nil {
-			return invalid(err)
+			return a.Invalid(err)
 		}
 		key := jobfollow.CorrelationKey(d.Job.ID)
 		name := workflowName(cfg.template, key)
@@ -162,7 +137,7 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		sort.Strings(params)
 		body := map[string]any{"namespace": cfg.namespace, "resourceKind": "WorkflowTemplate", "resourceName": cfg.template,
 			"submitOptions": map[string]any{"name": name, "parameters": params, "labels": Label + "=" + key}}
-		resp, err := a.http.Do(ctx, outbound.Request{Call: "submit workflow", Method: http.MethodPost, Header: h,
+		resp, err := a.HTTP.Do(ctx, outbound.Request{Call: "submit workflow", Method: http.MethodPost, Header: h,
 			URL: cfg.server + "/api/v1/workflows/" + url.PathEscape(cfg.namespace) + "/submit"}.JSON(body))
 		if err != nil {
 			return jobfollow.Started{}, err
@@ -170,13 +145,11 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		switch {
 		case resp.Status/100 == 2, resp.Status == http.StatusConflict: // submitted now, or by the attempt before a crash
 		case resp.Status == http.StatusNotFound:
-			return invalid(release.Invalid("job_agent_config.workflowTemplate", "Argo has no WorkflowTemplate "+cfg.template+" in "+cfg.namespace))
+			return a.Invalid(release.Invalid("job_agent_config.workflowTemplate", "Argo has no WorkflowTemplate "+cfg.template+" in "+cfg.namespace))
 		default:
-			return jobfollow.Started{}, &outbound.Error{Adapter: Type, Call: "submit workflow", Status: resp.Status, Body: prefix(resp.Body)}
+			return jobfollow.Started{}, a.HTTP.Unexpected("submit workflow", resp)
 		}
-		a.mu.Lock()
-		a.cfgs[d.Job.ID] = cfg
-		a.mu.Unlock()
+		a.Remember(d.Job.ID, cfg)
 		link := cfg.server + "/workflows/" + url.PathEscape(cfg.namespace) + "/" + url.PathEscape(name)
 		return jobfollow.Started{
 			Result: ports.JobDispatchResult{ExternalID: cfg.namespace + "/" + name, Status: release.JobInProgress, Message: "workflow " + name + " " + link},
@@ -192,7 +165,7 @@ func (a *Agent) poll(ctx context.Context, cfg config, name, key, link string) (j
 		return jobfollow.State{}, err
 	}
 	var w wf
-	_, err = a.http.DoJSON(ctx, outbound.Request{Call: "get workflow", Method: http.MethodGet, Header: h, Idempotent: true,
+	_, err = a.HTTP.DoJSON(ctx, outbound.Request{Call: "get workflow", Method: http.MethodGet, Header: h, Idempotent: true,
 		URL: cfg.server + "/api/v1/workflows/" + url.PathEscape(cfg.namespace) + "/" + url.PathEscape(name)}, &w)
 	if outbound.StatusOf(err) == http.StatusNotFound {
 		return jobfollow.State{Status: release.JobExternalRunNotFound, Message: "workflow " + name + " not found"}, nil
@@ -201,7 +174,7 @@ func (a *Agent) poll(ctx context.Context, cfg config, name, key, link string) (j
 		return jobfollow.State{}, err
 	}
 	if w.Metadata.Name != name {
-		return jobfollow.State{}, a.http.Errorf("get workflow", "%w: asked for %s, got %q", outbound.ErrMalformed, name, w.Metadata.Name)
+		return jobfollow.State{}, a.HTTP.Errorf("get workflow", "%w: asked for %s, got %q", outbound.ErrMalformed, name, w.Metadata.Name)
 	}
 	if w.Metadata.Labels[Label] != key {
 		return jobfollow.State{Status: release.JobExternalRunNotFound, Message: "workflow " + name + " belongs to another job"}, nil
@@ -224,9 +197,7 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	if !ok || name == "" {
 		return nil
 	}
-	a.mu.Lock()
-	cfg, ok := a.cfgs[c.JobID]
-	a.mu.Unlock()
+	cfg, ok := a.ConfigOf(c.JobID)
 	if !ok {
 		return nil // not dispatched by this process: its config is unknown here
 	}
@@ -234,7 +205,7 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	if err != nil {
 		return err
 	}
-	resp, err := a.http.Do(ctx, outbound.Request{Call: "stop workflow", Method: http.MethodPut, Header: h, Idempotent: true,
+	resp, err := a.HTTP.Do(ctx, outbound.Request{Call: "stop workflow", Method: http.MethodPut, Header: h, Idempotent: true,
 		URL: cfg.server + "/api/v1/workflows/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/stop"}.JSON(
 		map[string]any{"name": name, "namespace": ns, "message": "stopped by reconciler: " + c.Reason}))
 	if err != nil {
@@ -243,12 +214,5 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	if resp.Status/100 == 2 || resp.Status == http.StatusNotFound || resp.Status == http.StatusConflict {
 		return nil
 	}
-	return &outbound.Error{Adapter: Type, Call: "stop workflow", Status: resp.Status, Body: prefix(resp.Body)}
-}
-
-func prefix(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "..."
-	}
-	return string(b)
+	return a.HTTP.Unexpected("stop workflow", resp)
 }

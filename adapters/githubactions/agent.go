@@ -3,15 +3,13 @@ package githubactions
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/jobagent"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -23,27 +21,18 @@ const Type = "github-actions"
 
 // Options configures an Agent; zero fields take defaults.
 type Options struct {
-	// HTTP tunes the client (timeouts, retries, caps); Adapter is set.
-	HTTP outbound.Options
-	// MinPoll and MaxPoll bound the polling backoff (default 2s, 30s).
-	MinPoll, MaxPoll time.Duration
+	jobagent.Options
 	// FindTimeout bounds the wait for a dispatched run to appear in the
 	// run list when the dispatch response does not name it (default 30s).
 	FindTimeout time.Duration
-	Logger      *slog.Logger
 }
 
 // Agent is the github-actions job agent. It is goroutine-safe; Close it
 // when done.
 type Agent struct {
-	http    *outbound.Client
-	secrets ports.SecretResolver
-	track   *jobfollow.Tracker
+	*jobagent.Base[config]
 	find    time.Duration
 	minPoll time.Duration
-
-	mu   sync.Mutex
-	cfgs map[string]config // by job id, for CancelJob
 }
 
 var (
@@ -54,24 +43,15 @@ var (
 // New returns an agent reporting through reporter and reading tokens
 // through secrets.
 func New(reporter ports.JobReporter, secrets ports.SecretResolver, o Options) *Agent {
-	o.HTTP.Adapter = Type
 	if o.FindTimeout <= 0 {
 		o.FindTimeout = 30 * time.Second
 	}
-	t := jobfollow.New(jobfollow.Options{Adapter: Type, Reporter: reporter, Logger: o.Logger, MinPoll: o.MinPoll, MaxPoll: o.MaxPoll})
 	minPoll := o.MinPoll
 	if minPoll <= 0 {
 		minPoll = 2 * time.Second
 	}
-	return &Agent{http: outbound.New(o.HTTP), secrets: secrets, track: t, find: o.FindTimeout, minPoll: minPoll,
-		cfgs: map[string]config{}}
+	return &Agent{Base: jobagent.New[config](Type, reporter, secrets, o.Options), find: o.FindTimeout, minPoll: minPoll}
 }
-
-// Type returns "github-actions".
-func (a *Agent) Type() string { return Type }
-
-// Close stops following runs.
-func (a *Agent) Close() { a.track.Close() }
 
 // run is the part of a workflow run the agent reads.
 type run struct {
@@ -89,14 +69,13 @@ type run struct {
 // finds the new run. A bad config or an unreadable token ends the job
 // invalidJobAgent with the field in the message.
 func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.track.Dispatch(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+	return a.Start(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		if err == nil {
-			_, err = configmap.Resolve(ctx, a.secrets, "job_agent_config.tokenRef", cfg.tokenRef)
+			_, err = a.header(ctx, cfg)
 		}
 		if err != nil {
-			return jobfollow.Started{Result: ports.JobDispatchResult{Status: release.JobInvalidJobAgent,
-				Message: Type + ": " + err.Error()}}, nil
+			return a.Invalid(err)
 		}
 		key := jobfollow.CorrelationKey(d.Job.ID)
 		r, found, err := a.findRun(ctx, cfg, key, d.Job.CreatedAt)
@@ -108,9 +87,7 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 				return jobfollow.Started{}, err
 			}
 		}
-		a.mu.Lock()
-		a.cfgs[d.Job.ID] = cfg
-		a.mu.Unlock()
+		a.Remember(d.Job.ID, cfg)
 		return a.started(cfg, r), nil
 	})
 }
@@ -130,15 +107,13 @@ func (a *Agent) started(cfg config, r run) jobfollow.Started {
 
 // header is the request header with the token.
 func (a *Agent) header(ctx context.Context, cfg config) (http.Header, error) {
-	token, err := configmap.Resolve(ctx, a.secrets, "job_agent_config.tokenRef", cfg.tokenRef)
+	h, err := a.Bearer(ctx, "job_agent_config.tokenRef", cfg.tokenRef)
 	if err != nil {
 		return nil, err
 	}
-	return http.Header{
-		"Authorization":        {"Bearer " + token},
-		"Accept":               {"application/vnd.github+json"},
-		"X-Github-Api-Version": {"2022-11-28"},
-	}, nil
+	h.Set("Accept", "application/vnd.github+json")
+	h.Set("X-Github-Api-Version", "2022-11-28")
+	return h, nil
 }
 
 // repoURL is the URL of a repository path.
@@ -177,13 +152,13 @@ func (a *Agent) findRun(ctx context.Context, cfg config, key string, since time.
 		var list struct {
 			WorkflowRuns *[]run `json:"workflow_runs"`
 		}
-		_, err = a.http.DoJSON(ctx, outbound.Request{Call: "list workflow runs", Method: http.MethodGet, Header: h, Idempotent: true,
+		_, err = a.HTTP.DoJSON(ctx, outbound.Request{Call: "list workflow runs", Method: http.MethodGet, Header: h, Idempotent: true,
 			URL: repoURL(cfg, "/actions/workflows/%s/runs?%s", url.PathEscape(cfg.workflow), q.Encode())}, &list)
 		if err != nil {
 			return run{}, false, err
 		}
 		if list.WorkflowRuns == nil {
-			return run{}, false, a.http.Errorf("list workflow runs", "%w: no workflow_runs in the response", outbound.ErrMalformed)
+			return run{}, false, a.HTTP.Errorf("list workflow runs", "%w: no workflow_runs in the response", outbound.ErrMalformed)
 		}
 		for _, r := range *list.WorkflowRuns {
 			if strings.Contains(r.DisplayTitle, key) || strings.Contains(r.Name, key) {
@@ -194,7 +169,7 @@ func (a *Agent) findRun(ctx context.Context, cfg config, key string, since time.
 			return run{}, false, nil
 		}
 	}
-	return run{}, false, a.http.Errorf("list workflow runs", "more than %d runs of %s since %s and none titled with %s: cannot tell whether the job's run started",
+	return run{}, false, a.HTTP.Errorf("list workflow runs", "more than %d runs of %s since %s and none titled with %s: cannot tell whether the job's run started",
 		maxRunPages*runsPerPage, cfg.workflow, q.Get("created"), key)
 }
 
@@ -212,7 +187,7 @@ func (a *Agent) dispatch(ctx context.Context, cfg config, key string, since time
 	body := map[string]any{"ref": cfg.ref, "inputs": inputs, "return_run_details": true}
 	req := outbound.Request{Call: "dispatch workflow", Method: http.MethodPost, Header: h,
 		URL: repoURL(cfg, "/actions/workflows/%s/dispatches", url.PathEscape(cfg.workflow))}.JSON(body)
-	resp, err := a.http.Do(ctx, req)
+	resp, err := a.HTTP.Do(ctx, req)
 	if err != nil {
 		return run{}, err
 	}
@@ -222,17 +197,17 @@ func (a *Agent) dispatch(ctx context.Context, cfg config, key string, since time
 			WorkflowRunID int64  `json:"workflow_run_id"`
 			HTMLURL       string `json:"html_url"`
 		}
-		if err := a.http.Decode("dispatch workflow", resp, &details); err != nil {
+		if err := a.HTTP.Decode("dispatch workflow", resp, &details); err != nil {
 			return run{}, err
 		}
 		if details.WorkflowRunID <= 0 {
-			return run{}, a.http.Errorf("dispatch workflow", "%w: no workflow_run_id in the response", outbound.ErrMalformed)
+			return run{}, a.HTTP.Errorf("dispatch workflow", "%w: no workflow_run_id in the response", outbound.ErrMalformed)
 		}
 		return run{ID: details.WorkflowRunID, HTMLURL: details.HTMLURL, Status: "queued"}, nil
 	case resp.Status == http.StatusNoContent:
 		return a.awaitRun(ctx, cfg, key, since)
 	}
-	return run{}, &outbound.Error{Adapter: Type, Call: "dispatch workflow", Status: resp.Status, Body: prefix(resp.Body)}
+	return run{}, a.HTTP.Unexpected("dispatch workflow", resp)
 }
 
 // awaitRun waits for the dispatched run to appear in the run list. If it
@@ -249,7 +224,7 @@ func (a *Agent) awaitRun(ctx context.Context, cfg config, key string, since time
 			return r, nil
 		}
 		if err == nil {
-			err = a.http.Errorf("find dispatched run", "no run titled with %s yet (does the workflow's run-name use inputs.%s?)", key, cfg.correlationInput)
+			err = a.HTTP.Errorf("find dispatched run", "no run titled with %s yet (does the workflow's run-name use inputs.%s?)", key, cfg.correlationInput)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -269,7 +244,7 @@ func (a *Agent) poll(ctx context.Context, cfg config, id int64) (jobfollow.State
 		return jobfollow.State{}, err
 	}
 	var r run
-	_, err = a.http.DoJSON(ctx, outbound.Request{Call: "get workflow run", Method: http.MethodGet, Header: h, Idempotent: true,
+	_, err = a.HTTP.DoJSON(ctx, outbound.Request{Call: "get workflow run", Method: http.MethodGet, Header: h, Idempotent: true,
 		URL: repoURL(cfg, "/actions/runs/%d", id)}, &r)
 	if outbound.StatusOf(err) == http.StatusNotFound {
 		return jobfollow.State{Status: release.JobExternalRunNotFound, Message: fmt.Sprintf("workflow run %d not found", id)}, nil
@@ -278,7 +253,7 @@ func (a *Agent) poll(ctx context.Context, cfg config, id int64) (jobfollow.State
 		return jobfollow.State{}, err
 	}
 	if r.ID != id || r.Status == "" {
-		return jobfollow.State{}, a.http.Errorf("get workflow run", "%w: run %d answered with id %d, status %q", outbound.ErrMalformed, id, r.ID, r.Status)
+		return jobfollow.State{}, a.HTTP.Errorf("get workflow run", "%w: run %d answered with id %d, status %q", outbound.ErrMalformed, id, r.ID, r.Status)
 	}
 	return stateOf(r), nil
 }
@@ -316,9 +291,7 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	if err != nil || id <= 0 {
 		return nil // never started a run: nothing to cancel
 	}
-	a.mu.Lock()
-	cfg, ok := a.cfgs[c.JobID]
-	a.mu.Unlock()
+	cfg, ok := a.ConfigOf(c.JobID)
 	if !ok { // dispatched by an earlier process: the agent's own config names the repository
 		if cfg, err = parseConfig(c.Agent.Config); err != nil {
 			return fmt.Errorf("%s: cancel run %d: %w", Type, id, err)
@@ -328,7 +301,7 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	if err != nil {
 		return fmt.Errorf("%s: cancel run %d: %w", Type, id, err)
 	}
-	resp, err := a.http.Do(ctx, outbound.Request{Call: "cancel workflow run", Method: http.MethodPost, Header: h, Idempotent: true,
+	resp, err := a.HTTP.Do(ctx, outbound.Request{Call: "cancel workflow run", Method: http.MethodPost, Header: h, Idempotent: true,
 		URL: repoURL(cfg, "/actions/runs/%d/cancel", id)})
 	if err != nil {
 		return err
@@ -337,13 +310,5 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	case http.StatusAccepted, http.StatusNotFound, http.StatusConflict: // cancelling, gone, already ended
 		return nil
 	}
-	return &outbound.Error{Adapter: Type, Call: "cancel workflow run", Status: resp.Status, Body: prefix(resp.Body)}
-}
-
-// prefix is the start of a body for an error.
-func prefix(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "..."
-	}
-	return string(b)
+	return a.HTTP.Unexpected("cancel workflow run", resp)
 }

@@ -2,16 +2,15 @@ package githubactions
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -21,8 +20,7 @@ import (
 
 // fastOptions polls and retries in milliseconds.
 func fastOptions() Options {
-	return Options{MinPoll: 5 * time.Millisecond, MaxPoll: 20 * time.Millisecond, FindTimeout: 2 * time.Second,
-		HTTP: outbound.Options{Backoff: time.Millisecond}}
+	return Options{Options: jobagenttest.FastOptions(), FindTimeout: 2 * time.Second}
 }
 
 func newAgent(t *testing.T, r ports.JobReporter, o Options) *Agent {
@@ -46,35 +44,6 @@ func TestConformanceWithoutRunDetails(t *testing.T) {
 	}, porttest.JobAgentOptions{Config: f.config(), Durable: true})
 }
 
-// reports records reports and signals each.
-type reports struct {
-	mu  sync.Mutex
-	all []ports.JobReport
-	ch  chan ports.JobReport
-}
-
-func newReports() *reports { return &reports{ch: make(chan ports.JobReport, 64)} }
-
-func (r *reports) ReportJob(_ context.Context, rep ports.JobReport) error {
-	r.mu.Lock()
-	r.all = append(r.all, rep)
-	r.mu.Unlock()
-	r.ch <- rep
-	return nil
-}
-
-// next waits for the next report.
-func (r *reports) next(t *testing.T) ports.JobReport {
-	t.Helper()
-	select {
-	case rep := <-r.ch:
-		return rep
-	case <-time.After(10 * time.Second):
-		t.Fatal("no report")
-		return ports.JobReport{}
-	}
-}
-
 func dispatchOf(id string, cfg map[string]any) ports.JobDispatch {
 	return porttest.JobAgentDispatch(Type, id, cfg)
 }
@@ -82,7 +51,7 @@ func dispatchOf(id string, cfg map[string]any) ports.JobDispatch {
 func TestDispatchSendsTheDocumentedRequestsAndReportsTheOutcome(t *testing.T) {
 	t.Parallel()
 	f := newFakeGitHub(t)
-	rep := newReports()
+	rep := jobagenttest.NewReports()
 	a := newAgent(t, rep, fastOptions())
 	res, err := a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
 	require.NoError(t, err)
@@ -90,14 +59,14 @@ func TestDispatchSendsTheDocumentedRequestsAndReportsTheOutcome(t *testing.T) {
 	require.Equal(t, "1001", res.ExternalID)
 	require.Contains(t, res.Message, "https://github.example/acme/app/actions/runs/1001")
 
-	f.mu.Lock()
-	require.Equal(t, []string{"GET /repos/acme/app/actions/workflows/deploy.yml/runs", "POST /repos/acme/app/actions/workflows/deploy.yml/dispatches"}, f.requests)
+	f.Mu.Lock()
+	require.Equal(t, []string{"GET /repos/acme/app/actions/workflows/deploy.yml/runs", "POST /repos/acme/app/actions/workflows/deploy.yml/dispatches"}, f.Requests)
 	require.Equal(t, []string{"created=%3E%3D2030-01-02T02%3A59%3A05Z&event=workflow_dispatch&page=1&per_page=100"}, f.lists)
 	require.Equal(t, map[string]any{"ref": "main", "return_run_details": true, "inputs": map[string]any{
 		"environment": "prod", "dry": "false", "reconciler_job": jobfollow.CorrelationKey("job-1")}}, f.dispatches[0])
-	f.mu.Unlock()
+	f.Mu.Unlock()
 
-	got := rep.next(t)
+	got := rep.Next(t)
 	require.Equal(t, release.JobSuccessful, got.Status)
 	require.Equal(t, "job-1", got.JobID)
 	require.Equal(t, "1001", got.ExternalID)
@@ -114,11 +83,11 @@ func TestConclusionsMapToJobStatuses(t *testing.T) {
 			t.Parallel()
 			f := newFakeGitHub(t)
 			f.conclusion = conclusion
-			rep := newReports()
+			rep := jobagenttest.NewReports()
 			a := newAgent(t, rep, fastOptions())
 			_, err := a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
 			require.NoError(t, err)
-			require.Equal(t, want, rep.next(t).Status)
+			require.Equal(t, want, rep.Next(t).Status)
 		})
 	}
 }
@@ -130,11 +99,11 @@ func TestDispatchRetriedAfterACrashFindsTheRun(t *testing.T) {
 		f.noDetails = noDetails
 		slow := fastOptions()
 		slow.MinPoll = time.Hour // nobody polls: the run stays queued
-		first := newAgent(t, newReports(), slow)
+		first := newAgent(t, jobagenttest.NewReports(), slow)
 		res1, err := first.Dispatch(t.Context(), dispatchOf("job-crash", f.config()))
 		require.NoError(t, err)
 		first.Close() // the process died; a new one retries the work item
-		second := newAgent(t, newReports(), slow)
+		second := newAgent(t, jobagenttest.NewReports(), slow)
 		res2, err := second.Dispatch(t.Context(), dispatchOf("job-crash", f.config()))
 		require.NoError(t, err)
 		require.Equal(t, res1.ExternalID, res2.ExternalID)
@@ -150,37 +119,37 @@ func TestRunLookupPagesThroughRunsSinceTheJob(t *testing.T) {
 	t.Parallel()
 	f := newFakeGitHub(t)
 	f.clock = epoch.Add(-createdSlack - time.Hour)
-	f.mu.Lock()
+	f.Mu.Lock()
 	for range 3 { // before the job: outside the created filter
 		f.addRun("deploy older")
 	}
 	f.clock = epoch
-	f.mu.Unlock()
+	f.Mu.Unlock()
 	slow := fastOptions()
 	slow.MinPoll = time.Hour // nobody polls: the run stays queued
-	first := newAgent(t, newReports(), slow)
+	first := newAgent(t, jobagenttest.NewReports(), slow)
 	r1, err := first.Dispatch(t.Context(), dispatchOf("job-paged", f.config()))
 	require.NoError(t, err)
 	first.Close() // the process died
-	f.mu.Lock()
+	f.Mu.Lock()
 	for range runsPerPage { // newer runs push the job's to page 2
 		f.addRun("deploy other")
 	}
 	f.lists = nil
-	f.mu.Unlock()
+	f.Mu.Unlock()
 
-	second := newAgent(t, newReports(), slow)
+	second := newAgent(t, jobagenttest.NewReports(), slow)
 	r2, err := second.Dispatch(t.Context(), dispatchOf("job-paged", f.config()))
 	require.NoError(t, err)
 	require.Equal(t, r1.ExternalID, r2.ExternalID)
 	require.Equal(t, 1, f.dispatchCount(), "the retried dispatch started no second run")
 	created := ">=" + epoch.Add(-createdSlack).UTC().Format(time.RFC3339)
-	f.mu.Lock()
+	f.Mu.Lock()
 	require.Equal(t, []string{
 		url.Values{"event": {"workflow_dispatch"}, "per_page": {"100"}, "page": {"1"}, "created": {created}}.Encode(),
 		url.Values{"event": {"workflow_dispatch"}, "per_page": {"100"}, "page": {"2"}, "created": {created}}.Encode(),
 	}, f.lists)
-	f.mu.Unlock()
+	f.Mu.Unlock()
 }
 
 // TestRunLookupIsBounded: past maxRunPages full pages without the run the
@@ -189,36 +158,36 @@ func TestRunLookupPagesThroughRunsSinceTheJob(t *testing.T) {
 func TestRunLookupIsBounded(t *testing.T) {
 	t.Parallel()
 	f := newFakeGitHub(t)
-	f.mu.Lock()
+	f.Mu.Lock()
 	for range maxRunPages * runsPerPage {
 		f.addRun("deploy other")
 	}
-	f.mu.Unlock()
-	_, err := newAgent(t, newReports(), fastOptions()).Dispatch(t.Context(), dispatchOf("job-1", f.config()))
+	f.Mu.Unlock()
+	_, err := newAgent(t, jobagenttest.NewReports(), fastOptions()).Dispatch(t.Context(), dispatchOf("job-1", f.config()))
 	require.ErrorContains(t, err, "github-actions: list workflow runs: more than 1000 runs of deploy.yml")
 	require.Zero(t, f.dispatchCount())
-	f.mu.Lock()
+	f.Mu.Lock()
 	require.Len(t, f.lists, maxRunPages)
-	f.mu.Unlock()
+	f.Mu.Unlock()
 }
 
 func TestRetriesRateLimitsAndServerErrors(t *testing.T) {
 	t.Parallel()
 	f := newFakeGitHub(t)
-	f.faults = []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable}
-	rep := newReports()
+	f.Faults = []int{http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable}
+	rep := jobagenttest.NewReports()
 	a := newAgent(t, rep, fastOptions())
 	_, err := a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
 	require.NoError(t, err)
 	require.Equal(t, 1, f.dispatchCount())
-	require.Equal(t, release.JobSuccessful, rep.next(t).Status)
+	require.Equal(t, release.JobSuccessful, rep.Next(t).Status)
 }
 
 func TestServerErrorsExhaustedFailTheDispatchNamingTheCall(t *testing.T) {
 	t.Parallel()
 	f := newFakeGitHub(t)
-	f.faults = []int{500, 500, 500, 500}
-	a := newAgent(t, newReports(), fastOptions())
+	f.Faults = []int{500, 500, 500, 500}
+	a := newAgent(t, jobagenttest.NewReports(), fastOptions())
 	_, err := a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
 	require.ErrorContains(t, err, "github-actions: list workflow runs: status 500")
 	require.Zero(t, f.dispatchCount())
@@ -231,11 +200,11 @@ func TestMalformedRunIsPolledAgain(t *testing.T) {
 	t.Parallel()
 	f := newFakeGitHub(t)
 	f.malformed = true
-	rep := newReports()
+	rep := jobagenttest.NewReports()
 	a := newAgent(t, rep, fastOptions())
 	_, err := a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
 	require.NoError(t, err)
-	require.Equal(t, release.JobSuccessful, rep.next(t).Status)
+	require.Equal(t, release.JobSuccessful, rep.Next(t).Status)
 }
 
 func TestMalformedRunListFailsTheDispatch(t *testing.T) {
@@ -246,7 +215,7 @@ func TestMalformedRunListFailsTheDispatch(t *testing.T) {
 	defer srv.Close()
 	cfg := newFakeGitHub(t).config()
 	cfg["baseURL"] = srv.URL
-	a := newAgent(t, newReports(), fastOptions())
+	a := newAgent(t, jobagenttest.NewReports(), fastOptions())
 	_, err := a.Dispatch(t.Context(), dispatchOf("job-1", cfg))
 	require.ErrorIs(t, err, outbound.ErrMalformed)
 }
@@ -266,7 +235,7 @@ func TestBadConfigEndsTheJobInvalidJobAgentNamingTheField(t *testing.T) {
 		if field != "job_agent_config.tokenRef" { // a reference is checked, not resolved, by ValidateConfig
 			require.ErrorContains(t, ValidateConfig(cfg), field)
 		}
-		a := newAgent(t, newReports(), fastOptions())
+		a := newAgent(t, jobagenttest.NewReports(), fastOptions())
 		res, err := a.Dispatch(t.Context(), dispatchOf("job-bad", cfg))
 		require.NoError(t, err)
 		require.Equal(t, release.JobInvalidJobAgent, res.Status, field)
@@ -280,7 +249,7 @@ func TestBadConfigEndsTheJobInvalidJobAgentNamingTheField(t *testing.T) {
 func TestCancelJobCancelsTheRun(t *testing.T) {
 	t.Parallel()
 	f := newFakeGitHub(t)
-	rep := newReports()
+	rep := jobagenttest.NewReports()
 	o := fastOptions()
 	o.MinPoll = 200 * time.Millisecond
 	a := newAgent(t, rep, o)
@@ -289,11 +258,11 @@ func TestCancelJobCancelsTheRun(t *testing.T) {
 	require.NoError(t, err)
 	c := ports.JobCancel{JobID: "job-1", ExternalID: res.ExternalID, Agent: d.Agent, Reason: "workflow cancelled"}
 	require.NoError(t, a.CancelJob(t.Context(), c))
-	f.mu.Lock()
+	f.Mu.Lock()
 	require.Equal(t, []int64{1001}, f.cancels)
-	require.Contains(t, f.requests, "POST /repos/acme/app/actions/runs/1001/cancel")
-	f.mu.Unlock()
-	require.Equal(t, release.JobCancelled, rep.next(t).Status)
+	require.Contains(t, f.Requests, "POST /repos/acme/app/actions/runs/1001/cancel")
+	f.Mu.Unlock()
+	require.Equal(t, release.JobCancelled, rep.Next(t).Status)
 	require.NoError(t, a.CancelJob(t.Context(), c), "cancelling an ended run is not an error")
 	record := d.Agent
 	record.Config = f.config() // a job of an earlier process: the agent record names the repository
@@ -303,7 +272,7 @@ func TestCancelJobCancelsTheRun(t *testing.T) {
 
 func TestWebhookVerifiesTheSignatureAndReports(t *testing.T) {
 	t.Parallel()
-	rep := newReports()
+	rep := jobagenttest.NewReports()
 	h := WebhookHandler{AgentID: "gha", SecretRef: "env:RECONCILER_SECRET_HOOK", Secrets: testSecrets, Reporter: rep}
 	body := []byte(`{"action":"completed","workflow_run":{"id":42,"status":"completed","conclusion":"failure","html_url":"https://github.example/r/42"}}`)
 	send := func(event, sig string, body []byte) int {
@@ -320,9 +289,9 @@ func TestWebhookVerifiesTheSignatureAndReports(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, send("ping", Sign([]byte("hook-secret"), []byte(`{}`)), []byte(`{}`)))
 	bad := []byte(`{"workflow_run":{}}`)
 	require.Equal(t, http.StatusBadRequest, send("workflow_run", Sign([]byte("hook-secret"), bad), bad))
-	require.Empty(t, rep.all)
+	require.Empty(t, rep.All())
 	require.Equal(t, http.StatusAccepted, send("workflow_run", Sign([]byte("hook-secret"), body), body))
-	got := rep.next(t)
+	got := rep.Next(t)
 	require.Equal(t, ports.JobReport{AgentID: "gha", ExternalID: "42", Status: release.JobFailure,
 		Message: "workflow run 42 completed (failure) https://github.example/r/42",
 		Outputs: map[string]any{"run_id": "42", "url": "https://github.example/r/42"}}, got)

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
 )
 
@@ -26,15 +25,13 @@ const token = "ghp_test_token"
 // in_progress → completed with the configured conclusion. Runs are
 // created a second apart from the suite's job creation time on.
 type fakeGitHub struct {
-	t  *testing.T
-	mu sync.Mutex
+	*jobagenttest.Server
+	t *testing.T
 	// conclusion every run ends with (default success).
 	conclusion string
 	// noDetails answers dispatches 204 without the run's details (the
 	// API's behaviour without return_run_details).
 	noDetails bool
-	// faults are statuses answered to the next requests, one each.
-	faults []int
 	// malformed answers the next GET of a run with a body that is not JSON.
 	malformed bool
 
@@ -44,9 +41,7 @@ type fakeGitHub struct {
 	clock      time.Time        // the next run's creation time
 	dispatches []map[string]any // request bodies
 	cancels    []int64
-	requests   []string // "METHOD path"
 	lists      []string // the run lists' queries, decoded
-	srv        *httptest.Server
 }
 
 type fakeRun struct {
@@ -60,32 +55,22 @@ var epoch = porttest.JobAgentDispatch(Type, "x", nil).Job.CreatedAt
 
 func newFakeGitHub(t *testing.T) *fakeGitHub {
 	f := &fakeGitHub{t: t, conclusion: "success", runs: map[int64]*fakeRun{}, nextID: 1000, clock: epoch}
-	f.srv = httptest.NewServer(f)
-	t.Cleanup(f.srv.Close)
+	f.Server = jobagenttest.NewServer(t, jobagenttest.ServerOptions{
+		Authorized: func(r *http.Request) bool {
+			return r.Header.Get("Authorization") == "Bearer "+token && r.Header.Get("Accept") == "application/vnd.github+json" &&
+				r.Header.Get("X-GitHub-Api-Version") == "2022-11-28"
+		},
+		Unauthorized: map[string]any{"message": "Bad credentials"}, FaultBody: map[string]any{"message": "try later"}}, f.handle)
 	return f
 }
 
 func (f *fakeGitHub) config() map[string]any {
-	return map[string]any{"baseURL": f.srv.URL, "owner": "acme", "repo": "app", "workflowFile": "deploy.yml",
+	return map[string]any{"baseURL": f.URL, "owner": "acme", "repo": "app", "workflowFile": "deploy.yml",
 		"tokenRef": "env:RECONCILER_SECRET_GH", "inputs": map[string]any{"environment": "prod", "dry": false}}
 }
 
-func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.requests = append(f.requests, r.Method+" "+r.URL.Path)
-	if len(f.faults) > 0 {
-		code := f.faults[0]
-		f.faults = f.faults[1:]
-		w.Header().Set("Retry-After", "0")
-		http.Error(w, `{"message":"try later"}`, code)
-		return
-	}
-	if r.Header.Get("Authorization") != "Bearer "+token || r.Header.Get("Accept") != "application/vnd.github+json" ||
-		r.Header.Get("X-GitHub-Api-Version") != "2022-11-28" {
-		http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
-		return
-	}
+// handle serves the Actions endpoints (under f.Mu).
+func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request) {
 	const prefix = "/repos/acme/app/actions/"
 	path, ok := strings.CutPrefix(r.URL.Path, prefix)
 	if !ok {
@@ -127,7 +112,7 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		total := len(runs)
 		runs = runs[min((page-1)*perPage, total):min(page*perPage, total)]
-		writeJSON(w, http.StatusOK, map[string]any{"total_count": total, "workflow_runs": runs})
+		jobagenttest.WriteJSON(w, http.StatusOK, map[string]any{"total_count": total, "workflow_runs": runs})
 	case r.Method == http.MethodPost && path == "workflows/deploy.yml/dispatches":
 		var body map[string]any
 		b, _ := io.ReadAll(r.Body)
@@ -147,8 +132,8 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"workflow_run_id": id,
-			"run_url":  fmt.Sprintf("%s/repos/acme/app/actions/runs/%d", f.srv.URL, id),
+		jobagenttest.WriteJSON(w, http.StatusOK, map[string]any{"workflow_run_id": id,
+			"run_url":  fmt.Sprintf("%s/repos/acme/app/actions/runs/%d", f.URL, id),
 			"html_url": f.runs[id].HTMLURL})
 	case r.Method == http.MethodGet && strings.HasPrefix(path, "runs/"):
 		id, err := strconv.ParseInt(strings.TrimPrefix(path, "runs/"), 10, 64)
@@ -170,7 +155,7 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			fr.Status, fr.Conclusion = "completed", f.conclusion
 		}
-		writeJSON(w, http.StatusOK, fr)
+		jobagenttest.WriteJSON(w, http.StatusOK, fr)
 	case r.Method == http.MethodPost && strings.HasPrefix(path, "runs/") && strings.HasSuffix(path, "/cancel"):
 		id, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(path, "runs/"), "/cancel"), 10, 64)
 		fr, ok := f.runs[id]
@@ -182,17 +167,11 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			f.cancels = append(f.cancels, id)
 			fr.Status, fr.Conclusion = "completed", "cancelled"
-			writeJSON(w, http.StatusAccepted, map[string]any{})
+			jobagenttest.WriteJSON(w, http.StatusAccepted, map[string]any{})
 		}
 	default:
 		http.NotFound(w, r)
 	}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // addRun adds a queued workflow_dispatch run titled title, created a
@@ -209,8 +188,8 @@ func (f *fakeGitHub) addRun(title string) int64 {
 
 // dispatchCount is how many workflow_dispatch events were created.
 func (f *fakeGitHub) dispatchCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	return len(f.dispatches)
 }
 

@@ -23,9 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -36,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/reconcilerhq/reconciler/internal/jobagent"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 	"github.com/reconcilerhq/reconciler/internal/kube"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -62,26 +61,22 @@ const (
 	ContainerName = "job"
 )
 
-// Options configures an Agent; zero fields take defaults.
+// Options configures an Agent; zero fields take defaults. Its MinPoll
+// and MaxPoll bound the resync polls between watch events; HTTP is
+// unused (client-go has its own client).
 type Options struct {
+	jobagent.Options
 	// Client returns the clientset of a cluster; default a kube.Connector
 	// over the agent's SecretResolver. Tests pass client-go's fake.
 	Client func(ctx context.Context, c kube.Cluster) (kubernetes.Interface, error)
-	// MinPoll, MaxPoll bound the resync polls between watch events
-	// (defaults 2s and 30s).
-	MinPoll, MaxPoll time.Duration
-	Logger           *slog.Logger
 }
 
 // Agent is the kubernetes-job job agent; goroutine-safe. Close it when
 // done.
 type Agent struct {
+	*jobagent.Base[config]
 	client func(ctx context.Context, c kube.Cluster) (kubernetes.Interface, error)
-	track  *jobfollow.Tracker
 	retry  time.Duration
-
-	mu   sync.Mutex
-	cfgs map[string]config // by job id, for CancelJob
 }
 
 var (
@@ -100,15 +95,8 @@ func New(reporter ports.JobReporter, secrets ports.SecretResolver, o Options) *A
 	if retry <= 0 {
 		retry = 2 * time.Second
 	}
-	return &Agent{client: o.Client, retry: retry, cfgs: map[string]config{},
-		track: jobfollow.New(jobfollow.Options{Adapter: Type, Reporter: reporter, Logger: o.Logger, MinPoll: o.MinPoll, MaxPoll: o.MaxPoll})}
+	return &Agent{Base: jobagent.New[config](Type, reporter, secrets, o.Options), client: o.Client, retry: retry}
 }
-
-// Type returns "kubernetes-job".
-func (a *Agent) Type() string { return Type }
-
-// Close stops following Jobs.
-func (a *Agent) Close() { a.track.Close() }
 
 // JobName is the name of job id's Job: its correlation key.
 func JobName(jobID string) string { return jobfollow.CorrelationKey(jobID) }
@@ -117,18 +105,15 @@ func JobName(jobID string) string { return jobfollow.CorrelationKey(jobID) }
 // an unreadable kubeconfig, a namespace the cluster does not have or a Job
 // the API server refuses ends the job invalidJobAgent.
 func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.track.Dispatch(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
-		invalid := func(err error) (jobfollow.Started, error) {
-			return jobfollow.Started{Result: ports.JobDispatchResult{Status: release.JobInvalidJobAgent, Message: Type + ": " + err.Error()}}, nil
-		}
+	return a.Start(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		if err != nil {
-			return invalid(err)
+			return a.Invalid(err)
 		}
 		cs, err := a.client(ctx, cfg.cluster)
 		if err != nil {
 			if errors.Is(err, release.ErrInvalid) {
-				return invalid(err)
+				return a.Invalid(err)
 			}
 			return jobfollow.Started{}, fmt.Errorf("%s: connect: %w", Type, err)
 		}
@@ -143,18 +128,16 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 				return jobfollow.Started{}, fmt.Errorf("%s: get job %s/%s: %w", Type, cfg.namespace, job.Name, gerr)
 			}
 			if owner := got.Annotations[JobIDAnnotation]; owner != d.Job.ID {
-				return invalid(fmt.Errorf("job %s/%s exists and belongs to job %q", cfg.namespace, job.Name, owner))
+				return a.Invalid(fmt.Errorf("job %s/%s exists and belongs to job %q", cfg.namespace, job.Name, owner))
 			}
 		case apierrors.IsNotFound(err):
-			return invalid(release.Invalid("job_agent_config.namespace", "the cluster has no namespace "+cfg.namespace))
+			return a.Invalid(release.Invalid("job_agent_config.namespace", "the cluster has no namespace "+cfg.namespace))
 		case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsBadRequest(err):
-			return invalid(fmt.Errorf("create job %s/%s: %w", cfg.namespace, job.Name, err))
+			return a.Invalid(fmt.Errorf("create job %s/%s: %w", cfg.namespace, job.Name, err))
 		default:
 			return jobfollow.Started{}, fmt.Errorf("%s: create job %s/%s: %w", Type, cfg.namespace, job.Name, err)
 		}
-		a.mu.Lock()
-		a.cfgs[d.Job.ID] = cfg
-		a.mu.Unlock()
+		a.Remember(d.Job.ID, cfg)
 		ns, name := cfg.namespace, job.Name
 		return jobfollow.Started{
 			Result: ports.JobDispatchResult{ExternalID: ns + "/" + name, Status: release.JobInProgress, Message: "job " + ns + "/" + name + " created"},
@@ -336,9 +319,7 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	if !ok || name != JobName(c.JobID) {
 		return nil // not a Job this agent created for this job
 	}
-	a.mu.Lock()
-	cfg, ok := a.cfgs[c.JobID]
-	a.mu.Unlock()
+	cfg, ok := a.ConfigOf(c.JobID)
 	if !ok {
 		var err error
 		if cfg, err = parseClusterOnly(c.Agent.Config); err != nil {

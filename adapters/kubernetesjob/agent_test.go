@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 	"github.com/reconcilerhq/reconciler/internal/kube"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
@@ -26,7 +27,7 @@ import (
 )
 
 func fastOptions(cs kubernetes.Interface) Options {
-	return Options{MinPoll: 5 * time.Millisecond, MaxPoll: 20 * time.Millisecond,
+	return Options{Options: jobagenttest.FastOptions(),
 		Client: func(context.Context, kube.Cluster) (kubernetes.Interface, error) { return cs, nil }}
 }
 
@@ -39,26 +40,6 @@ func newAgent(t *testing.T, r ports.JobReporter, o Options) *Agent {
 func baseConfig() map[string]any {
 	return map[string]any{"namespace": "deploy", "image": "registry.example.com/deployer:1.4", "command": []any{"/bin/deploy"},
 		"args": []any{"--wait"}, "env": map[string]any{"LOG_LEVEL": "debug", "REPLICAS": 3.0}}
-}
-
-type reports struct{ ch chan ports.JobReport }
-
-func newReports() *reports { return &reports{ch: make(chan ports.JobReport, 64)} }
-
-func (r *reports) ReportJob(_ context.Context, rep ports.JobReport) error { r.ch <- rep; return nil }
-
-func (r *reports) terminal(t *testing.T) ports.JobReport {
-	t.Helper()
-	for {
-		select {
-		case rep := <-r.ch:
-			if rep.Status.IsTerminal() {
-				return rep
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("no terminal report")
-		}
-	}
 }
 
 // setCondition ends Job ns/name with condition typ, as the Job controller
@@ -94,7 +75,7 @@ func TestDispatchCreatesTheDocumentedJob(t *testing.T) {
 	d := porttest.JobAgentDispatch(Type, "job-1", cfg)
 	d.Release.Variables = map[string]release.Value{"VERSION": {Literal: "v2"}, "COUNT": {Literal: 2.0},
 		"FLAGS": {Literal: map[string]any{"a": true}}, "DB_PASSWORD": {Sensitive: &release.SecretRef{Ref: "env:DB"}}, "bad key": {Literal: "x"}}
-	res, err := newAgent(t, newReports(), fastOptions(cs)).Dispatch(t.Context(), d)
+	res, err := newAgent(t, jobagenttest.NewReports(), fastOptions(cs)).Dispatch(t.Context(), d)
 	require.NoError(t, err)
 	name := JobName("job-1")
 	require.Equal(t, ports.JobDispatchResult{ExternalID: "deploy/" + name, Status: release.JobInProgress, Message: "job deploy/" + name + " created"}, res)
@@ -138,11 +119,11 @@ func TestFollowsTheJobToSucceeded(t *testing.T) {
 	cs := fake.NewClientset()
 	o := fastOptions(cs)
 	o.MinPoll, o.MaxPoll = time.Hour, time.Hour // only the watch can wake the follower
-	rep := newReports()
+	rep := jobagenttest.NewReports()
 	res, err := newAgent(t, rep, o).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", baseConfig()))
 	require.NoError(t, err)
 	setCondition(t, cs, "deploy", JobName("job-1"), batchv1.JobComplete, "CompletionsReached")
-	got := rep.terminal(t)
+	got := rep.Terminal(t)
 	require.Equal(t, release.JobSuccessful, got.Status)
 	require.Equal(t, "job-1", got.JobID)
 	require.Equal(t, res.ExternalID, got.ExternalID)
@@ -170,11 +151,11 @@ func TestFailedJobReportsThePodsReason(t *testing.T) {
 	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: "deploy", Labels: map[string]string{JobNameLabel: "other"},
 		CreationTimestamp: metav1.NewTime(time.Unix(300, 0))}, Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"}}
 	cs := fake.NewClientset(older, last, other)
-	rep := newReports()
+	rep := jobagenttest.NewReports()
 	_, err := newAgent(t, rep, fastOptions(cs)).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", baseConfig()))
 	require.NoError(t, err)
 	setCondition(t, cs, "deploy", name, batchv1.JobFailed, "BackoffLimitExceeded")
-	got := rep.terminal(t)
+	got := rep.Terminal(t)
 	require.Equal(t, release.JobFailure, got.Status)
 	require.Equal(t, "job deploy/"+name+" failed: BackoffLimitExceeded; pod "+name+"-bbbbb: container job OOMKilled (exit code 137)", got.Message)
 	require.Equal(t, "pod "+name+"-bbbbb: container job OOMKilled (exit code 137)", got.Outputs["reason"])
@@ -183,7 +164,7 @@ func TestFailedJobReportsThePodsReason(t *testing.T) {
 func TestCancelDeletesTheJobInTheBackgroundAndReportsCancelled(t *testing.T) {
 	t.Parallel()
 	cs := fake.NewClientset()
-	rep := newReports()
+	rep := jobagenttest.NewReports()
 	a := newAgent(t, rep, fastOptions(cs))
 	d := porttest.JobAgentDispatch(Type, "job-1", baseConfig())
 	res, err := a.Dispatch(t.Context(), d)
@@ -199,7 +180,7 @@ func TestCancelDeletesTheJobInTheBackgroundAndReportsCancelled(t *testing.T) {
 	require.Equal(t, "deploy", deletes[0].GetNamespace())
 	require.Equal(t, JobName("job-1"), deletes[0].GetName())
 	require.Equal(t, metav1.DeletePropagationBackground, *deletes[0].GetDeleteOptions().PropagationPolicy)
-	got := rep.terminal(t)
+	got := rep.Terminal(t)
 	require.Equal(t, release.JobCancelled, got.Status)
 	require.Contains(t, got.Message, "was deleted")
 
@@ -229,9 +210,9 @@ func TestCancelAfterARestartUsesTheAgentRecordsCluster(t *testing.T) {
 		return cs, nil
 	}
 	d := porttest.JobAgentDispatch(Type, "job-1", baseConfig())
-	res, err := newAgent(t, newReports(), o).Dispatch(t.Context(), d)
+	res, err := newAgent(t, jobagenttest.NewReports(), o).Dispatch(t.Context(), d)
 	require.NoError(t, err)
-	restarted := newAgent(t, newReports(), o)
+	restarted := newAgent(t, jobagenttest.NewReports(), o)
 	d.Agent.Config = map[string]any{"kubeconfigRef": "file:/etc/kube/prod", "context": "prod"}
 	require.NoError(t, restarted.CancelJob(t.Context(), ports.JobCancel{JobID: "job-1", ExternalID: res.ExternalID, Agent: d.Agent}))
 	_, err = cs.BatchV1().Jobs("deploy").Get(t.Context(), JobName("job-1"), metav1.GetOptions{})
@@ -245,11 +226,11 @@ func TestCreateRetriedAfterACrashFollowsTheSameJob(t *testing.T) {
 	t.Parallel()
 	cs := fake.NewClientset()
 	o := fastOptions(cs)
-	first := newAgent(t, newReports(), o)
+	first := newAgent(t, jobagenttest.NewReports(), o)
 	r1, err := first.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", baseConfig()))
 	require.NoError(t, err)
 	first.Close()
-	rep := newReports()
+	rep := jobagenttest.NewReports()
 	r2, err := newAgent(t, rep, o).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", baseConfig()))
 	require.NoError(t, err)
 	require.Equal(t, r1, r2)
@@ -257,14 +238,14 @@ func TestCreateRetriedAfterACrashFollowsTheSameJob(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
 	setCondition(t, cs, "deploy", JobName("job-1"), batchv1.JobComplete, "")
-	require.Equal(t, release.JobSuccessful, rep.terminal(t).Status)
+	require.Equal(t, release.JobSuccessful, rep.Terminal(t).Status)
 }
 
 func TestAJobOfTheSameNameOfAnotherJobIsRefused(t *testing.T) {
 	t.Parallel()
 	squatter := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: JobName("job-1"), Namespace: "deploy", Annotations: map[string]string{JobIDAnnotation: "job-9"}}}
 	cs := fake.NewClientset(squatter)
-	res, err := newAgent(t, newReports(), fastOptions(cs)).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", baseConfig()))
+	res, err := newAgent(t, jobagenttest.NewReports(), fastOptions(cs)).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", baseConfig()))
 	require.NoError(t, err)
 	require.Equal(t, release.JobInvalidJobAgent, res.Status)
 	require.Contains(t, res.Message, `belongs to job "job-9"`)
@@ -295,7 +276,7 @@ func TestServerErrorsAndRefusals(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			a := newAgent(t, newReports(), fastOptions(cs))
+			a := newAgent(t, jobagenttest.NewReports(), fastOptions(cs))
 			res, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", baseConfig()))
 			if tc.status == "" {
 				require.ErrorContains(t, err, "kubernetes-job: create job deploy/"+JobName("job-1"))
@@ -339,7 +320,7 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		require.True(t, errors.As(err, &fe), "%s: %v", field, err)
 		require.Equal(t, field[:len(fe.Field)], fe.Field, "%s: %v", field, err)
 		cs := fake.NewClientset()
-		res, derr := newAgent(t, newReports(), fastOptions(cs)).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", cfg))
+		res, derr := newAgent(t, jobagenttest.NewReports(), fastOptions(cs)).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", cfg))
 		require.NoError(t, derr)
 		require.Equal(t, release.JobInvalidJobAgent, res.Status)
 		require.Contains(t, res.Message, fe.Field)
@@ -352,7 +333,7 @@ func TestConnectRefusalEndsTheJobInvalid(t *testing.T) {
 	t.Parallel()
 	cfg := baseConfig()
 	cfg["kubeconfigRef"] = "env:RECONCILER_SECRET_KUBECONFIG"
-	a := newAgent(t, newReports(), Options{}) // the real connector, with no secret resolver
+	a := newAgent(t, jobagenttest.NewReports(), Options{}) // the real connector, with no secret resolver
 	res, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", cfg))
 	require.NoError(t, err)
 	require.Equal(t, release.JobInvalidJobAgent, res.Status)

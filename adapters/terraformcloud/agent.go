@@ -2,14 +2,12 @@ package terraformcloud
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/jobagent"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -23,20 +21,13 @@ const Type = "terraform-cloud"
 const mediaType = "application/vnd.api+json"
 
 // Options configures an Agent; zero fields take defaults.
-type Options struct {
-	HTTP             outbound.Options
-	MinPoll, MaxPoll time.Duration
-	Logger           *slog.Logger
-}
+type Options = jobagent.Options
 
 // Agent is the terraform-cloud job agent; goroutine-safe. Close it when
 // done.
 type Agent struct {
-	api   *api
-	track *jobfollow.Tracker
-
-	mu   sync.Mutex
-	cfgs map[string]config // by job id, for CancelJob
+	*jobagent.Base[config]
+	api *api
 }
 
 var (
@@ -47,15 +38,9 @@ var (
 // New returns an agent reporting through reporter and reading tokens
 // through secrets.
 func New(reporter ports.JobReporter, secrets ports.SecretResolver, o Options) *Agent {
-	return &Agent{api: newAPI(secrets, o.HTTP), cfgs: map[string]config{},
-		track: jobfollow.New(jobfollow.Options{Adapter: Type, Reporter: reporter, Logger: o.Logger, MinPoll: o.MinPoll, MaxPoll: o.MaxPoll})}
+	b := jobagent.New[config](Type, reporter, secrets, o)
+	return &Agent{Base: b, api: &api{http: b.HTTP, secrets: secrets}}
 }
-
-// Type returns "terraform-cloud".
-func (a *Agent) Type() string { return Type }
-
-// Close stops following runs.
-func (a *Agent) Close() { a.track.Close() }
 
 // api is the part of the v2 API the agent and the verifier use.
 type api struct {
@@ -111,14 +96,14 @@ func (p *api) getRun(ctx context.Context, address string, h http.Header, id stri
 // workspace whose message carries the job's correlation key, or creates
 // one. A bad config or an unreadable token ends the job invalidJobAgent.
 func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.track.Dispatch(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+	return a.Start(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		var h http.Header
 		if err == nil {
 			h, err = a.api.header(ctx, "job_agent_config.tokenRef", cfg.tokenRef)
 		}
 		if err != nil {
-			return jobfollow.Started{Result: ports.JobDispatchResult{Status: release.JobInvalidJobAgent, Message: Type + ": " + err.Error()}}, nil
+			return a.Invalid(err)
 		}
 		key := jobfollow.CorrelationKey(d.Job.ID)
 		run, found, err := a.find(ctx, cfg, h, key)
@@ -130,9 +115,7 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 				return jobfollow.Started{}, err
 			}
 		}
-		a.mu.Lock()
-		a.cfgs[d.Job.ID] = cfg
-		a.mu.Unlock()
+		a.Remember(d.Job.ID, cfg)
 		st := stateOf(cfg, run)
 		res := ports.JobDispatchResult{ExternalID: run.ID, Status: release.JobInProgress, Message: st.Message}
 		if st.Status.IsTerminal() || st.Status == release.JobActionRequired {
@@ -228,9 +211,7 @@ func stateOf(cfg config, r runData) jobfollow.State {
 // is planning or applying; a run that ended, or a job this process did
 // not dispatch, is left as it is.
 func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
-	a.mu.Lock()
-	cfg, ok := a.cfgs[c.JobID]
-	a.mu.Unlock()
+	cfg, ok := a.ConfigOf(c.JobID)
 	if !ok || !runID.MatchString(c.ExternalID) {
 		return nil
 	}
@@ -263,5 +244,5 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	if resp.Status/100 == 2 || resp.Status == http.StatusConflict || resp.Status == http.StatusNotFound {
 		return nil // done, or no longer possible: the run ended meanwhile
 	}
-	return &outbound.Error{Adapter: Type, Call: action + " run", Status: resp.Status}
+	return a.HTTP.Unexpected(action+" run", resp)
 }

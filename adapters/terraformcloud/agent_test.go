@@ -1,13 +1,13 @@
 package terraformcloud
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/policy"
@@ -16,113 +16,98 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-func fastOptions() Options {
-	return Options{MinPoll: 5 * time.Millisecond, MaxPoll: 20 * time.Millisecond, HTTP: outbound.Options{Backoff: time.Millisecond}}
-}
-
 func newAgent(t *testing.T, r ports.JobReporter, o Options) *Agent {
 	a := New(r, testSecrets, o)
 	t.Cleanup(a.Close)
 	return a
 }
 
-type reports struct{ ch chan ports.JobReport }
-
-func newReports() *reports { return &reports{ch: make(chan ports.JobReport, 64)} }
-
-func (r *reports) ReportJob(_ context.Context, rep ports.JobReport) error { r.ch <- rep; return nil }
-
-func (r *reports) last(t *testing.T) ports.JobReport {
+// settled waits for the next terminal or actionRequired report.
+func settled(t *testing.T, r *jobagenttest.Reports) ports.JobReport {
 	t.Helper()
-	for {
-		select {
-		case rep := <-r.ch:
-			if rep.Status.IsTerminal() || rep.Status == release.JobActionRequired {
-				return rep
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("no report")
-		}
-	}
+	return r.Until(t, func(rep ports.JobReport) bool {
+		return rep.Status.IsTerminal() || rep.Status == release.JobActionRequired
+	})
 }
 
 func TestConformance(t *testing.T) {
 	f := newFakeTFC(t)
-	porttest.JobAgent(t, func(t *testing.T, r ports.JobReporter) ports.JobAgent { return newAgent(t, r, fastOptions()) },
-		porttest.JobAgentOptions{Config: f.config(), Durable: true})
+	porttest.JobAgent(t, func(t *testing.T, r ports.JobReporter) ports.JobAgent {
+		return newAgent(t, r, jobagenttest.FastOptions())
+	}, porttest.JobAgentOptions{Config: f.config(), Durable: true})
 }
 
 func TestDispatchCreatesTheRunAndFollowsItToApplied(t *testing.T) {
 	t.Parallel()
 	f := newFakeTFC(t)
-	rep := newReports()
-	res, err := newAgent(t, rep, fastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	rep := jobagenttest.NewReports()
+	res, err := newAgent(t, rep, jobagenttest.FastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
 	require.NoError(t, err)
 	require.Equal(t, "run-100", res.ExternalID)
 	require.Equal(t, release.JobInProgress, res.Status)
-	f.mu.Lock()
-	require.Equal(t, []string{"GET /api/v2/workspaces/ws-abc123/runs", "POST /api/v2/runs"}, f.requests)
+	f.Mu.Lock()
+	require.Equal(t, []string{"GET /api/v2/workspaces/ws-abc123/runs", "POST /api/v2/runs"}, f.Requests)
 	require.Equal(t, map[string]any{"data": map[string]any{"type": "runs",
 		"attributes": map[string]any{"message": "Triggered by reconciler [" + jobfollow.CorrelationKey("job-1") + "]",
 			"variables": []any{map[string]any{"key": "image_tag", "value": `"v1.2.3"`}, map[string]any{"key": "replicas", "value": "3"}}},
 		"relationships": map[string]any{"workspace": map[string]any{"data": map[string]any{"type": "workspaces", "id": "ws-abc123"}}}}}, f.created[0])
-	f.mu.Unlock()
-	got := rep.last(t)
+	f.Mu.Unlock()
+	got := settled(t, rep)
 	require.Equal(t, release.JobSuccessful, got.Status)
-	require.Equal(t, f.srv.URL+"/app/acme/workspaces/prod/runs/run-100", got.Outputs["url"])
+	require.Equal(t, f.URL+"/app/acme/workspaces/prod/runs/run-100", got.Outputs["url"])
 }
 
 func TestErroredRunFailsAndConfirmableRunNeedsAction(t *testing.T) {
 	t.Parallel()
 	f := newFakeTFC(t)
 	f.end = "errored"
-	rep := newReports()
-	_, err := newAgent(t, rep, fastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	rep := jobagenttest.NewReports()
+	_, err := newAgent(t, rep, jobagenttest.FastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
 	require.NoError(t, err)
-	require.Equal(t, release.JobFailure, rep.last(t).Status)
+	require.Equal(t, release.JobFailure, settled(t, rep).Status)
 
 	g := newFakeTFC(t)
 	g.confirm = true
-	rep = newReports()
-	a := newAgent(t, rep, fastOptions())
+	rep = jobagenttest.NewReports()
+	a := newAgent(t, rep, jobagenttest.FastOptions())
 	d := porttest.JobAgentDispatch(Type, "job-2", g.config())
 	res, err := a.Dispatch(t.Context(), d)
 	require.NoError(t, err)
-	require.Equal(t, release.JobActionRequired, rep.last(t).Status)
+	require.Equal(t, release.JobActionRequired, settled(t, rep).Status)
 	// Cancelling a run waiting for confirmation discards it.
 	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-2", ExternalID: res.ExternalID, Agent: d.Agent}))
-	g.mu.Lock()
+	g.Mu.Lock()
 	require.Equal(t, []string{"run-100 discard"}, g.actions)
-	g.mu.Unlock()
-	require.Equal(t, release.JobCancelled, rep.last(t).Status)
+	g.Mu.Unlock()
+	require.Equal(t, release.JobCancelled, settled(t, rep).Status)
 	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-2", ExternalID: res.ExternalID, Agent: d.Agent}), "an ended run")
 }
 
 func TestCancelJobCancelsAPlanningRun(t *testing.T) {
 	t.Parallel()
 	f := newFakeTFC(t)
-	o := fastOptions()
+	o := jobagenttest.FastOptions()
 	o.MinPoll = time.Hour
-	a := newAgent(t, newReports(), o)
+	a := newAgent(t, jobagenttest.NewReports(), o)
 	d := porttest.JobAgentDispatch(Type, "job-1", f.config())
 	res, err := a.Dispatch(t.Context(), d)
 	require.NoError(t, err)
 	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-1", ExternalID: res.ExternalID, Agent: d.Agent}))
-	f.mu.Lock()
+	f.Mu.Lock()
 	require.Equal(t, []string{"run-100 cancel"}, f.actions)
-	f.mu.Unlock()
+	f.Mu.Unlock()
 }
 
 func TestDispatchRetriedAfterACrashFindsTheRun(t *testing.T) {
 	t.Parallel()
 	f := newFakeTFC(t)
-	o := fastOptions()
+	o := jobagenttest.FastOptions()
 	o.MinPoll = time.Hour
-	first := newAgent(t, newReports(), o)
+	first := newAgent(t, jobagenttest.NewReports(), o)
 	r1, err := first.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
 	require.NoError(t, err)
 	first.Close()
-	r2, err := newAgent(t, newReports(), o).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	r2, err := newAgent(t, jobagenttest.NewReports(), o).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
 	require.NoError(t, err)
 	require.Equal(t, r1.ExternalID, r2.ExternalID)
 	require.Equal(t, 1, f.createdCount())
@@ -131,12 +116,12 @@ func TestDispatchRetriedAfterACrashFindsTheRun(t *testing.T) {
 func TestRetriesMalformedAndBadConfig(t *testing.T) {
 	t.Parallel()
 	f := newFakeTFC(t)
-	f.faults = []int{http.StatusTooManyRequests, http.StatusBadGateway}
+	f.Faults = []int{http.StatusTooManyRequests, http.StatusBadGateway}
 	f.malformed = true
-	rep := newReports()
-	_, err := newAgent(t, rep, fastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	rep := jobagenttest.NewReports()
+	_, err := newAgent(t, rep, jobagenttest.FastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
 	require.NoError(t, err)
-	require.Equal(t, release.JobSuccessful, rep.last(t).Status)
+	require.Equal(t, release.JobSuccessful, settled(t, rep).Status)
 	require.Equal(t, 1, f.createdCount())
 
 	for field, mutate := range map[string]func(map[string]any){
@@ -147,7 +132,7 @@ func TestRetriesMalformedAndBadConfig(t *testing.T) {
 		cfg := f.config()
 		mutate(cfg)
 		require.ErrorContains(t, ValidateConfig(cfg), field)
-		res, err := newAgent(t, newReports(), fastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-bad", cfg))
+		res, err := newAgent(t, jobagenttest.NewReports(), jobagenttest.FastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-bad", cfg))
 		require.NoError(t, err)
 		require.Equal(t, release.JobInvalidJobAgent, res.Status)
 		require.Contains(t, res.Message, field)
@@ -156,11 +141,11 @@ func TestRetriesMalformedAndBadConfig(t *testing.T) {
 
 func TestVerifierReadsTheJobsRun(t *testing.T) {
 	f := newFakeTFC(t)
-	o := fastOptions()
+	o := jobagenttest.FastOptions()
 	o.MinPoll = time.Hour
-	res, err := newAgent(t, newReports(), o).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	res, err := newAgent(t, jobagenttest.NewReports(), o).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
 	require.NoError(t, err)
-	cfg := map[string]any{"address": f.srv.URL, "tokenRef": "env:RECONCILER_SECRET_TFC"}
+	cfg := map[string]any{"address": f.URL, "tokenRef": "env:RECONCILER_SECRET_TFC"}
 	req := porttest.MeasureRequestFor(Type, cfg, 1)
 	req.Job.ExternalID = res.ExternalID
 	v := NewVerifier(testSecrets, outbound.Options{Backoff: time.Millisecond})
@@ -174,15 +159,15 @@ func TestVerifierReadsTheJobsRun(t *testing.T) {
 	require.Equal(t, release.VerificationFailed, status)
 
 	require.ErrorContains(t, ValidateProviderConfig(map[string]any{"tokenRef": "env:X", "runId": "nope"}), "provider.config.runId")
-	missing := porttest.MeasureRequestFor(Type, map[string]any{"address": f.srv.URL, "tokenRef": "env:RECONCILER_SECRET_TFC", "runId": "run-999"}, 1)
+	missing := porttest.MeasureRequestFor(Type, map[string]any{"address": f.URL, "tokenRef": "env:RECONCILER_SECRET_TFC", "runId": "run-999"}, 1)
 	_, err = v.Measure(t.Context(), missing)
 	require.ErrorContains(t, err, "run run-999 not found")
 
 	t.Run("conformance", func(t *testing.T) {
-		withRun := porttest.MeasureRequestFor(Type, map[string]any{"address": f.srv.URL, "tokenRef": "env:RECONCILER_SECRET_TFC", "runId": res.ExternalID}, 1)
+		withRun := porttest.MeasureRequestFor(Type, map[string]any{"address": f.URL, "tokenRef": "env:RECONCILER_SECRET_TFC", "runId": res.ExternalID}, 1)
 		porttest.Verifier(t, func(t *testing.T) ports.Verifier { return v }, porttest.VerifierOptions{
 			Measurable: []ports.MeasureRequest{withRun},
-			Failing:    []ports.MeasureRequest{missing, porttest.MeasureRequestFor(Type, map[string]any{"address": f.srv.URL}, 1)},
+			Failing:    []ports.MeasureRequest{missing, porttest.MeasureRequestFor(Type, map[string]any{"address": f.URL}, 1)},
 		})
 	})
 }

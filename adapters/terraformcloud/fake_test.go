@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 )
 
 const token = "tfc-test-token"
@@ -22,46 +21,30 @@ var testSecrets = configmap.Secrets{"env:RECONCILER_SECRET_TFC": token}
 // it. Each read moves a run one step: pending → planning → planned
 // (confirmable, when confirm is set) or → applying → the end status.
 type fakeTFC struct {
-	mu        sync.Mutex
+	*jobagenttest.Server
 	end       string // applied (default), errored
 	confirm   bool   // stop at planned, waiting for confirmation
-	faults    []int
 	malformed bool
 	runs      map[string]*runData
 	order     []string
 	created   []map[string]any
 	actions   []string
-	requests  []string
-	srv       *httptest.Server
 }
 
 func newFakeTFC(t *testing.T) *fakeTFC {
 	f := &fakeTFC{end: "applied", runs: map[string]*runData{}}
-	f.srv = httptest.NewServer(f)
-	t.Cleanup(f.srv.Close)
+	f.Server = jobagenttest.NewServer(t, jobagenttest.ServerOptions{Authorized: jobagenttest.Bearer(token),
+		Unauthorized: map[string]any{"errors": []any{map[string]any{"status": "401", "title": "unauthorized"}}}}, f.handle)
 	return f
 }
 
 func (f *fakeTFC) config() map[string]any {
-	return map[string]any{"address": f.srv.URL, "workspaceId": "ws-abc123", "tokenRef": "env:RECONCILER_SECRET_TFC",
+	return map[string]any{"address": f.URL, "workspaceId": "ws-abc123", "tokenRef": "env:RECONCILER_SECRET_TFC",
 		"organization": "acme", "workspaceName": "prod", "variables": map[string]any{"image_tag": "v1.2.3", "replicas": 3.0}}
 }
 
-func (f *fakeTFC) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.requests = append(f.requests, r.Method+" "+r.URL.Path)
-	if len(f.faults) > 0 {
-		code := f.faults[0]
-		f.faults = f.faults[1:]
-		w.Header().Set("Retry-After", "0")
-		w.WriteHeader(code)
-		return
-	}
-	if r.Header.Get("Authorization") != "Bearer "+token {
-		jsonAPI(w, http.StatusUnauthorized, map[string]any{"errors": []any{map[string]any{"status": "401", "title": "unauthorized"}}})
-		return
-	}
+// handle serves the run endpoints (under f.Mu).
+func (f *fakeTFC) handle(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/api/v2/workspaces/ws-abc123/runs":
 		list := []any{}
@@ -149,7 +132,7 @@ func jsonAPI(w http.ResponseWriter, code int, v any) {
 }
 
 func (f *fakeTFC) createdCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	return len(f.created)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/adapters/webhookagent"
 	"github.com/reconcilerhq/reconciler/engine/apply"
+	"github.com/reconcilerhq/reconciler/internal/jobagent"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
 )
@@ -29,11 +30,12 @@ type integrations struct {
 // newIntegrations builds the external agents, reporting through report
 // and reading credentials through secrets only.
 func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log *slog.Logger) *integrations {
-	gha := githubactions.New(report, secrets, githubactions.Options{Logger: log})
-	acd := argocd.New(report, secrets, argocd.Options{Logger: log})
-	tfc := terraformcloud.New(report, secrets, terraformcloud.Options{Logger: log})
-	awf := argoworkflows.New(report, secrets, argoworkflows.Options{Logger: log})
-	kjob := kubernetesjob.New(report, secrets, kubernetesjob.Options{Logger: log})
+	o := jobagent.Options{Logger: log}
+	gha := githubactions.New(report, secrets, githubactions.Options{Options: o})
+	acd := argocd.New(report, secrets, o)
+	tfc := terraformcloud.New(report, secrets, o)
+	awf := argoworkflows.New(report, secrets, o)
+	kjob := kubernetesjob.New(report, secrets, kubernetesjob.Options{Options: o})
 	hook := webhookagent.New(secrets, ports.SystemClock, outbound.Options{})
 	return &integrations{
 		agents: map[string]ports.JobAgent{githubactions.Type: gha, argocd.Type: acd, terraformcloud.Type: tfc,

@@ -302,6 +302,12 @@ func (c *Client) fail(r Request, status int, body []byte, err error) *Error {
 	return &Error{Adapter: c.o.Adapter, Call: r.Call, Status: status, Body: s, Err: err}
 }
 
+// Unexpected is the error of call answered with a status the caller does
+// not take: the adapter, the call, the status and the start of the body.
+func (c *Client) Unexpected(call string, resp *Response) *Error {
+	return c.fail(Request{Call: call}, resp.Status, resp.Body, nil)
+}
+
 // retryAfter parses a Retry-After header (seconds or an HTTP date) into a
 // wait; 0 when absent or unreadable.
 func retryAfter(v string, now time.Time) time.Duration {

@@ -267,3 +267,11 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	require.Equal(t, http.StatusFound, resp.Status)
 	require.False(t, hit.Load(), "credentials are not carried to another host")
 }
+
+func TestUnexpectedNamesTheCallStatusAndBodyStart(t *testing.T) {
+	t.Parallel()
+	c := New(Options{Adapter: "argo-cd"})
+	err := c.Unexpected("sync application", &Response{Status: 409, Body: []byte(strings.Repeat("x", bodyPrefix+10))})
+	require.Equal(t, 409, StatusOf(err))
+	require.Equal(t, `argo-cd: sync application: status 409: "`+strings.Repeat("x", bodyPrefix)+`..."`, err.Error())
+}

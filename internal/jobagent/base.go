@@ -1,0 +1,102 @@
+// Package jobagent is the base every job agent that runs jobs on an
+// external system builds on (argo-cd, argo-workflows, github-actions,
+// terraform-cloud, kubernetes-job): its Options, the outbound HTTP
+// client, the follower (jobfollow.Tracker), each dispatched job's config
+// for CancelJob, and the answer to a config no retry can fix.
+//
+// An agent embeds *Base[C], C being its parsed job config, and gets Type
+// and Close from it; its Dispatch hands its start function to Start.
+package jobagent
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/jobfollow"
+	"github.com/reconcilerhq/reconciler/internal/outbound"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// Options configures an external agent; zero fields take defaults.
+type Options struct {
+	// HTTP tunes the agent's client (timeouts, retries, caps); New sets
+	// its Adapter. Agents that call no HTTP API ignore it.
+	HTTP outbound.Options
+	// MinPoll and MaxPoll bound the follower's polling backoff (defaults
+	// 2s and 30s).
+	MinPoll, MaxPoll time.Duration
+	Logger           *slog.Logger
+}
+
+// Base is what every external agent shares. It is goroutine-safe; Close
+// it when done.
+type Base[C any] struct {
+	// HTTP is the agent's one outbound client.
+	HTTP *outbound.Client
+	// Secrets resolves credentials, per request.
+	Secrets ports.SecretResolver
+
+	typ   string
+	track *jobfollow.Tracker
+
+	mu   sync.Mutex
+	cfgs map[string]C // by job id, for CancelJob
+}
+
+// New returns the base of the agent of type typ, reporting through
+// reporter and reading credentials through secrets.
+func New[C any](typ string, reporter ports.JobReporter, secrets ports.SecretResolver, o Options) *Base[C] {
+	o.HTTP.Adapter = typ
+	return &Base[C]{HTTP: outbound.New(o.HTTP), Secrets: secrets, typ: typ, cfgs: map[string]C{},
+		track: jobfollow.New(jobfollow.Options{Adapter: typ, Reporter: reporter, Logger: o.Logger, MinPoll: o.MinPoll, MaxPoll: o.MaxPoll})}
+}
+
+// Type returns the release.JobAgent.Type the agent serves.
+func (b *Base[C]) Type() string { return b.typ }
+
+// Close stops following the agent's runs and waits for its followers.
+func (b *Base[C]) Close() { b.track.Close() }
+
+// Start dispatches d once per job id (jobfollow.Tracker.Dispatch): start
+// finds or starts the external run and returns how to follow it.
+func (b *Base[C]) Start(ctx context.Context, d ports.JobDispatch, start func(ctx context.Context) (jobfollow.Started, error)) (ports.JobDispatchResult, error) {
+	return b.track.Dispatch(ctx, d, start)
+}
+
+// Remember keeps job id's config for CancelJob.
+func (b *Base[C]) Remember(jobID string, cfg C) {
+	b.mu.Lock()
+	b.cfgs[jobID] = cfg
+	b.mu.Unlock()
+}
+
+// ConfigOf is the config Remember kept for job id, if any.
+func (b *Base[C]) ConfigOf(jobID string) (C, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, ok := b.cfgs[jobID]
+	return c, ok
+}
+
+// Invalid is the start of a job whose config no retry can fix (bad
+// config, an unreadable credential, a resource the system does not have):
+// it ends invalidJobAgent, the message naming the agent and, through err,
+// the field.
+func (b *Base[C]) Invalid(err error) (jobfollow.Started, error) {
+	return jobfollow.Started{Result: ports.JobDispatchResult{Status: release.JobInvalidJobAgent, Message: b.typ + ": " + err.Error()}}, nil
+}
+
+// Bearer is the request header carrying the token secret reference ref
+// names (field names it in errors), resolved now.
+func (b *Base[C]) Bearer(ctx context.Context, field, ref string) (http.Header, error) {
+	token, err := configmap.Resolve(ctx, b.Secrets, field, ref)
+	if err != nil {
+		return nil, err
+	}
+	return http.Header{"Authorization": {"Bearer " + token}}, nil
+}
