@@ -333,6 +333,11 @@ type TargetFactsReader interface {
 	// (zero or less: all). A missing target is ErrNotFound. Postgres reads
 	// it in one statement, hence from one snapshot.
 	TargetFactsGet(ctx context.Context, t release.ReleaseTarget, jobLimit int) (TargetFacts, error)
+	// TargetFactsGetMany reads the TargetFacts of every stored target of
+	// ts at once, each as TargetFactsGet would, keyed by target; a target
+	// that is not stored is absent from the map. Postgres reads them in
+	// one statement.
+	TargetFactsGetMany(ctx context.Context, ts []release.ReleaseTarget, jobLimit int) (map[release.ReleaseTarget]TargetFacts, error)
 }
 
 // Versions stores deployment versions with their approvals and policy

@@ -309,6 +309,23 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 	return f, nil
 }
 
+// TargetFactsGetMany reads the facts of each stored target of ts with
+// TargetFactsGet.
+func (s *ReleaseStore) TargetFactsGetMany(ctx context.Context, ts []release.ReleaseTarget, jobLimit int) (map[release.ReleaseTarget]ports.TargetFacts, error) {
+	out := make(map[release.ReleaseTarget]ports.TargetFacts, len(ts))
+	for _, t := range ts {
+		f, err := s.TargetFactsGet(ctx, t, jobLimit)
+		if errors.Is(err, ports.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[t] = f
+	}
+	return out, nil
+}
+
 // forced lists the force-deploy skips covering t, by id.
 func (s *ReleaseStore) forced(ctx context.Context, t release.ReleaseTarget) []release.PolicySkip {
 	defer s.rlock(ctx)()

@@ -18,8 +18,15 @@ import (
 // release and version, the deployment's agent, its newest jobs (LIMIT $2;
 // NULL is all) and the latest published revision of every policy in the
 // catalog, the last two as JSON arrays.
-const sqlTargetFacts = `
-SELECT s.doc AS s_doc,
+const sqlTargetFacts = sqlTargetFactsSelect + `WHERE t.key = $1`
+
+// sqlTargetFactsMany is sqlTargetFacts for the targets whose keys are in
+// $1 (an array); the policies are read once for them all.
+const sqlTargetFactsMany = sqlTargetFactsSelect + `WHERE t.key = ANY($1::text[])`
+
+// sqlTargetFactsSelect is sqlTargetFacts without its WHERE clause.
+const sqlTargetFactsSelect = `
+SELECT t.key, s.doc AS s_doc,
 	(SELECT coalesce(json_agg(vs.doc ORDER BY vs.id), '[]') FROM release_variable_sets vs WHERE vs.system_id = s.id) AS vs_docs,
 	t.created_at, d.doc AS d_doc, e.doc AS e_doc, r.doc AS r_doc,
 	ds.release_id AS ds_release, ds.reasons AS ds_reasons, ds.next_check_at AS ds_next, ds.updated_at AS ds_updated,
@@ -48,10 +55,11 @@ LEFT JOIN release_desired ds ON ds.target_key = t.key
 LEFT JOIN release_releases rel ON rel.id = ds.release_id AND ds.release_id <> ''
 LEFT JOIN release_versions v ON v.id = rel.version_id
 LEFT JOIN release_job_agents a ON a.id = d.doc->>'job_agent_id'
-WHERE t.key = $1`
+`
 
 // factsRow is one row of sqlTargetFacts.
 type factsRow struct {
+	Key       string
 	SDoc      []byte
 	VSDocs    []byte
 	CreatedAt time.Time
@@ -96,9 +104,57 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 
 // scanFacts runs sqlTargetFacts as a hot statement into row.
 func (s *ReleaseStore) scanFacts(ctx context.Context, t release.ReleaseTarget, limit any, row *factsRow) error {
-	return s.hotScan(ctx, sqlTargetFacts, []any{t.Key(), limit}, &row.SDoc, &row.VSDocs, &row.CreatedAt, &row.DDoc, &row.EDoc, &row.RDoc,
+	return s.hotScan(ctx, sqlTargetFacts, []any{t.Key(), limit}, row.dest()...)
+}
+
+// dest lists the row's fields in the order of sqlTargetFactsSelect.
+func (row *factsRow) dest() []any {
+	return []any{&row.Key, &row.SDoc, &row.VSDocs, &row.CreatedAt, &row.DDoc, &row.EDoc, &row.RDoc,
 		&row.DsRelease, &row.DsReasons, &row.DsNext, &row.DsUpdated, &row.RelDoc, &row.VDoc,
-		&row.ADoc, &row.AVersion, &row.AUpdated, &row.Jobs, &row.Policies, &row.Forced)
+		&row.ADoc, &row.AVersion, &row.AUpdated, &row.Jobs, &row.Policies, &row.Forced}
+}
+
+// TargetFactsGetMany reads the facts of the stored targets among ts in one
+// statement.
+func (s *ReleaseStore) TargetFactsGetMany(ctx context.Context, ts []release.ReleaseTarget, jobLimit int) (map[release.ReleaseTarget]ports.TargetFacts, error) {
+	out := make(map[release.ReleaseTarget]ports.TargetFacts, len(ts))
+	if len(ts) == 0 {
+		return out, nil
+	}
+	byKey := make(map[string]release.ReleaseTarget, len(ts))
+	keys := make([]string, 0, len(ts))
+	for _, t := range ts {
+		if _, dup := byKey[t.Key()]; !dup {
+			byKey[t.Key()] = t
+			keys = append(keys, t.Key())
+		}
+	}
+	op := fmt.Sprintf("get facts of %d targets", len(keys))
+	var limit any // NULL: no limit
+	if jobLimit > 0 {
+		limit = jobLimit
+	}
+	rows, err := s.db.hotQuery(ctx, sqlTargetFactsMany, keys, limit)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var row factsRow
+		if err := rows.Scan(row.dest()...); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		t := byKey[row.Key]
+		f, err := row.facts(t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: decode %s: %w", op, row.Key, err)
+		}
+		out[t] = f
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return out, rows.Close()
 }
 
 // facts decodes the row.

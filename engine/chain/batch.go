@@ -39,6 +39,50 @@ type batch struct {
 	cur       int // the index of the item running
 	enqueues  []ports.EnqueueParams
 	handovers []handover
+
+	// facts are the items' targets' facts, read for them all in one
+	// statement at the start of the transaction, each taken by the first
+	// load of its target (a later load reads again); a prefetched target
+	// missing from facts is not stored.
+	facts      map[release.ReleaseTarget]ports.TargetFacts
+	prefetched map[release.ReleaseTarget]bool
+	// versions are the deployments' newest versions, read once per batch
+	// (candidates).
+	versions map[string]*versionPage
+}
+
+// prefetch reads the facts of the items' targets in one statement.
+func (c *Chain) prefetch(ctx context.Context, b *batch, items []engine.Item) error {
+	ts := make([]release.ReleaseTarget, 0, len(items))
+	for _, it := range items {
+		if t, err := targetOf(it); err == nil {
+			ts = append(ts, t)
+		}
+	}
+	facts, err := c.Store.TargetFactsGetMany(ctx, ts, historyLimit)
+	if err != nil {
+		return err
+	}
+	b.facts, b.prefetched = facts, make(map[release.ReleaseTarget]bool, len(ts))
+	for _, t := range ts {
+		b.prefetched[t] = true
+	}
+	return nil
+}
+
+// takeFacts is t's prefetched facts (ErrNotFound when it is not stored),
+// once; ok is false when the batch holds none for t.
+func (b *batch) takeFacts(t release.ReleaseTarget) (ports.TargetFacts, bool, error) {
+	if b == nil || !b.prefetched[t] {
+		return ports.TargetFacts{}, false, nil
+	}
+	delete(b.prefetched, t)
+	f, found := b.facts[t]
+	delete(b.facts, t)
+	if !found {
+		return f, true, fmt.Errorf("get facts of target %s: %w", t.Key(), ports.ErrNotFound)
+	}
+	return f, true, nil
 }
 
 type batchKey struct{}
@@ -87,6 +131,11 @@ func (c *Chain) runBatch(ctx context.Context, items []engine.Item, one func(cont
 	err := c.inTx(ctx, func(ctx context.Context) error {
 		b = &batch{}
 		bctx := context.WithValue(ctx, batchKey{}, b)
+		if len(items) > 1 {
+			if err := c.prefetch(ctx, b, items); err != nil {
+				return fmt.Errorf("read the batch's facts: %w", err)
+			}
+		}
 		for _, i := range order {
 			b.cur = i
 			outs[i] = one(bctx, items[i])

@@ -26,7 +26,10 @@ type facts struct {
 
 // load reads the facts of target t; ErrNotFound means the target is gone.
 func (c *Chain) load(ctx context.Context, t release.ReleaseTarget) (*facts, error) {
-	tf, err := c.Store.TargetFactsGet(ctx, t, historyLimit)
+	tf, ok, err := batchOf(ctx).takeFacts(t)
+	if !ok {
+		tf, err = c.Store.TargetFactsGet(ctx, t, historyLimit)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +229,7 @@ func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersio
 // policies no rule reads approvals or skips, so they are not read.
 func (c *Chain) candidates(ctx context.Context, deploymentID string, policies []policy.Policy) iter.Seq2[policy.Candidate, error] {
 	return func(yield func(policy.Candidate, error) bool) {
-		for v, err := range c.Store.VersionsNewestFirst(ctx, deploymentID, 0) {
+		for v, err := range c.versionsNewestFirst(ctx, deploymentID) {
 			if err != nil {
 				yield(policy.Candidate{}, err)
 				return
@@ -246,6 +249,72 @@ func (c *Chain) candidates(ctx context.Context, deploymentID string, policies []
 			}
 		}
 	}
+}
+
+// versionPage is the newest versions of a deployment as a batch read them:
+// all of them when complete, else the first page.
+type versionPage struct {
+	versions []release.DeploymentVersion
+	complete bool
+}
+
+// versionsNewestFirst streams the deployment's versions newest first
+// (Store.VersionsNewestFirst); in a batch the first page is read once for
+// every item of the batch, and a stream that goes past it continues
+// strictly below its last version.
+func (c *Chain) versionsNewestFirst(ctx context.Context, deploymentID string) iter.Seq2[release.DeploymentVersion, error] {
+	b := batchOf(ctx)
+	if b == nil {
+		return c.Store.VersionsNewestFirst(ctx, deploymentID, 0)
+	}
+	return func(yield func(release.DeploymentVersion, error) bool) {
+		page := b.versions[deploymentID]
+		if page == nil {
+			page = &versionPage{complete: true}
+			// One page, and one more version to tell whether it is all.
+			for v, err := range c.Store.VersionsNewestFirst(ctx, deploymentID, ports.DefaultVersionPageSize+1) {
+				if err != nil {
+					yield(release.DeploymentVersion{}, err)
+					return
+				}
+				if len(page.versions) == ports.DefaultVersionPageSize {
+					page.complete = false
+					break
+				}
+				page.versions = append(page.versions, v)
+			}
+			if b.versions == nil {
+				b.versions = map[string]*versionPage{}
+			}
+			b.versions[deploymentID] = page
+		}
+		for _, v := range page.versions {
+			if !yield(v, nil) {
+				return
+			}
+		}
+		if page.complete || len(page.versions) == 0 {
+			return
+		}
+		last := page.versions[len(page.versions)-1]
+		for v, err := range c.Store.VersionsNewestFirst(ctx, deploymentID, 0) {
+			if err == nil && !olderVersion(&v, &last) {
+				continue // up to the cached page's last, already yielded
+			}
+			if !yield(v, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// olderVersion reports whether a comes after b in the newest-first order
+// (created_at desc, id desc).
+func olderVersion(a, b *release.DeploymentVersion) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.Before(b.CreatedAt)
+	}
+	return a.ID < b.ID
 }
 
 // loadPolicyFacts reads what the enabled policies' rules need beyond the

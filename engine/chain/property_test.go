@@ -27,13 +27,15 @@ import (
 //   - a run (a release's consecutive jobs on a target) never has more jobs
 //     than its retry budget allows;
 //
-// and at the end that the chain is idempotent: re-evaluating every target
+// drained one item at a time or in batches (as Run takes them), and at the
+// end that the chain is idempotent: re-evaluating every target
 // with unchanged state creates no job or release.
 func TestChainProperties(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		clock := porttest.NewFakeClock(t0)
 		h := newHarnessOn(rt, context.Background(), clock, memory.NewReleaseStore(clock), memory.NewQueue(clock))
+		h.batched = rapid.Bool().Draw(rt, "batched")
 		capN := rapid.IntRange(1, 2).Draw(rt, "cap")
 		retries := rapid.IntRange(0, 2).Draw(rt, "retries")
 		h.policy(policy.Policy{ID: "gates", Rules: []policy.Rule{

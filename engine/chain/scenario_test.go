@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -104,13 +105,19 @@ type harness struct {
 	eng   *engine.Engine
 	agent *fakeAgent
 	envs  map[string]release.Environment
+	// batched drains with engine.DrainBatches: the target-scoped kinds'
+	// items run in batches, as under Run.
+	batched bool
 }
 
 func newHarness(t *testing.T, backend string) *harness {
 	t.Helper()
 	clock := porttest.NewFakeClock(t0)
-	store, q := backends[backend](t, clock)
-	return newHarnessOn(t, t.Context(), clock, store, q)
+	name, batched := strings.CutSuffix(backend, "-batched")
+	store, q := backends[name](t, clock)
+	h := newHarnessOn(t, t.Context(), clock, store, q)
+	h.batched = batched
+	return h
 }
 
 // newHarnessOn builds the harness over a store and queue.
@@ -165,7 +172,11 @@ func (h *harness) policy(p policy.Policy) {
 // drain runs every due item; it returns the passes run.
 func (h *harness) drain() int {
 	h.t.Helper()
-	n, err := h.eng.Drain(h.ctx)
+	drain := h.eng.Drain
+	if h.batched {
+		drain = h.eng.DrainBatches
+	}
+	n, err := drain(h.ctx)
 	require.NoError(h.t, err)
 	return n
 }
@@ -230,12 +241,16 @@ func progressionPolicies(h *harness, requireVerification bool) {
 		{ID: "approval", Spec: policy.AnyApproval{MinApprovals: 1}}}})
 }
 
+// forEachBackend runs f on each adapter, draining one item at a time and
+// in batches ("-batched").
 func forEachBackend(t *testing.T, f func(t *testing.T, h *harness)) {
 	for name := range backends {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			f(t, newHarness(t, name))
-		})
+		for _, mode := range []string{"", "-batched"} {
+			t.Run(name+mode, func(t *testing.T) {
+				t.Parallel()
+				f(t, newHarness(t, name+mode))
+			})
+		}
 	}
 }
 

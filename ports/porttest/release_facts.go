@@ -15,7 +15,9 @@ import (
 
 // relTargetFacts checks TargetFactsGet against the separate reads it
 // stands for: before a decision, with "no release", and with a release,
-// jobs, an agent and policies; and ErrNotFound for a missing target.
+// jobs, an agent and policies; and ErrNotFound for a missing target. At
+// each step TargetFactsGetMany reads what TargetFactsGet reads, and leaves
+// a missing target out.
 func relTargetFacts(t *testing.T, e *relEnv) {
 	f := relJobWorld(t, e)
 	ctx, s := e.ctx, e.s
@@ -29,6 +31,14 @@ func relTargetFacts(t *testing.T, e *relEnv) {
 		t.Helper()
 		got, err := s.TargetFactsGet(ctx, target, jobLimit)
 		require.NoError(t, err, label)
+		// Read together with another target and a missing one (twice), each
+		// stored target's facts are what it reads alone.
+		other := tgt(relD1, relE1, relR2)
+		alone, err := s.TargetFactsGet(ctx, other, jobLimit)
+		require.NoError(t, err, label)
+		many, err := s.TargetFactsGetMany(ctx, []release.ReleaseTarget{other, tgt(relD1, relE1, relR3), target, other}, jobLimit)
+		require.NoError(t, err, label+": many")
+		require.Equal(t, map[release.ReleaseTarget]ports.TargetFacts{target: got, other: alone}, many, label+": many")
 		det, err := s.TargetGet(ctx, target)
 		require.NoError(t, err, label)
 		require.Equal(t, det, got.Detail, label+": detail")
