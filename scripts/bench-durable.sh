@@ -2,8 +2,9 @@
 # bench-durable.sh runs the durable comparison against the server named by
 # RECONCILER_TEST_DSN (make bench-durable starts a stock-settings cluster
 # for it): reconciler's three benches, then River and the bare SKIP LOCKED
-# loop through the burn-down of `bench queue`. Each prints its JSON line on
-# stdout; progress goes to stderr. Sizes come from the environment:
+# loop through the burn-down of `bench queue`, and the release chain again in
+# 1 and 2 worker processes. Each prints its JSON line on stdout; progress
+# goes to stderr. Sizes come from the environment:
 # BENCH_TARGETS (bench release), BENCH_ITEMS (bench workflow) and
 # BENCH_QUEUE_ITEMS (bench queue, River, the bare loop).
 set -euo pipefail
@@ -22,4 +23,7 @@ compare=${BENCH_COMPARE_BIN:-bin/bench-compare}
 "$compare" --system river --dsn "$dsn" --items "$queue" --timeout 5m
 "$compare" --system skiplocked --dsn "$dsn" --items "$queue" --timeout 5m
 "$reconciler" bench release --dsn "$dsn" --targets "$targets" --timeout 10m
+# The same rollout with the chain in 1, then 2, worker processes (like serve
+# processes sharing the database), each line with the workers' peak RSS.
+"$reconciler" bench release --dsn "$dsn" --targets "$targets" --timeout 10m --processes 1,2
 "$reconciler" bench workflow --dsn "$dsn" --items "$items" --timeout 10m

@@ -26,7 +26,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure the engine; each benchmark ends with one JSON line of figures",
 	}
-	cmd.AddCommand(newBenchQueueCmd(), newBenchReleaseCmd(), newBenchWorkflowCmd(), newBenchWorkerCmd())
+	cmd.AddCommand(newBenchQueueCmd(), newBenchReleaseCmd(), newBenchWorkflowCmd(), newBenchWorkerCmd(), newBenchReleaseWorkerCmd())
 	return cmd
 }
 
@@ -37,6 +37,8 @@ type benchQueueOptions struct {
 	batch    int
 	items    int
 	rate     int
+	// cpuProfile names the file of a CPU profile of the throughput phase.
+	cpuProfile string
 }
 
 func newBenchQueueCmd() *cobra.Command {
@@ -73,6 +75,7 @@ The last line is JSON:
 	intRangeVar(f, &o.batch, "batch", 256, 1, 10_000, "items leased per call and passes in flight per engine")
 	intRangeVar(f, &o.items, "items", 100000, 1, 10_000_000, "backlog size of the throughput phase")
 	intRangeVar(f, &o.rate, "rate", 1000, 1, 1_000_000, "enqueue rate of the latency phase, items per second")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the throughput phase to this file")
 	return cmd
 }
 
@@ -115,6 +118,12 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 		}
 		return engine.Done()
 	})
+	stopProfile := func() {}
+	if o.cpuProfile != "" {
+		if stopProfile, err = startCPUProfile(o.cpuProfile); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	stop := startEngines(ctx, env.be.queue, o.workers, 200*time.Millisecond, quiet, func(e *engine.Engine) {
 		e.Register(benchKind, proc, engine.KindOptions{Concurrency: o.batch})
@@ -132,6 +141,7 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 	}
 	elapsed := time.Since(start)
 	stop()
+	stopProfile()
 	completions := done.Load()
 	perSec := float64(completions) / elapsed.Seconds()
 	fmt.Fprintf(stderr, "throughput: %d passes, every ack committed %v, in %s = %.0f items/s\n",

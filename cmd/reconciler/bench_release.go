@@ -29,10 +29,15 @@ type benchReleaseOptions struct {
 	concurrency int
 	timeout     time.Duration
 	cpuProfile  string
+	// processes lists the worker process counts to run with (empty: the
+	// chain runs in this process, in o.workers engines).
+	processes []int
+	workerBin string
 }
 
 func newBenchReleaseCmd() *cobra.Command {
 	o := benchReleaseOptions{}
+	var processes string
 	cmd := &cobra.Command{
 		Use:   "release",
 		Short: "Time a new version reaching dispatched jobs on every release target",
@@ -42,7 +47,11 @@ It stores one deployment in one environment over --targets resources (one
 release target each) and an agent that accepts every job at once. Then it
 creates a version and times the chain (desired-release, job-dispatch)
 until a job of that version was dispatched on every target.
---workers engines share the queue, like separate processes.
+--workers engines share the queue, like separate processes. With
+--processes 1,2 the chain runs instead in that many worker processes (each
+an engine with the chain, as in serve, at --concurrency), the whole
+benchmark once per count, one JSON line each, with each worker's peak RSS
+(workers_rss_mb, the largest as worker_max_rss_mb).
 
 It runs in memory unless --dsn (or RECONCILER_DSN) names a PostgreSQL
 database; the benchmark uses its own schema there and drops it afterwards.
@@ -54,6 +63,13 @@ The last line is JSON:
 			if err := envFallback(cmd); err != nil {
 				return err
 			}
+			var err error
+			if o.processes, err = parseProcesses(processes); err != nil {
+				return err
+			}
+			if len(o.processes) > 0 {
+				return benchReleaseProcesses(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			}
 			return benchRelease(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
@@ -64,24 +80,35 @@ The last line is JSON:
 	intRangeVar(f, &o.concurrency, "concurrency", 64, 1, 4096, "passes in flight per kind and engine")
 	durationRangeVar(f, &o.timeout, "timeout", 2*time.Minute, time.Second, 24*time.Hour, "longest the timed phase may run")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phase to this file")
+	f.StringVar(&processes, "processes", "", "run the chain in worker processes instead, once per count of this comma-separated list (e.g. 1,2; needs --dsn)")
+	f.StringVar(&o.workerBin, "worker-bin", "", "the reconciler binary the worker processes run (default this one)")
+	_ = f.MarkHidden("worker-bin")
 	return cmd
 }
 
 // countingAgent accepts every job and counts the distinct ones; done closes
 // when want jobs were dispatched.
 type countingAgent struct {
-	want int64
-	n    atomic.Int64
-	seen sync.Map
-	once sync.Once
-	done chan struct{}
+	// onNew, when set, is called with each job id dispatched the first
+	// time.
+	onNew func(id string)
+	want  int64
+	n     atomic.Int64
+	seen  sync.Map
+	once  sync.Once
+	done  chan struct{}
 }
 
 func (a *countingAgent) Type() string { return "bench" }
 
 func (a *countingAgent) Dispatch(_ context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	if _, dup := a.seen.LoadOrStore(d.Job.ID, true); !dup && a.n.Add(1) == a.want {
-		a.once.Do(func() { close(a.done) })
+	if _, dup := a.seen.LoadOrStore(d.Job.ID, true); !dup {
+		if a.onNew != nil {
+			a.onNew(d.Job.ID)
+		}
+		if a.n.Add(1) == a.want {
+			a.once.Do(func() { close(a.done) })
+		}
 	}
 	return ports.JobDispatchResult{ExternalID: "bench-" + d.Job.ID, Status: release.JobInProgress}, nil
 }

@@ -50,10 +50,37 @@ func TestBenchRelease(t *testing.T) {
 	}
 }
 
+// TestBenchReleaseProcesses: with --processes 1,2 the chain runs in that
+// many worker processes, every target gets its job each time, and each run
+// prints its JSON line with the workers' peak RSS.
+func TestBenchReleaseProcesses(t *testing.T) {
+	t.Parallel()
+	bin, err := buildBinary()
+	require.NoError(t, err)
+	res := runCLI(t, "", "bench", "release", "--targets", "200", "--processes", "1,2", "--worker-bin", bin, "--dsn", pgtest.DSN(t))
+	require.NoError(t, res.err, res.stderr)
+	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	require.Len(t, lines, 2, res.stdout)
+	for i, want := range []int{1, 2} {
+		got := lastJSONLine(t, lines[i])
+		require.EqualValues(t, want, got["processes"])
+		require.EqualValues(t, 200, got["targets"])
+		rss, ok := got["workers_rss_mb"].([]any)
+		require.True(t, ok, "workers_rss_mb: %v", got["workers_rss_mb"])
+		require.Len(t, rss, want)
+		for _, r := range rss {
+			require.Greater(t, r, 0.0, "each worker's peak RSS")
+			require.LessOrEqual(t, r, got["worker_max_rss_mb"])
+		}
+		requireServerFigures(t, "postgres", "target", 200, got)
+	}
+}
+
 // TestBenchReleaseBadFlags: non-positive sizes are usage errors.
 func TestBenchReleaseBadFlags(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"--targets", "0"}, {"--workers", "-1"}, {"--timeout", "0s"}} {
+	for _, args := range [][]string{{"--targets", "0"}, {"--workers", "-1"}, {"--timeout", "0s"},
+		{"--processes", "0"}, {"--processes", "1,x"}, {"--processes", "2"} /* needs --dsn */} {
 		res := runCLI(t, "", append([]string{"bench", "release"}, args...)...)
 		require.Equal(t, 2, res.code, "%v: %s", args, res.stderr)
 	}
