@@ -26,32 +26,45 @@ const benchVersions = 100_000
 // deployment has benchVersions versions, v1 oldest, and the given policies.
 func benchChain(b *testing.B, policies ...policy.Policy) (*Chain, release.ReleaseTarget) {
 	b.Helper()
+	c, targets := versionsChain(b, benchVersions, []string{"c1"}, policies...)
+	return c, targets[0]
+}
+
+// versionsChain returns a chain on the memory adapters with one target per
+// resource whose deployment has n versions, v1 oldest, one second apart,
+// and the given policies.
+func versionsChain(tb testing.TB, n int, resources []string, policies ...policy.Policy) (*Chain, []release.ReleaseTarget) {
+	tb.Helper()
 	ctx := context.Background()
 	clock := ports.SystemClock
 	s := memory.NewReleaseStore(clock)
 	c := &Chain{Store: s, Queue: memory.NewQueue(clock), Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	_, err := s.Workspaces().Put(ctx, release.Workspace{ID: "ws", Name: "ws"}, 0)
-	require.NoError(b, err)
+	require.NoError(tb, err)
 	_, err = s.Systems().Put(ctx, release.System{ID: "sys", WorkspaceID: "ws", Name: "sys"}, 0)
-	require.NoError(b, err)
+	require.NoError(tb, err)
 	_, err = s.Environments().Put(ctx, release.Environment{ID: "prod", SystemID: "sys", Name: "prod", ResourceSelector: "true"}, 0)
-	require.NoError(b, err)
-	_, err = s.Resources().Put(ctx, release.Resource{ID: "c1", WorkspaceID: "ws", Kind: "cluster", Identifier: "c1", Name: "c1"}, 0)
-	require.NoError(b, err)
+	require.NoError(tb, err)
+	var targets []release.ReleaseTarget
+	for _, r := range resources {
+		_, err = s.Resources().Put(ctx, release.Resource{ID: r, WorkspaceID: "ws", Kind: "cluster", Identifier: r, Name: r}, 0)
+		require.NoError(tb, err)
+		targets = append(targets, release.ReleaseTarget{DeploymentID: "api", EnvironmentID: "prod", ResourceID: r})
+	}
 	_, err = s.Deployments().Put(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", ResourceSelector: "true"}, 0)
-	require.NoError(b, err)
+	require.NoError(tb, err)
 	for _, p := range policies {
 		_, err = catalog.New(s, catalog.Config{}).Policies("bench").Put(ctx, p, 0)
-		require.NoError(b, err)
+		require.NoError(tb, err)
 	}
 	_, err = c.SyncTargets(ctx, "sys")
-	require.NoError(b, err)
+	require.NoError(tb, err)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := 1; i <= benchVersions; i++ {
-		require.NoError(b, s.VersionCreate(ctx, release.DeploymentVersion{ID: fmt.Sprint("v", i), DeploymentID: "api",
+	for i := 1; i <= n; i++ {
+		require.NoError(tb, s.VersionCreate(ctx, release.DeploymentVersion{ID: fmt.Sprint("v", i), DeploymentID: "api",
 			Tag: fmt.Sprint("v", i), Status: release.VersionReady, CreatedAt: t0.Add(time.Duration(i) * time.Second)}))
 	}
-	return c, release.ReleaseTarget{DeploymentID: "api", EnvironmentID: "prod", ResourceID: "c1"}
+	return c, targets
 }
 
 // BenchmarkDesiredRelease measures one desired-release pass of a target
