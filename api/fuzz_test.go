@@ -120,3 +120,9 @@ func FuzzVariableSetPut(f *testing.F) {
 		map[string]any{"id": "vs", "system_id": "sys", "name": "vs", "selector": "true", "priority": 1,
 			"values": map[string]any{"k": map[string]any{"literal": "v"}}})
 }
+
+func FuzzTokenCreate(f *testing.F) {
+	fuzzRoute(f, http.MethodPost, "/api/v1/tokens",
+		map[string]any{"name": "ci", "scopes": []any{"read", "write"}, "expires_in": "720h"},
+		map[string]any{"name": "agent", "scopes": []any{"agent"}})
+}

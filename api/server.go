@@ -129,6 +129,7 @@ func New(o Options) *Server {
 	s.registerCatalog()
 	s.registerOperations()
 	s.registerRuns()
+	s.registerTokens()
 	if o.Releases != nil && o.Queue != nil {
 		tx := o.Tx
 		if tx == nil {

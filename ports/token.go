@@ -61,8 +61,8 @@ func (t *Token) Revoked() bool { return !t.RevokedAt.IsZero() }
 // Expired reports whether the token has an expiry that is not after now.
 func (t *Token) Expired(now time.Time) bool { return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt) }
 
-// ValidateToken checks a token before it is stored: an id, a name, at
-// least one scope, every scope known, an expiry (if any) after its
+// ValidateToken checks a token before it is stored: an id, a name without
+// control characters, at least one scope, every scope known, an expiry (if any) after its
 // creation, and a hash.
 func ValidateToken(t *Token, hash []byte) error {
 	switch {
@@ -76,6 +76,9 @@ func ValidateToken(t *Token, hash []byte) error {
 		return release.Invalid("hash", "is required")
 	case !t.ExpiresAt.IsZero() && !t.ExpiresAt.After(t.CreatedAt):
 		return release.Invalid("expires_at", "must be after created_at")
+	}
+	if err := release.CheckControl("name", t.Name); err != nil {
+		return err // the name is shown and recorded as a principal
 	}
 	if err := release.CheckText(t); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/api"
@@ -197,4 +198,41 @@ func TestTokenCommands(t *testing.T) {
 	require.Contains(t, r.stdout, created.Token.ExpiresAt.UTC().Format(time.RFC3339))
 	require.Equal(t, 2, runCLI(t, "", "token", "create", "--name", "x", "--scope", "read", "--expires", "-1h", "--dsn", dsn).code)
 	require.Equal(t, 2, runCLI(t, "", "token", "create", "--name", "x", "--scope", "read", "--expires", "soon", "--dsn", dsn).code)
+	r = runCLI(t, "", "token", "create", "--name", "x\x1b[31m", "--scope", "read", "--dsn", dsn)
+	require.Equal(t, 2, r.code, "a control character in the name")
+	require.Contains(t, r.err.Error(), "name")
+}
+
+// TestTokenCommandsThroughServer: create, list and revoke on --server need
+// a token of scope admin; the created secret works until revoked.
+func TestTokenCommandsThroughServer(t *testing.T) {
+	t.Parallel()
+	url, tok := apiServer(t)
+	as := func(s ports.Scope, args ...string) cliResult {
+		return runCLI(t, "", append(args, "--server", url, "--token", tok[s])...)
+	}
+	r := as(ports.ScopeAdmin, "token", "create", "--name", "remote-ci", "--scope", "read,agent", "--expires", "24h", "-o", "yaml")
+	require.Equal(t, 0, r.code, r.stderr)
+	var created api.TokenCreated
+	require.NoError(t, yaml.Unmarshal([]byte(r.stdout), &created), r.stdout)
+	require.Equal(t, []ports.Scope{ports.ScopeRead, ports.ScopeAgent}, created.Token.Scopes)
+	require.WithinDuration(t, time.Now().Add(24*time.Hour), created.Token.ExpiresAt, time.Minute)
+	require.Equal(t, 0, runCLI(t, "", "get", "targets", "--server", url, "--token", created.Secret).code, "the new secret works")
+	r = as(ports.ScopeAdmin, "token", "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^`+created.Token.ID+` +remote-ci +read,agent +\S+ +\S+ +-$`, r.stdout)
+	require.NotContains(t, r.stdout, created.Secret)
+	r = as(ports.ScopeAdmin, "token", "list", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, created.Secret)
+	require.Equal(t, 5, as(ports.ScopeRead, "token", "list").code, "scope admin is needed")
+	require.Equal(t, 5, as(ports.ScopeWrite, "token", "create", "--name", "x", "--scope", "read").code)
+	require.Equal(t, 5, as(ports.ScopeApprove, "token", "revoke", created.Token.ID).code)
+	require.Equal(t, 2, as(ports.ScopeAdmin, "token", "create", "--name", "x", "--scope", "root").code)
+	require.Equal(t, 2, as(ports.ScopeAdmin, "token", "create", "--scope", "read").code)
+	require.Equal(t, 4, as(ports.ScopeAdmin, "token", "revoke", "nope").code)
+	r = as(ports.ScopeAdmin, "token", "revoke", created.Token.ID)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "revoked token "+created.Token.ID+"\n", r.stdout)
+	require.Equal(t, 5, runCLI(t, "", "get", "targets", "--server", url, "--token", created.Secret).code, "revoked")
 }

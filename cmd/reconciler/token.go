@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
@@ -45,15 +43,17 @@ func printAdminToken(ctx context.Context, out io.Writer, tokens ports.Tokens, cl
 func newTokenCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
-		Short: "Create, list and revoke API tokens (stored hashed in PostgreSQL)",
+		Short: "Create, list and revoke API tokens (through the API; stored hashed)",
 		Long: `token administers the bearer tokens of the API that ` + "`reconciler serve`" + ` serves
 under /api/v1. A token has a name (recorded as the author of what it does:
 approvals, force-deploys, cancellations) and scopes: read, write, approve,
 agent, admin (admin grants every scope). Only a hash of each token is stored,
 so its secret is printed once, by create.
 
-Tokens live in PostgreSQL (--dsn or RECONCILER_DSN). The in-memory daemon
-keeps its own: it prints a fresh admin token when it starts.`,
+With --server (a token of scope admin) the commands go through the API of a
+running server; with --dsn (or RECONCILER_DSN), through the same API served in
+this process over that database. The in-memory daemon keeps its own tokens:
+it prints a fresh admin token when it starts.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			return usagef("token: want a subcommand (create, list, revoke)")
@@ -63,16 +63,6 @@ keeps its own: it prints a fresh admin token when it starts.`,
 	return cmd
 }
 
-// tokenRun opens the configured database and runs fn on its token store.
-func tokenRun(cmd *cobra.Command, o *releaseOpts, fn func(ctx context.Context, tokens ports.Tokens) error) error {
-	be, err := o.open(cmd, "tokens are stored in PostgreSQL; the in-memory daemon prints its own admin token at start")
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	return releaseExit(fn(cmd.Context(), be.tokens))
-}
-
 func newTokenCreateCmd() *cobra.Command {
 	var o releaseOpts
 	var name string
@@ -80,54 +70,52 @@ func newTokenCreateCmd() *cobra.Command {
 	var expires time.Duration
 	cmd := &cobra.Command{
 		Use:   "create --name NAME --scope SCOPE... [--expires DURATION]",
-		Short: "Create a token and print its secret once",
+		Short: "Create a token and print its secret once (token scope admin)",
 		Long: `create stores a new token named NAME with the given scopes (read, write,
 approve, agent, admin; repeat --scope or separate with commas) and prints its
 secret, which is not stored and cannot be shown again. With --expires the
 token is refused (401, "expired") from that long after its creation on;
-without it, it is valid until revoked. -o json prints the token record with
-the secret.`,
+without it, it is valid until revoked. -o json or yaml prints the token record
+with the secret.`,
 		Example: `  reconciler token create --name ci --scope read,write --expires 720h --dsn "$RECONCILER_DSN"
-  reconciler token create --name deploy-agent --scope agent --dsn "$RECONCILER_DSN"`,
+  reconciler token create --name deploy-agent --scope agent --server http://127.0.0.1:8080`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var sc []ports.Scope
+		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			req := api.TokenCreate{Name: name}
 			for _, s := range scopes {
 				for _, one := range strings.Split(s, ",") {
 					if one = strings.TrimSpace(one); !ports.Scope(one).Valid() {
 						return usagef("--scope %q: want read, write, approve, agent or admin", one)
 					}
-					sc = append(sc, ports.Scope(strings.TrimSpace(one)))
+					req.Scopes = append(req.Scopes, ports.Scope(one))
 				}
 			}
-			if name == "" || len(sc) == 0 {
+			if name == "" || len(req.Scopes) == 0 {
 				return usagef("token create: --name and at least one --scope are required")
 			}
-			return tokenRun(cmd, &o, func(ctx context.Context, tokens ports.Tokens) error {
-				var opts []api.TokenOption
-				if expires > 0 {
-					opts = append(opts, api.ExpiresAt(ports.SystemClock.Now().Add(expires)))
-				}
-				t, secret, err := api.IssueToken(ctx, tokens, ports.SystemClock, name, sc, opts...)
-				if err != nil {
-					return err
-				}
-				if o.output == "json" {
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"token": t, "secret": secret})
-				}
-				until := ""
-				if !t.ExpiresAt.IsZero() {
-					until = ", expires " + t.ExpiresAt.Format(time.RFC3339)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "created token %s (%s, scopes %s%s); its secret, shown once:\n%s\n", t.ID, t.Name, joinScopes(t.Scopes), until, secret)
-				return nil
-			})
-		},
+			if expires > 0 {
+				req.ExpiresIn = expires.String()
+			}
+			created, err := c.CreateToken(ctx, req)
+			if err != nil {
+				return err
+			}
+			if ok, err := structured(cmd.OutOrStdout(), o.output, created); ok {
+				return err
+			}
+			t := created.Token
+			until := ""
+			if !t.ExpiresAt.IsZero() {
+				until = ", expires " + t.ExpiresAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "created token %s (%s, scopes %s%s); its secret, shown once:\n%s\n", t.ID, t.Name, joinScopes(t.Scopes), until, created.Secret)
+			return nil
+		}),
 	}
 	o.bind(cmd, true)
 	cmd.Flags().StringVar(&name, "name", "", "whose token: recorded as the author of what it does")
 	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "read, write, approve, agent or admin; repeat for several")
-	durationRangeVar(cmd.Flags(), &expires, "expires", 0, 0, 10*365*24*time.Hour, "how long the token is valid (e.g. 720h); 0: until revoked")
+	durationRangeVar(cmd.Flags(), &expires, "expires", 0, 0, api.MaxTokenLifetime, "how long the token is valid (e.g. 720h); 0: until revoked")
 	return cmd
 }
 
@@ -135,30 +123,26 @@ func newTokenListCmd() *cobra.Command {
 	var o releaseOpts
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List tokens (never their secrets)",
+		Short: "List tokens, never their secrets (token scope admin)",
 		Args:  argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return tokenRun(cmd, &o, func(ctx context.Context, tokens ports.Tokens) error {
-				list, err := tokens.TokenList(ctx)
-				if err != nil {
-					return err
-				}
-				if o.output == "json" {
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(list)
-				}
-				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tNAME\tSCOPES\tCREATED\tEXPIRES\tREVOKED")
+		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			list, err := c.ListTokens(ctx)
+			if err != nil {
+				return err
+			}
+			return show(cmd, o.output, list, "ID\tNAME\tSCOPES\tCREATED\tEXPIRES\tREVOKED", func() [][]string {
 				now := ports.SystemClock.Now()
+				rows := make([][]string, 0, len(list))
 				for _, t := range list {
 					expires := ts(t.ExpiresAt)
 					if t.Expired(now) {
 						expires += " (expired)"
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, joinScopes(t.Scopes), ts(t.CreatedAt), expires, ts(t.RevokedAt))
+					rows = append(rows, []string{t.ID, t.Name, joinScopes(t.Scopes), ts(t.CreatedAt), expires, ts(t.RevokedAt)})
 				}
-				return w.Flush()
+				return rows
 			})
-		},
+		}),
 	}
 	o.bind(cmd, true)
 	return cmd
@@ -168,21 +152,15 @@ func newTokenRevokeCmd() *cobra.Command {
 	var o releaseOpts
 	cmd := &cobra.Command{
 		Use:   "revoke ID",
-		Short: "Revoke a token: every later request with it is refused (401)",
+		Short: "Revoke a token: every later request with it is refused (401) (token scope admin)",
 		Args:  argsUsage(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return tokenRun(cmd, &o, func(ctx context.Context, tokens ports.Tokens) error {
-				err := tokens.TokenRevoke(ctx, args[0], ports.SystemClock.Now())
-				if errors.Is(err, ports.ErrNotFound) {
-					return &catalogError{msg: err.Error(), err: err, code: exitNotFound}
-				}
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "revoked token %s\n", args[0])
-				return nil
-			})
-		},
+		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
+			if err := c.RevokeToken(ctx, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked token %s\n", args[0])
+			return nil
+		}),
 	}
 	o.bind(cmd, false)
 	return cmd

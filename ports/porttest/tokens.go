@@ -69,12 +69,13 @@ func tokRefused(t *testing.T, ctx context.Context, s ports.Tokens) {
 		hash  string
 		field string
 	}{
-		"no id":         {ports.Token{Name: "x", Scopes: []ports.Scope{ports.ScopeRead}}, "h3", "id"},
-		"no name":       {ports.Token{ID: "t3", Scopes: []ports.Scope{ports.ScopeRead}}, "h3", "name"},
-		"no scope":      {ports.Token{ID: "t3", Name: "x"}, "h3", "scopes"},
-		"unknown scope": {ports.Token{ID: "t3", Name: "x", Scopes: []ports.Scope{ports.ScopeRead, "root"}}, "h3", "scopes[1]"},
-		"no hash":       {ports.Token{ID: "t3", Name: "x", Scopes: []ports.Scope{ports.ScopeRead}}, "", "hash"},
-		"NUL in name":   {ports.Token{ID: "t3", Name: "x\x00", Scopes: []ports.Scope{ports.ScopeRead}}, "h3", "name"},
+		"no id":          {ports.Token{Name: "x", Scopes: []ports.Scope{ports.ScopeRead}}, "h3", "id"},
+		"no name":        {ports.Token{ID: "t3", Scopes: []ports.Scope{ports.ScopeRead}}, "h3", "name"},
+		"no scope":       {ports.Token{ID: "t3", Name: "x"}, "h3", "scopes"},
+		"unknown scope":  {ports.Token{ID: "t3", Name: "x", Scopes: []ports.Scope{ports.ScopeRead, "root"}}, "h3", "scopes[1]"},
+		"no hash":        {ports.Token{ID: "t3", Name: "x", Scopes: []ports.Scope{ports.ScopeRead}}, "", "hash"},
+		"NUL in name":    {ports.Token{ID: "t3", Name: "x\x00", Scopes: []ports.Scope{ports.ScopeRead}}, "h3", "name"},
+		"escape in name": {ports.Token{ID: "t3", Name: "x\x1b[31m", Scopes: []ports.Scope{ports.ScopeRead}}, "h3", "name"},
 	} {
 		err := s.TokenCreate(ctx, tc.tok, []byte(tc.hash))
 		var fe *release.FieldError
