@@ -233,7 +233,7 @@ compile and be boolean, RRULEs parse, environment progressions form no cycle,
 parents and job agents exist, a job agent's config matches its type.
 
 Policies are the catalog's: a Policy document publishes the policy's next
-revision, approved by the caller (the token's name; with --dsn, $USER), so it
+revision, approved by the caller (the token's name; with --dsn, local:<operating-system user>), so it
 also needs scope approve, as PUT /api/v1/policies does.
 
 With --server it goes through that server's API (POST /api/v1/apply, token

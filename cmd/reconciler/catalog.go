@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -116,7 +115,6 @@ func listProblems(msg string, ve *revision.ValidationError) string {
 // catalogOpts holds the flags every catalog subcommand shares.
 type catalogOpts struct {
 	remoteOpts
-	dsnFlag *pflag.Flag
 	dsn     string
 	output  string
 	migrate bool
@@ -147,7 +145,8 @@ overwrite each other.
 With --server URL and --token (or RECONCILER_SERVER, RECONCILER_TOKEN) they go
 through that server's API (token scopes: read for list and get; a change
 reads the revision first, so it needs read and write, approve and reject read
-and approve; the approver is the token's name, so --by is refused). The API lists one object's revisions, so list needs --kind and
+and approve; the approver is the token's name; with --dsn it is
+local:<operating-system user>). The API lists one object's revisions, so list needs --kind and
 --name; label is --dsn only (exit 2).
 
 Otherwise the catalog must outlive each command to be useful, so these
@@ -170,7 +169,6 @@ they exit 6.
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.dsn, "dsn", "", "PostgreSQL connection string (env RECONCILER_DSN); this or --server is required")
 	o.remoteOpts.bind(pf)
-	o.dsnFlag = pf.Lookup("dsn")
 	pf.StringVarP(&o.output, "output", "o", "text", "output format: text or json (get also takes content)")
 	pf.BoolVar(&o.migrate, "migrate", true, "apply pending database migrations first")
 	cmd.AddCommand(
@@ -193,9 +191,6 @@ they exit 6.
 // catalogSubcommands lists the subcommands for the usage messages.
 var catalogSubcommands = []string{"list", "get", "create", "edit", "propose", "unpropose", "approve",
 	"reject", "propose-delete", "undo-propose-delete", "delete", "label"}
-
-// dsnGiven reports whether --dsn was set on the command line.
-func (o *catalogOpts) dsnGiven() bool { return o.dsnFlag != nil && o.dsnFlag.Changed }
 
 // catalogSession is one command's open catalog: the service, where output
 // goes and how.

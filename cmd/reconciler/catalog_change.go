@@ -1,16 +1,13 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -207,32 +204,14 @@ func newCatalogUnproposeCmd(o *catalogOpts) *cobra.Command {
 
 // newCatalogApproveCmd builds `catalog approve`.
 func newCatalogApproveCmd(o *catalogOpts) *cobra.Command {
-	var by string
-	var byFlag *pflag.Flag
 	return newDraftOpCmd(o, draftOp{
 		name: "approve", verb: "approved", short: "Publish the proposed draft as the next revision",
 		long: `approve publishes the object's proposed draft: it becomes the next numbered
-revision, immutable from then on, recording --by as the approver (default
-$USER). Only a proposed draft can be approved.`,
-		flags: func(cmd *cobra.Command) {
-			cmd.Flags().StringVar(&by, "by", "", "who approves (default $USER; with --server the token's name, and --by is refused)")
-			byFlag = cmd.Flags().Lookup("by")
-		},
-		check: func(obj revision.Object) error {
-			if o.server != "" || os.Getenv("RECONCILER_SERVER") != "" && !o.dsnGiven() {
-				if byFlag.Changed {
-					return usagef("approve %s: --by with --server: the approver is the token's name", obj)
-				}
-				return nil
-			}
-			by = cmp.Or(strings.TrimSpace(by), os.Getenv("USER"))
-			if by == "" {
-				return usagef("approve %s: --by is required: who approves ($USER is not set)", obj)
-			}
-			return nil
-		},
+revision, immutable from then on, recording the approver: the token's name
+with --server, local:<operating-system user> ($USER) with --dsn, an offline
+action no token authenticated. Only a proposed draft can be approved.`,
 		apply: func(ctx context.Context, s *catalogSession, c catalog.Change) (ports.Revision, error) {
-			return s.svc.Approve(ctx, catalog.ApproveParams{Ref: c.Ref, Version: c.Version, Approver: by})
+			return s.svc.Approve(ctx, catalog.ApproveParams{Ref: c.Ref, Version: c.Version, Approver: localPrincipal()})
 		},
 	})
 }

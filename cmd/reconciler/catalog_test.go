@@ -138,7 +138,7 @@ func (c *catalogCLI) publish(obj, content string) int {
 	c.t.Helper()
 	c.ok(content, "create", obj, "-f", "-")
 	c.ok("", "propose", obj, "--version", c.version(obj))
-	c.ok("", "approve", obj, "--version", c.version(obj), "--by", "ana")
+	c.ok("", "approve", obj, "--version", c.version(obj))
 	return c.get(obj).Revision
 }
 
@@ -154,19 +154,19 @@ func TestCatalogCLIHappyPath(t *testing.T) {
 	require.Zero(t, d.Revision, "a draft has no number")
 
 	c.ok("", "propose", "workflow-template/deploy", "--version", fmt.Sprint(d.Version))
-	r = c.ok("", "approve", "workflow-template/deploy", "--version", c.version("workflow-template/deploy"), "--by", "ana")
+	r = c.ok("", "approve", "workflow-template/deploy", "--version", c.version("workflow-template/deploy"))
 	require.Contains(t, r.stdout, "revision 1")
 
 	got := c.get("workflow-template/deploy")
 	require.Equal(t, 1, got.Revision)
 	require.Equal(t, revision.Published, got.Lifecycle)
-	require.Equal(t, "ana", got.ApprovedBy)
+	require.Equal(t, localPrincipal(), got.ApprovedBy, "an offline approval")
 	require.Equal(t, d.ID, got.ID, "approval publishes the draft itself")
 	require.JSONEq(t, deployJSON, string(got.Content), "YAML is stored as the equivalent JSON")
 	require.Equal(t, got.ID, c.get("workflow-template/deploy", "--revision", "1").ID)
 
 	text := c.ok("", "get", "workflow-template/deploy").stdout
-	for _, want := range []string{"revision:    1", "lifecycle:   published", "approved by: ana", "name: ship"} {
+	for _, want := range []string{"revision:    1", "lifecycle:   published", "approved by: " + localPrincipal(), "name: ship"} {
 		require.Contains(t, text, want)
 	}
 	list := c.ok("", "list").stdout
@@ -206,7 +206,7 @@ func TestCatalogCLIExitStatus(t *testing.T) {
 		{
 			name:    "approve a draft",
 			prepare: func(obj string) { c.ok(policyJSON("v1"), "create", obj, "-f", "-") },
-			args:    func(obj string) []string { return []string{"approve", obj, "--version", "1", "--by", "ana"} },
+			args:    func(obj string) []string { return []string{"approve", obj, "--version", "1"} },
 			code:    2, want: []string{"cannot approve a draft revision", "propose"},
 		},
 		{
@@ -405,7 +405,7 @@ func TestCatalogCLIGetDefault(t *testing.T) {
 
 	c.ok(policyJSON("two"), "edit", obj, "-f", "-", "--version", fmt.Sprint(draft.Version))
 	c.ok("", "propose", obj, "--version", c.version(obj))
-	c.ok("", "approve", obj, "--version", c.version(obj), "--by", "bo")
+	c.ok("", "approve", obj, "--version", c.version(obj))
 	require.Equal(t, 2, c.get(obj).Revision, "then the latest published")
 
 	c.ok("", "propose-delete", obj, "--revision", "2", "--version", c.version(obj, "--revision", "2"))

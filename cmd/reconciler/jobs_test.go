@@ -107,6 +107,17 @@ func TestJobsListCommand(t *testing.T) {
 	}
 	require.Equal(t, 4, runCLI(t, "", "jobs", "list", "--dsn", dsn, "--target", "web:prod:nope").code)
 
+	// An offline cancellation is recorded as local:<operating-system user>.
+	r = runCLI(t, "", "jobs", "cancel", "job-prod", "--dsn", dsn)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runCLI(t, "", "get", "job", "job-prod", "--dsn", dsn, "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var job ports.JobRow
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &job))
+	require.Equal(t, release.JobCancelled, job.Status)
+	require.Equal(t, "cancelled by "+localPrincipal(), job.Message)
+	require.True(t, strings.HasPrefix(localPrincipal(), "local:"))
+
 	url, tok := apiServer(t)
 	r = runCLI(t, "", "jobs", "list", "--server", url, "--token", tok[ports.ScopeRead], "--deployment", "web", "-o", "json")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -169,7 +168,9 @@ still hold, so a target's active job finishes first. The force is a policy skip
 with rule "*"; it lasts until --expires passes or it is deleted. The newest
 force-deployed version wins where several apply. With --server it goes
 through the API (token scope approve; the force is recorded as the token's
-name); with --dsn it writes the database directly, as --user.
+name); with --dsn it writes the database directly, recorded as
+local:<operating-system user> ($USER), an offline action no token
+authenticated.
 
 Exit status: 0 forced, 2 invalid input, 4 no such version, 5 unauthorized,
 1 anything else.`,
@@ -178,9 +179,6 @@ Exit status: 0 forced, 2 invalid input, 4 no such version, 5 unauthorized,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			remote := func(ctx context.Context, c *client.Client) error {
-				if skip.CreatedBy != "" {
-					return usagef("--user: with --server the force is recorded as the token's name")
-				}
 				f := api.ForceDeployCreate{EnvironmentID: skip.EnvironmentID, ResourceID: skip.ResourceID, Reason: skip.Reason}
 				if expires > 0 {
 					f.ExpiresIn = expires.String()
@@ -200,7 +198,6 @@ Exit status: 0 forced, 2 invalid input, 4 no such version, 5 unauthorized,
 	f.StringVar(&skip.EnvironmentID, "environment", "", "only this environment's targets")
 	f.StringVar(&skip.ResourceID, "resource", "", "only this resource's targets")
 	f.StringVar(&skip.Reason, "reason", "", "why, for the decision log and explain")
-	f.StringVar(&skip.CreatedBy, "user", "", "who forces, with --dsn (default $USER)")
 	durationRangeVar(f, &expires, "expires", 0, 0, 100*365*24*time.Hour, "end the force after this long (0: never)")
 	return cmd
 }
@@ -209,9 +206,7 @@ Exit status: 0 forced, 2 invalid input, 4 no such version, 5 unauthorized,
 func (o *releaseOpts) forceDeploy(cmd *cobra.Command, versionID string, skip release.PolicySkip, expires time.Duration) error {
 	return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
 		skip.VersionID = versionID
-		if skip.CreatedBy == "" {
-			skip.CreatedBy = os.Getenv("USER")
-		}
+		skip.CreatedBy = localPrincipal()
 		if expires > 0 {
 			skip.ExpiresAt = ch.Clock.Now().Add(expires)
 		}
@@ -227,7 +222,6 @@ func (o *releaseOpts) forceDeploy(cmd *cobra.Command, versionID string, skip rel
 // newApproveCmd records an approval.
 func newApproveCmd() *cobra.Command {
 	var o releaseOpts
-	var user string
 	cmd := &cobra.Command{
 		Use:   "approve VERSION ENVIRONMENT",
 		Short: "Approve a version for an environment and re-evaluate its targets there",
@@ -235,12 +229,14 @@ func newApproveCmd() *cobra.Command {
 count distinct approvers) and enqueues desired-release for the version's targets
 in that environment. Approving twice keeps the first record. With --server it
 goes through the API (token scope approve) and the approver is the token's
-name; with --dsn it writes the database directly, as --user.
+name; with --dsn it writes the database directly, and the approver is
+local:<operating-system user> ($USER), an offline action no token
+authenticated.
 
 Exit status: 0 recorded (or already), 2 invalid input, 4 no such version or
 environment, 5 unauthorized, 1 anything else.`,
 		Example: `  reconciler approve web-v1.4.2 prod --server http://127.0.0.1:8080 --token "$RECONCILER_TOKEN"
-  reconciler approve web-v1.4.2 prod --user alice --dsn "$RECONCILER_DSN"`,
+  reconciler approve web-v1.4.2 prod --dsn "$RECONCILER_DSN"`,
 		Args: argsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			report := func(who string, added bool) {
@@ -251,9 +247,6 @@ environment, 5 unauthorized, 1 anything else.`,
 				}
 			}
 			remote := func(ctx context.Context, c *client.Client) error {
-				if user != "" {
-					return usagef("--user: with --server the approver is the token's name")
-				}
 				a, err := c.Approve(ctx, args[0], args[1])
 				if err != nil {
 					return err
@@ -263,9 +256,7 @@ environment, 5 unauthorized, 1 anything else.`,
 			}
 			return o.withRemote(cmd, remote, func() error {
 				return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
-					if user == "" {
-						user = os.Getenv("USER")
-					}
+					user := localPrincipal()
 					added, err := ch.Approve(ctx, release.Approval{VersionID: args[0], EnvironmentID: args[1], User: user})
 					if err != nil {
 						return err
@@ -277,7 +268,6 @@ environment, 5 unauthorized, 1 anything else.`,
 		},
 	}
 	o.bind(cmd, false)
-	cmd.Flags().StringVar(&user, "user", "", "who approves, with --dsn (default $USER)")
 	return cmd
 }
 

@@ -48,6 +48,7 @@ func requireExit(t *testing.T, err error, code int, contains string) {
 // Postgres schema holding the demo workspace.
 func TestReleaseCLI(t *testing.T) {
 	t.Setenv("RECONCILER_DSN", "")
+	t.Setenv("USER", "bob") // offline actions are recorded as local:bob
 	dsn, _ := pgtest.Schema(t)
 	ctx := context.Background()
 	be, err := openBackend(ctx, dsn, true, ports.SystemClock)
@@ -76,13 +77,13 @@ func TestReleaseCLI(t *testing.T) {
 	_, err = runRoot(t, "version", "create", "web", "v10", "--status", "shiny", "--dsn", dsn)
 	requireExit(t, err, 2, "status")
 
-	out, err = runRoot(t, "approve", "web-v9", "prod", "--user", "bob", "--dsn", dsn)
+	out, err = runRoot(t, "approve", "web-v9", "prod", "--dsn", dsn)
 	require.NoError(t, err)
-	require.Contains(t, out, "bob approved web-v9 in prod")
-	out, err = runRoot(t, "approve", "web-v9", "prod", "--user", "bob", "--dsn", dsn)
+	require.Contains(t, out, "local:bob approved web-v9 in prod")
+	out, err = runRoot(t, "approve", "web-v9", "prod", "--dsn", dsn)
 	require.NoError(t, err)
 	require.Contains(t, out, "already approved")
-	_, err = runRoot(t, "approve", "web-v404", "prod", "--user", "bob", "--dsn", dsn)
+	_, err = runRoot(t, "approve", "web-v404", "prod", "--dsn", dsn)
 	requireExit(t, err, 4, "not found")
 
 	out, err = runRoot(t, "explain", "web:prod:eu-1", "-o", "json", "--dsn", dsn)
@@ -102,12 +103,12 @@ func TestReleaseCLI(t *testing.T) {
 	require.Contains(t, out, "converged: no, runs nothing yet;", "explain never says all is well before the target runs its desired release")
 
 	out, err = runRoot(t, "version", "force-deploy", "web-v9", "--environment", "prod", "--resource", "eu-1",
-		"--user", "carol", "--reason", "hotfix", "--expires", "1h", "--dsn", dsn)
+		"--reason", "hotfix", "--expires", "1h", "--dsn", dsn)
 	require.NoError(t, err)
 	require.Contains(t, out, "force-deployed web-v9")
 	out, err = runRoot(t, "explain", "web:prod:eu-1", "--dsn", dsn)
 	require.NoError(t, err)
-	require.Contains(t, out, "forced: force-deployed v9 by carol: hotfix")
+	require.Contains(t, out, "forced: force-deployed v9 by local:bob: hotfix")
 	_, err = runRoot(t, "version", "force-deploy", "web-v404", "--dsn", dsn)
 	requireExit(t, err, 4, "not found")
 	_, err = runRoot(t, "version", "force-deploy", "web-v9", "--expires", "-1h", "--dsn", dsn)

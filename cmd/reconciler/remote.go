@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -101,8 +100,8 @@ func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // apiClient returns the client a client-only command uses: the server of
 // --server, or, with --dsn, the API served in this process over that
-// database, acting as $USER (offline and admin use). It returns a close
-// function.
+// database, acting as localPrincipal (offline and admin use). It returns a
+// close function.
 func (o *releaseOpts) apiClient(cmd *cobra.Command) (*client.Client, func(), error) {
 	if err := o.check(cmd); err != nil {
 		return nil, nil, err
@@ -116,14 +115,10 @@ func (o *releaseOpts) apiClient(cmd *cobra.Command) (*client.Client, func(), err
 	}
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, ports.SystemClock,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-	user := os.Getenv("USER")
-	if user == "" {
-		user = "cli"
-	}
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, be.catalogConfig()),
 		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens,
 		Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: ports.SystemClock}, Clock: ports.SystemClock,
-		Insecure: true, InsecurePrincipal: user, Tx: be.tx, AgentConfig: agentConfigValidator()})
+		Insecure: true, InsecurePrincipal: localPrincipal(), Tx: be.tx, AgentConfig: agentConfigValidator()})
 	c, err := client.New("http://in-process", "", client.WithHTTPClient(&http.Client{Transport: handlerTransport{srv.Handler()}}))
 	if err != nil {
 		be.close()

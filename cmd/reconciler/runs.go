@@ -44,7 +44,7 @@ func newRunsCmd() *cobra.Command {
 persistent-agent runs. A run is named KIND/ID. With --server it goes through
 that server's API (token scope read for list and get, write for the rest);
 with --dsn it serves the API in this process over the database, acting as
-$USER, and a running ` + "`reconciler serve --dsn`" + ` on that database reconciles.
+local:<operating-system user> (an offline action no token authenticated), and a running ` + "`reconciler serve --dsn`" + ` on that database reconciles.
 
 Control intents (cancel, retry, resume, restart, rereview, pause, archive) are
 judged by the kernel's rules for the run's kind and state before they are

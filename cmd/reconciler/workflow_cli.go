@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -388,19 +387,17 @@ func writeLastMeasurements(b *strings.Builder, outputs map[string]any) {
 
 func newWorkflowApproveCmd() *cobra.Command {
 	var o workflowOpts
-	var user string
 	cmd := &cobra.Command{
 		Use:   "approve ID TASKRUN",
 		Short: "Approve a running approval task (TASKRUN is the task name, or NAME.INDEX for a matrix item)",
 		Long: `approve records an approval of a running approval task. With --server it goes
 through the API (token scope approve) and the approver is the token's name;
-with --dsn it writes the database directly, as --user.`,
+with --dsn it writes the database directly, and the approver is
+local:<operating-system user> ($USER), an offline action no token
+authenticated (a task naming its approvers must name that principal).`,
 		Args: argsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			remote := func(ctx context.Context, c *client.Client) error {
-				if user != "" {
-					return usagef("--user: with --server the approver is the token's name")
-				}
 				if err := c.ApproveTaskRun(ctx, args[0], args[1]); err != nil {
 					return err
 				}
@@ -409,9 +406,7 @@ with --dsn it writes the database directly, as --user.`,
 			}
 			return o.withRemote(cmd, remote, func() error {
 				return o.run(cmd, func(ctx context.Context, c *flow.Controller, _ *backend) error {
-					if user == "" {
-						user = os.Getenv("USER")
-					}
+					user := localPrincipal()
 					if err := c.Approve(ctx, args[0], args[1], user); err != nil {
 						return err
 					}
@@ -422,7 +417,6 @@ with --dsn it writes the database directly, as --user.`,
 		},
 	}
 	o.bind(cmd, false)
-	cmd.Flags().StringVar(&user, "user", "", "who approves, with --dsn (default $USER)")
 	return cmd
 }
 

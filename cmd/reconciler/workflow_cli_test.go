@@ -67,7 +67,7 @@ spec:
       config: {delay: 10ms, outputs: {image: "app:{{workflow.parameters.replicas}}"}}
     - name: gate
       type: approval
-      approval: {message: "ship {{tasks.build.outputs.image}}?", approvers: [alice]}
+      approval: {message: "ship {{tasks.build.outputs.image}}?", approvers: ["local:alice"]}
       dependencies: [build]
 `
 
@@ -76,6 +76,7 @@ spec:
 // it finish, status shows the DAG.
 func TestWorkflowRunCLI(t *testing.T) {
 	t.Setenv("RECONCILER_DSN", "")
+	t.Setenv("USER", "alice") // the offline approver is local:alice
 	dsn, _ := pgtest.Schema(t)
 	file := filepath.Join(t.TempDir(), "ship.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(cliTemplate), 0o600))
@@ -122,11 +123,11 @@ func TestWorkflowRunCLI(t *testing.T) {
 	require.Contains(t, out, "build")
 	require.Contains(t, out, "Succeeded")
 
-	_, err = runRoot(t, "workflow", "approve", "ship-1", "build", "--user", "alice", "--dsn", dsn)
+	_, err = runRoot(t, "workflow", "approve", "ship-1", "build", "--dsn", dsn)
 	requireExit(t, err, 2, "not an approval")
-	out, err = runRoot(t, "workflow", "approve", "ship-1", "gate", "--user", "alice", "--dsn", dsn)
+	out, err = runRoot(t, "workflow", "approve", "ship-1", "gate", "--dsn", dsn)
 	require.NoError(t, err)
-	require.Contains(t, out, "alice approved gate")
+	require.Contains(t, out, "local:alice approved gate")
 	require.Eventually(t, func() bool {
 		w, err := c.Status(ctx, "ship-1")
 		return err == nil && w.Workflow.Phase == workflow.WorkflowSucceeded
