@@ -135,6 +135,18 @@ func TriggerKey(kind, template string) string { return kind + ":" + template }
 //     any other is updated only at that stored Version (else ErrConflict,
 //     and nothing of the batch is written). Written records are at
 //     Version+1.
+//   - TaskRunWrites counts every TaskRun created or written (the sum of
+//     the workflow's TaskRun versions): it grows with each write, so a
+//     reader that kept the TaskRuns of one count knows they are current
+//     while it is unchanged.
+//   - ReportsAdd appends agents' reports (terminal ones and lease
+//     renewals) to their workflows' inboxes in
+//     one atomic write, taking no lock on any TaskRun; a report whose
+//     TaskRun does not exist is not stored (stored[i] false), the others
+//     are. Reports lists a workflow's inbox in Seq order; ReportsDone
+//     removes the reports named, and joins the caller's transaction when
+//     the store is a Transactor, so a pass takes out what it applied in
+//     the write that applied it.
 //   - Lists are in id order; reads return copies.
 type WorkflowStore interface {
 	// WorkflowCreate stores w (Version is set to 1).
@@ -156,6 +168,72 @@ type WorkflowStore interface {
 	// TaskRunsSave creates and updates TaskRuns of one workflow in one
 	// atomic step; see the invariants.
 	TaskRunsSave(ctx context.Context, workflowID string, runs []TaskRunRecord) error
+	// TaskRunWrites is the number of TaskRun writes of a workflow so far
+	// (the sum of its TaskRuns' versions); ErrNotFound for an unknown
+	// workflow.
+	TaskRunWrites(ctx context.Context, workflowID string) (int64, error)
+	// ReportsAdd stores reports in their workflows' inboxes (Seq is set by
+	// the store) and says which were stored: those whose TaskRun exists.
+	ReportsAdd(ctx context.Context, reports []TaskRunReport) (stored []bool, err error)
+	// Reports lists a workflow's inbox in Seq order.
+	Reports(ctx context.Context, workflowID string) ([]TaskRunReport, error)
+	// ReportsDone removes the workflow's reports of the given Seqs (a Seq
+	// no longer there is no error).
+	ReportsDone(ctx context.Context, workflowID string, seqs []int64) error
+}
+
+// TaskRunReport is an agent's report on a TaskRun's job, waiting in its
+// workflow's inbox: a terminal one (Status) ends the job's attempt, a
+// lease renewal (a non-terminal Status with LeaseUntil, from a JobLeaser)
+// extends its lease. The workflow's next pass applies it to the TaskRun
+// (or finds it stale: another attempt's, or a run already over) and takes
+// it out in the same write. Reports are inserted, never locking a
+// TaskRun, so agents' reports can be stored in batches across TaskRuns
+// and workflows while passes write, and only passes (and approvals)
+// write TaskRuns.
+type TaskRunReport struct {
+	// Seq orders a workflow's inbox; set by ReportsAdd.
+	Seq        int64  `json:"seq"`
+	WorkflowID string `json:"workflow_id"`
+	TaskRunID  string `json:"task_run_id"`
+	// JobID names the job and its attempt (engine/flow.JobID).
+	JobID      string            `json:"job_id"`
+	ExternalID string            `json:"external_id,omitempty"`
+	Status     release.JobStatus `json:"status"`
+	Message    string            `json:"message,omitempty"`
+	// At is when the status was reached (the report's At, else the time
+	// it was received).
+	At      time.Time      `json:"at"`
+	Outputs map[string]any `json:"outputs,omitempty"`
+	// LeaseUntil is the end of the job's lease a renewal asks for (At
+	// plus the report's Lease); zero on a terminal report.
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+}
+
+// Renewal reports whether r renews a job's lease rather than ending it.
+func (r *TaskRunReport) Renewal() bool { return !r.Status.IsTerminal() }
+
+// ValidateTaskRunReport checks what every store requires of a report;
+// the store then refuses a NUL in its encoding (release.CheckTextJSON).
+func ValidateTaskRunReport(r *TaskRunReport) error {
+	if err := validateWorkflowID("workflow_id", r.WorkflowID); err != nil {
+		return err
+	}
+	if err := validateWorkflowID("task_run_id", r.TaskRunID); err != nil {
+		return err
+	}
+	if r.JobID == "" {
+		return release.Invalid("job_id", "is required")
+	}
+	switch {
+	case !r.Status.Valid():
+		return release.Invalid("status", strconv.Quote(string(r.Status))+" is not a job status")
+	case !r.Status.IsTerminal() && r.LeaseUntil.IsZero():
+		return release.Invalid("status", strconv.Quote(string(r.Status))+" is not a terminal job status, and no lease is renewed")
+	case r.Status.IsTerminal() && !r.LeaseUntil.IsZero():
+		return release.Invalid("lease_until", "is set on a terminal report")
+	}
+	return nil
 }
 
 // ValidateWorkflow checks what every store requires of a workflow record;

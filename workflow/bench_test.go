@@ -105,3 +105,75 @@ func BenchmarkSchedulePass10kNewWork(b *testing.B) {
 		workflow.Schedule(in)
 	}
 }
+
+// benchShape is `reconciler bench workflow`'s workflow: one job task over
+// a list matrix of n items, maxParallel 500.
+func benchShape(tb testing.TB, n int) workflow.ScheduleInput {
+	tpl, err := workflow.Load([]byte(`
+apiVersion: ctrlplane.dev/v1
+kind: WorkflowTemplate
+metadata: {name: bench}
+spec:
+  parameters:
+    - {name: items, type: matrix, source: {kind: list, items: []}}
+  tasks:
+    - name: run
+      type: job
+      jobAgentRef: runner
+      config: {delay: 0s, item: "{{matrix.item}}"}
+      matrix: "{{workflow.parameters.items}}"
+      matrixStrategy: {maxParallel: 500}
+`))
+	require.NoError(tb, err)
+	items := make([]any, n)
+	for i := range items {
+		items[i] = fmt.Sprintf("item-%05d", i)
+	}
+	now := time.Date(2026, 1, 12, 10, 0, 0, 0, time.UTC)
+	return workflow.ScheduleInput{
+		Now:      now,
+		Workflow: workflow.WorkflowState{ID: "bench", Name: "bench", Phase: workflow.WorkflowRunning},
+		Template: tpl,
+		Matrix:   map[string][]any{"items": items},
+		TaskRuns: make([]workflow.TaskRun, 0, n),
+	}
+}
+
+// BenchmarkSchedulePassBenchWorkflow is one pass over the 10,000 TaskRuns
+// of `reconciler bench workflow` half way through, in the two states its
+// passes meet: 500 running (nothing to do but wait), and those 500 just
+// succeeded (dispatch the next 500). Issue 19's target: at most 2 ms.
+func BenchmarkSchedulePassBenchWorkflow(b *testing.B) {
+	const n, done, parallel = 10_000, 5_000, 500
+	in := benchShape(b, n)
+	start := in.Now.Add(-time.Minute)
+	for i := range n {
+		tr := workflow.TaskRun{ID: fmt.Sprintf("run.%d", i), Task: "run", MatrixIndex: i, Phase: workflow.TaskPending}
+		switch {
+		case i < done:
+			tr.Phase, tr.StartedAt, tr.AttemptStartedAt, tr.FinishedAt = workflow.TaskSucceeded, start, start, start
+		case i < done+parallel:
+			tr.Phase, tr.StartedAt, tr.AttemptStartedAt = workflow.TaskRunning, start, start
+		}
+		in.TaskRuns = append(in.TaskRuns, tr)
+	}
+	b.Run("waiting", func(b *testing.B) {
+		require.Empty(b, workflow.Schedule(in), "500 running: nothing to do")
+		b.ReportAllocs()
+		for b.Loop() {
+			workflow.Schedule(in)
+		}
+	})
+	finished := in
+	finished.TaskRuns = append([]workflow.TaskRun(nil), in.TaskRuns...)
+	for i := done; i < done+parallel; i++ {
+		finished.TaskRuns[i].Phase, finished.TaskRuns[i].FinishedAt = workflow.TaskSucceeded, in.Now
+	}
+	b.Run("dispatching", func(b *testing.B) {
+		require.Len(b, workflow.Schedule(finished), parallel, "the next 500 dispatched")
+		b.ReportAllocs()
+		for b.Loop() {
+			workflow.Schedule(finished)
+		}
+	})
+}

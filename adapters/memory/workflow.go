@@ -20,11 +20,15 @@ type WorkflowStore struct {
 	workflows map[string][]byte
 	versions  map[string]int64
 	runs      map[string]map[string][]byte // workflow id → run id → record
+	writes    map[string]int64             // workflow id → TaskRun writes (TaskRunWrites)
+	inbox     map[string][]ports.TaskRunReport
+	seq       int64
 }
 
 // NewWorkflowStore returns an empty store.
 func NewWorkflowStore() *WorkflowStore {
-	return &WorkflowStore{workflows: map[string][]byte{}, versions: map[string]int64{}, runs: map[string]map[string][]byte{}}
+	return &WorkflowStore{workflows: map[string][]byte{}, versions: map[string]int64{}, runs: map[string]map[string][]byte{},
+		writes: map[string]int64{}, inbox: map[string][]ports.TaskRunReport{}}
 }
 
 var _ ports.WorkflowStore = (*WorkflowStore)(nil)
@@ -225,5 +229,95 @@ func (s *WorkflowStore) TaskRunsSave(_ context.Context, workflowID string, runs 
 	for i := range runs {
 		stored[runs[i].ID] = docs[i]
 	}
+	s.writes[workflowID] += int64(len(runs))
+	return nil
+}
+
+// TaskRunWrites counts the workflow's TaskRun writes.
+func (s *WorkflowStore) TaskRunWrites(_ context.Context, workflowID string) (int64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if _, ok := s.workflows[workflowID]; !ok {
+		return 0, fmt.Errorf("count task run writes of %s: %w", workflowID, ports.ErrNotFound)
+	}
+	return s.writes[workflowID], nil
+}
+
+// ReportsAdd appends the reports whose TaskRun exists to their inboxes.
+func (s *WorkflowStore) ReportsAdd(_ context.Context, reports []ports.TaskRunReport) ([]bool, error) {
+	op := fmt.Sprintf("add %d reports", len(reports))
+	docs := make([][]byte, len(reports))
+	for i := range reports {
+		if err := ports.ValidateTaskRunReport(&reports[i]); err != nil {
+			return nil, fmt.Errorf("%s: report %d: %w", op, i, err)
+		}
+		b, err := release.EncodeText(&reports[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s: report %d: %w", op, i, err)
+		}
+		docs[i] = b
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored := make([]bool, len(reports))
+	for i := range reports {
+		r := &reports[i]
+		if _, ok := s.runs[r.WorkflowID][r.TaskRunID]; !ok {
+			continue
+		}
+		rep, err := decodeJSON[ports.TaskRunReport](docs[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		s.seq++
+		rep.Seq = s.seq
+		s.inbox[r.WorkflowID] = append(s.inbox[r.WorkflowID], rep)
+		stored[i] = true
+	}
+	return stored, nil
+}
+
+// Reports lists a workflow's inbox in Seq order.
+func (s *WorkflowStore) Reports(_ context.Context, workflowID string) ([]ports.TaskRunReport, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]ports.TaskRunReport, len(s.inbox[workflowID]))
+	for i, r := range s.inbox[workflowID] {
+		out[i] = r
+		if r.Outputs != nil {
+			b, err := json.Marshal(r.Outputs)
+			if err != nil {
+				return nil, fmt.Errorf("list reports of %s: %w", workflowID, err)
+			}
+			if out[i].Outputs, err = decodeJSON[map[string]any](b); err != nil {
+				return nil, fmt.Errorf("list reports of %s: %w", workflowID, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ReportsDone removes the workflow's reports of the given Seqs.
+func (s *WorkflowStore) ReportsDone(_ context.Context, workflowID string, seqs []int64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	done := make(map[int64]bool, len(seqs))
+	for _, q := range seqs {
+		done[q] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.inbox[workflowID][:0]
+	for _, r := range s.inbox[workflowID] {
+		if !done[r.Seq] {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) == 0 {
+		delete(s.inbox, workflowID)
+		return nil
+	}
+	s.inbox[workflowID] = kept
 	return nil
 }

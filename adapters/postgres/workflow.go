@@ -242,6 +242,100 @@ func (s *WorkflowStore) TaskRunsSave(ctx context.Context, workflowID string, run
 	return nil
 }
 
+// TaskRunWrites is the sum of the workflow's TaskRun versions.
+func (s *WorkflowStore) TaskRunWrites(ctx context.Context, workflowID string) (int64, error) {
+	var n int64
+	err := scanOne(s.db.hotQuery(ctx, `SELECT (SELECT coalesce(sum(r.version), 0)::bigint FROM workflow_task_runs r WHERE r.workflow_id = w.id)
+		FROM workflows w WHERE w.id = $1`, workflowID))(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("count task run writes of %s: %w", workflowID, ports.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count task run writes of %s: %w", workflowID, err)
+	}
+	return n, nil
+}
+
+// ReportsAdd inserts the reports whose TaskRun exists in one statement:
+// it reads the TaskRuns without locking them (the foreign key locks the
+// workflow row FOR KEY SHARE, which no update of a workflow waits for).
+func (s *WorkflowStore) ReportsAdd(ctx context.Context, reports []ports.TaskRunReport) ([]bool, error) {
+	op := fmt.Sprintf("add %d reports", len(reports))
+	wfs, runs, docs := make([]string, len(reports)), make([]string, len(reports)), make([]string, len(reports))
+	for i := range reports {
+		r := reports[i]
+		if err := ports.ValidateTaskRunReport(&r); err != nil {
+			return nil, fmt.Errorf("%s: report %d: %w", op, i, err)
+		}
+		r.Seq = 0
+		doc, err := release.EncodeText(&r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: report %d: %w", op, i, err)
+		}
+		wfs[i], runs[i], docs[i] = r.WorkflowID, r.TaskRunID, string(doc)
+	}
+	rows, err := s.db.hotQuery(ctx, `WITH u AS (
+			SELECT u.wf, u.doc, u.i FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(wf, tr, doc, i)
+			WHERE EXISTS (SELECT 1 FROM workflow_task_runs r WHERE r.workflow_id = u.wf AND r.id = u.tr)),
+		ins AS (INSERT INTO workflow_reports (workflow_id, doc) SELECT wf, doc::jsonb FROM u ORDER BY i)
+		SELECT i FROM u`, wfs, runs, docs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	defer rows.Close()
+	stored := make([]bool, len(reports))
+	for rows.Next() {
+		var i int
+		if err := rows.Scan(&i); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		stored[i-1] = true
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return stored, nil
+}
+
+// Reports lists a workflow's inbox in Seq order.
+func (s *WorkflowStore) Reports(ctx context.Context, workflowID string) ([]ports.TaskRunReport, error) {
+	op := "list reports of " + workflowID
+	rows, err := s.db.hotQuery(ctx, `SELECT seq, doc FROM workflow_reports WHERE workflow_id = $1 ORDER BY seq`, workflowID)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	defer rows.Close()
+	var out []ports.TaskRunReport
+	for rows.Next() {
+		var seq int64
+		var doc []byte
+		if err := rows.Scan(&seq, &doc); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		var r ports.TaskRunReport
+		if err := json.Unmarshal(doc, &r); err != nil {
+			return nil, fmt.Errorf("%s: decode: %w", op, err)
+		}
+		r.Seq = seq
+		out = append(out, r)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return out, nil
+}
+
+// ReportsDone deletes the workflow's reports of the given Seqs.
+func (s *WorkflowStore) ReportsDone(ctx context.Context, workflowID string, seqs []int64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	if _, err := s.db.hotExec(ctx, `DELETE FROM workflow_reports WHERE workflow_id = $1 AND seq = ANY($2::bigint[])`, workflowID, seqs); err != nil {
+		return fmt.Errorf("remove %d reports of %s: %w", len(seqs), workflowID, err)
+	}
+	return nil
+}
+
 // scanDocs decodes every row's single JSON column.
 func scanDocs[T any](rows *sql.Rows, op string) ([]T, error) {
 	defer rows.Close()

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,6 +47,11 @@ It runs in memory unless --dsn (or RECONCILER_DSN) names a PostgreSQL
 database; the benchmark uses its own schema there and drops it afterwards.
 The last line is JSON:
 {"bench":"workflow","items":N,"seconds":X,"taskruns_per_sec":X,"phase":"Succeeded","max_rss_mb":X, ...}
+schedule_passes counts the controller's scheduling passes (workflow.Schedule
+over the stored TaskRuns), schedule_passes_full those over all --items
+TaskRuns, and schedule_pass_p50_ms and schedule_pass_max_ms are the median
+and the slowest of these, timed around workflow.Schedule alone (no reads,
+no writes).
 When the workflow does not finish within --timeout, the line is printed all
 the same, with the phase it reached, no taskruns_per_sec, and the figures
 of the work done so far per --items.
@@ -83,6 +90,42 @@ func benchTemplate(items, maxParallel int) ([]byte, error) {
 	})
 }
 
+// schedulePasses collects how long the controller's scheduling passes
+// (workflow.Schedule alone, timed by the controller) took over the whole
+// workflow: once every item has its TaskRun.
+type schedulePasses struct {
+	items int
+
+	mu   sync.Mutex
+	full []time.Duration // passes that read every item's TaskRun
+	all  int
+}
+
+func (p *schedulePasses) add(runs int, took time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.all++
+	if runs >= p.items {
+		p.full = append(p.full, took)
+	}
+}
+
+// figures are the JSON fields: the number of scheduling passes, of those
+// over every TaskRun, and their median and slowest duration.
+func (p *schedulePasses) figures() map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]any{"schedule_passes": p.all, "schedule_passes_full": len(p.full)}
+	if len(p.full) == 0 {
+		return out
+	}
+	d := slices.Clone(p.full)
+	slices.Sort(d)
+	ms := func(x time.Duration) float64 { return round3(float64(x) / float64(time.Millisecond)) }
+	out["schedule_pass_p50_ms"], out["schedule_pass_max_ms"] = ms(d[len(d)/2]), ms(d[len(d)-1])
+	return out
+}
+
 func benchWorkflow(ctx context.Context, stdout, stderr io.Writer, o benchWorkflowOptions) error {
 	env, cleanup, err := openBenchEnv(ctx, o.dsn)
 	if err != nil {
@@ -105,8 +148,9 @@ func benchWorkflow(ctx context.Context, stdout, stderr io.Writer, o benchWorkflo
 	runner := testrunner.New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error { return c.ReportJob(ctx, r) }),
 		ports.SystemClock, testrunner.WithLogger(quiet))
 	defer runner.Close()
+	passes := schedulePasses{items: o.items}
 	c = &flow.Controller{Store: be.workflows, Queue: be.queue, Releases: be.releases, Clock: ports.SystemClock, Logger: quiet,
-		Agents: map[string]ports.JobAgent{testrunner.Type: runner}}
+		Agents: map[string]ports.JobAgent{testrunner.Type: runner}, ScheduleTimed: passes.add}
 	if o.cpuProfile != "" {
 		stop, err := startCPUProfile(o.cpuProfile)
 		if err != nil {
@@ -165,6 +209,7 @@ func benchWorkflow(ctx context.Context, stdout, stderr io.Writer, o benchWorkflo
 		// The figures of the work done so far, per planned TaskRun.
 		delete(line, "taskruns_per_sec")
 	}
+	maps.Copy(line, passes.figures())
 	maps.Copy(line, figures)
 	if err := json.NewEncoder(stdout).Encode(line); err != nil {
 		return err

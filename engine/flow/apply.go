@@ -1,7 +1,6 @@
 package flow
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -9,17 +8,21 @@ import (
 	"github.com/reconcilerhq/reconciler/workflow"
 )
 
-// applied is what a pass wrote.
+// applied is what a pass decided and wrote.
 type applied struct {
-	// runs are the workflow's TaskRuns as stored after the pass.
-	runs []ports.TaskRunRecord
+	// next is the workflow as the pass leaves it.
+	next ports.WorkflowRecord
 	// stop are the running jobs the pass ended (cancelled, timed out),
 	// as they were before: their agents are to be told.
 	stop                          []ports.TaskRunRecord
 	changed                       bool
 	created, dispatched, finished int
-	// touched names the TaskRuns the pass wrote, as task or task.item
-	// (the matrix item's index), in the order the actions came.
+	// reported counts the inbox's reports that ended a run.
+	reported int
+	// renewedOnly: the pass changed nothing but jobs' leases.
+	renewedOnly bool
+	// touched names the TaskRuns the pass's actions wrote, as task or
+	// task.item (the matrix item's index), in the order the actions came.
 	touched []string
 	// actions names each action applied (actionName), in order.
 	actions []string
@@ -27,35 +30,29 @@ type applied struct {
 	wakeAt  time.Time
 }
 
-// apply turns the scheduler's actions into one batch of TaskRun writes and
-// one workflow write, each checked against the state machines.
-func (c *Controller) apply(ctx context.Context, w *ports.WorkflowRecord, runs []ports.TaskRunRecord, acts []workflow.Action, now time.Time) (applied, error) {
-	res := applied{runs: runs}
-	byID := make(map[string]int, len(runs))
-	for i := range runs {
-		byID[runs[i].ID] = i
-	}
-	var batch []ports.TaskRunRecord
-	touched := map[string]int{} // run id → index in batch
-	edit := func(id string, to workflow.TaskPhase) (*ports.TaskRunRecord, error) {
-		i, ok := byID[id]
+// apply turns the scheduler's actions into changes of the pass's TaskRuns
+// and of the workflow (res.next), each checked against the state machines.
+// Nothing is written here.
+func (c *Controller) apply(w *ports.WorkflowRecord, ch *changes, acts []workflow.Action) (applied, error) {
+	res := applied{next: *w}
+	acted := map[string]bool{}
+	edit := func(id string, to workflow.TaskPhase) (ports.TaskRunRecord, error) {
+		r, ok := ch.get(id)
 		if !ok {
-			return nil, fmt.Errorf("task run %s: %w", id, ports.ErrNotFound)
+			return r, fmt.Errorf("task run %s: %w", id, ports.ErrNotFound)
 		}
-		if bi, ok := touched[id]; ok {
-			return &batch[bi], fmt.Errorf("task run %s: two actions in one pass", id)
+		if acted[id] {
+			return r, fmt.Errorf("task run %s: two actions in one pass", id)
 		}
-		if !workflow.TaskRunCanMove(runs[i].Phase, to) {
-			return nil, fmt.Errorf("task run %s: %s → %s is not an edge", id, runs[i].Phase, to)
+		if !workflow.TaskRunCanMove(r.Phase, to) {
+			return r, fmt.Errorf("task run %s: %s → %s is not an edge", id, r.Phase, to)
 		}
-		touched[id] = len(batch)
+		acted[id] = true
 		res.touched = append(res.touched, id)
-		batch = append(batch, runs[i])
-		r := &batch[len(batch)-1]
 		r.Phase = to
 		return r, nil
 	}
-	next := *w
+	next := &res.next
 	for _, a := range acts {
 		res.reason = a.Why()
 		res.actions = append(res.actions, actionName(a))
@@ -72,7 +69,7 @@ func (c *Controller) apply(ctx context.Context, w *ports.WorkflowRecord, runs []
 			next.Phase, next.Message, next.FinishedAt = a.Phase, a.Message, a.At
 		case workflow.CreateTaskRun:
 			id := runID(a.Task, a.MatrixIndex)
-			if _, ok := byID[id]; ok {
+			if _, ok := ch.get(id); ok {
 				return res, fmt.Errorf("task run %s created twice", id)
 			}
 			r := ports.TaskRunRecord{WorkflowID: w.ID, Type: a.Type, Config: a.Config, Dispatch: a.DispatchConfig,
@@ -80,10 +77,9 @@ func (c *Controller) apply(ctx context.Context, w *ports.WorkflowRecord, runs []
 			if a.Phase.Terminal() {
 				r.FinishedAt = a.At
 			}
-			touched[id] = len(batch)
+			acted[id] = true
 			res.touched = append(res.touched, id)
-			byID[id] = -1
-			batch = append(batch, r)
+			ch.put(r)
 			res.created++
 		case workflow.DispatchTaskRun:
 			r, err := edit(a.ID, workflow.TaskRunning)
@@ -94,6 +90,7 @@ func (c *Controller) apply(ctx context.Context, w *ports.WorkflowRecord, runs []
 			if r.StartedAt.IsZero() {
 				r.StartedAt = a.At
 			}
+			ch.put(r)
 			res.dispatched++
 		case workflow.RetryTaskRun:
 			r, err := edit(a.ID, workflow.TaskPending)
@@ -102,20 +99,21 @@ func (c *Controller) apply(ctx context.Context, w *ports.WorkflowRecord, runs []
 			}
 			r.Attempt, r.NextAttemptAt, r.JobID, r.ExternalID, r.Outputs, r.FinishedAt, r.ApprovedBy = a.Attempt, a.NotBefore, "", "", nil, time.Time{}, nil
 			r.Delivery = nil
+			ch.put(r)
 		case workflow.FailTaskRun:
-			res.stopping(runs, byID, a.ID, a.Message)
-			if err := finish(edit, a.ID, workflow.TaskFailed, a.At, a.Message); err != nil {
+			res.stopping(ch, a.ID, a.Message)
+			if err := finish(ch, edit, a.ID, workflow.TaskFailed, a.At, a.Message); err != nil {
 				return res, err
 			}
 			res.finished++
 		case workflow.CancelTaskRun:
-			res.stopping(runs, byID, a.ID, a.Message)
-			if err := finish(edit, a.ID, workflow.TaskCancelled, a.At, a.Message); err != nil {
+			res.stopping(ch, a.ID, a.Message)
+			if err := finish(ch, edit, a.ID, workflow.TaskCancelled, a.At, a.Message); err != nil {
 				return res, err
 			}
 			res.finished++
 		case workflow.CompleteTaskRun:
-			if err := finish(edit, a.ID, a.Phase, a.At, ""); err != nil {
+			if err := finish(ch, edit, a.ID, a.Phase, a.At, ""); err != nil {
 				return res, err
 			}
 			res.finished++
@@ -125,70 +123,27 @@ func (c *Controller) apply(ctx context.Context, w *ports.WorkflowRecord, runs []
 			return res, fmt.Errorf("unknown action %T", a)
 		}
 	}
-	if len(batch) > 0 {
-		if err := c.Store.TaskRunsSave(ctx, w.ID, batch); err != nil {
-			return res, err
-		}
-		res.changed = true
-		res.runs = merge(runs, batch)
-	}
-	if next.Phase != w.Phase || next.StartedAt != w.StartedAt {
-		v, err := c.Store.WorkflowUpdate(ctx, next, w.Version)
-		if err != nil {
-			return res, err
-		}
-		next.Version = v
-		*w = next
-		res.changed = true
-	}
 	return res, nil
 }
 
 // stopping notes a run the pass ends whose job an agent is running.
-func (res *applied) stopping(runs []ports.TaskRunRecord, byID map[string]int, id, why string) {
-	i, ok := byID[id]
-	if !ok || i < 0 {
-		return
-	}
-	if r := runs[i]; r.Type == workflow.TaskJob && r.Phase == workflow.TaskRunning && r.JobID != "" {
+func (res *applied) stopping(ch *changes, id, why string) {
+	r, ok := ch.get(id)
+	if ok && r.Type == workflow.TaskJob && r.Phase == workflow.TaskRunning && r.JobID != "" {
 		r.Message = why
 		res.stop = append(res.stop, r)
 	}
 }
 
 // finish moves a run to a final phase.
-func finish(edit func(string, workflow.TaskPhase) (*ports.TaskRunRecord, error), id string, to workflow.TaskPhase, at time.Time, msg string) error {
+func finish(ch *changes, edit func(string, workflow.TaskPhase) (ports.TaskRunRecord, error), id string, to workflow.TaskPhase, at time.Time, msg string) error {
 	r, err := edit(id, to)
 	if err != nil {
 		return err
 	}
 	r.FinishedAt, r.Message = at, msg
+	ch.put(r)
 	return nil
-}
-
-// merge returns runs with the written records (at their new versions) in
-// place of the old, new ones appended.
-func merge(runs, written []ports.TaskRunRecord) []ports.TaskRunRecord {
-	out := make([]ports.TaskRunRecord, 0, len(runs)+len(written))
-	idx := make(map[string]int, len(written))
-	for i := range written {
-		written[i].Version++
-		idx[written[i].ID] = i
-	}
-	for i := range runs {
-		if j, ok := idx[runs[i].ID]; ok {
-			out = append(out, written[j])
-			delete(idx, runs[i].ID)
-			continue
-		}
-		out = append(out, runs[i])
-	}
-	for i := range written {
-		if _, ok := idx[written[i].ID]; ok {
-			out = append(out, written[i])
-		}
-	}
-	return out
 }
 
 // actionName is the metric name of a scheduler action: its type in

@@ -16,23 +16,27 @@ import (
 	"github.com/reconcilerhq/reconciler/workflow"
 )
 
-// execute does the outside work of the running TaskRuns, level-based: a
-// job task without a job gets one, a webhook task sends its request, a
-// verification task takes the measurements due, an approval task with
-// enough approvals succeeds, a job whose agent's lease ran out is lost.
-// What it changes is written in one batch; jobs and requests are recorded
-// in that batch (their Delivery) and sent only once it is stored (see
-// outbox.go). It returns when the workflow next needs a pass.
-func (c *Controller) execute(ctx context.Context, w *ports.WorkflowRecord, t *workflow.Template, runs []ports.TaskRunRecord) (time.Time, error) {
-	var batch []ports.TaskRunRecord
+// prepare does the outside work of the running TaskRuns as the pass has
+// them, level-based: a job task without a job gets one, a webhook task
+// sends its request, a verification task takes the measurements due, an
+// approval task with enough approvals succeeds, a job whose agent's lease
+// ran out is lost. What it changes goes into ch, written with the rest of
+// the pass; jobs and requests are recorded there (their Delivery) and
+// returned as the sends to make once that write is stored (see
+// outbox.go). It also returns when a running job's lease or a
+// measurement next needs a pass, and how many runs it changed.
+func (c *Controller) prepare(ctx context.Context, w *ports.WorkflowRecord, t *workflow.Template, ch *changes) ([]send, time.Time, int) {
+	if w.CancelRequested {
+		return nil, time.Time{}, 0
+	}
 	var sends []send
 	var wake time.Time
+	n := 0
 	now := c.Clock.Now()
 	ctx = context.WithValue(ctx, agentCacheKey{}, map[string]ports.Stored[release.JobAgent]{})
-	for i := range runs {
-		r := runs[i]
-		if r.Phase != workflow.TaskRunning || w.CancelRequested {
-			continue
+	visit := func(r ports.TaskRunRecord) {
+		if r.Phase != workflow.TaskRunning {
+			return
 		}
 		var changed bool
 		var s *send
@@ -51,24 +55,22 @@ func (c *Controller) execute(ctx context.Context, w *ports.WorkflowRecord, t *wo
 			wake = earliest(wake, next)
 		}
 		if changed {
-			batch = append(batch, r)
+			ch.put(r)
+			n++
 		}
 		if s != nil {
 			sends = append(sends, *s)
 		}
 	}
-	if len(batch) > 0 {
-		if err := c.Store.TaskRunsSave(ctx, w.ID, batch); err != nil {
-			return wake, err // nothing recorded, so nothing is sent
+	for i := range ch.runs {
+		if _, ok := ch.at[ch.runs[i].ID]; !ok {
+			visit(ch.runs[i])
 		}
 	}
-	if err := c.deliverAll(ctx, w, sends); err != nil {
-		return wake, err
+	for i, n := 0, len(ch.batch); i < n; i++ {
+		visit(ch.batch[i])
 	}
-	if len(batch) == 0 && len(sends) == 0 {
-		return wake, nil
-	}
-	return now, nil // something moved: the scheduler goes on at once
+	return sends, wake, n
 }
 
 // block decodes the type's block of a run's dispatch config into v, with

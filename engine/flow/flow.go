@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,9 +71,64 @@ type Controller struct {
 	// Metrics counts the actions passes apply and the measurements they
 	// take (nil: none); Register takes the engine's when unset.
 	Metrics *engine.Metrics
+	// ScheduleTimed, when set, hears of every scheduling pass: how many
+	// TaskRuns workflow.Schedule read and how long it took (bench
+	// workflow reports them).
+	ScheduleTimed func(taskRuns int, took time.Duration)
 
 	mu        sync.Mutex
 	templates map[string]*workflow.Template // by workflow id; pinned, so never stale
+	runs      map[string]cachedRuns         // by workflow id: the TaskRuns as this process last read or wrote them
+	cachedN   int                           // TaskRuns in runs
+
+	reportsOnce sync.Once
+	reports     *engine.Coalescer[ports.TaskRunReport]
+}
+
+// maxCachedRuns bounds the TaskRuns a controller keeps between passes.
+const maxCachedRuns = 200_000
+
+// cachedRuns is a workflow's TaskRuns as of a TaskRunWrites count.
+type cachedRuns struct {
+	writes int64
+	runs   []ports.TaskRunRecord // never modified: passes copy what they change
+	byID   map[string]int
+}
+
+// cached returns the workflow's kept TaskRuns.
+func (c *Controller) cached(id string) (cachedRuns, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.runs[id]
+	return e, ok
+}
+
+// keep keeps a workflow's TaskRuns for its next pass, dropping the others'
+// when more than maxCachedRuns would be kept.
+func (c *Controller) keep(id string, e cachedRuns) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.runs == nil {
+		c.runs = map[string]cachedRuns{}
+	}
+	c.cachedN -= len(c.runs[id].runs)
+	if c.cachedN+len(e.runs) > maxCachedRuns {
+		clear(c.runs)
+		c.cachedN = 0
+	}
+	if len(e.runs) > maxCachedRuns {
+		return
+	}
+	c.runs[id] = e
+	c.cachedN += len(e.runs)
+}
+
+// uncache drops a workflow's kept TaskRuns.
+func (c *Controller) uncache(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cachedN -= len(c.runs[id].runs)
+	delete(c.runs, id)
 }
 
 // Register registers the controller on eng with concurrency passes at once.
@@ -111,8 +167,9 @@ func (c *Controller) template(w *ports.WorkflowRecord) (*workflow.Template, erro
 	return t, nil
 }
 
-// forget drops a finished workflow's cached template.
+// forget drops a finished workflow's cached template and TaskRuns.
 func (c *Controller) forget(id string) {
+	c.uncache(id)
 	c.mu.Lock()
 	delete(c.templates, id)
 	c.mu.Unlock()
@@ -188,51 +245,84 @@ func normMap(m map[string]any) map[string]any {
 	return workflow.Normalize(m).(map[string]any)
 }
 
-// pass is one reconciliation of a workflow.
+// pass is one reconciliation of a workflow: read it (with its inbox and
+// TaskRuns), apply the inbox's reports, schedule, prepare the outside
+// work, write it all in one transaction, then send what was recorded and
+// write what came back.
 func (c *Controller) pass(ctx context.Context, it engine.Item) engine.Outcome {
 	start := time.Now()
 	id := it.Key.ScopeID
-	w, err := c.Store.WorkflowGet(ctx, id)
+	st, err := c.load(ctx, id)
 	if errors.Is(err, ports.ErrNotFound) {
 		return engine.Done()
 	}
 	if err != nil {
 		return engine.Retry(err)
 	}
+	w := &st.w
 	if w.Phase.Terminal() {
-		return c.finished(ctx, &w, true)
+		if err := c.Store.ReportsDone(ctx, id, seqsOf(st.reports)); err != nil {
+			return engine.Retry(err)
+		}
+		return c.finished(ctx, w, true)
 	}
-	t, err := c.template(&w)
+	t, err := c.template(w)
 	if err != nil {
-		return c.failWorkflow(ctx, &w, err)
+		return c.failWorkflow(ctx, w, err)
 	}
-	runs, err := c.Store.TaskRunsList(ctx, id)
-	if err != nil {
-		return engine.Retry(err)
-	}
-	in := c.input(&w, t, runs)
+	ch := newChanges(st.runs, st.byID)
+	reported, renewed := c.applyReports(ch, st.reports)
+	in := c.input(w, t, ch.view())
+	took := time.Now()
 	acts := workflow.Schedule(in)
-	res, err := c.apply(ctx, &w, runs, acts, in.Now)
-	if errors.Is(err, ports.ErrConflict) {
-		return engine.RequeueAt(in.Now) // another pass or a report won: recompute
+	if c.ScheduleTimed != nil {
+		c.ScheduleTimed(len(in.TaskRuns), time.Since(took))
 	}
+	res, err := c.apply(w, ch, acts)
 	if err != nil {
 		return engine.Retry(fmt.Errorf("workflow %s: %w", id, err))
 	}
-	c.stopJobs(ctx, &w, t, res.stop)
-	wake, err := c.execute(ctx, &w, t, res.runs)
+	res.reported = reported
+	sends, wake, prepared := c.prepare(ctx, &res.next, t, ch)
+	// A pass that only extended leases lets the scheduler go no further.
+	res.renewedOnly = renewed > 0 && reported == 0 && len(res.touched) == 0 && prepared == 0
+	if err := c.write(ctx, w, &res, ch, st.reports); errors.Is(err, ports.ErrConflict) {
+		c.uncache(id)
+		return engine.RequeueAt(in.Now) // another pass or a writer won: recompute
+	} else if err != nil {
+		c.uncache(id)
+		return engine.Retry(fmt.Errorf("workflow %s: %w", id, err))
+	}
+	runs, byID := ch.written()
+	writes := st.writes + int64(len(ch.batch))
+	c.stopJobs(ctx, w, t, res.stop)
+	settled, fresh, err := c.deliverAll(ctx, w, sends, func(_ context.Context, id string) (ports.TaskRunRecord, error) {
+		if i, ok := byID[id]; ok {
+			return runs[i], nil
+		}
+		return ports.TaskRunRecord{}, fmt.Errorf("task run %s: %w", id, ports.ErrNotFound)
+	})
+	if err == nil && fresh && !w.Phase.Terminal() {
+		if len(settled) > 0 {
+			runs = slices.Clone(runs)
+			for _, r := range settled {
+				runs[byID[r.ID]] = r
+			}
+		}
+		c.keep(id, cachedRuns{writes: writes + int64(len(settled)), runs: runs, byID: byID})
+	}
 	if errors.Is(err, ports.ErrConflict) {
 		return engine.RequeueAt(in.Now)
 	}
 	if err != nil {
 		return engine.Retry(fmt.Errorf("workflow %s: %w", id, err))
 	}
-	c.log(ctx, &w, res, start)
+	c.log(ctx, w, res, start)
 	if w.Phase.Terminal() {
-		return c.finished(ctx, &w, false)
+		return c.finished(ctx, w, false)
 	}
 	wake = earliest(wake, res.wakeAt)
-	if res.changed {
+	if res.changed || len(sends) > 0 {
 		// What was applied may let the scheduler go further at once.
 		return engine.RequeueAt(in.Now)
 	}
@@ -240,6 +330,115 @@ func (c *Controller) pass(ctx context.Context, it engine.Item) engine.Outcome {
 		return engine.Done() // reports, approvals and cancels wake it
 	}
 	return engine.RequeueAt(wake)
+}
+
+// write stores what a pass changed in one transaction: the TaskRuns of
+// the batch (compare-and-swap), the workflow (compare-and-swap), and the
+// removal of the inbox's reports the pass applied or found stale. On
+// success w is the workflow as stored.
+func (c *Controller) write(ctx context.Context, w *ports.WorkflowRecord, res *applied, ch *changes, reports []ports.TaskRunReport) error {
+	moved := res.next.Phase != w.Phase || res.next.StartedAt != w.StartedAt
+	if len(ch.batch) == 0 && !moved && len(reports) == 0 {
+		return nil
+	}
+	var version int64
+	err := c.inTx(ctx, func(ctx context.Context) error {
+		if len(ch.batch) > 0 {
+			if err := c.Store.TaskRunsSave(ctx, w.ID, ch.batch); err != nil {
+				return err
+			}
+		}
+		if moved {
+			v, err := c.Store.WorkflowUpdate(ctx, res.next, w.Version)
+			if err != nil {
+				return err
+			}
+			version = v
+		}
+		return c.Store.ReportsDone(ctx, w.ID, seqsOf(reports))
+	})
+	if err != nil {
+		return err
+	}
+	if moved {
+		*w = res.next
+		w.Version = version
+	}
+	res.changed = (len(ch.batch) > 0 && !res.renewedOnly) || moved
+	return nil
+}
+
+// seqsOf lists the reports' Seqs.
+func seqsOf(reports []ports.TaskRunReport) []int64 {
+	seqs := make([]int64, len(reports))
+	for i := range reports {
+		seqs[i] = reports[i].Seq
+	}
+	return seqs
+}
+
+// applyReports applies the inbox's reports, in order, to the runs they
+// end or whose lease they extend, and returns how many ended a run and
+// how many extended a lease; the others are stale (another attempt's, a
+// run no longer running, a lease already longer) and are dropped with
+// them.
+func (c *Controller) applyReports(ch *changes, reports []ports.TaskRunReport) (ended, renewed int) {
+	for i := range reports {
+		rep := &reports[i]
+		_, _, attempt, ok := parseJobID(rep.JobID)
+		r, found := ch.get(rep.TaskRunID)
+		if !ok || !found || !reportedOn(&r, rep, attempt) {
+			continue
+		}
+		ch.put(r)
+		if rep.Renewal() {
+			renewed++
+		} else {
+			ended++
+		}
+	}
+	return ended, renewed
+}
+
+// stored is a workflow as a pass reads it.
+type stored struct {
+	w       ports.WorkflowRecord
+	reports []ports.TaskRunReport
+	runs    []ports.TaskRunRecord
+	byID    map[string]int // nil: not built yet
+	writes  int64          // TaskRunWrites when runs were read
+}
+
+// load reads a workflow, its inbox and its TaskRuns in one transaction;
+// the TaskRuns come from the controller's copy when the store counted no
+// TaskRun write since that copy was made (TaskRunWrites), so a pass over
+// a large workflow decodes only what changed.
+func (c *Controller) load(ctx context.Context, id string) (stored, error) {
+	var st stored
+	err := c.inTx(ctx, func(ctx context.Context) error {
+		var err error
+		if st.w, err = c.Store.WorkflowGet(ctx, id); err != nil {
+			return err
+		}
+		if st.reports, err = c.Store.Reports(ctx, id); err != nil {
+			return err
+		}
+		if st.w.Phase.Terminal() {
+			return nil
+		}
+		// The count first: runs read after it are at least as new, so a
+		// copy is never taken for newer than it is.
+		if st.writes, err = c.Store.TaskRunWrites(ctx, id); err != nil {
+			return err
+		}
+		if cached, ok := c.cached(id); ok && cached.writes == st.writes {
+			st.runs, st.byID = cached.runs, cached.byID
+			return nil
+		}
+		st.runs, err = c.Store.TaskRunsList(ctx, id)
+		return err
+	})
+	return st, err
 }
 
 // finished settles a finished workflow: the job of a release-triggered
@@ -324,6 +523,9 @@ func (c *Controller) log(ctx context.Context, w *ports.WorkflowRecord, res appli
 	}
 	if w.TargetKey != "" {
 		attrs = append(attrs, slog.String("target", w.TargetKey))
+	}
+	if res.reported > 0 {
+		attrs = append(attrs, slog.Int("reported", res.reported))
 	}
 	c.Logger.LogAttrs(ctx, lvl, "workflow.decision", attrs...)
 }

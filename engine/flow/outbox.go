@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -124,13 +123,17 @@ func (c *Controller) prepareWebhook(ctx context.Context, w *ports.WorkflowRecord
 }
 
 // deliverAll makes the recorded sends and writes what came back into their
-// TaskRuns (settleAll).
-func (c *Controller) deliverAll(ctx context.Context, w *ports.WorkflowRecord, sends []send) error {
+// TaskRuns (settleAll), starting from the runs as the pass stored them
+// (known). It returns the records written when that first write held (at
+// their new versions), and fresh false when it did not: the runs had been
+// written meanwhile (a lease renewal, an approval, another process) and
+// were read again.
+func (c *Controller) deliverAll(ctx context.Context, w *ports.WorkflowRecord, sends []send, known runGetter) ([]ports.TaskRunRecord, bool, error) {
 	fs := make([]func(r *ports.TaskRunRecord, now time.Time), len(sends))
 	for i := range sends {
 		fs[i] = c.deliver(ctx, w, &sends[i])
 	}
-	return c.settleAll(ctx, w.ID, sends, fs)
+	return c.settleAll(ctx, w.ID, sends, fs, known)
 }
 
 // deliver makes a recorded send and returns what to write into its
@@ -186,93 +189,82 @@ func (c *Controller) deliver(ctx context.Context, w *ports.WorkflowRecord, s *se
 	}
 }
 
-// settleAll applies fs[i] to sends[i]'s TaskRun as stored now, while it is
-// still running with that send's Delivery (a fast job's report that ended
-// it has the last word), and writes them in one compare-and-swap batch in
-// one transaction, reading again after a lost one (a report or a lease
-// renewal may have come in between). After two lost batches it settles the sends one by one.
-func (c *Controller) settleAll(ctx context.Context, workflowID string, sends []send, fs []func(r *ports.TaskRunRecord, now time.Time)) error {
-	err := c.settle(ctx, workflowID, sends, fs, 2)
-	if !errors.Is(err, ports.ErrConflict) || len(sends) < 2 {
-		return err
+// runGetter reads a TaskRun of the workflow at hand.
+type runGetter func(ctx context.Context, id string) (ports.TaskRunRecord, error)
+
+// settleAll applies fs[i] to sends[i]'s TaskRun while it is still running
+// with that send's Delivery, and writes them in one compare-and-swap batch
+// in one transaction: first over the runs as known (the pass's own
+// write: agents' reports go to the inbox and write no TaskRun), then,
+// after a lost batch, over the runs read again, twice. After that it
+// settles the sends one by one. It returns the records written by the
+// first try, with fresh true, else fresh false.
+func (c *Controller) settleAll(ctx context.Context, workflowID string, sends []send, fs []func(r *ports.TaskRunRecord, now time.Time), known runGetter) ([]ports.TaskRunRecord, bool, error) {
+	if len(sends) == 0 {
+		return nil, true, nil
+	}
+	written, err := c.settle(ctx, workflowID, sends, fs, known)
+	if !errors.Is(err, ports.ErrConflict) {
+		return written, err == nil, err
+	}
+	read := func(ctx context.Context, id string) (ports.TaskRunRecord, error) {
+		return c.Store.TaskRunGet(ctx, workflowID, id)
+	}
+	for range 2 {
+		if _, err = c.settle(ctx, workflowID, sends, fs, read); !errors.Is(err, ports.ErrConflict) {
+			return nil, false, err
+		}
+	}
+	if len(sends) < 2 {
+		return nil, false, err
 	}
 	for i := range sends {
-		if err := c.settle(ctx, workflowID, sends[i:i+1], fs[i:i+1], 5); err != nil {
-			return err
+		for range 5 {
+			if _, err = c.settle(ctx, workflowID, sends[i:i+1], fs[i:i+1], read); !errors.Is(err, ports.ErrConflict) {
+				break
+			}
 		}
-	}
-	return nil
-}
-
-// settle is settleAll's batch, tried up to tries times.
-func (c *Controller) settle(ctx context.Context, workflowID string, sends []send, fs []func(r *ports.TaskRunRecord, now time.Time), tries int) error {
-	if len(sends) == 0 {
-		return nil
-	}
-	var err error
-	for range tries {
-		err = c.inTx(ctx, func(ctx context.Context) error {
-			now := c.Clock.Now()
-			batch := make([]ports.TaskRunRecord, 0, len(sends))
-			for i := range sends {
-				s := &sends[i]
-				r, err := c.Store.TaskRunGet(ctx, workflowID, s.run)
-				if err != nil {
-					return fmt.Errorf("record send %s: %w", s.key, err)
-				}
-				if r.Phase != workflow.TaskRunning || r.Delivery == nil || r.Delivery.Key != s.key {
-					continue
-				}
-				d := *r.Delivery
-				r.Delivery = &d
-				fs[i](&r, now)
-				batch = append(batch, r)
-			}
-			if len(batch) == 0 {
-				return nil
-			}
-			if err := c.Store.TaskRunsSave(ctx, workflowID, batch); err != nil {
-				return fmt.Errorf("record %d sends: %w", len(batch), err)
-			}
-			return nil
-		})
-		if !errors.Is(err, ports.ErrConflict) {
-			return err
-		}
-	}
-	return err
-}
-
-// renewLease extends a running job's lease by a JobLeaser's report.
-func (c *Controller) renewLease(ctx context.Context, rep ports.JobReport, workflowID, taskRunID string) error {
-	for range 5 {
-		r, err := c.Store.TaskRunGet(ctx, workflowID, taskRunID)
 		if err != nil {
-			return fmt.Errorf("renew job lease %s: %w", rep.JobID, err)
-		}
-		d := r.Delivery
-		if r.Phase != workflow.TaskRunning || r.JobID != rep.JobID || d == nil || d.Key != rep.JobID || d.LeaseUntil.IsZero() {
-			return nil // over, another attempt's, or not leased
-		}
-		at := rep.At
-		if at.IsZero() {
-			at = c.Clock.Now()
-		}
-		until := at.Add(rep.Lease)
-		if !until.After(d.LeaseUntil) {
-			return nil
-		}
-		next := *d
-		next.LeaseUntil = until
-		r.Delivery = &next
-		err = c.Store.TaskRunsSave(ctx, workflowID, []ports.TaskRunRecord{r})
-		if !errors.Is(err, ports.ErrConflict) {
-			if err != nil {
-				return fmt.Errorf("renew job lease %s: %w", rep.JobID, err)
-			}
-			return nil
+			return nil, false, err
 		}
 	}
-	c.Logger.LogAttrs(ctx, slog.LevelDebug, "workflow.lease_renewal_conflict", slog.String("job", rep.JobID))
-	return nil // the next renewal tries again
+	return nil, false, nil
+}
+
+// settle is one try of settleAll's batch over the runs get returns; it
+// returns the records written, at their new versions.
+func (c *Controller) settle(ctx context.Context, workflowID string, sends []send, fs []func(r *ports.TaskRunRecord, now time.Time), get runGetter) ([]ports.TaskRunRecord, error) {
+	var batch []ports.TaskRunRecord
+	err := c.inTx(ctx, func(ctx context.Context) error {
+		now := c.Clock.Now()
+		batch = make([]ports.TaskRunRecord, 0, len(sends))
+		for i := range sends {
+			s := &sends[i]
+			r, err := get(ctx, s.run)
+			if err != nil {
+				return fmt.Errorf("record send %s: %w", s.key, err)
+			}
+			if r.Phase != workflow.TaskRunning || r.Delivery == nil || r.Delivery.Key != s.key {
+				continue
+			}
+			d := *r.Delivery
+			r.Delivery = &d
+			fs[i](&r, now)
+			batch = append(batch, r)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := c.Store.TaskRunsSave(ctx, workflowID, batch); err != nil {
+			return fmt.Errorf("record %d sends: %w", len(batch), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range batch {
+		batch[i].Version++
+	}
+	return batch, nil
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/workflow"
@@ -212,51 +213,98 @@ func (c *Controller) Approve(ctx context.Context, workflowID, taskRunID, user st
 	return fmt.Errorf("%s: %w", op, ports.ErrConflict)
 }
 
-// ReportJob records an agent's report on a workflow job (see JobID): a
-// terminal status ends the TaskRun's attempt, with the report's outputs;
-// a non-terminal one with a Lease renews the job's lease (JobLeaser).
-// A report of another attempt, or on a run no longer running, is ignored;
-// a job id that is not a workflow job's is ErrNotFound. A terminal report
-// is read, written and followed by its wake-up in one transaction.
+// ReportJob records an agent's report on a workflow job (see JobID) in
+// the workflow's inbox: the workflow's next pass ends the TaskRun's
+// attempt with a terminal one (outputs included) and extends the job's
+// lease by a non-terminal one with a Lease (JobLeaser), or drops it when
+// it is another attempt's or the run is no longer running; other
+// non-terminal reports change nothing. A job id that is not a workflow
+// job's, or names no TaskRun, is ErrNotFound. Concurrent reports are
+// stored together: one insert for the batch (taking no lock on any
+// TaskRun) and, in the same transaction, one wake-up enqueue per workflow
+// with a terminal report (a renewal needs no pass before the lease's end,
+// when its workflow has one due anyway).
 func (c *Controller) ReportJob(ctx context.Context, rep ports.JobReport) error {
-	wfID, trID, attempt, ok := parseJobID(rep.JobID)
+	wfID, trID, _, ok := parseJobID(rep.JobID)
 	if !ok {
 		return fmt.Errorf("report job %s: not a workflow job: %w", rep.JobID, ports.ErrNotFound)
 	}
-	if !rep.Status.IsTerminal() {
-		if rep.Lease > 0 {
-			return c.renewLease(ctx, rep, wfID, trID)
-		}
+	if !rep.Status.IsTerminal() && rep.Lease <= 0 {
 		return nil
 	}
-	// One transaction: the read, the write and the wake-up commit once (a
-	// conflict writes nothing, so the loop may read again inside it).
-	return c.inTx(ctx, func(ctx context.Context) error {
-		for range 5 {
-			r, err := c.Store.TaskRunGet(ctx, wfID, trID)
-			if err != nil {
-				return fmt.Errorf("report job %s: %w", rep.JobID, err)
-			}
-			if !c.reported(&r, rep, attempt) {
-				return nil // stale: another attempt, or already over
-			}
-			if err = c.Store.TaskRunsSave(ctx, wfID, []ports.TaskRunRecord{r}); errors.Is(err, ports.ErrConflict) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("report job %s: %w", rep.JobID, err)
-			}
-			return c.wake(ctx, wfID)
-		}
-		return fmt.Errorf("report job %s: %w", rep.JobID, ports.ErrConflict)
-	})
+	r := ports.TaskRunReport{WorkflowID: wfID, TaskRunID: trID, JobID: rep.JobID, ExternalID: rep.ExternalID,
+		Status: rep.Status, Message: rep.Message, At: rep.At, Outputs: rep.Outputs}
+	if r.At.IsZero() {
+		r.At = c.Clock.Now()
+	}
+	if r.Renewal() {
+		r.ExternalID, r.Message, r.Outputs, r.LeaseUntil = "", "", nil, r.At.Add(rep.Lease)
+	}
+	// Refused alone, so that it fails no other report of its batch.
+	if err := ports.ValidateTaskRunReport(&r); err != nil {
+		return fmt.Errorf("report job %s: %w", rep.JobID, err)
+	}
+	if _, err := release.EncodeText(&r); err != nil {
+		return fmt.Errorf("report job %s: %w", rep.JobID, err)
+	}
+	c.reportsOnce.Do(func() { c.reports = engine.NewCoalescer(c.storeReports) })
+	return c.reports.Do(ctx, r)
 }
 
-// reported applies a terminal report to its run as read, and says whether
-// it applies: false for another attempt's or a run no longer running.
-func (c *Controller) reported(r *ports.TaskRunRecord, rep ports.JobReport, attempt int) bool {
+// storeReports stores a batch of reports in their workflows' inboxes and
+// wakes the workflows, in one transaction.
+func (c *Controller) storeReports(ctx context.Context, reps []ports.TaskRunReport) []error {
+	errs := make([]error, len(reps))
+	err := c.inTx(ctx, func(ctx context.Context) error {
+		stored, err := c.Store.ReportsAdd(ctx, reps)
+		if err != nil {
+			return err
+		}
+		var wake []ports.EnqueueParams
+		seen := map[string]bool{}
+		for i, ok := range stored {
+			r := &reps[i]
+			if !ok {
+				errs[i] = fmt.Errorf("report job %s: task run %s/%s: %w", r.JobID, r.WorkflowID, r.TaskRunID, ports.ErrNotFound)
+				continue
+			}
+			if !r.Renewal() && !seen[r.WorkflowID] {
+				seen[r.WorkflowID] = true
+				wake = append(wake, ports.EnqueueParams{Key: Key(r.WorkflowID)})
+			}
+		}
+		if len(wake) == 0 {
+			return nil
+		}
+		if err := c.Queue.WorkEnqueue(ctx, wake...); err != nil {
+			return fmt.Errorf("wake %d workflows: %w", len(wake), err)
+		}
+		return nil
+	})
+	if err != nil {
+		for i := range errs {
+			errs[i] = fmt.Errorf("report job %s: %w", reps[i].JobID, err)
+		}
+	}
+	return errs
+}
+
+// reportedOn applies a report to its run, and says whether it applies:
+// false for another attempt's, a run no longer running, or a renewal
+// that extends nothing (no lease held, or not beyond it).
+func reportedOn(r *ports.TaskRunRecord, rep *ports.TaskRunReport, attempt int) bool {
 	if r.Attempt != attempt || r.Phase != workflow.TaskRunning || (r.JobID != "" && r.JobID != rep.JobID) {
 		return false
+	}
+	if rep.Renewal() {
+		d := r.Delivery
+		if r.JobID != rep.JobID || d == nil || d.Key != rep.JobID || d.LeaseUntil.IsZero() || !rep.LeaseUntil.After(d.LeaseUntil) {
+			return false
+		}
+		next := *d
+		next.LeaseUntil = rep.LeaseUntil
+		r.Delivery = &next
+		return true
 	}
 	// The dispatching pass recorded the job id before sending it (see
 	// outbox.go); a record without one is older than that rule.
@@ -264,11 +312,7 @@ func (c *Controller) reported(r *ports.TaskRunRecord, rep ports.JobReport, attem
 	if r.ExternalID == "" {
 		r.ExternalID = rep.ExternalID
 	}
-	at := rep.At
-	if at.IsZero() {
-		at = c.Clock.Now()
-	}
-	end(r, jobPhase(rep.Status), at, rep.Message)
+	end(r, jobPhase(rep.Status), rep.At, rep.Message)
 	if rep.Outputs != nil {
 		r.Outputs = rep.Outputs
 	}

@@ -3,7 +3,9 @@ package porttest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/workflow"
 )
 
@@ -29,6 +32,175 @@ func WorkflowStore(t *testing.T, newStore func(t *testing.T) ports.WorkflowStore
 	t.Run("TaskRunsConcurrent", func(t *testing.T) { wfTaskRunsConcurrent(setup(t)) })
 	t.Run("List", func(t *testing.T) { wfList(setup(t)) })
 	t.Run("Unfinished", func(t *testing.T) { wfUnfinished(setup(t)) })
+	t.Run("TaskRunWrites", func(t *testing.T) { wfTaskRunWrites(setup(t)) })
+	t.Run("Reports", func(t *testing.T) { wfReports(setup(t)) })
+	t.Run("ReportsWhileWriting", func(t *testing.T) { wfReportsWhileWriting(setup(t)) })
+}
+
+// wfTaskRunWrites: the count grows by one per TaskRun created or written,
+// and a refused batch leaves it as it was.
+func wfTaskRunWrites(t *testing.T, ctx context.Context, s ports.WorkflowStore) {
+	_, err := s.TaskRunWrites(ctx, "nope")
+	require.ErrorIs(t, err, ports.ErrNotFound)
+	require.NoError(t, s.WorkflowCreate(ctx, wfRecord("wf")))
+	require.NoError(t, s.WorkflowCreate(ctx, wfRecord("other")))
+	count := func(id string) int64 {
+		n, err := s.TaskRunWrites(ctx, id)
+		require.NoError(t, err)
+		return n
+	}
+	require.Zero(t, count("wf"))
+	require.NoError(t, s.TaskRunsSave(ctx, "wf", []ports.TaskRunRecord{wfRun("wf", "a", 0), wfRun("wf", "b", 0)}))
+	require.EqualValues(t, 2, count("wf"))
+	require.NoError(t, s.TaskRunsSave(ctx, "wf", []ports.TaskRunRecord{wfRun("wf", "a", 1)}))
+	require.EqualValues(t, 3, count("wf"))
+	require.ErrorIs(t, s.TaskRunsSave(ctx, "wf", []ports.TaskRunRecord{wfRun("wf", "b", 1), wfRun("wf", "a", 1)}), ports.ErrConflict)
+	require.EqualValues(t, 3, count("wf"), "a refused batch writes nothing")
+	require.NoError(t, s.TaskRunsSave(ctx, "wf", []ports.TaskRunRecord{wfRun("wf", "b", 1), wfRun("wf", "a", 2), wfRun("wf", "c", 0)}))
+	require.EqualValues(t, 6, count("wf"))
+	require.Zero(t, count("other"), "per workflow")
+}
+
+func wfReport(wf, run, job string) ports.TaskRunReport {
+	return ports.TaskRunReport{WorkflowID: wf, TaskRunID: run, JobID: job, ExternalID: "ext/" + job, Status: release.JobSuccessful,
+		Message: "done", At: wfT0.Add(time.Minute), Outputs: map[string]any{"n": float64(2), "s": "x"}}
+}
+
+// wfReports: reports are stored when their TaskRun exists, listed per
+// workflow in the order they were added, and taken out by Seq.
+func wfReports(t *testing.T, ctx context.Context, s ports.WorkflowStore) {
+	require.NoError(t, s.WorkflowCreate(ctx, wfRecord("wf")))
+	require.NoError(t, s.WorkflowCreate(ctx, wfRecord("wg")))
+	require.NoError(t, s.TaskRunsSave(ctx, "wf", []ports.TaskRunRecord{wfRun("wf", "a", 0), wfRun("wf", "b", 0)}))
+	require.NoError(t, s.TaskRunsSave(ctx, "wg", []ports.TaskRunRecord{wfRun("wg", "a", 0)}))
+	writes, err := s.TaskRunWrites(ctx, "wf")
+	require.NoError(t, err)
+
+	bad := wfReport("wf", "a", "wf/wf/a/0")
+	bad.Status = release.JobInProgress
+	_, err = s.ReportsAdd(ctx, []ports.TaskRunReport{wfReport("wf", "a", "wf/wf/a/0"), bad})
+	requireInvalid(t, err, "status")
+	bad = wfReport("wf", "a/b", "wf/wf/a/0")
+	_, err = s.ReportsAdd(ctx, []ports.TaskRunReport{bad})
+	requireInvalid(t, err, "task_run_id")
+	bad = wfReport("wf", "a", "wf/wf/a/0")
+	bad.Message = "a\x00"
+	_, err = s.ReportsAdd(ctx, []ports.TaskRunReport{bad})
+	require.ErrorIs(t, err, release.ErrInvalid)
+	got, err := s.Reports(ctx, "wf")
+	require.NoError(t, err)
+	require.Empty(t, got, "a refused batch stores nothing")
+
+	in := []ports.TaskRunReport{wfReport("wf", "b", "wf/wf/b/0"), wfReport("wf", "missing", "wf/wf/missing/0"),
+		wfReport("wg", "a", "wf/wg/a/0"), wfReport("nope", "a", "wf/nope/a/0"), wfReport("wf", "a", "wf/wf/a/0")}
+	in[4].Status, in[4].Outputs = release.JobFailure, nil
+	stored, err := s.ReportsAdd(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false, true, false, true}, stored, "only reports on existing TaskRuns are stored")
+	got, err = s.Reports(ctx, "wf")
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Less(t, got[0].Seq, got[1].Seq, "in the order added")
+	for i, want := range []ports.TaskRunReport{in[0], in[4]} {
+		require.Positive(t, got[i].Seq)
+		want.Seq = got[i].Seq
+		require.Equal(t, want, got[i])
+	}
+	more, err := s.ReportsAdd(ctx, []ports.TaskRunReport{wfReport("wf", "a", "wf/wf/a/1")})
+	require.NoError(t, err)
+	require.Equal(t, []bool{true}, more)
+	all, err := s.Reports(ctx, "wf")
+	require.NoError(t, err)
+	require.Len(t, all, 3)
+	require.Greater(t, all[2].Seq, got[1].Seq, "a later report comes later")
+	after, err := s.TaskRunWrites(ctx, "wf")
+	require.NoError(t, err)
+	require.Equal(t, writes, after, "reports write no TaskRun")
+
+	require.NoError(t, s.ReportsDone(ctx, "wf", []int64{got[0].Seq, got[1].Seq, 1 << 40}))
+	left, err := s.Reports(ctx, "wf")
+	require.NoError(t, err)
+	require.Equal(t, all[2:], left, "only the reports named are taken out")
+	require.NoError(t, s.ReportsDone(ctx, "wf", []int64{got[0].Seq}), "twice is no error")
+	wg, err := s.Reports(ctx, "wg")
+	require.NoError(t, err)
+	require.Len(t, wg, 1, "other workflows keep theirs")
+	require.Equal(t, "wf/wg/a/0", wg[0].JobID)
+	none, err := s.Reports(ctx, "nope")
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
+
+// wfReportsWhileWriting: batches of reports across every TaskRun of two
+// workflows race batch writes of all those TaskRuns (in reverse order):
+// every report is stored, every write either lands or is a conflict, and
+// none of them fails otherwise (no deadlock, no lock wait error).
+func wfReportsWhileWriting(t *testing.T, ctx context.Context, s ports.WorkflowStore) {
+	const n = 40
+	for _, wf := range []string{"wf", "wg"} {
+		require.NoError(t, s.WorkflowCreate(ctx, wfRecord(wf)))
+		runs := make([]ports.TaskRunRecord, n)
+		for i := range runs {
+			runs[i] = wfRun(wf, fmt.Sprintf("r%02d", i), 0)
+		}
+		require.NoError(t, s.TaskRunsSave(ctx, wf, runs))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 5 {
+				var batch []ports.TaskRunReport
+				for i := range n {
+					wf := []string{"wf", "wg"}[(i+w)%2]
+					batch = append(batch, wfReport(wf, fmt.Sprintf("r%02d", (i*7+w+round)%n), fmt.Sprintf("wf/%s/r/%d", wf, round)))
+				}
+				stored, err := s.ReportsAdd(ctx, batch)
+				if err == nil && slices.Contains(stored, false) {
+					err = fmt.Errorf("a report on an existing TaskRun was not stored: %v", stored)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for _, wf := range []string{"wf", "wg"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				runs, err := s.TaskRunsList(ctx, wf)
+				if err != nil {
+					errs <- err
+					return
+				}
+				slices.Reverse(runs)
+				for i := range runs {
+					runs[i].Message = "written"
+				}
+				if err := s.TaskRunsSave(ctx, wf, runs); err != nil && !errors.Is(err, ports.ErrConflict) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	total := 0
+	for _, wf := range []string{"wf", "wg"} {
+		reps, err := s.Reports(ctx, wf)
+		require.NoError(t, err)
+		total += len(reps)
+	}
+	require.Equal(t, 4*5*n, total, "every report stored once")
 }
 
 // wfUnfinished: WorkflowsUnfinished lists exactly the Pending and Running
