@@ -6,7 +6,8 @@
 # 1 and 2 worker processes. Each prints its JSON line on stdout; progress
 # goes to stderr. Sizes come from the environment:
 # BENCH_TARGETS (bench release), BENCH_ITEMS (bench workflow) and
-# BENCH_QUEUE_ITEMS (bench queue, River, the bare loop).
+# BENCH_QUEUE_ITEMS (bench queue, River, the bare loop). Last, the Go
+# benchmark of the pure workflow scheduling pass prints its lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,3 +28,6 @@ compare=${BENCH_COMPARE_BIN:-bin/bench-compare}
 # processes sharing the database), each line with the workers' peak RSS.
 "$reconciler" bench release --dsn "$dsn" --targets "$targets" --timeout 10m --processes 1,2
 "$reconciler" bench workflow --dsn "$dsn" --items "$items" --timeout 10m
+# The pure scheduling pass over the 10,000 TaskRuns of bench workflow's
+# shape (no database): issue 19's 2 ms target.
+${GO:-go} test -run '^$' -bench 'BenchmarkSchedulePassBenchWorkflow' -benchtime 200x ./workflow/ | grep '^Benchmark'
