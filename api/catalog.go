@@ -38,6 +38,14 @@ type RevisionReject struct {
 	Reason  string `json:"reason" minLength:"1"`
 }
 
+// RevisionMetadata replaces a revision's labels or annotations (an absent
+// map is kept) at the version read, in any lifecycle.
+type RevisionMetadata struct {
+	Version     int64             `json:"version" minimum:"1"`
+	Labels      map[string]string `json:"labels,omitempty" doc:"the revision's labels from now on; absent: kept"`
+	Annotations map[string]string `json:"annotations,omitempty" doc:"the revision's annotations from now on; absent: kept"`
+}
+
 // CatalogObject names a catalog object in a path.
 type CatalogObject struct {
 	Kind revision.Kind `path:"kind" enum:"workflow-template,policy"`
@@ -56,6 +64,22 @@ func (p *RevisionPath) ref() ports.RevisionRef {
 
 func (s *Server) registerCatalog() {
 	const base = "/catalog/{kind}/{name}/revisions"
+	huma.Register(s.api, s.op("listCatalog", http.MethodGet, "/catalog/revisions", "List revisions across catalog objects, by kind and name, then revision order; every filter given must match", ports.ScopeRead, "catalog"),
+		func(ctx context.Context, in *struct {
+			Kind      revision.Kind        `query:"kind" enum:"workflow-template,policy" doc:"only this kind's objects"`
+			Name      string               `query:"name" doc:"only objects of this name"`
+			Lifecycle []revision.Lifecycle `query:"lifecycle,explode" enum:"draft,proposed,published,deletion-proposed" doc:"keep revisions in these states"`
+			Revision  int                  `query:"revision" minimum:"0" doc:"keep the revision with this published number"`
+		}) (*body[[]ports.Revision], error) {
+			rs, err := s.o.Catalog.List(ctx, ports.CatalogListParams{Kind: in.Kind, Name: in.Name, Lifecycles: in.Lifecycle, Revision: in.Revision})
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			if rs == nil {
+				rs = []ports.Revision{}
+			}
+			return reply(rs), nil
+		})
 	huma.Register(s.api, s.op("listRevisions", http.MethodGet, base, "List an object's revisions", ports.ScopeRead, "catalog"),
 		func(ctx context.Context, in *struct {
 			CatalogObject
@@ -112,6 +136,14 @@ func (s *Server) registerCatalog() {
 			Body RevisionReject
 		}) (*body[ports.Revision], error) {
 			return s.revision(s.o.Catalog.Reject(ctx, catalog.RejectParams{Ref: in.ref(), Version: in.Body.Version, Reason: in.Body.Reason}))(ctx)
+		})
+	huma.Register(s.api, s.op("setRevisionMetadata", http.MethodPut, base+"/{id}/metadata", "Replace a revision's labels or annotations, in any lifecycle (409 on a stale version or a held lock)", ports.ScopeWrite, "catalog"),
+		func(ctx context.Context, in *struct {
+			RevisionPath
+			Body RevisionMetadata
+		}) (*body[ports.Revision], error) {
+			return s.revision(s.o.Catalog.UpdateMetadata(ctx, catalog.MetadataParams{Ref: in.ref(), Version: in.Body.Version,
+				Labels: in.Body.Labels, Annotations: in.Body.Annotations}))(ctx)
 		})
 	huma.Register(s.api, s.noContent(s.op("deleteRevision", http.MethodDelete, base+"/{id}", "Delete a draft, proposed or deletion-proposed revision", ports.ScopeWrite, "catalog")),
 		func(ctx context.Context, in *struct {

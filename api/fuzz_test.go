@@ -126,3 +126,8 @@ func FuzzTokenCreate(f *testing.F) {
 		map[string]any{"name": "ci", "scopes": []any{"read", "write"}, "expires_in": "720h"},
 		map[string]any{"name": "agent", "scopes": []any{"agent"}})
 }
+
+func FuzzRevisionMetadata(f *testing.F) {
+	fuzzRoute(f, http.MethodPut, "/api/v1/catalog/policy/p/revisions/r1/metadata",
+		map[string]any{"version": 1, "labels": map[string]any{"tier": "gold"}, "annotations": map[string]any{"note": "x"}})
+}

@@ -1,12 +1,16 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/ports"
 )
 
 // gated is a workflow template: an approval, then a job on agent ext.
@@ -213,5 +217,73 @@ func TestCatalogUnproposeAndUndoProposeDelete(t *testing.T) {
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		require.Equal(t, "published", res.json(t)["lifecycle"])
 		f.do(http.MethodPost, base+"/"+pid+"/undo-propose-delete", "write", map[string]any{"version": res.json(t)["version"]}).problem(t, http.StatusUnprocessableEntity)
+	})
+}
+
+func TestCatalogListAcrossObjectsAndMetadata(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		// A draft of policy p, template gated published and an open draft
+		// of it.
+		res := f.do(http.MethodPost, "/api/v1/catalog/policy/p/revisions", "write", map[string]any{"content": map[string]any{
+			"id": "p", "name": "p", "selector": "true", "enabled": true, "rules": []any{}}})
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		pub := f.publish("gated", gated)
+		base := "/api/v1/catalog/workflow-template/gated/revisions"
+		res = f.do(http.MethodPost, base, "write", map[string]any{"from": 1, "labels": map[string]any{"team": "web"}})
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		draft := res.json(t)
+
+		list := func(query string) []string {
+			t.Helper()
+			res := f.do(http.MethodGet, "/api/v1/catalog/revisions"+query, "read", nil)
+			require.Equal(t, http.StatusOK, res.status, string(res.body))
+			var rs []ports.Revision
+			require.NoError(t, json.Unmarshal(res.body, &rs))
+			out := []string{}
+			for _, r := range rs {
+				if r.Name == "prod-gate" {
+					continue // the fixture's policy: in this catalog on Postgres, in the release store's in memory
+				}
+				out = append(out, string(r.Kind)+"/"+r.Name+"#"+strconv.Itoa(r.Revision)+":"+string(r.Lifecycle))
+			}
+			return out
+		}
+		require.ElementsMatch(t, []string{"policy/p#0:draft", "workflow-template/gated#1:published", "workflow-template/gated#0:draft"}, list(""))
+		require.Equal(t, []string{"policy/p#0:draft"}, list("?kind=policy"))
+		require.ElementsMatch(t, []string{"workflow-template/gated#1:published", "workflow-template/gated#0:draft"}, list("?name=gated"))
+		require.ElementsMatch(t, []string{"policy/p#0:draft", "workflow-template/gated#0:draft"}, list("?lifecycle=draft&lifecycle=proposed"))
+		require.Equal(t, []string{"workflow-template/gated#0:draft"}, list("?kind=workflow-template&lifecycle=draft"))
+		require.Equal(t, []string{"workflow-template/gated#1:published"}, list("?revision=1"))
+		require.Equal(t, []string{}, list("?name=nope"))
+		for _, q := range []string{"?kind=job", "?lifecycle=gone", "?revision=-1", "?bogus=1"} {
+			f.do(http.MethodGet, "/api/v1/catalog/revisions"+q, "read", nil).problem(t, http.StatusUnprocessableEntity)
+		}
+		f.do(http.MethodGet, "/api/v1/catalog/revisions", "", nil).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodGet, "/api/v1/catalog/revisions", "agent", nil).problem(t, http.StatusForbidden)
+
+		// Metadata: labels replaced at the version read, in any lifecycle;
+		// annotations absent are kept.
+		meta := func(id string) string { return base + "/" + id + "/metadata" }
+		pid := pub["id"].(string)
+		res = f.do(http.MethodPut, meta(pid), "write", map[string]any{"version": pub["version"], "labels": map[string]any{"tier": "gold"}, "annotations": map[string]any{"note": "kept"}})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		got := res.json(t)
+		require.Equal(t, map[string]any{"tier": "gold"}, got["labels"], "a published revision's labels change")
+		res = f.do(http.MethodPut, meta(pid), "write", map[string]any{"version": got["version"], "labels": map[string]any{}})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		again := res.json(t)
+		require.Empty(t, again["labels"])
+		require.Equal(t, map[string]any{"note": "kept"}, again["annotations"])
+		did := draft["id"].(string)
+		f.do(http.MethodPut, meta(did), "write", map[string]any{"version": draft["version"].(float64) + 1, "labels": map[string]any{"a": "b"}}).problem(t, http.StatusConflict)
+		p := f.do(http.MethodPut, meta(did), "write", map[string]any{"version": draft["version"], "labels": map[string]any{"a": "b\x1b[31m"}}).problem(t, http.StatusUnprocessableEntity)
+		require.Contains(t, p["detail"], "control character")
+		p = f.do(http.MethodPut, meta(did), "write", map[string]any{"labels": map[string]any{"a": "b"}}).problem(t, http.StatusUnprocessableEntity)
+		require.Contains(t, locations(p), "body.version")
+		f.do(http.MethodPut, meta("nope"), "write", map[string]any{"version": 1, "labels": map[string]any{"a": "b"}}).problem(t, http.StatusNotFound)
+		f.do(http.MethodPut, meta(did), "read", map[string]any{"version": draft["version"], "labels": map[string]any{"a": "b"}}).problem(t, http.StatusForbidden)
+		res = f.do(http.MethodGet, base+"/"+did, "read", nil)
+		require.Equal(t, map[string]any{"team": "web"}, res.json(t)["labels"], "refused changes change nothing")
 	})
 }

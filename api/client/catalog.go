@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/reconcilerhq/reconciler/api"
@@ -27,6 +28,35 @@ func (c *Client) ListRevisions(ctx context.Context, obj revision.Object, lifecyc
 		q += sep + "lifecycle=" + esc(string(l))
 	}
 	return get[[]ports.Revision](ctx, c, revisions(obj)+q)
+}
+
+// ListCatalog lists revisions across catalog objects, by every filter p
+// gives (Kind, Name, Lifecycles, Revision).
+func (c *Client) ListCatalog(ctx context.Context, p ports.CatalogListParams) ([]ports.Revision, error) {
+	q := url.Values{}
+	if p.Kind != "" {
+		q.Set("kind", string(p.Kind))
+	}
+	if p.Name != "" {
+		q.Set("name", p.Name)
+	}
+	for _, l := range p.Lifecycles {
+		q.Add("lifecycle", string(l))
+	}
+	if p.Revision != 0 {
+		q.Set("revision", strconv.Itoa(p.Revision))
+	}
+	path := "/catalog/revisions"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return get[[]ports.Revision](ctx, c, path)
+}
+
+// SetRevisionMetadata replaces a revision's labels or annotations (a nil
+// map is kept) at the version read.
+func (c *Client) SetRevisionMetadata(ctx context.Context, ref ports.RevisionRef, m api.RevisionMetadata) (ports.Revision, error) {
+	return post[ports.Revision](ctx, c, http.MethodPut, revisions(ref.Object())+"/"+esc(ref.ID)+"/metadata", m)
 }
 
 // GetRevision reads a revision by id.

@@ -146,8 +146,7 @@ With --server URL and --token (or RECONCILER_SERVER, RECONCILER_TOKEN) they go
 through that server's API (token scopes: read for list and get; a change
 reads the revision first, so it needs read and write, approve and reject read
 and approve; the approver is the token's name; with --dsn it is
-local:<operating-system user>). The API lists one object's revisions, so list needs --kind and
---name; label is --dsn only (exit 2).
+local:<operating-system user>). Every subcommand works both ways.
 
 Otherwise the catalog must outlive each command to be useful, so these
 commands need PostgreSQL: set --dsn or RECONCILER_DSN. Without either they

@@ -33,21 +33,11 @@ type catalogService interface {
 var _ catalogService = (*catalog.Service)(nil)
 
 // remoteCatalog runs the catalog commands through the API. The approver of
-// an approval is the token's name. The API has no route for unpropose,
-// undo-propose-delete and label, nor a listing across objects: those are
-// refused as bad input (exit 2), naming --dsn.
+// an approval is the token's name.
 type remoteCatalog struct{ c *client.Client }
 
-// errNotRemote refuses an operation the API does not offer.
-func errNotRemote(what string) error {
-	return usagef("catalog %s is not offered by the API: run it with --dsn", what)
-}
-
 func (r remoteCatalog) List(ctx context.Context, p ports.CatalogListParams) ([]ports.Revision, error) {
-	if p.Kind == "" || p.Name == "" {
-		return nil, usagef("catalog list with --server: give --kind and --name (the API lists one object's revisions); --dsn lists across objects")
-	}
-	return r.c.ListRevisions(ctx, revision.Object{Kind: p.Kind, Name: p.Name}, p.Lifecycles...)
+	return r.c.ListCatalog(ctx, p)
 }
 
 func (r remoteCatalog) LatestPublished(ctx context.Context, obj revision.Object) (ports.Revision, error) {
@@ -116,8 +106,8 @@ func (r remoteCatalog) UndoProposeDelete(ctx context.Context, c catalog.Change) 
 	return r.c.ChangeRevision(ctx, c.Ref, "undo-propose-delete", c.Version)
 }
 
-func (remoteCatalog) UpdateMetadata(context.Context, catalog.MetadataParams) (ports.Revision, error) {
-	return ports.Revision{}, errNotRemote("label")
+func (r remoteCatalog) UpdateMetadata(ctx context.Context, p catalog.MetadataParams) (ports.Revision, error) {
+	return r.c.SetRevisionMetadata(ctx, p.Ref, api.RevisionMetadata{Version: p.Version, Labels: p.Labels, Annotations: p.Annotations})
 }
 
 func (r remoteCatalog) Delete(ctx context.Context, c catalog.Change) error {

@@ -117,8 +117,37 @@ func TestCatalogThroughAPI(t *testing.T) {
 			var rs []ports.Revision
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &rs))
 			require.Len(t, rs, 1)
-			require.Equal(t, 2, as(ports.ScopeRead, "", "list").code, "the API lists one object")
-			require.Equal(t, 2, as(ports.ScopeWrite, "", "label", "policy/gate", "--set", "a=b", "--version", fmt.Sprint(pub.Version)).code, "--dsn only")
+			// list across objects, and label, over the API too.
+			r = as(ports.ScopeWrite, policyJSON("two"), "create", "policy/other", "-f", "-")
+			require.Equal(t, 0, r.code, r.stderr)
+			r = as(ports.ScopeRead, "", "list", "-o", "json")
+			require.Equal(t, 0, r.code, r.stderr)
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &rs))
+			names := map[string]revision.Lifecycle{}
+			for _, x := range rs {
+				names[string(x.Kind)+"/"+x.Name] = x.Lifecycle
+			}
+			require.Equal(t, revision.Published, names["policy/gate"])
+			require.Equal(t, revision.Draft, names["policy/other"])
+			r = as(ports.ScopeRead, "", "list", "--lifecycle", "draft", "-o", "json")
+			require.Equal(t, 0, r.code, r.stderr)
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &rs))
+			require.Len(t, rs, 1)
+			require.Equal(t, "other", rs[0].Name)
+			pv := fmt.Sprint(pub.Version)
+			require.Equal(t, 5, as(ports.ScopeRead, "", "label", "policy/gate", "tier=gold", "--version", pv).code, "read cannot label")
+			require.Equal(t, 3, as(ports.ScopeWrite, "", "label", "policy/gate", "tier=gold", "--version", fmt.Sprint(pub.Version-1)).code, "stale version")
+			require.Equal(t, 2, as(ports.ScopeWrite, "", "label", "policy/gate", "tier", "--version", pv).code)
+			require.Equal(t, 2, as(ports.ScopeWrite, "", "label", "policy/gate", "tier=\x1b[31m", "--version", pv).code, "a control character")
+			r = as(ports.ScopeWrite, "", "label", "policy/gate", "tier=gold", "team=web", "--version", pv)
+			require.Equal(t, 0, r.code, r.stderr)
+			pub = get()
+			require.Equal(t, map[string]string{"tier": "gold", "team": "web"}, pub.Labels)
+			r = as(ports.ScopeWrite, "", "label", "policy/gate", "team-", "--version", fmt.Sprint(pub.Version))
+			require.Equal(t, 0, r.code, r.stderr)
+			pub = get()
+			require.Equal(t, map[string]string{"tier": "gold"}, pub.Labels)
+			require.Equal(t, revision.Published, pub.Lifecycle)
 
 			r = as(ports.ScopeWrite, "", "propose-delete", "policy/gate", "--revision", "1", "--version", fmt.Sprint(pub.Version))
 			require.Equal(t, 0, r.code, r.stderr)
