@@ -35,7 +35,7 @@ func codeHostFlags(f *pflag.FlagSet, o *codeHostOptions) {
 	f.StringVar(&o.token, "github-token", "", "GitHub API token reference (env:NAME with --secret-prefix, or file:/path under a --secret-dir); empty: no code host, pull requests are only recorded")
 	f.StringVar(&o.api, "github-api", github.DefaultBaseURL, "GitHub REST API root")
 	f.StringVar(&o.mergeMethod, "github-merge-method", "merge", "how auto-merge merges: merge, squash or rebase")
-	f.StringVar(&o.webhookSecret, "github-webhook-secret", "", "reference of the secret GitHub signs webhook deliveries with; set, POST /webhooks/github wakes the runs a delivery concerns")
+	f.StringVar(&o.webhookSecret, "github-webhook-secret", "", "reference of the secret GitHub signs webhook deliveries with; set, POST /api/v1/webhooks/github wakes the runs a delivery concerns")
 	f.DurationVar(&o.pollInterval, "pr-poll-interval", 30*time.Second, "how often the pull requests of following runs are read")
 }
 

@@ -187,7 +187,7 @@ func TestWebhookRefreshesTheRunOfItsPR(t *testing.T) {
 
 func httptestRequest(t *testing.T, body []byte, sig string) *http.Request {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/webhooks/github", bytes.NewReader(body))
+	req := httptest.NewRequest(http.MethodPost, githubWebhookPath, bytes.NewReader(body))
 	req.Header.Set("X-GitHub-Event", "check_suite")
 	req.Header.Set("X-Hub-Signature-256", sig)
 	return req

@@ -105,7 +105,7 @@ its phase, heartbeat and exit on the run, a release deletes it (grace
 With --github-token the code host is GitHub (--github-api): a repo agent
 that exits 0 gets a pull request from its branch, following runs' pull
 requests are read every --pr-poll-interval and at once on a webhook
-delivery signed with --github-webhook-secret (POST /webhooks/github),
+delivery signed with --github-webhook-secret (POST /api/v1/webhooks/github),
 auto-merge uses --github-merge-method, and a review run posts review.md
 (verdict in review-event) from its agent's directory. Without it pull
 requests are only recorded. serve logs a warning naming every stand-in
@@ -291,10 +291,11 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh}).Handler()
 	}
 	if o.listen != "" {
-		extra[githubActionsWebhookPath] = githubActionsWebhooks{agents: be.releases.JobAgents(), secrets: secrets, report: rt.report}
-	}
-	if gh != nil && gh.hook != nil && !demo {
-		extra["/webhooks/github"] = http.MaxBytesHandler(gh.hook, 1<<20+1)
+		var hook http.Handler
+		if gh != nil && gh.hook != nil && !demo {
+			hook = gh.hook
+		}
+		mountWebhooks(extra, githubActionsWebhooks{agents: be.releases.JobAgents(), secrets: secrets, report: rt.report}, hook)
 	}
 	srv, err := startHTTP(log, "listening", o.listen, newHTTPHandler(be, reg, extra, world))
 	if err != nil {

@@ -6,13 +6,34 @@ import (
 	"strings"
 
 	"github.com/reconcilerhq/reconciler/adapters/githubactions"
+	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// githubActionsWebhookPath is where serve takes GitHub's workflow_run
-// deliveries: POST /webhooks/github-actions/<job agent id>.
-const githubActionsWebhookPath = "/webhooks/github-actions/"
+// The webhooks serve takes on its listener, under the API's prefix. They
+// authenticate by their signature (X-Hub-Signature-256), not a bearer
+// token, so they are handlers of their own beside the API's operations.
+const (
+	// githubWebhookPath takes GitHub's pull_request, pull_request_review,
+	// check_suite and check_run deliveries (--github-webhook-secret).
+	githubWebhookPath = api.Prefix + "/webhooks/github"
+	// githubActionsWebhookPath takes GitHub's workflow_run deliveries:
+	// POST /api/v1/webhooks/github-actions/<job agent id>.
+	githubActionsWebhookPath = api.Prefix + "/webhooks/github-actions/"
+)
+
+// mountWebhooks adds the webhook receivers to serve's handlers by path:
+// the GitHub Actions one, and the GitHub one when hook is not nil (its
+// bodies capped at 1 MiB). The paths are more specific than the API's
+// prefix, so the mux hands them their deliveries without the API's bearer
+// check.
+func mountWebhooks(extra map[string]http.Handler, actions githubActionsWebhooks, hook http.Handler) {
+	extra[githubActionsWebhookPath] = actions
+	if hook != nil {
+		extra[githubWebhookPath] = http.MaxBytesHandler(hook, 1<<20+1)
+	}
+}
 
 // githubActionsWebhooks serves githubActionsWebhookPath: a delivery for
 // job agent record <id> of type github-actions is verified with the secret

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,12 +14,13 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/envsecret"
 	"github.com/reconcilerhq/reconciler/adapters/githubactions"
 	"github.com/reconcilerhq/reconciler/adapters/memory"
+	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
 // TestGitHubActionsWebhookOnServeListener: serve's listener takes GitHub's
-// workflow_run deliveries at /webhooks/github-actions/<agent>, verified
+// workflow_run deliveries at /api/v1/webhooks/github-actions/<agent>, verified
 // with the secret the github-actions agent record's webhookSecretRef
 // names, and reports the run's status by (agent, run id); an unknown
 // agent, one of another type or one without a secret reference is 404,
@@ -43,11 +45,31 @@ func TestGitHubActionsWebhookOnServeListener(t *testing.T) {
 		reports = append(reports, r)
 		return nil
 	})
+	// Mounted as serve mounts them, beside the API (which would want a
+	// bearer token) and the console at /.
+	extra := map[string]http.Handler{
+		api.Prefix + "/": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) }),
+		"/":              http.NotFoundHandler(),
+	}
+	hook := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mountWebhooks(extra, githubActionsWebhooks{agents: store.JobAgents(), secrets: envsecret.Resolver{}, report: report}, hook)
 	mux := http.NewServeMux()
-	mux.Handle(githubActionsWebhookPath, githubActionsWebhooks{agents: store.JobAgents(), secrets: envsecret.Resolver{}, report: report})
+	for path, h := range extra {
+		mux.Handle(path, h)
+	}
+	deliver := func(path string) int {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{}`))
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, req)
+		return w.Code
+	}
+	require.Equal(t, http.StatusNoContent, deliver("/api/v1/webhooks/github"), "the GitHub webhook, without a bearer token")
+	require.Equal(t, http.StatusNotFound, deliver("/webhooks/github"), "one path per webhook: the old one is gone")
+	require.Equal(t, http.StatusNotFound, deliver("/webhooks/github-actions/gha"))
+	require.Equal(t, http.StatusUnauthorized, deliver("/api/v1/webhooks"), "anything else under /api/v1 is the API's")
 	body := []byte(`{"action":"completed","workflow_run":{"id":42,"status":"completed","conclusion":"success","html_url":"https://github.example/r/42"}}`)
 	send := func(agent, sig string) int {
-		req := httptest.NewRequest(http.MethodPost, "/webhooks/github-actions/"+agent, bytes.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, "/api/v1/webhooks/github-actions/"+agent, bytes.NewReader(body))
 		req.Header.Set("X-GitHub-Event", "workflow_run")
 		req.Header.Set("X-Hub-Signature-256", sig)
 		w := httptest.NewRecorder()
