@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -116,7 +115,7 @@ func (r *Runtime) current(w *watcher) bool {
 func (r *Runtime) observe(w *watcher) {
 	defer r.wg.Done()
 	ctx := context.Background()
-	land := runobserve.Lander{Store: r.opt.Store, Wait: r.cfg.LandWait, Logger: r.opt.Logger}
+	land := r.out.Lander()
 	if !land.Await(ctx, w.ref, w.stop, runobserve.Launched(w.ref.Kind)) || !r.current(w) {
 		r.drop(w)
 		return
@@ -130,7 +129,7 @@ func (r *Runtime) observe(w *watcher) {
 		case <-w.stop:
 			return
 		case <-tick.C:
-			if last.Alive() && !r.write(ctx, w, ports.RunObserveParams{Ref: w.ref, Heartbeat: r.opt.Clock.Now()}) {
+			if last.Alive() && !r.write(ctx, w, ports.RunObserveParams{Ref: w.ref, Heartbeat: r.out.Clock.Now()}) {
 				return
 			}
 			continue
@@ -139,7 +138,7 @@ func (r *Runtime) observe(w *watcher) {
 		if p.DeletionTimestamp != nil {
 			continue // being deleted by someone else: its end comes as a deletion or a phase
 		}
-		o := observation(p, r.opt.Clock.Now())
+		o := observation(p, r.out.Clock.Now())
 		if last != nil && last.Phase == o.Phase && last.LastError == o.LastError {
 			continue
 		}
@@ -150,7 +149,7 @@ func (r *Runtime) observe(w *watcher) {
 		if last != nil && last.Phase == o.Phase {
 			o.Since = last.Since
 		}
-		if !r.write(ctx, w, ports.RunObserveParams{Ref: w.ref, Heartbeat: r.opt.Clock.Now(), Pod: &o}) {
+		if !r.write(ctx, w, ports.RunObserveParams{Ref: w.ref, Heartbeat: r.out.Clock.Now(), Pod: &o}) {
 			return
 		}
 		last = &o
@@ -166,21 +165,14 @@ func (r *Runtime) exit(ctx context.Context, w *watcher, land runobserve.Lander, 
 	if o.ExitCode != nil {
 		code = *o.ExitCode
 	}
-	r.opt.Logger.Info("agent.exit", "kind", w.ref.Kind, "id", w.ref.ID, "pod", w.name, "exit_code", code, "reason", o.LastError)
+	r.out.Logger.Info("agent.exit", "kind", w.ref.Kind, "id", w.ref.ID, "pod", w.name, "exit_code", code, "reason", o.LastError)
 	// An exit code waits for the running state; a pod lost without one
 	// (evicted, deleted) is reported at once.
 	if o.Phase == reconcile.PodTerminated && (!land.Await(ctx, w.ref, w.stop, runobserve.Running(w.ref.Kind)) || !r.current(w)) {
 		r.drop(w)
 		return
 	}
-	obs := ports.RunObserveParams{Ref: w.ref, Heartbeat: o.Since, Pod: &o}
-	if o.Succeeded() {
-		obs.Patch = runobserve.DonePatch(w.ref.Kind)
-	}
-	if r.opt.Exit != nil {
-		r.opt.Exit(ctx, w.ref, "", &obs)
-	}
-	r.write(ctx, w, obs)
+	r.write(ctx, w, r.out.Exited(ctx, w.ref, "", o, o.Since))
 	r.drop(w)
 }
 
@@ -209,17 +201,7 @@ func (w *watcher) ended() bool {
 // write records an observation while w observes its pod and, for a phase
 // change, wakes the run. It reports whether w should go on.
 func (r *Runtime) write(ctx context.Context, w *watcher, o ports.RunObserveParams) bool {
-	if !r.current(w) {
-		return false
-	}
-	if _, err := r.opt.Store.RunObserve(ctx, o); err != nil {
-		r.opt.Logger.Warn("agent.observe_failed", "kind", w.ref.Kind, "id", w.ref.ID, "error", err)
-		return !errors.Is(err, ports.ErrNotFound)
-	}
-	if o.Pod != nil {
-		r.opt.Wake(ctx, w.ref)
-	}
-	return true
+	return r.current(w) && r.out.Write(ctx, o)
 }
 
 // stuck are the waiting reasons of a container that will not start by

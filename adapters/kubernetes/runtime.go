@@ -41,7 +41,6 @@ import (
 	"sync"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,6 +49,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/reconcilerhq/reconciler/internal/kube"
+	"github.com/reconcilerhq/reconciler/internal/runobserve"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
@@ -76,8 +76,6 @@ const (
 	DefaultStopGrace = 30 * time.Second
 	DefaultHeartbeat = 30 * time.Second
 	DefaultLandWait  = 2 * time.Minute
-	// DefaultSeenKeys bounds the record of launch and release keys seen.
-	DefaultSeenKeys = 4096
 )
 
 // Config says what an agent pod is.
@@ -151,9 +149,12 @@ type Options struct {
 type Runtime struct {
 	cfg  Config
 	opt  Options
+	out  runobserve.Writer
 	pods cache.SharedIndexInformer
 	stop chan struct{}
-	seen *lru.Cache[string, struct{}]
+	// launches and releases are the keys acted on (bounded; the pod
+	// name is the record that counts).
+	launches, releases *runobserve.Keys
 
 	mu       sync.Mutex
 	watchers map[string]*watcher // by pod name
@@ -180,29 +181,17 @@ func New(cfg Config, opt Options) (*Runtime, error) {
 	if cfg.LandWait == 0 {
 		cfg.LandWait = DefaultLandWait
 	}
-	if opt.Clock == nil {
-		opt.Clock = ports.SystemClock
-	}
-	if opt.Logger == nil {
-		opt.Logger = slog.Default()
-	}
-	if opt.Wake == nil {
-		opt.Wake = func(context.Context, reconcile.RunRef) {}
-	}
 	if opt.Branch == nil {
 		opt.Branch = func(ref reconcile.RunRef) string { return "reconciler/" + ref.ID }
 	}
-	seen, err := lru.New[string, struct{}](DefaultSeenKeys)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes runtime: %w", err)
-	}
+	out := runobserve.NewWriter(opt.Store, opt.Clock, opt.Wake, opt.Logger, opt.Exit, cfg.LandWait)
 	factory := informers.NewSharedInformerFactoryWithOptions(opt.Client, cfg.Heartbeat, informers.WithNamespace(cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = kube.ManagedByLabel + "=" + kube.ManagedBy + "," + RunLabel
 		}))
-	r := &Runtime{cfg: cfg, opt: opt, seen: seen, stop: make(chan struct{}), watchers: map[string]*watcher{},
-		pods: factory.Core().V1().Pods().Informer()}
-	_, err = r.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	r := &Runtime{cfg: cfg, opt: opt, out: out, launches: runobserve.NewKeys(0), releases: runobserve.NewKeys(0),
+		stop: make(chan struct{}), watchers: map[string]*watcher{}, pods: factory.Core().V1().Pods().Informer()}
+	_, err := r.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { r.onPod(obj, false) },
 		UpdateFunc: func(_, obj any) { r.onPod(obj, false) },
 		DeleteFunc: func(obj any) { r.onPod(obj, true) },
@@ -245,7 +234,7 @@ func (r *Runtime) AgentLaunch(ctx context.Context, p ports.AgentLaunchParams) er
 	if closed {
 		return fmt.Errorf("launch %s: kubernetes runtime closed", p.Ref)
 	}
-	if r.seen.Contains("launch/" + p.IdempotencyKey) {
+	if r.launches.Has(p.IdempotencyKey) {
 		return nil
 	}
 	name := PodName(p.Ref, p.IdempotencyKey)
@@ -259,12 +248,12 @@ func (r *Runtime) AgentLaunch(ctx context.Context, p ports.AgentLaunchParams) er
 	_, err = r.opt.Client.CoreV1().Pods(r.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: "reconciler"})
 	switch {
 	case err == nil:
-		r.opt.Logger.Info("agent.start", "kind", p.Ref.Kind, "id", p.Ref.ID, "purpose", p.Purpose, "pod", name, "namespace", r.cfg.Namespace)
+		r.out.Logger.Info("agent.start", "kind", p.Ref.Kind, "id", p.Ref.ID, "purpose", p.Purpose, "pod", name, "namespace", r.cfg.Namespace)
 	case apierrors.IsAlreadyExists(err): // the launch retried: its pod runs
 	default:
 		return fmt.Errorf("launch %s: create pod %s/%s: %w", p.Ref, r.cfg.Namespace, name, err)
 	}
-	r.seen.Add("launch/"+p.IdempotencyKey, struct{}{})
+	r.launches.Add(p.IdempotencyKey)
 	return nil
 }
 
@@ -315,13 +304,13 @@ func (r *Runtime) pod(ctx context.Context, p ports.AgentLaunchParams, name strin
 // AgentRelease deletes the run's pods (each logged as agent.release); a run
 // without a pod is released without error.
 func (r *Runtime) AgentRelease(ctx context.Context, ref reconcile.RunRef, key string) error {
-	if r.seen.Contains("release/" + key) {
+	if r.releases.Has(key) {
 		return nil
 	}
 	if err := r.deletePods(ctx, ref, "", "agent.release"); err != nil {
 		return fmt.Errorf("release %s: %w", ref, err)
 	}
-	r.seen.Add("release/"+key, struct{}{})
+	r.releases.Add(key)
 	return nil
 }
 
@@ -344,7 +333,7 @@ func (r *Runtime) deletePods(ctx context.Context, ref reconcile.RunRef, keep, ev
 		err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace, PropagationPolicy: &bg})
 		switch {
 		case err == nil:
-			r.opt.Logger.Info(event, "kind", ref.Kind, "id", ref.ID, "pod", p.Name, "grace", r.cfg.StopGrace)
+			r.out.Logger.Info(event, "kind", ref.Kind, "id", ref.ID, "pod", p.Name, "grace", r.cfg.StopGrace)
 		case apierrors.IsNotFound(err):
 		default:
 			return fmt.Errorf("delete pod %s: %w", p.Name, err)

@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -16,42 +15,11 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/reconcilerhq/reconciler/internal/kube"
+	"github.com/reconcilerhq/reconciler/internal/runobserve/runobservetest"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
-
-// fakeStore is the part of a run store the runtime uses: runs by ref (all
-// of repo acme/shop), and every observation sent on observed.
-type fakeStore struct {
-	ports.RunStore
-	mu       sync.Mutex
-	states   map[reconcile.RunRef]reconcile.State
-	observed chan ports.RunObserveParams
-	// every makes every run exist, in no state an observation waits for.
-	every bool
-}
-
-func (s *fakeStore) RunGet(_ context.Context, ref reconcile.RunRef) (ports.RunRow, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, ok := s.states[ref]
-	if !ok && !s.every {
-		return ports.RunRow{}, ports.ErrNotFound
-	}
-	return ports.RunRow{Ref: ref, State: st, Repo: "acme/shop"}, nil
-}
-
-func (s *fakeStore) RunObserve(_ context.Context, o ports.RunObserveParams) (int64, error) {
-	s.observed <- o
-	return 1, nil
-}
-
-func (s *fakeStore) set(ref reconcile.RunRef, st reconcile.State) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.states[ref] = st
-}
 
 // cluster is client-go's fake clientset with a record of the pods it
 // really created and deleted (a create of a pod that exists, or a delete
@@ -115,44 +83,11 @@ func (c *cluster) setPhase(t *testing.T, name string, phase corev1.PodPhase, sta
 	require.NoError(t, err)
 }
 
-// events is a slog.Handler counting records by message and run.
-type events struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (e *events) Enabled(context.Context, slog.Level) bool { return true }
-func (e *events) WithAttrs([]slog.Attr) slog.Handler       { return e }
-func (e *events) WithGroup(string) slog.Handler            { return e }
-
-func (e *events) Handle(_ context.Context, r slog.Record) error {
-	var kind, id string
-	r.Attrs(func(a slog.Attr) bool {
-		switch a.Key {
-		case "kind":
-			kind = a.Value.String()
-		case "id":
-			id = a.Value.String()
-		}
-		return true
-	})
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.n[r.Message+" "+kind+"/"+id]++
-	return nil
-}
-
-func (e *events) count(msg string, ref reconcile.RunRef) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.n[msg+" "+ref.String()]
-}
-
 type bundle struct {
-	events *events
+	events *runobservetest.Events
 	rt     *Runtime
 	c      *cluster
-	store  *fakeStore
+	store  *runobservetest.Store
 	wakes  chan reconcile.RunRef
 }
 
@@ -163,15 +98,14 @@ func baseConfig() Config {
 
 func setup(t *testing.T, cfg Config, objs ...runtime.Object) bundle {
 	t.Helper()
-	return setupWith(t, cfg, &fakeStore{states: map[reconcile.RunRef]reconcile.State{}}, objs...)
+	return setupWith(t, cfg, runobservetest.NewStore("acme/shop"), objs...)
 }
 
 // setupWith starts a runtime on store and a cluster holding objs.
-func setupWith(t *testing.T, cfg Config, store *fakeStore, objs ...runtime.Object) bundle {
+func setupWith(t *testing.T, cfg Config, store *runobservetest.Store, objs ...runtime.Object) bundle {
 	t.Helper()
-	store.observed = make(chan ports.RunObserveParams, 64)
-	b := bundle{c: newCluster(objs...), wakes: make(chan reconcile.RunRef, 64), store: store, events: &events{n: map[string]int{}}}
-	rt, err := New(cfg, Options{Client: b.c, Store: b.store, Logger: slog.New(b.events),
+	b := bundle{c: newCluster(objs...), wakes: make(chan reconcile.RunRef, 64), store: store, events: &runobservetest.Events{}}
+	rt, err := New(cfg, Options{Client: b.c, Store: b.store, Logger: b.events.Logger(),
 		Wake:   func(_ context.Context, ref reconcile.RunRef) { b.wakes <- ref },
 		Branch: func(ref reconcile.RunRef) string { return "reconciler/" + ref.ID }})
 	require.NoError(t, err)
@@ -183,24 +117,20 @@ func setupWith(t *testing.T, cfg Config, store *fakeStore, objs ...runtime.Objec
 
 func (b bundle) next(t *testing.T) ports.RunObserveParams {
 	t.Helper()
-	select {
-	case o := <-b.store.observed:
-		return o
-	case <-time.After(10 * time.Second):
-		t.Fatal("no observation")
-		return ports.RunObserveParams{}
-	}
+	return b.store.Next(t)
 }
 
 func TestAgentRuntimeConformance(t *testing.T) {
 	t.Parallel()
 	porttest.AgentRuntime(t, func(t *testing.T) porttest.AgentRuntimeFixture {
-		b := setupWith(t, baseConfig(), &fakeStore{every: true})
+		store := runobservetest.NewStore("acme/shop")
+		store.Every = true
+		b := setupWith(t, baseConfig(), store)
 		return porttest.AgentRuntimeFixture{Runtime: b.rt,
 			// Pods the cluster really created; releases the runtime logged
 			// (a new launch also deletes the previous pod: agent.replace).
 			Launched: func(ref reconcile.RunRef) int { return b.c.count(b.c.created, ref) },
-			Released: func(ref reconcile.RunRef) int { return b.events.count("agent.release", ref) }}
+			Released: func(ref reconcile.RunRef) int { return b.events.Count("agent.release", ref) }}
 	})
 }
 
@@ -213,7 +143,7 @@ func TestLaunchCreatesThePodFromTheTemplate(t *testing.T) {
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}}}
 	b := setup(t, cfg)
 	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "run-1"}
-	b.store.set(ref, reconcile.RepoQueued)
+	b.store.Set(ref, reconcile.RepoQueued)
 	key := ref.String() + "/1/launch"
 	require.NoError(t, b.rt.AgentLaunch(t.Context(), ports.AgentLaunchParams{Ref: ref, Purpose: ports.PurposeRun, IdempotencyKey: key}))
 	name := PodName(ref, key)
@@ -241,12 +171,12 @@ func TestObservesThePodsPhasesAndExit(t *testing.T) {
 	t.Parallel()
 	b := setup(t, baseConfig())
 	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "run-1"}
-	b.store.set(ref, reconcile.RepoQueued)
+	b.store.Set(ref, reconcile.RepoQueued)
 	key := ref.String() + "/1/launch"
 	require.NoError(t, b.rt.AgentLaunch(t.Context(), ports.AgentLaunchParams{Ref: ref, Purpose: ports.PurposeRun, IdempotencyKey: key}))
 	name := PodName(ref, key)
 	m := reconcile.MachineFor(ref.Kind)
-	b.store.set(ref, m.Agent[0]) // the launch's move landed
+	b.store.Set(ref, m.Agent[0]) // the launch's move landed
 	o := b.next(t)
 	require.Equal(t, reconcile.PodPending, o.Pod.Phase)
 	require.Equal(t, name, o.Pod.Name)
@@ -259,11 +189,11 @@ func TestObservesThePodsPhasesAndExit(t *testing.T) {
 
 	b.c.setPhase(t, name, corev1.PodSucceeded, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}, false)
 	select {
-	case o := <-b.store.observed:
+	case o := <-b.store.Observed:
 		t.Fatalf("the exit is written before the run is running: %+v", o)
 	case <-time.After(100 * time.Millisecond):
 	}
-	b.store.set(ref, m.Agent[len(m.Agent)-1])
+	b.store.Set(ref, m.Agent[len(m.Agent)-1])
 	o = b.next(t)
 	require.Equal(t, reconcile.PodTerminated, o.Pod.Phase)
 	require.Equal(t, 0, *o.Pod.ExitCode)
@@ -292,7 +222,7 @@ func TestFailedPodsAndStuckContainers(t *testing.T) {
 			b := setup(t, baseConfig())
 			ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "s-1"}
 			m := reconcile.MachineFor(ref.Kind)
-			b.store.set(ref, m.Agent[len(m.Agent)-1])
+			b.store.Set(ref, m.Agent[len(m.Agent)-1])
 			key := ref.String() + "/1/launch"
 			require.NoError(t, b.rt.AgentLaunch(t.Context(), ports.AgentLaunchParams{Ref: ref, Purpose: ports.PurposeRun, IdempotencyKey: key}))
 			require.Equal(t, reconcile.PodPending, b.next(t).Pod.Phase)
@@ -355,7 +285,9 @@ func TestARestartedRuntimeAdoptsItsPods(t *testing.T) {
 	stranger := running.DeepCopy()
 	stranger.Name, stranger.Labels = "not-ours", map[string]string{"app": "web"}
 	m := reconcile.MachineFor(ref.Kind)
-	b := setupWith(t, baseConfig(), &fakeStore{states: map[reconcile.RunRef]reconcile.State{ref: m.Agent[len(m.Agent)-1]}}, running, stranger)
+	store := runobservetest.NewStore("acme/shop")
+	store.Set(ref, m.Agent[len(m.Agent)-1])
+	b := setupWith(t, baseConfig(), store, running, stranger)
 	o := b.next(t)
 	require.Equal(t, ref, o.Ref)
 	require.Equal(t, reconcile.PodRunning, o.Pod.Phase)

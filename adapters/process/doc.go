@@ -2,15 +2,30 @@
 // local OS process: the embedded default of `reconciler serve`.
 //
 // A launch starts the configured command in the run's own working
-// directory (<WorkRoot>/<kind>/<id>), in its own process group, with an
-// environment built only from the configuration (plain values, and secrets
-// resolved through ports.SecretResolver at the moment of starting: never
-// stored, never logged) plus RECONCILER_RUN_KIND, RECONCILER_RUN_ID,
-// RECONCILER_PURPOSE, RECONCILER_TRIGGER and RECONCILER_WORKDIR, and for a
-// repo run RECONCILER_REPO and RECONCILER_BRANCH (reconciler/<id>, where it
-// pushes its work). Its output goes to agent.log in that directory, not to
-// the daemon's log. An Exit hook may add to an exit's observation (serve
+// directory (<WorkRoot>/<kind>/<id>), under a supervisor (Supervise: the
+// reconciler binary itself, Config.Supervisor) in a session and process
+// group of its own, with an environment built only from the configuration
+// (plain values, and secrets resolved through ports.SecretResolver at the
+// moment of starting: never stored, never logged) plus
+// RECONCILER_RUN_KIND, RECONCILER_RUN_ID, RECONCILER_PURPOSE,
+// RECONCILER_TRIGGER and RECONCILER_WORKDIR, and for a repo run
+// RECONCILER_REPO and RECONCILER_BRANCH (reconciler/<id>, where it pushes
+// its work). Its output goes to agent.log in that directory, not to the
+// daemon's log. An Exit hook may add to an exit's observation (serve
 // opens the pull request of a repo agent's branch there).
+//
+// Each launch has a state directory, <WorkRoot>/.state/<kind>/<id>/<hash
+// of the key>: launch.json (run, key, start) written before the start,
+// agent.json (the supervisor's and the agent's pids) and exit.json (the
+// agent's exit code) written by the supervisor, which holds the
+// directory's lock file locked (flock) while it lives. So agents outlive
+// the runtime (a crashed or stopped daemon), and Start adopts them: a
+// live one is observed as if launched here, its key counts as launched,
+// and its end is read from exit.json once the lock is free (polled every
+// Config.Poll); a supervisor killed before writing it reports the agent
+// lost (pod error). A pid is signalled only while the lock shows its
+// supervisor alive, so a pid the system reused is never signalled. A
+// launch's state is removed once its exit was reported or it was let go.
 //
 // The runtime is the run's pod watcher: it writes what it observes through
 // the run store (the pod phase with its Since, a heartbeat while the
@@ -24,7 +39,10 @@
 // turn_done (and pending_messages 0) for a persistent agent's turn.
 //
 // Invariants: one process per run (a new launch stops the previous
-// attempt's first); launches and releases are idempotent by key; a release
-// sends SIGTERM to the process group and SIGKILL after the grace period;
-// only the current attempt of a run writes observations.
+// attempt's first); launches and releases are idempotent by key (a bounded
+// record of keys, Config.Keys, besides each run's current key, which its
+// state directory keeps across restarts); a release sends SIGTERM to the
+// process group and SIGKILL after the grace period, to adopted agents
+// too; only the current attempt of a run writes observations; Close stops
+// observing and leaves the agents to the next runtime.
 package process

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/reconcilerhq/reconciler/internal/runobserve"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -29,6 +32,11 @@ const (
 	// becoming running) before it is dropped; the heartbeat staleness rule
 	// then catches the run.
 	DefaultLandWait = 2 * time.Minute
+	// DefaultPoll is how often the supervisor of an adopted agent (not
+	// this runtime's child) is checked for its end.
+	DefaultPoll = 200 * time.Millisecond
+	// StartWait bounds the wait for a supervisor's answer to a start.
+	StartWait = 30 * time.Second
 	// LogFile is the agent's output file in its working directory.
 	LogFile = "agent.log"
 )
@@ -42,13 +50,18 @@ type Config struct {
 	// slash); Args its arguments.
 	Command string
 	Args    []string
+	// Supervisor is the command line that runs Supervise (the reconciler
+	// binary and SuperviseArg); the agent runs under it, so it outlives
+	// the runtime and a restarted runtime learns its exit (required).
+	Supervisor []string
 	// Env are plain environment variables of the agent.
 	Env map[string]string
 	// Secrets are environment variables whose values are resolved through
 	// the SecretResolver when the agent starts; they are never stored or
 	// logged.
 	Secrets map[string]release.SecretRef
-	// WorkRoot holds one working directory per run: WorkRoot/<kind>/<id>.
+	// WorkRoot holds one working directory per run, WorkRoot/<kind>/<id>,
+	// and the launches' state directories, WorkRoot/.state.
 	WorkRoot string
 	// StopGrace is the time between SIGTERM and SIGKILL (default 10 s).
 	StopGrace time.Duration
@@ -57,6 +70,12 @@ type Config struct {
 	Heartbeat time.Duration
 	// LandWait bounds the wait for the run's state (DefaultLandWait).
 	LandWait time.Duration
+	// Poll is how often an adopted agent's end is looked for
+	// (DefaultPoll).
+	Poll time.Duration
+	// Keys bounds the record of launch and release keys acted on
+	// (runobserve.DefaultKeys each).
+	Keys int
 }
 
 // envName is what an environment variable name may look like.
@@ -66,6 +85,9 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func (c Config) Validate() error {
 	if c.WorkRoot == "" {
 		return errors.New("process runtime: WorkRoot is empty")
+	}
+	if len(c.Supervisor) == 0 || c.Supervisor[0] == "" {
+		return errors.New("process runtime: Supervisor is empty (the reconciler binary and " + SuperviseArg + ")")
 	}
 	for name := range c.Env {
 		if !envName.MatchString(name) {
@@ -80,8 +102,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("process runtime: %s is both a plain and a secret variable", name)
 		}
 	}
-	if c.StopGrace < 0 || c.Heartbeat < 0 || c.LandWait < 0 {
-		return errors.New("process runtime: StopGrace, Heartbeat and LandWait must not be negative")
+	if c.StopGrace < 0 || c.Heartbeat < 0 || c.LandWait < 0 || c.Poll < 0 || c.Keys < 0 {
+		return errors.New("process runtime: StopGrace, Heartbeat, LandWait, Poll and Keys must not be negative")
 	}
 	return nil
 }
@@ -107,10 +129,14 @@ type Options struct {
 // Runtime is the local-process ports.AgentRuntime.
 type Runtime struct {
 	cfg Config
-	opt Options
+	out runobserve.Writer
+	// launches and releases are the keys acted on (bounded); a run's
+	// current process keeps its own key besides.
+	launches, releases *runobserve.Keys
+	secrets            ports.SecretResolver
+	quit               chan struct{}
 
 	mu     sync.Mutex
-	seen   map[string]bool
 	procs  map[reconcile.RunRef]*proc
 	closed bool
 	wg     sync.WaitGroup
@@ -118,7 +144,8 @@ type Runtime struct {
 
 var _ ports.AgentRuntime = (*Runtime)(nil)
 
-// New returns a runtime for cfg; it starts nothing until a launch.
+// New returns a runtime for cfg; it starts nothing until a launch, and
+// adopts nothing until Start.
 func New(cfg Config, opt Options) (*Runtime, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -135,32 +162,38 @@ func New(cfg Config, opt Options) (*Runtime, error) {
 	if cfg.LandWait == 0 {
 		cfg.LandWait = DefaultLandWait
 	}
-	if opt.Clock == nil {
-		opt.Clock = ports.SystemClock
+	if cfg.Poll == 0 {
+		cfg.Poll = DefaultPoll
 	}
-	if opt.Logger == nil {
-		opt.Logger = slog.Default()
-	}
-	if opt.Wake == nil {
-		opt.Wake = func(context.Context, reconcile.RunRef) {}
-	}
-	return &Runtime{cfg: cfg, opt: opt, seen: map[string]bool{}, procs: map[reconcile.RunRef]*proc{}}, nil
+	r := &Runtime{cfg: cfg, out: runobserve.NewWriter(opt.Store, opt.Clock, opt.Wake, opt.Logger, opt.Exit, cfg.LandWait),
+		launches: runobserve.NewKeys(cfg.Keys), releases: runobserve.NewKeys(cfg.Keys), quit: make(chan struct{}),
+		secrets: opt.Secrets, procs: map[reconcile.RunRef]*proc{}}
+	return r, nil
 }
 
-// proc is one started agent process.
+// proc is one supervised agent: started by this runtime, or adopted.
 type proc struct {
-	ref     reconcile.RunRef
-	cmd     *exec.Cmd
+	ref reconcile.RunRef
+	key string
+	// dir is the launch's state directory.
+	dir     string
+	pid     int // the supervisor's: its process group and session
 	started time.Time
-	// done is closed once the process was reaped; exit and exitErr are
-	// set before.
+	adopted bool
+	// done is closed once the supervisor ended; exit, exitErr and lost
+	// are set before.
 	done    chan struct{}
 	exit    int
 	exitErr string
-	// stop is closed when the process is released or replaced: its
-	// observations end.
+	// lost: no exit status was recorded (the supervisor was killed).
+	lost bool
+	// stop is closed when the process is released or replaced, or the
+	// runtime closes: its observations end.
 	stop     chan struct{}
 	stopOnce sync.Once
+	// released is set when the runtime let the process go: its state
+	// directory is removed once it ended.
+	released bool
 }
 
 // Branch is the branch a repo run's agent pushes its work to; its pull
@@ -172,8 +205,13 @@ func (r *Runtime) WorkDir(ref reconcile.RunRef) string {
 	return filepath.Join(r.cfg.WorkRoot, safeName(string(ref.Kind)), safeName(ref.ID))
 }
 
-// AgentLaunch starts the run's agent process, stopping a previous
-// attempt's first. A key seen before is a no-op.
+// KeysRecorded is the number of launch and release keys the runtime
+// holds in its record (at most twice Config.Keys).
+func (r *Runtime) KeysRecorded() int { return r.launches.Len() + r.releases.Len() }
+
+// AgentLaunch starts the run's agent process under its supervisor,
+// stopping a previous attempt's first. A key seen before, or the key of
+// the run's current (possibly adopted) process, is a no-op.
 func (r *Runtime) AgentLaunch(ctx context.Context, p ports.AgentLaunchParams) error {
 	if r.cfg.Command == "" {
 		return fmt.Errorf("launch %s: %w (serve --agent-command)", p.Ref, ErrNoCommand)
@@ -183,23 +221,23 @@ func (r *Runtime) AgentLaunch(ctx context.Context, p ports.AgentLaunchParams) er
 		r.mu.Unlock()
 		return fmt.Errorf("launch %s: process runtime closed", p.Ref)
 	}
-	if r.seen[p.IdempotencyKey] {
+	prev := r.procs[p.Ref]
+	if (prev != nil && prev.key == p.IdempotencyKey) || !r.launches.Claim(p.IdempotencyKey) {
 		r.mu.Unlock()
 		return nil
 	}
-	r.seen[p.IdempotencyKey] = true
-	prev := r.procs[p.Ref]
 	delete(r.procs, p.Ref)
 	r.mu.Unlock()
 	if prev != nil {
-		r.terminate(prev)
+		r.terminate(prev, "agent.replace")
 		<-prev.done
+		r.forget(prev)
 	}
 	pr, err := r.start(ctx, p)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
-		delete(r.seen, p.IdempotencyKey) // a failed launch may be retried
+		r.launches.Forget(p.IdempotencyKey) // a failed launch may be retried
 		return err
 	}
 	r.procs[p.Ref] = pr
@@ -208,31 +246,89 @@ func (r *Runtime) AgentLaunch(ctx context.Context, p ports.AgentLaunchParams) er
 	return nil
 }
 
-// start starts the process of a launch.
+// start starts the supervisor of a launch and waits for its answer.
 func (r *Runtime) start(ctx context.Context, p ports.AgentLaunchParams) (*proc, error) {
 	dir := r.WorkDir(p.Ref)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("launch %s: working directory: %w", p.Ref, err)
+	state := r.stateDir(p.Ref, p.IdempotencyKey)
+	_ = os.RemoveAll(state) // a failed start's leftovers
+	for _, d := range []string{dir, state} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("launch %s: %w", p.Ref, err)
+		}
 	}
 	env, err := r.environ(ctx, p, dir)
 	if err != nil {
 		return nil, err
 	}
+	started := r.out.Clock.Now()
+	if err := writeJSON(state, launchFile, launchRecord{Kind: p.Ref.Kind, ID: p.Ref.ID, Key: p.IdempotencyKey, Started: started}); err != nil {
+		return nil, fmt.Errorf("launch %s: state directory: %w", p.Ref, err)
+	}
+	pr, err := r.spawn(p, dir, state, env)
+	if err != nil {
+		_ = os.RemoveAll(state)
+		return nil, err
+	}
+	pr.started = started
+	r.out.Logger.Info("agent.start", "kind", p.Ref.Kind, "id", p.Ref.ID, "purpose", p.Purpose, "pid", pr.pid, "dir", dir)
+	return pr, nil
+}
+
+// spawn runs the supervisor (in a session of its own) with the locked
+// lock file and the answer pipe, and reads its answer.
+func (r *Runtime) spawn(p ports.AgentLaunchParams, dir, state string, env []string) (*proc, error) {
 	out, err := os.OpenFile(filepath.Join(dir, LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", p.Ref, err)
 	}
 	defer out.Close() // the child has its own copy once started
-	cmd := exec.Command(r.cfg.Command, r.cfg.Args...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("launch %s: start %s: %w", p.Ref, r.cfg.Command, err)
+	lock, err := os.OpenFile(filepath.Join(state, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: state directory: %w", p.Ref, err)
 	}
-	pr := &proc{ref: p.Ref, cmd: cmd, started: r.opt.Clock.Now(), done: make(chan struct{}), stop: make(chan struct{})}
-	go pr.reap()
-	r.opt.Logger.Info("agent.start", "kind", p.Ref.Kind, "id", p.Ref.ID, "purpose", p.Purpose, "pid", cmd.Process.Pid, "dir", dir)
-	return pr, nil
+	defer lock.Close() // the supervisor's copy holds the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return nil, fmt.Errorf("launch %s: lock state directory: %w", p.Ref, err)
+	}
+	answer, ready, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", p.Ref, err)
+	}
+	defer answer.Close()
+	args := append(append(slices.Clone(r.cfg.Supervisor[1:]), state, r.cfg.Command), r.cfg.Args...)
+	cmd := exec.Command(r.cfg.Supervisor[0], args...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, out, out
+	cmd.ExtraFiles = []*os.File{lock, ready} // descriptors 3 and 4
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	ready.Close()
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: start supervisor %s: %w", p.Ref, r.cfg.Supervisor[0], err)
+	}
+	pr := &proc{ref: p.Ref, key: p.IdempotencyKey, dir: state, pid: cmd.Process.Pid, done: make(chan struct{}), stop: make(chan struct{})}
+	go pr.reap(cmd)
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(answer).ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	t := time.NewTimer(StartWait)
+	defer t.Stop()
+	select {
+	case s := <-line:
+		if s == "ok" {
+			return pr, nil
+		}
+		<-pr.done
+		if s == "" {
+			s = fmt.Sprintf("supervisor exited (%d) without an answer", pr.exit)
+		}
+		return nil, fmt.Errorf("launch %s: start %s: %s", p.Ref, r.cfg.Command, strings.TrimPrefix(s, "error: "))
+	case <-t.C:
+		_ = syscall.Kill(-pr.pid, syscall.SIGKILL)
+		<-pr.done
+		return nil, fmt.Errorf("launch %s: the supervisor did not answer within %s", p.Ref, StartWait)
+	}
 }
 
 // environ builds the agent's environment: PATH, the run's identity, the
@@ -247,7 +343,7 @@ func (r *Runtime) environ(ctx context.Context, p ports.AgentLaunchParams, dir st
 		"RECONCILER_WORKDIR=" + dir,
 	}
 	if p.Ref.Kind == reconcile.KindRepo {
-		row, err := r.opt.Store.RunGet(ctx, p.Ref)
+		row, err := r.out.Store.RunGet(ctx, p.Ref)
 		if err != nil {
 			return nil, fmt.Errorf("launch %s: read run: %w", p.Ref, err)
 		}
@@ -257,10 +353,10 @@ func (r *Runtime) environ(ctx context.Context, p ports.AgentLaunchParams, dir st
 		env = append(env, k+"="+v)
 	}
 	for k, ref := range r.cfg.Secrets {
-		if r.opt.Secrets == nil {
+		if r.secrets == nil {
 			return nil, fmt.Errorf("launch %s: secret variable %s: no secret resolver", p.Ref, k)
 		}
-		v, err := r.opt.Secrets.Resolve(ctx, ref)
+		v, err := r.secrets.Resolve(ctx, ref)
 		if err != nil {
 			return nil, fmt.Errorf("launch %s: secret variable %s: %w", p.Ref, k, err)
 		}
@@ -269,19 +365,22 @@ func (r *Runtime) environ(ctx context.Context, p ports.AgentLaunchParams, dir st
 	return env, nil
 }
 
-// reap waits for the process and records how it ended.
-func (pr *proc) reap() {
-	err := pr.cmd.Wait()
-	st := pr.cmd.ProcessState
-	switch ws, ok := st.Sys().(syscall.WaitStatus); {
-	case ok && ws.Signaled():
-		pr.exit = 128 + int(ws.Signal())
-	default:
-		pr.exit = st.ExitCode()
+// reap waits for the supervisor this runtime started and records how the
+// agent ended: the supervisor's exit.json, else (it was killed) its own
+// status.
+func (pr *proc) reap(cmd *exec.Cmd) {
+	err := cmd.Wait()
+	code, text, lost := ended(pr.dir)
+	if lost {
+		code, text = cmd.ProcessState.ExitCode(), ""
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+		if err != nil {
+			text = err.Error()
+		}
 	}
-	if err != nil {
-		pr.exitErr = err.Error()
-	}
+	pr.exit, pr.exitErr = code, text
 	close(pr.done)
 }
 
@@ -290,63 +389,89 @@ func (pr *proc) reap() {
 // period if it still runs. It does not wait. A run without a process is
 // released without error.
 func (r *Runtime) AgentRelease(_ context.Context, ref reconcile.RunRef, key string) error {
-	r.mu.Lock()
-	if r.seen[key] {
-		r.mu.Unlock()
+	if !r.releases.Claim(key) {
 		return nil
 	}
-	r.seen[key] = true
+	r.mu.Lock()
 	pr := r.procs[ref]
 	delete(r.procs, ref)
 	r.mu.Unlock()
 	if pr != nil {
-		r.opt.Logger.Info("agent.release", "kind", ref.Kind, "id", ref.ID, "pid", pr.cmd.Process.Pid)
-		r.terminate(pr)
+		r.terminate(pr, "agent.release")
+		r.forgetWhenEnded(pr)
 	}
 	return nil
 }
 
-// terminate ends pr's observations and stops the process: SIGTERM now,
-// SIGKILL after the grace period.
-func (r *Runtime) terminate(pr *proc) {
+// terminate ends pr's observations, marks its launch released and stops
+// the process: SIGTERM now, SIGKILL after the grace period. event
+// (agent.release, agent.replace) is logged.
+func (r *Runtime) terminate(pr *proc, event string) {
 	pr.stopOnce.Do(func() {
 		close(pr.stop)
-		pgid := -pr.cmd.Process.Pid
+		r.mu.Lock()
+		pr.released = true
+		r.mu.Unlock()
+		_ = os.WriteFile(filepath.Join(pr.dir, releasedFile), nil, 0o600)
+		r.out.Logger.Info(event, "kind", pr.ref.Kind, "id", pr.ref.ID, "pid", pr.pid)
 		select {
 		case <-pr.done:
 			return
 		default:
 		}
-		_ = syscall.Kill(pgid, syscall.SIGTERM)
-		r.opt.Logger.Info("agent.stop", "kind", pr.ref.Kind, "id", pr.ref.ID, "pid", pr.cmd.Process.Pid, "grace", r.cfg.StopGrace)
+		if !signalGroup(pr.dir, syscall.SIGTERM) {
+			return
+		}
+		r.out.Logger.Info("agent.stop", "kind", pr.ref.Kind, "id", pr.ref.ID, "pid", pr.pid, "grace", r.cfg.StopGrace)
 		go func() {
 			t := time.NewTimer(r.cfg.StopGrace)
 			defer t.Stop()
 			select {
 			case <-pr.done:
 			case <-t.C:
-				_ = syscall.Kill(pgid, syscall.SIGKILL)
+				signalGroup(pr.dir, syscall.SIGKILL)
 			}
 		}()
 	})
 }
 
-// Close stops every process (SIGTERM, then SIGKILL after the grace period)
-// and waits for them and their observers; later launches fail.
+// forgetWhenEnded removes pr's state directory once it ended, unless the
+// runtime closes first (the next one adopts it).
+func (r *Runtime) forgetWhenEnded(pr *proc) {
+	go func() {
+		select {
+		case <-pr.done:
+			r.forget(pr)
+		case <-r.quit:
+		}
+	}()
+}
+
+// forget removes the state directory of an ended process.
+func (r *Runtime) forget(pr *proc) {
+	if err := os.RemoveAll(pr.dir); err != nil {
+		r.out.Logger.Warn("agent.state_not_removed", "kind", pr.ref.Kind, "id", pr.ref.ID, "dir", pr.dir, "error", err)
+	}
+}
+
+// Close stops observing and waits for the observers; the agents run on,
+// and a runtime started later on the same WorkRoot adopts them. Later
+// launches fail.
 func (r *Runtime) Close() {
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
 	r.closed = true
+	close(r.quit)
 	procs := make([]*proc, 0, len(r.procs))
 	for _, pr := range r.procs {
 		procs = append(procs, pr)
 	}
-	r.procs = map[reconcile.RunRef]*proc{}
 	r.mu.Unlock()
 	for _, pr := range procs {
-		r.terminate(pr)
-	}
-	for _, pr := range procs {
-		<-pr.done
+		pr.stopOnce.Do(func() { close(pr.stop) })
 	}
 	r.wg.Wait()
 }

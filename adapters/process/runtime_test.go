@@ -14,39 +14,43 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/internal/runobserve/runobservetest"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// fakeStore is the part of a run store the runtime uses: runs by ref, and
-// every observation sent on observed.
-type fakeStore struct {
-	ports.RunStore
-	mu       sync.Mutex
-	states   map[reconcile.RunRef]reconcile.State
-	observed chan ports.RunObserveParams
-}
-
-func (s *fakeStore) RunGet(_ context.Context, ref reconcile.RunRef) (ports.RunRow, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, ok := s.states[ref]
-	if !ok {
-		return ports.RunRow{}, ports.ErrNotFound
+// TestMain makes the test binary the agents' supervisor too: the
+// runtimes under test run it with SuperviseArg.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == SuperviseArg {
+		os.Exit(Supervise(os.Args[2:]))
 	}
-	return ports.RunRow{Ref: ref, State: st}, nil
+	os.Exit(m.Run())
 }
 
-func (s *fakeStore) RunObserve(_ context.Context, o ports.RunObserveParams) (int64, error) {
-	s.observed <- o
-	return 1, nil
-}
+// supervisor is the Config.Supervisor of the tests: this test binary.
+func supervisor() []string { return []string{os.Args[0], SuperviseArg} }
 
-func (s *fakeStore) set(ref reconcile.RunRef, st reconcile.State) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.states[ref] = st
+// stopAgents releases every agent rt holds and waits for them to end: a
+// closed runtime leaves its agents running, a test does not.
+func stopAgents(rt *Runtime) {
+	rt.mu.Lock()
+	procs := make([]*proc, 0, len(rt.procs))
+	for ref, pr := range rt.procs {
+		procs = append(procs, pr)
+		delete(rt.procs, ref)
+	}
+	rt.mu.Unlock()
+	for _, pr := range procs {
+		rt.terminate(pr, "agent.release")
+	}
+	for _, pr := range procs {
+		select {
+		case <-pr.done:
+		case <-time.After(runobservetest.Wait):
+		}
+	}
 }
 
 // secretFunc is a SecretResolver from a function.
@@ -56,7 +60,7 @@ func (f secretFunc) Resolve(_ context.Context, ref release.SecretRef) (string, e
 
 type bundle struct {
 	rt    *Runtime
-	store *fakeStore
+	store *runobservetest.Store
 	wakes chan reconcile.RunRef
 	logs  *syncBuffer
 }
@@ -82,10 +86,9 @@ func (b *syncBuffer) String() string {
 // wake-ups on a channel.
 func setup(t *testing.T, script string, edit func(c *Config)) bundle {
 	t.Helper()
-	b := bundle{store: &fakeStore{states: map[reconcile.RunRef]reconcile.State{}, observed: make(chan ports.RunObserveParams, 64)},
-		wakes: make(chan reconcile.RunRef, 64), logs: &syncBuffer{}}
-	cfg := Config{Command: "sh", Args: []string{"-c", script}, WorkRoot: t.TempDir(),
-		StopGrace: 5 * time.Second, Heartbeat: time.Hour}
+	b := bundle{store: runobservetest.NewStore("acme/suite"), wakes: make(chan reconcile.RunRef, 64), logs: &syncBuffer{}}
+	cfg := Config{Command: "sh", Args: []string{"-c", script}, WorkRoot: t.TempDir(), Supervisor: supervisor(),
+		StopGrace: 5 * time.Second, Heartbeat: time.Hour, Poll: 10 * time.Millisecond}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -98,7 +101,7 @@ func setup(t *testing.T, script string, edit func(c *Config)) bundle {
 			return "", errors.New("unknown secret " + ref.Ref)
 		})})
 	require.NoError(t, err)
-	t.Cleanup(rt.Close)
+	t.Cleanup(func() { stopAgents(rt); rt.Close() })
 	b.rt = rt
 	return b
 }
@@ -106,13 +109,7 @@ func setup(t *testing.T, script string, edit func(c *Config)) bundle {
 // next returns the next observation, failing after a generous deadline.
 func (b bundle) next(t *testing.T) ports.RunObserveParams {
 	t.Helper()
-	select {
-	case o := <-b.store.observed:
-		return o
-	case <-time.After(20 * time.Second):
-		t.Fatal("no observation")
-	}
-	return ports.RunObserveParams{}
+	return b.store.Next(t)
 }
 
 // proc returns the run's current process.
@@ -144,21 +141,21 @@ func TestProcessReportsStartAndExitInStateOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "exit 0", nil)
 	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "r1"}
-	b.store.set(ref, reconcile.RepoQueued)
+	b.store.Set(ref, reconcile.RepoQueued)
 	launch(t, b, ref, "k1")
 	exited(t, b.proc(t, ref))
 
 	// The launch's move lands: the start is observed, and the run woken.
-	b.store.set(ref, reconcile.RepoProvisioning)
+	b.store.Set(ref, reconcile.RepoProvisioning)
 	o := b.next(t)
 	require.Equal(t, reconcile.PodRunning, o.Pod.Phase)
 	require.True(t, strings.HasPrefix(o.Pod.Name, "pid-"))
 	require.False(t, o.Pod.Since.IsZero())
 	require.False(t, o.Heartbeat.IsZero())
 	require.Equal(t, ref, <-b.wakes)
-	require.Empty(t, b.store.observed, "the exit waits until the run is running")
+	require.Empty(t, b.store.Observed, "the exit waits until the run is running")
 
-	b.store.set(ref, reconcile.RepoRunning)
+	b.store.Set(ref, reconcile.RepoRunning)
 	o = b.next(t)
 	require.Equal(t, reconcile.PodTerminated, o.Pod.Phase)
 	require.Equal(t, 0, *o.Pod.ExitCode)
@@ -183,7 +180,7 @@ func TestProcessExitReportsCodeAndKindDone(t *testing.T) {
 			t.Parallel()
 			b := setup(t, tc.script, nil)
 			ref := reconcile.RunRef{Kind: tc.kind, ID: "x"}
-			b.store.set(ref, tc.running)
+			b.store.Set(ref, tc.running)
 			launch(t, b, ref, "k")
 			require.Equal(t, reconcile.PodRunning, b.next(t).Pod.Phase)
 			o := b.next(t)
@@ -201,7 +198,7 @@ func TestProcessEnvironmentWorkDirAndSecrets(t *testing.T) {
 		c.Secrets = map[string]release.SecretRef{"TOKEN": {Ref: "env:RECONCILER_SECRET_TOKEN"}}
 	})
 	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "../escape/me"}
-	b.store.set(ref, reconcile.StandaloneRunning)
+	b.store.Set(ref, reconcile.StandaloneRunning)
 	require.NoError(t, b.rt.AgentLaunch(context.Background(), ports.AgentLaunchParams{Ref: ref, Purpose: ports.PurposeResume,
 		Trigger: "ci-failing", IdempotencyKey: "k"}))
 	exited(t, b.proc(t, ref))
@@ -229,7 +226,7 @@ func TestProcessReleaseSendsSIGTERM(t *testing.T) {
 	t.Parallel()
 	b := setup(t, `trap 'echo term > got-term; exit 7' TERM; echo up > up; while :; do sleep 0.05; done`, nil)
 	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "s"}
-	b.store.set(ref, reconcile.StandaloneRunning)
+	b.store.Set(ref, reconcile.StandaloneRunning)
 	launch(t, b, ref, "k")
 	require.Equal(t, reconcile.PodRunning, b.next(t).Pod.Phase)
 	pr := b.proc(t, ref)
@@ -248,7 +245,7 @@ func TestProcessReleaseKillsAfterGrace(t *testing.T) {
 	t.Parallel()
 	b := setup(t, `trap '' TERM; echo up > up; while :; do sleep 0.05; done`, func(c *Config) { c.StopGrace = 200 * time.Millisecond })
 	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "s"}
-	b.store.set(ref, reconcile.StandaloneRunning)
+	b.store.Set(ref, reconcile.StandaloneRunning)
 	launch(t, b, ref, "k")
 	b.next(t)
 	pr := b.proc(t, ref)
@@ -265,7 +262,7 @@ func TestProcessLaunchIsIdempotentAndReplacesTheOldAttempt(t *testing.T) {
 	t.Parallel()
 	b := setup(t, `echo up > up-$$; while :; do sleep 0.05; done`, func(c *Config) { c.StopGrace = 100 * time.Millisecond })
 	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "s"}
-	b.store.set(ref, reconcile.StandaloneRunning)
+	b.store.Set(ref, reconcile.StandaloneRunning)
 	launch(t, b, ref, "k1")
 	first := b.proc(t, ref)
 	launch(t, b, ref, "k1")
@@ -291,14 +288,17 @@ func TestProcessWithoutCommandRefusesLaunch(t *testing.T) {
 
 func TestProcessConfigValidateNamesTheField(t *testing.T) {
 	t.Parallel()
+	sup := supervisor()
 	for _, tc := range []struct {
 		cfg  Config
 		want string
 	}{
 		{Config{}, "WorkRoot"},
-		{Config{WorkRoot: "/x", Env: map[string]string{"A-B": "1"}}, `Env: "A-B"`},
-		{Config{WorkRoot: "/x", Secrets: map[string]release.SecretRef{"1X": {}}}, `Secrets: "1X"`},
-		{Config{WorkRoot: "/x", Env: map[string]string{"T": ""}, Secrets: map[string]release.SecretRef{"T": {}}}, "T is both"},
+		{Config{WorkRoot: "/x"}, "Supervisor"},
+		{Config{WorkRoot: "/x", Supervisor: sup, Env: map[string]string{"A-B": "1"}}, `Env: "A-B"`},
+		{Config{WorkRoot: "/x", Supervisor: sup, Secrets: map[string]release.SecretRef{"1X": {}}}, `Secrets: "1X"`},
+		{Config{WorkRoot: "/x", Supervisor: sup, Env: map[string]string{"T": ""}, Secrets: map[string]release.SecretRef{"T": {}}}, "T is both"},
+		{Config{WorkRoot: "/x", Supervisor: sup, Keys: -1}, "negative"},
 	} {
 		require.ErrorContains(t, tc.cfg.Validate(), tc.want)
 	}

@@ -66,7 +66,7 @@ func newAgentRuntime(ctx context.Context, o agentOptions, store ports.RunStore, 
 	log *slog.Logger, exit func(context.Context, reconcile.RunRef, string, *ports.RunObserveParams)) (agentRuntime, error) {
 	switch o.runtime {
 	case runtimeProcess, "":
-		rt, err := newProcessRuntime(o, store, q, secrets, clock, log, exit)
+		rt, err := newProcessRuntime(ctx, o, store, q, secrets, clock, log, exit)
 		if err != nil {
 			return agentRuntime{}, err
 		}
@@ -93,6 +93,11 @@ func wake(q ports.Queue, clock ports.Clock) func(context.Context, reconcile.RunR
 func (o agentOptions) config() (process.Config, error) {
 	c := process.Config{Command: o.command, Args: o.args, WorkRoot: o.workRoot, StopGrace: o.stopGrace, Heartbeat: o.heartbeat,
 		Env: map[string]string{}, Secrets: map[string]release.SecretRef{}}
+	self, err := os.Executable()
+	if err != nil {
+		return c, fmt.Errorf("agent runtime: the supervisor is this binary: %w", err)
+	}
+	c.Supervisor = []string{self, process.SuperviseArg}
 	if o.stopGrace <= 0 || o.heartbeat <= 0 {
 		return c, usagef("--agent-stop-grace and --agent-heartbeat must be positive")
 	}
@@ -119,7 +124,7 @@ func (o agentOptions) config() (process.Config, error) {
 // newProcessRuntime builds the process agent runtime whose observations
 // wake the run at once.
 // exit, when set, is the runtime's exit hook.
-func newProcessRuntime(o agentOptions, store ports.RunStore, q ports.Queue, secrets ports.SecretResolver, clock ports.Clock, log *slog.Logger,
+func newProcessRuntime(ctx context.Context, o agentOptions, store ports.RunStore, q ports.Queue, secrets ports.SecretResolver, clock ports.Clock, log *slog.Logger,
 	exit func(context.Context, reconcile.RunRef, string, *ports.RunObserveParams)) (*process.Runtime, error) {
 	cfg, err := o.config()
 	if err != nil {
@@ -128,6 +133,10 @@ func newProcessRuntime(o agentOptions, store ports.RunStore, q ports.Queue, secr
 	rt, err := process.New(cfg, process.Options{Store: store, Secrets: secrets, Clock: clock, Logger: log, Exit: exit, Wake: wake(q, clock)})
 	if err != nil {
 		return nil, fmt.Errorf("agent runtime: %w", err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		rt.Close()
+		return nil, err
 	}
 	return rt, nil
 }

@@ -48,7 +48,7 @@ func setupWorld(t *testing.T, script string, logw io.Writer, withCode func(store
 		gh = withCode(w.store, w.q, log)
 		code, exit = gh, gh.exit
 	}
-	procs, err := newProcessRuntime(agentOptions{command: "sh", args: []string{"-c", script}, workRoot: t.TempDir(),
+	procs, err := newProcessRuntime(t.Context(), agentOptions{command: "sh", args: []string{"-c", script}, workRoot: t.TempDir(),
 		stopGrace: 5 * time.Second, heartbeat: time.Hour}, w.store, w.q, nil, clock, log, exit)
 	require.NoError(t, err)
 	w.procs = procs

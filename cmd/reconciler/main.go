@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/reconcilerhq/reconciler/adapters/process"
 )
 
 // exitCoder is an error that carries the process exit status.
@@ -27,6 +29,11 @@ func usagef(format string, args ...any) error {
 }
 
 func main() {
+	// The process runtime runs each agent under this binary as its
+	// supervisor (hidden: not a command for people).
+	if len(os.Args) > 1 && os.Args[1] == process.SuperviseArg {
+		os.Exit(process.Supervise(os.Args[2:]))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The first SIGINT/SIGTERM starts a graceful shutdown; a second one exits

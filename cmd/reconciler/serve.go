@@ -94,6 +94,10 @@ RECONCILER_RUN_KIND/ID/PURPOSE/TRIGGER/WORKDIR, --agent-env and
 heartbeat and exit are recorded on the run, which is woken at once; a
 release sends SIGTERM, then SIGKILL after --agent-stop-grace. A repo
 agent also gets RECONCILER_REPO and RECONCILER_BRANCH (reconciler/<id>).
+Each agent runs under this binary as its supervisor, in a session of its
+own, which records its exit code under <--agent-workdir>/.state: agents
+outlive serve (a crash, or a stop), and a serve restarted on the same
+--agent-workdir adopts them (no second launch) and records their real exit.
 With --runtime kubernetes each launch is a pod instead, in --kube-namespace,
 from --kube-pod-template (a YAML pod template) with --kube-image,
 --agent-command/--agent-arg and --agent-env (no --agent-secret: reference a

@@ -27,16 +27,7 @@ import (
 // serve process logged the run moving through and the fake.
 func serveRepoRun(t *testing.T, checks githubtest.CheckRun, approve bool, want reconcile.State) ([]string, *githubtest.Server) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("process test")
-	}
-	bin, err := buildBinary()
-	require.NoError(t, err)
-	dsn, _ := pgtest.Schema(t)
-	out, err := exec.Command(bin, "token", "create", "--name", "runs-bot", "--scope", "read,write", "--dsn", dsn, "-o", "json").Output()
-	require.NoError(t, err)
-	var token struct{ Secret string }
-	require.NoError(t, json.Unmarshal(out, &token))
+	bin, dsn, token := dsnWithRunsToken(t)
 	fake := githubtest.New("gh-token")
 	t.Cleanup(fake.Close)
 	fake.Opened = func(pr githubtest.PR) {
@@ -52,16 +43,10 @@ func serveRepoRun(t *testing.T, checks githubtest.CheckRun, approve bool, want r
 		"--pr-poll-interval", "200ms")
 	cmd.Env = append(os.Environ(), "RECONCILER_DSN=", "RECONCILER_SECRET_GH=gh-token")
 	startProcessLog(t, cmd, "engine starting", "serve", log)
-	lines := log.matching("listening")
-	require.NotEmpty(t, lines)
-	addr := regexp.MustCompile(`addr=(\S+)`).FindStringSubmatch(lines[0].text)
-	require.NotNil(t, addr, lines[0].text)
-
 	ctx := context.Background()
-	c, err := client.New("http://"+addr[1], token.Secret)
-	require.NoError(t, err)
+	c := serveClient(t, log, token)
 	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "task-e2e"}
-	_, err = c.CreateRun(ctx, api.RunCreate{Kind: ref.Kind, ID: ref.ID, Repo: "acme/api", MaxRetries: 1,
+	_, err := c.CreateRun(ctx, api.RunCreate{Kind: ref.Kind, ID: ref.ID, Repo: "acme/api", MaxRetries: 1,
 		Settings: reconcile.Settings{AutoMerge: true}})
 	require.NoError(t, err)
 
@@ -103,6 +88,37 @@ func serveRepoRun(t *testing.T, checks githubtest.CheckRun, approve bool, want r
 	}
 	require.Equal(t, states, moves, "decisions: %+v", v.Decisions)
 	return states, fake
+}
+
+// dsnWithRunsToken skips a short run; else it builds the binary, makes a
+// database schema and an API token of scope read and write on it, and
+// returns the binary, the schema's DSN and the token's secret.
+func dsnWithRunsToken(t *testing.T) (bin, dsn, token string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	bin, err := buildBinary()
+	require.NoError(t, err)
+	dsn, _ = pgtest.Schema(t)
+	out, err := exec.Command(bin, "token", "create", "--name", "runs-bot", "--scope", "read,write", "--dsn", dsn, "-o", "json").Output()
+	require.NoError(t, err)
+	var created struct{ Secret string }
+	require.NoError(t, json.Unmarshal(out, &created))
+	return bin, dsn, created.Secret
+}
+
+// serveClient is an API client of the serve process whose log (keeping
+// "listening" lines) is log, with token.
+func serveClient(t *testing.T, log *procLog, token string) *client.Client {
+	t.Helper()
+	lines := log.matching("listening")
+	require.NotEmpty(t, lines)
+	addr := regexp.MustCompile(`addr=(\S+)`).FindStringSubmatch(lines[0].text)
+	require.NotNil(t, addr, lines[0].text)
+	c, err := client.New("http://"+addr[1], token)
+	require.NoError(t, err)
+	return c
 }
 
 // TestServeDSNRepoRunMerges: on PostgreSQL, a repo run's real agent
