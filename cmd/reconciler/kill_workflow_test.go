@@ -69,12 +69,15 @@ type workflowKill struct {
 }
 
 // killWorkflow runs the fan workflow on two serve processes and SIGKILLs
-// the victim once delay has passed and it has jobs in flight; it asserts
-// the recovery and fills res with what it saw.
+// the victim once delay has passed and it has jobs in flight (its jobs
+// take at least delay/2, so the workflow is still running then); it
+// asserts the recovery and fills res with what it saw.
 func killWorkflow(t *testing.T, delay time.Duration, res *workflowKill) {
 	ctx := t.Context()
 	bin, dsn, be := runnerBackend(t)
-	file := fanTemplate(t, "400ms")
+	// Jobs long enough that the workflow (five waves of 12) outlasts the
+	// kill delay: a workflow over before it has no job in flight to kill.
+	file := fanTemplate(t, max(400*time.Millisecond, (delay/2).Round(time.Millisecond)).String())
 
 	log := &procLog{keep: []string{"testrunner.accepted"}}
 	victim := startServeLog(t, bin, dsn, "victim", log)
