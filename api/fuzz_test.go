@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+
+	"github.com/reconcilerhq/reconciler/api"
 )
 
 // fuzzRoute fuzzes the JSON body of one route on a server over the
@@ -130,4 +132,68 @@ func FuzzTokenCreate(f *testing.F) {
 func FuzzRevisionMetadata(f *testing.F) {
 	fuzzRoute(f, http.MethodPut, "/api/v1/catalog/policy/p/revisions/r1/metadata",
 		map[string]any{"version": 1, "labels": map[string]any{"tier": "gold"}, "annotations": map[string]any{"note": "x"}})
+}
+
+func FuzzRunCreate(f *testing.F) {
+	fuzzRoute(f, http.MethodPost, "/api/v1/runs",
+		map[string]any{"kind": "repo", "id": "task-1", "repo": "acme/api", "max_retries": 1, "depends_on": []any{"task-0"},
+			"settings": map[string]any{"auto_merge": true, "stall_threshold": "20m", "off_peak": map[string]any{"only": true, "start_hour": 22, "end_hour": 6}}},
+		map[string]any{"kind": "standalone", "id": "nightly-1", "workflow": "nightly"},
+		map[string]any{"kind": "pr-review", "id": "review-1", "pr_url": "https://example.test/acme/api/pull/7", "settings": map[string]any{"review_trigger": "on_ci_pass"}},
+		map[string]any{"kind": "persistent-agent", "id": "bot", "settings": map[string]any{"pod_lifecycle": "sticky", "keep_warm": "10m", "max_turn_duration": "1h"}})
+}
+
+func FuzzRunIntent(f *testing.F) {
+	fx := setup(f, "memory")
+	fx.createRuns()
+	fuzzOn(f, fx, http.MethodPost, "/api/v1/runs/repo/task-1/intents", map[string]any{"intent": "cancel"}, map[string]any{"intent": "retry"})
+}
+
+func FuzzRunMessage(f *testing.F) {
+	fx := setup(f, "memory")
+	fx.createRuns()
+	fuzzOn(f, fx, http.MethodPost, "/api/v1/runs/persistent-agent/bot/messages", map[string]any{"text": "triage issue 42"})
+}
+
+func FuzzApply(f *testing.F) {
+	doc := func(kind, name string, meta, spec map[string]any) map[string]any {
+		m := map[string]any{"name": name}
+		for k, v := range meta {
+			m[k] = v
+		}
+		return map[string]any{"apiVersion": "ctrlplane.dev/v1", "kind": kind, "metadata": m, "spec": spec}
+	}
+	fuzzRoute(f, http.MethodPost, "/api/v1/apply",
+		map[string]any{"dry_run": true, "documents": []any{
+			doc("Workspace", "ws", nil, map[string]any{"name": "acme"}),
+			doc("Environment", "staging", map[string]any{"system": "sys"}, map[string]any{"name": "staging", "resource_selector": `resource.kind == "cluster"`}),
+			doc("Resource", "r2", map[string]any{"workspace": "ws"}, map[string]any{"kind": "cluster", "identifier": "k8s/r2", "metadata": map[string]any{"region": "eu-1"}}),
+			doc("Deployment", "api", map[string]any{"system": "sys"}, map[string]any{"name": "API", "slug": "api", "job_agent_id": "ext", "resource_selector": "true"}),
+			doc("VariableSet", "defaults", map[string]any{"system": "sys"}, map[string]any{"name": "defaults", "priority": 1, "values": map[string]any{"region": map[string]any{"literal": "eu"}}}),
+		}},
+		map[string]any{"prune": true, "documents": []any{
+			doc("System", "sys", map[string]any{"workspace": "ws"}, map[string]any{"name": "shop"}),
+			doc("Policy", "after-dev", nil, map[string]any{"name": "after dev", "selector": `environment.name == "prod"`, "enabled": true,
+				"rules": []any{map[string]any{"id": "w", "type": "deploymentWindow", "rrule": "FREQ=WEEKLY;BYDAY=MO", "duration_minutes": 60}}}),
+		}})
+}
+
+func FuzzEnvironmentPut(f *testing.F) {
+	fuzzRoute(f, http.MethodPut, "/api/v1/environments/staging",
+		map[string]any{"id": "staging", "system_id": "sys", "name": "staging", "resource_selector": `resource.kind == "cluster"`})
+}
+
+func FuzzResourcePut(f *testing.F) {
+	fuzzRoute(f, http.MethodPut, "/api/v1/resources/r2",
+		map[string]any{"id": "r2", "workspace_id": "ws", "kind": "cluster", "identifier": "k8s/r2", "name": "r2", "metadata": map[string]any{"region": "eu-1"}})
+}
+
+func FuzzJobAgentPut(f *testing.F) {
+	fuzzRoute(f, http.MethodPut, "/api/v1/job-agents/gha",
+		map[string]any{"id": "gha", "name": "gha", "type": "api", "config": map[string]any{api.ReportSecretKey: agentSecretRef}},
+		map[string]any{"id": "gha", "name": "gha", "type": "github-actions", "config": map[string]any{"owner": "acme", "repo": "api", "workflow": "deploy.yaml", "ref": "main"}})
+}
+
+func FuzzWorkspacePut(f *testing.F) {
+	fuzzRoute(f, http.MethodPut, "/api/v1/workspaces/ws2", map[string]any{"id": "ws2", "name": "second"})
 }
