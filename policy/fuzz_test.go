@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
 // FuzzDecodePolicy: any bytes either decode into a valid policy (its CEL
@@ -37,7 +39,9 @@ func FuzzDecodePolicy(f *testing.F) {
 }
 
 // FuzzWindow: an RRULE window in any time zone compiles or is refused,
-// and a compiled one evaluates at any instant in bounded time.
+// and a compiled one, as an allow and as a deny window, evaluates at any
+// instant in bounded time (the target has a successful deployment, so
+// the windows apply); a pending verdict names a later time.
 func FuzzWindow(f *testing.F) {
 	for _, s := range []string{
 		"FREQ=WEEKLY;BYDAY=MO,TU,WE,TH;BYHOUR=9",
@@ -55,6 +59,13 @@ func FuzzWindow(f *testing.F) {
 		if r.validate("rules[0]") != nil {
 			return
 		}
-		_ = r.Evaluate(&Input{Now: time.Unix(unix%(1<<34), 0).UTC()})
+		in := &Input{Now: time.Unix(unix%(1<<34), 0).UTC(), SuccessfulVersion: &release.DeploymentVersion{ID: "v1"}}
+		for _, allow := range []bool{true, false} {
+			r.AllowWindow = &allow
+			v := r.Evaluate(in)
+			if v.Status == Pending && !v.Until.After(in.Now) {
+				t.Fatalf("%q in %q at %s (allow %t): pending until %s, not after now", rrule, tz, in.Now, allow, v.Until)
+			}
+		}
 	})
 }

@@ -111,6 +111,33 @@ func TestDeploymentWindowValidation(t *testing.T) {
 	}
 }
 
+// TestSubDailyWindowValidationIsBounded: a sub-daily rule whose day filters
+// select no day is refused after a search that does not grow with INTERVAL
+// (counted in hours, minutes or seconds, not in years). Found by FuzzWindow:
+// before, INTERVAL=1000 made validation search 9,000 years day by day, about
+// a second per rule on an idle machine.
+func TestSubDailyWindowValidationIsBounded(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{
+		"FREQ=SECONDLY;INTERVAL=1000;BYMONTH=2;BYMONTHDAY=30",
+		"FREQ=SECONDLY;INTERVAL=86399;BYYEARDAY=366;BYMONTH=1",
+		"FREQ=MINUTELY;INTERVAL=5000;BYMONTH=4;BYMONTHDAY=31",
+		"FREQ=HOURLY;INTERVAL=100000;BYMONTH=2;BYMONTHDAY=30",
+	} {
+		for _, tz := range []string{"", "Europe/Berlin"} {
+			start := time.Now()
+			err := DeploymentWindow{RRule: src, Timezone: tz, DurationMinutes: 60}.validate("rules[0]")
+			took := time.Since(start)
+			require.ErrorContains(t, err, "no occurrence within 40 years", "%s in %q", src, tz)
+			// Bounded: a few milliseconds idle; generous for a loaded machine.
+			require.Less(t, took, 250*time.Millisecond, "%s in %q", src, tz)
+		}
+	}
+	// A sub-daily rule with day filters that does recur is kept.
+	require.NoError(t, DeploymentWindow{RRule: "FREQ=SECONDLY;INTERVAL=1000;BYMONTH=2;BYMONTHDAY=29", DurationMinutes: 1}.validate("rules[0]"))
+	require.NoError(t, DeploymentWindow{RRule: "FREQ=MINUTELY;INTERVAL=7;BYDAY=SA;BYHOUR=3", Timezone: "Europe/Berlin", DurationMinutes: 1}.validate("rules[0]"))
+}
+
 // TestWindowSetPosWithinPeriod: a BYSETPOS inside the period's set is kept.
 func TestWindowSetPosWithinPeriod(t *testing.T) {
 	t.Parallel()

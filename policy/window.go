@@ -130,6 +130,9 @@ func buildWindow(src, tz string) (*window, error) {
 	}
 	w := &window{loc: loc, opt: *opt, base: base, interval: int64(opt.Interval)}
 	if !w.possible() {
+		if opt.Freq >= rrule.HOURLY {
+			return nil, &errField{"rrule", fmt.Errorf("the RRULE produces no occurrence within %d years (an hourly, minutely or secondly rule must recur at least that often)", subDailyHorizonYears)}
+		}
 		return nil, &errField{"rrule", errors.New("the RRULE never produces an occurrence")}
 	}
 	if opt.Count > 0 {
@@ -174,9 +177,18 @@ func pyWeekday(t time.Time) int { return (int(t.Weekday()) + 6) % 7 }
 
 // possible reports whether the unbounded pattern ever produces an
 // occurrence. rrule iterates up to year 9999 looking for one, so the check
-// starts a few decades (times INTERVAL) before that year to stay bounded.
+// starts a few decades before that year to stay bounded: 40 periods of
+// INTERVAL years, months, weeks or days (rrule steps a period at a time, so
+// about as many steps whatever INTERVAL is). A sub-daily rule skips a
+// day whose BYxxx day filters fail a day at a time, so its search costs a
+// step per day searched; it searches 40 years whatever INTERVAL is, and a
+// sub-daily rule with no occurrence in 40 years is refused
+// (subDailyHorizonYears).
 func (w *window) possible() bool {
 	years := min(40*w.interval, 9000)
+	if w.opt.Freq >= rrule.HOURLY {
+		years = subDailyHorizonYears
+	}
 	probe := time.Date(rrule.MAXYEAR-int(years), 1, 1, 0, 0, 0, 0, w.loc)
 	o := w.opt
 	o.Count, o.Until = 0, time.Time{}
@@ -189,6 +201,10 @@ func (w *window) possible() bool {
 	}
 	return !r.After(o.Dtstart, true).IsZero()
 }
+
+// subDailyHorizonYears is how far possible searches for an occurrence of
+// an hourly, minutely or secondly rule.
+const subDailyHorizonYears = 40
 
 // gridReachable reports whether a sub-daily rule's time grid (DTSTART's
 // time of day plus multiples of INTERVAL) ever meets its BYHOUR, BYMINUTE
