@@ -50,8 +50,8 @@ soak: ## Loop the kill tests with random kill timings for SOAK (default 5m; make
 	@RECONCILER_SOAK=$(SOAK) bash -o pipefail -c "scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 24h -run '^TestSoak$$' ./cmd/reconciler/ | grep -E '^(soak:|FAIL|--- FAIL|ok|\s+[a-z_]+_test.go)'"
 
 .PHONY: fuzz
-fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s; 1000000x = a million executions; FUZZMINIMIZETIME default 1s)
-	FUZZTIME=$(or $(FUZZTIME),30s) FUZZMINIMIZETIME=$(or $(FUZZMINIMIZETIME),1s) scripts/fuzz.sh
+fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s; 1000000x = a million executions; FUZZMINIMIZETIME default 200x, a count of calls)
+	FUZZTIME=$(or $(FUZZTIME),30s) FUZZMINIMIZETIME=$(or $(FUZZMINIMIZETIME),200x) scripts/fuzz.sh
 
 HELM_VERSION ?= v3.21.4
 HELM        ?= bin/helm

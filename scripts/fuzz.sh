@@ -9,13 +9,16 @@
 # default) before it counts or reports anything; for a target whose inputs
 # are kilobytes of YAML (FuzzLoadTemplate) each minimization uses the whole
 # minute, so the run stalls at a few dozen executions. FUZZMINIMIZETIME
-# (default 1s) bounds it.
+# (default 200x: at most 200 calls) bounds it. A count, not a duration: with
+# a duration Go also gives up waiting for the worker when it expires, and
+# a worker that answers late (a loaded machine) is killed and restarted, with
+# its process start and the target's setup, every few seconds.
 #   FUZZTIME=60s FUZZPARALLEL=1 FUZZ=Snapshot scripts/fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-30s}
 parallel=${FUZZPARALLEL:-1}
-minimize=${FUZZMINIMIZETIME:-1s}
+minimize=${FUZZMINIMIZETIME:-200x}
 filter=${FUZZ:-}
 summary=()
 status=0
