@@ -104,7 +104,13 @@ type JobReport struct {
 	Links map[string]string
 	// Lease, on a non-terminal report of a JobLeaser's job, renews the
 	// job's lease until At (or the time it is recorded) plus Lease.
+	// A pull agent's taker's report (HandOut set) renews its lease too.
 	Lease time.Duration
+	// HandOut, when positive, is the hand-out of a pull agent's job
+	// (release.JobTake) the reporting taker holds: the report is refused
+	// with ErrConflict when the job was handed out again since or ended
+	// (release.Job.CheckHandOut). Release jobs only.
+	HandOut int
 }
 
 // JobLeaser is implemented by JobAgents whose jobs run in the process

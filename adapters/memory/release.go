@@ -46,6 +46,8 @@ type ReleaseStore struct {
 	desired  map[release.ReleaseTarget]*ports.DesiredRelease
 
 	jobs jobIndex
+	// takers are the waiters of JobTakeNotify.
+	takers wakeSet
 
 	events eventOutbox
 }

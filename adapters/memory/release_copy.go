@@ -164,6 +164,10 @@ func copyJob(j *ports.JobRow) ports.JobRow {
 	out := *j
 	out.JobAgentConfig = copyAnyMap(j.JobAgentConfig)
 	out.DispatchContext = copyAnyMap(j.DispatchContext)
+	if j.Take != nil {
+		take := *j.Take
+		out.Take = &take
+	}
 	if j.Measurements != nil {
 		out.Measurements = make(map[string][]release.Measurement, len(j.Measurements))
 		for k, ms := range j.Measurements {

@@ -31,7 +31,9 @@ type jobIndex struct {
 	// Active job counts per target and per (deployment, environment).
 	activeByTarget map[release.ReleaseTarget]int
 	activeByEnv    map[envRef]int
-	byExternal     map[agentRef][]*ports.JobRow
+	// Active jobs per agent id (for pull agents' takes).
+	activeByAgent map[string]map[*ports.JobRow]struct{}
+	byExternal    map[agentRef][]*ports.JobRow
 }
 
 func newJobIndex() jobIndex {
@@ -44,6 +46,7 @@ func newJobIndex() jobIndex {
 		targetsByVersion: map[string]map[release.ReleaseTarget]struct{}{},
 		activeByTarget:   map[release.ReleaseTarget]int{},
 		activeByEnv:      map[envRef]int{},
+		activeByAgent:    map[string]map[*ports.JobRow]struct{}{},
 		byExternal:       map[agentRef][]*ports.JobRow{},
 	}
 }
@@ -78,6 +81,18 @@ func (x *jobIndex) countActive(j *ports.JobRow, t release.ReleaseTarget, delta i
 	x.activeByEnv[e] += delta
 	if x.activeByEnv[e] == 0 {
 		delete(x.activeByEnv, e)
+	}
+	set := x.activeByAgent[j.JobAgentID]
+	switch {
+	case delta > 0 && set == nil:
+		x.activeByAgent[j.JobAgentID] = map[*ports.JobRow]struct{}{j: {}}
+	case delta > 0:
+		set[j] = struct{}{}
+	default:
+		delete(set, j)
+		if len(set) == 0 {
+			delete(x.activeByAgent, j.JobAgentID)
+		}
 	}
 }
 
@@ -164,6 +179,11 @@ func normJob(j release.Job) (release.Job, error) {
 	j.StartedAt = ports.StoredTime(j.StartedAt)
 	j.CompletedAt = ports.StoredTime(j.CompletedAt)
 	j.LeaseUntil = ports.StoredTime(j.LeaseUntil)
+	if j.Take != nil {
+		take := *j.Take
+		take.TakenAt = ports.StoredTime(take.TakenAt)
+		j.Take = &take
+	}
 	j.Measurements = ports.StoredMeasurements(j.Measurements)
 	out, err := jsonRoundTrip(&j)
 	if err != nil {
@@ -210,6 +230,9 @@ func (s *ReleaseStore) JobCreate(ctx context.Context, p ports.JobCreateParams) (
 	row := &ports.JobRow{Job: job, VersionID: rel.VersionID, IdempotencyKey: p.IdempotencyKey, Version: 1, UpdatedAt: s.now()}
 	s.jobs.insert(row)
 	s.onUndo(ctx, func() { s.jobs.remove(row) })
+	if row.Status == release.JobPending {
+		s.takers.wake()
+	}
 	return copyJob(row), true, nil
 }
 

@@ -33,6 +33,11 @@ func TestReleasesConformance(t *testing.T) {
 	porttest.Releases(t, newReleaseStore)
 }
 
+func TestJobTakerConformance(t *testing.T) {
+	t.Parallel()
+	porttest.JobTaker(t, newReleaseStore)
+}
+
 func TestJobsConformance(t *testing.T) {
 	t.Parallel()
 	porttest.Jobs(t, newReleaseStore)

@@ -16,11 +16,12 @@ const (
 	notifyBackoffMax = 5 * time.Second
 )
 
-// notifier fans the queue's NOTIFY messages out to subscriber channels. It
-// listens on one dedicated connection (outside the pool), started by the
-// first subscription.
+// notifier fans the NOTIFY messages of one channel (the queue's, the
+// jobs') out to subscriber channels. It listens on one dedicated
+// connection (outside the pool), started by the first subscription.
 type notifier struct {
 	cfg                    *pgx.ConnConfig
+	channel                string
 	backoffMin, backoffMax time.Duration
 	// onListen, when set (tests), receives the backend pid after every
 	// successful LISTEN.
@@ -34,10 +35,10 @@ type notifier struct {
 	done    chan struct{}
 }
 
-// newNotifier returns a notifier that connects with cfg; nothing runs until
-// the first subscribe.
-func newNotifier(cfg *pgx.ConnConfig) *notifier {
-	return &notifier{cfg: cfg, backoffMin: notifyBackoffMin, backoffMax: notifyBackoffMax}
+// newNotifier returns a notifier of channel that connects with cfg;
+// nothing runs until the first subscribe.
+func newNotifier(cfg *pgx.ConnConfig, channel string) *notifier {
+	return &notifier{cfg: cfg, channel: channel, backoffMin: notifyBackoffMin, backoffMax: notifyBackoffMax}
 }
 
 // subscribe adds a channel (capacity 1) that receives every wake-up and
@@ -56,6 +57,22 @@ func (n *notifier) subscribe() <-chan struct{} {
 		n.cancel, n.done = cancel, make(chan struct{})
 		go n.run(ctx)
 	}
+	return ch
+}
+
+// subscribeUntil is subscribe for a subscriber that leaves when ctx ends.
+func (n *notifier) subscribeUntil(ctx context.Context) <-chan struct{} {
+	ch := n.subscribe()
+	context.AfterFunc(ctx, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for i, c := range n.subs {
+			if c == ch {
+				n.subs = append(n.subs[:i], n.subs[i+1:]...)
+				break
+			}
+		}
+	})
 	return ch
 }
 
@@ -121,7 +138,7 @@ func (n *notifier) listen(ctx context.Context) bool {
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+n.channel); err != nil {
 		return false
 	}
 	if n.onListen != nil {

@@ -102,7 +102,7 @@ func TestNotifyWakesWhileDisconnected(t *testing.T) {
 	t.Parallel()
 	cfg, err := pgx.ParseConfig("postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1")
 	require.NoError(t, err)
-	n := newNotifier(cfg)
+	n := newNotifier(cfg, notifyChannel)
 	n.backoffMin, n.backoffMax = 5*time.Millisecond, 20*time.Millisecond
 	t.Cleanup(n.close)
 	a, b := n.subscribe(), n.subscribe()
@@ -126,7 +126,7 @@ func TestNotifyWakesWhileDisconnected(t *testing.T) {
 // returns at once.
 func TestNotifyCloseWithoutSubscribers(t *testing.T) {
 	t.Parallel()
-	n := newNotifier(&pgx.ConnConfig{})
+	n := newNotifier(&pgx.ConnConfig{}, notifyChannel)
 	done := make(chan struct{})
 	go func() { n.close(); n.close(); close(done) }()
 	select {

@@ -61,7 +61,7 @@ var (
 
 // NewQueue returns the queue over db that reads "now" only from clock.
 func NewQueue(db *DB, clock ports.Clock) *Queue {
-	return &Queue{db: db, clock: clock, notify: newNotifier(db.pool.Config().ConnConfig), sweeps: map[string]sweep{}}
+	return &Queue{db: db, clock: clock, notify: newNotifier(db.pool.Config().ConnConfig, notifyChannel), sweeps: map[string]sweep{}}
 }
 
 // Close stops the notification listener, if WorkNotify started one. The

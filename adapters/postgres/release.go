@@ -26,6 +26,8 @@ type ReleaseStore struct {
 	db     *DB
 	clock  ports.Clock
 	onPage func(rows int)
+	// takers listens for JobTakeNotify, from its first call until Close.
+	takers *notifier
 }
 
 var _ ports.ReleaseStore = (*ReleaseStore)(nil)
@@ -40,9 +42,11 @@ func WithVersionPageHook(fn func(rows int)) ReleaseOption {
 }
 
 // NewReleaseStore returns a store over db that stamps writes with clock.
-// Close its Catalog (the try-lock connections) before closing db.
+// Close it (its Catalog's try-lock connections and its take listener)
+// before closing db.
 func NewReleaseStore(db *DB, clock ports.Clock, opts ...ReleaseOption) *ReleaseStore {
-	s := &ReleaseStore{Catalog: NewCatalog(db, clock), db: db, clock: clock}
+	s := &ReleaseStore{Catalog: NewCatalog(db, clock), db: db, clock: clock,
+		takers: newNotifier(db.pool.Config().ConnConfig, jobsChannel)}
 	for _, o := range opts {
 		o(s)
 	}

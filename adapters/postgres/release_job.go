@@ -42,6 +42,11 @@ func relJob(j release.Job) (release.Job, string, error) {
 	j.StartedAt = ports.StoredTime(j.StartedAt)
 	j.CompletedAt = ports.StoredTime(j.CompletedAt)
 	j.LeaseUntil = ports.StoredTime(j.LeaseUntil)
+	if j.Take != nil {
+		take := *j.Take
+		take.TakenAt = ports.StoredTime(take.TakenAt)
+		j.Take = &take
+	}
 	j.Measurements = ports.StoredMeasurements(j.Measurements)
 	doc, err := relEncode("dispatch_context", &j)
 	if err != nil {

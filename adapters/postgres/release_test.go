@@ -10,7 +10,9 @@ import (
 
 // newReleaseStore is the Postgres factory (one schema per subtest) of the release suites.
 func newReleaseStore(t *testing.T, deps porttest.ReleaseStoreDeps) ports.ReleaseStore {
-	return postgres.NewReleaseStore(runStoreSetup(t), deps.Clock, postgres.WithVersionPageHook(deps.OnPage))
+	s := postgres.NewReleaseStore(runStoreSetup(t), deps.Clock, postgres.WithVersionPageHook(deps.OnPage))
+	t.Cleanup(s.Close) // before the DB closes
+	return s
 }
 
 func TestObjectsConformance(t *testing.T) {
@@ -36,6 +38,11 @@ func TestReleasesConformance(t *testing.T) {
 func TestJobsConformance(t *testing.T) {
 	t.Parallel()
 	porttest.Jobs(t, newReleaseStore)
+}
+
+func TestJobTakerConformance(t *testing.T) {
+	t.Parallel()
+	porttest.JobTaker(t, newReleaseStore)
 }
 
 func TestEventsConformance(t *testing.T) {

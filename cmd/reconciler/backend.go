@@ -82,8 +82,8 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 		tokens:    postgres.NewTokens(db),
 		tx:        db,
 		db:        db,
-		// The catalog's lock pool closes before the DB it was copied from.
-		close: func() { q.Close(); cat.Close(); db.Close() },
+		// The release store (its catalog lock pool, its take listener) closes before the DB.
+		close: func() { q.Close(); rs.Close(); db.Close() },
 	}, nil
 }
 

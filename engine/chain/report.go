@@ -21,7 +21,9 @@ var _ ports.JobReporter = (*Chain)(nil)
 // it: a successful job with verification metrics starts its verification;
 // any other ended job wakes desired-release of its target and of the
 // targets whose policies read it. A report of the status the job already
-// has changes nothing; one the job cannot move to is invalid input.
+// has changes nothing; one the job cannot move to is invalid input; one
+// naming a pull agent's hand-out other than the job's current one is
+// refused with ports.ErrConflict.
 func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 	op := "report job " + r.JobID
 	if r.JobID == "" {
@@ -34,6 +36,13 @@ func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 		row, err := c.reportedJob(ctx, r)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
+		}
+		if r.HandOut > 0 {
+			// A pull agent's taker reports under its hand-out: a taker
+			// the job was handed out again from is fenced.
+			if why := row.CheckHandOut(r.HandOut); why != "" {
+				return fmt.Errorf("%s: %s: %w", op, why, ports.ErrConflict)
+			}
 		}
 		links, added := mergeLinks(row.Links, r.Links)
 		if err := release.ValidateLinks("links", links); err != nil {

@@ -12,7 +12,8 @@ import (
 
 // timeOut ends the target's active jobs that outlived the deployment's job
 // timeout, or whose in-process agent's lease ran out unrenewed (the
-// process running them died: ports.JobLeaser), as failures, as a report
+// process running them died: ports.JobLeaser) or whose pull agent's last
+// taker's did (release.Job.LeaseLost), as failures, as a report
 // would (the chain then moves on: a retry policy may try again), after
 // asking their agent to stop them when it can (ports.JobCanceler). It
 // returns the earliest deadline still ahead, for the pass to run again
@@ -32,14 +33,15 @@ func (c *Chain) timeOut(ctx context.Context, f *facts) (time.Time, bool, error) 
 		if !j.Status.IsActive() {
 			continue
 		}
-		var msg string
+		// A pull agent's job whose lease ran out with hand-outs left is not
+		// lost: it waits for its next taker (release.Job.LeaseLost).
+		msg := j.LeaseLost(now)
 		switch d := j.Deadline(limit); {
-		case !j.LeaseUntil.IsZero() && !now.Before(j.LeaseUntil):
-			msg = "lost: its agent's lease ran out at " + j.LeaseUntil.UTC().Format(time.RFC3339Nano) + " (the process running it stopped)"
+		case msg != "":
 		case !d.IsZero() && !now.Before(d):
 			msg = "timed out after " + limit.String()
 		default:
-			if !j.LeaseUntil.IsZero() {
+			if now.Before(j.LeaseUntil) {
 				ahead(j.LeaseUntil)
 			}
 			if !d.IsZero() {

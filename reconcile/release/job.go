@@ -174,7 +174,12 @@ type Job struct {
 	// LeaseUntil is, for the job of an in-process agent that holds leases
 	// (ports.JobLeaser), when its lease runs out unless renewed: an active
 	// job past it is lost (its process died) and is ended as a failure.
+	// For a pull agent's job it is when its taker's lease runs out: the
+	// job is handed out again, or lost after its last hand-out (LeaseLost).
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// Take is, for the job of a pull agent, its current hand-out to a
+	// taker outside the process; nil until it is first taken.
+	Take *JobTake `json:"take,omitempty"`
 }
 
 // FinishedAt is when the job completed, falling back to when it started or
@@ -215,6 +220,9 @@ func (j *Job) validateFields() error {
 	}
 	if err := ValidateLinks("links", j.Links); err != nil {
 		return err
+	}
+	if t := j.Take; t != nil && (t.HandOut < 1 || t.MaxHandOuts < t.HandOut) {
+		return Invalid("take.hand_out", "must be between 1 and take.max_hand_outs")
 	}
 	if j.CreatedAt.IsZero() {
 		return Invalid("created_at", "is required")
