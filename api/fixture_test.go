@@ -15,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/reconcilerhq/reconciler/adapters/apiagent"
 	"github.com/reconcilerhq/reconciler/adapters/memory"
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
 	"github.com/reconcilerhq/reconciler/adapters/simulated"
@@ -24,6 +23,7 @@ import (
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/engine/pull"
 	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/policy"
@@ -69,7 +69,9 @@ var backends = map[string]func(t testing.TB, clock ports.Clock) stores{
 		t.Cleanup(q.Close)
 		cat := postgres.NewCatalog(db, clock)
 		t.Cleanup(cat.Close)
-		return stores{postgres.NewReleaseStore(db, clock), q, postgres.NewWorkflowStore(db), cat, postgres.NewTokens(db), postgres.NewRunStore(db, clock), db}
+		rs := postgres.NewReleaseStore(db, clock)
+		t.Cleanup(rs.Close)
+		return stores{rs, q, postgres.NewWorkflowStore(db), cat, postgres.NewTokens(db), postgres.NewRunStore(db, clock), db}
 	},
 }
 
@@ -85,7 +87,8 @@ func (secrets) Resolve(_ context.Context, ref release.SecretRef) (string, error)
 
 // fixture is an API server over one backend with a seeded workspace: system
 // sys with dev and prod (prod needs one approval), resource r1, job agent
-// ext (type api, signing with agentSecret), deployment web on ext.
+// ext (a pull agent under its older type name api, signing with
+// agentSecret), deployment web on ext.
 type fixture struct {
 	t      testing.TB
 	ctx    context.Context
@@ -106,7 +109,8 @@ func setup(t testing.TB, backend string) *fixture {
 	f := &fixture{t: t, ctx: t.Context(), clock: clock, st: st, tokens: map[string]string{}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.chain = &chain.Chain{Store: st.releases, Queue: st.queue, Clock: clock, Logger: log,
-		Agents: map[string]ports.JobAgent{apiagent.Type: apiagent.Agent{}}}
+		Agents: map[string]ports.JobAgent{release.APIAgentType: pull.NewAgent(release.APIAgentType),
+			release.PullAgentType: pull.NewAgent(release.PullAgentType)}}
 	flows := &flow.Controller{Store: st.workflows, Queue: st.queue, Releases: st.releases, Catalog: st.catalog, Jobs: f.chain,
 		Clock: clock, Logger: log, Agents: f.chain.Agents}
 	f.eng = engine.New(st.queue, engine.Options{Clock: clock, Logger: log, Owner: "test"})
@@ -119,7 +123,9 @@ func setup(t testing.TB, backend string) *fixture {
 	f.server = api.New(api.Options{Chain: f.chain, Flows: flows, Catalog: catalog.New(st.catalog, catalog.Config{}),
 		Releases: st.releases, Workflows: st.workflows, Queue: st.queue, Tokens: st.tokens, Secrets: secrets{}, Clock: clock, Logger: log,
 		Runs:         &runs.Control{Store: st.runs, Queue: st.queue, Clock: clock},
-		MaxBodyBytes: 64 << 10, Tx: st.tx})
+		MaxBodyBytes: 64 << 10, Tx: st.tx,
+		Pull: &pull.Service{Store: st.releases, Taker: st.releases.(ports.JobTaker), Tx: st.tx, Queue: st.queue,
+			Reporter: f.chain, Clock: clock, Poll: 20 * time.Millisecond}})
 	f.http = httptest.NewServer(f.server.Handler())
 	t.Cleanup(f.http.Close)
 	for _, s := range ports.Scopes {
@@ -147,7 +153,7 @@ func (f *fixture) seed() {
 	}
 	_, err = s.Resources().Put(ctx, release.Resource{ID: "r1", WorkspaceID: "ws", Kind: "cluster", Identifier: "k8s/r1", Name: "r1"}, 0)
 	r.NoError(err)
-	_, err = s.JobAgents().Put(ctx, release.JobAgent{ID: "ext", Name: "external", Type: apiagent.Type,
+	_, err = s.JobAgents().Put(ctx, release.JobAgent{ID: "ext", Name: "external", Type: release.APIAgentType,
 		Config: map[string]any{api.ReportSecretKey: agentSecretRef}}, 0)
 	r.NoError(err)
 	_, err = s.Deployments().Put(ctx, release.Deployment{ID: "web", SystemID: "sys", Name: "web", Slug: "web", JobAgentID: "ext", ResourceSelector: "true"}, 0)

@@ -18,6 +18,7 @@ import (
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/engine/flow"
 	"github.com/reconcilerhq/reconciler/engine/live"
+	"github.com/reconcilerhq/reconciler/engine/pull"
 	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -72,6 +73,9 @@ type Options struct {
 	// AgentConfig checks a job agent's config by its type at apply; nil
 	// accepts any.
 	AgentConfig apply.AgentConfigValidator
+	// Pull serves pull agents' takes, heartbeats and reports (api/pull.go);
+	// nil answers them 404.
+	Pull *pull.Service
 }
 
 // PolicyRule documents the JSON shape of a policy rule (policy.Rule): its
@@ -130,6 +134,7 @@ func New(o Options) *Server {
 	s.registerOperations()
 	s.registerRuns()
 	s.registerTokens()
+	s.registerPull()
 	if o.Releases != nil && o.Queue != nil {
 		tx := o.Tx
 		if tx == nil {

@@ -32,12 +32,13 @@ const (
 	SignatureWindow = 5 * time.Minute
 )
 
-// SignReport returns the signature header value of a report body on job
-// jobID sent at ts. The job id is signed too, so a signature is good for
-// one job only.
-func SignReport(secret string, ts time.Time, jobID string, body []byte) string {
+// SignReport returns the signature header value of a request body about
+// subject sent at ts: a report on (or a pull agent's heartbeat of) job
+// subject, or a pull agent's take of its next job with its agent id as
+// subject. The subject is signed too, so a signature is good for it only.
+func SignReport(secret string, ts time.Time, subject string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(strconv.FormatInt(ts.Unix(), 10) + "." + jobID + "."))
+	m.Write([]byte(strconv.FormatInt(ts.Unix(), 10) + "." + subject + "."))
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
@@ -46,6 +47,17 @@ func SignReport(secret string, ts time.Time, jobID string, body []byte) string {
 // the timestamp window and that the signature was not used before. It
 // returns the principal "agent:ID".
 func (s *Server) verifySignedReport(ctx context.Context, job ports.JobRow, tsHeader, sig string, raw []byte) (Principal, error) {
+	if job.JobAgentID == "" {
+		return Principal{}, huma.NewError(http.StatusUnauthorized, "job "+job.ID+" has no agent that signs reports")
+	}
+	return s.verifyAgentSignature(ctx, job.JobAgentID, job.ID, tsHeader, sig, raw)
+}
+
+// verifyAgentSignature checks a request signed by job agent agentID over
+// subject (a job id, or for a pull agent's take its own id) and raw: the
+// agent's secret, the timestamp window and that the signature was not
+// used before. It returns the principal "agent:ID".
+func (s *Server) verifyAgentSignature(ctx context.Context, agentID, subject, tsHeader, sig string, raw []byte) (Principal, error) {
 	unauthorized := func(msg string) (Principal, error) {
 		return Principal{}, huma.NewError(http.StatusUnauthorized, msg)
 	}
@@ -57,12 +69,12 @@ func (s *Server) verifySignedReport(ctx context.Context, job ports.JobRow, tsHea
 	if ts.Before(now.Add(-SignatureWindow)) || ts.After(now.Add(SignatureWindow)) {
 		return unauthorized("signature timestamp is outside the " + SignatureWindow.String() + " window")
 	}
-	if job.JobAgentID == "" || s.o.Secrets == nil {
-		return unauthorized("job " + job.ID + " has no agent that signs reports")
+	if s.o.Secrets == nil {
+		return unauthorized("job agent " + agentID + " does not sign requests")
 	}
-	agent, err := s.o.Releases.JobAgents().Get(ctx, job.JobAgentID)
+	agent, err := s.o.Releases.JobAgents().Get(ctx, agentID)
 	if err != nil {
-		return unauthorized("job " + job.ID + " has no agent that signs reports")
+		return unauthorized("job agent " + agentID + " does not sign requests")
 	}
 	ref, _ := agent.Value.Config[ReportSecretKey].(string)
 	if ref == "" {
@@ -73,7 +85,7 @@ func (s *Server) verifySignedReport(ctx context.Context, job ports.JobRow, tsHea
 		s.o.Logger.WarnContext(ctx, "api.report_secret", "agent", agent.Value.ID, "error", err)
 		return unauthorized("job agent " + agent.Value.ID + "'s report secret cannot be resolved")
 	}
-	if !hmac.Equal([]byte(SignReport(secret, ts, job.ID, raw)), []byte(strings.TrimSpace(sig))) {
+	if !hmac.Equal([]byte(SignReport(secret, ts, subject, raw)), []byte(strings.TrimSpace(sig))) {
 		return unauthorized("bad signature")
 	}
 	fresh, err := s.o.Tokens.NonceClaim(ctx, "report:"+sig, now, ts.Add(SignatureWindow))

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/reconcilerhq/reconciler/adapters/apiagent"
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
@@ -73,7 +72,7 @@ func TestEndToEndThroughTheAPI(t *testing.T) {
 		_, err = client.PutObject(ctx, c, client.Policies, p.ID, p, 0)
 		put(err)
 	}
-	agent := release.JobAgent{ID: "outside", Name: "outside agent", Type: apiagent.Type,
+	agent := release.JobAgent{ID: "outside", Name: "outside agent", Type: release.APIAgentType,
 		Config: map[string]any{api.ReportSecretKey: "env:RECONCILER_SECRET_E2E"}}
 	_, err = client.PutObject(ctx, c, client.JobAgents, agent.ID, agent, 0)
 	put(err)

@@ -14,9 +14,11 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/adapters/webhookagent"
 	"github.com/reconcilerhq/reconciler/engine/apply"
+	"github.com/reconcilerhq/reconciler/engine/pull"
 	"github.com/reconcilerhq/reconciler/internal/jobagent"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
 // integrations are the external job agents and verifiers serve registers,
@@ -53,12 +55,14 @@ func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log
 // agentConfigValidators check a job agent record's config by its type,
 // before it is stored; each refusal names job_agent_config.<key>.
 var agentConfigValidators = map[string]func(map[string]any) error{
-	githubactions.Type:  githubactions.ValidateConfig,
-	argocd.Type:         argocd.ValidateConfig,
-	terraformcloud.Type: terraformcloud.ValidateConfig,
-	argoworkflows.Type:  argoworkflows.ValidateConfig,
-	webhookagent.Type:   webhookagent.ValidateConfig,
-	kubernetesjob.Type:  kubernetesjob.ValidateConfig,
+	githubactions.Type:    githubactions.ValidateConfig,
+	argocd.Type:           argocd.ValidateConfig,
+	terraformcloud.Type:   terraformcloud.ValidateConfig,
+	argoworkflows.Type:    argoworkflows.ValidateConfig,
+	webhookagent.Type:     webhookagent.ValidateConfig,
+	kubernetesjob.Type:    kubernetesjob.ValidateConfig,
+	release.PullAgentType: pull.ValidateConfig,
+	release.APIAgentType:  pull.ValidateConfig,
 }
 
 // providerConfigValidators check a verification metric's provider config
@@ -78,8 +82,8 @@ func (in *integrations) close() {
 }
 
 // agentConfigValidator is apply's check of a job agent's config by its
-// type: the external agents' validators and the test runner's; other types
-// (api, workflow) take any config.
+// type: the external agents' validators, the pull agents' and the test
+// runner's; other types (workflow) take any config.
 func agentConfigValidator() apply.AgentConfigValidator {
 	return func(typ string, cfg map[string]any) error {
 		if typ == testrunner.Type {

@@ -18,15 +18,16 @@ import (
 func newJobsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "jobs",
-		Short: "Report on and cancel jobs (through the API), as an agent or an operator",
+		Short: "Take, report on and cancel jobs (through the API), as an agent or an operator",
 		Args:  argsUsage(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return usagef("jobs: want a subcommand (list, report, cancel)")
+			return usagef("jobs: want a subcommand (list, next, heartbeat, report, cancel)")
 		},
 	}
 	var o releaseOpts
 	var rep api.JobReport
-	var status, secretEnv string
+	var status, secretEnv, reportAgent string
+	var handOut int
 	var outputs, links []string
 	report := &cobra.Command{
 		Use:   "report JOB --status STATUS",
@@ -37,7 +38,9 @@ agent's own run id (--external-id), outputs (--output-value NAME=VALUE, read
 by later workflow tasks) and links for people (--link NAME=URL, http or https;
 added to the job's, shown by get job). With --sign-secret-env VAR it signs the report with
 the secret in $VAR (the job agent's report_secret) instead of sending a
-token. A status the job cannot move to is refused (exit 2).`,
+token. A status the job cannot move to is refused (exit 2). A pull agent's
+taker reports with --agent ID --hand-out N (the hand-out it took the job
+under, from jobs next): refused (exit 3) once the job was handed out again.`,
 		Example: `  reconciler jobs report 8c458dd92cf2a587-1 --status successful --message deployed --server http://127.0.0.1:8080
   RECONCILER_AGENT_SECRET=... reconciler jobs report JOB --status failure --sign-secret-env RECONCILER_AGENT_SECRET --server URL`,
 		Args: argsUsage(cobra.ExactArgs(1)),
@@ -63,7 +66,17 @@ token. A status the job cannot move to is refused (exit 2).`,
 				}
 				rep.Links[name] = u
 			}
-			if secretEnv != "" {
+			switch {
+			case handOut > 0 && reportAgent == "":
+				return usagef("--hand-out needs --agent, the pull agent that took the job")
+			case reportAgent != "" && handOut == 0:
+				return usagef("--agent needs --hand-out, the hand-out the job was taken under")
+			case handOut > 0 && secretEnv != "":
+				return usagef("--hand-out: a taker's report goes with a token, not --sign-secret-env")
+			}
+			if handOut > 0 {
+				err = c.ReportTakenJob(ctx, reportAgent, args[0], api.TakerReport{HandOut: handOut, JobReport: rep})
+			} else if secretEnv != "" {
 				secret := os.Getenv(secretEnv)
 				if secret == "" {
 					return usagef("--sign-secret-env: $%s is empty", secretEnv)
@@ -87,6 +100,8 @@ token. A status the job cannot move to is refused (exit 2).`,
 	f.StringArrayVar(&outputs, "output-value", nil, "NAME=VALUE the job produced (JSON values are parsed); repeat for several")
 	f.StringArrayVar(&links, "link", nil, "NAME=URL, a link for people (http or https); repeat for several")
 	f.StringVar(&secretEnv, "sign-secret-env", "", "sign with the secret in this environment variable instead of a token")
+	f.StringVar(&reportAgent, "agent", "", "the pull agent that took the job (with --hand-out)")
+	intRangeVar(f, &handOut, "hand-out", 0, 0, release.MaxHandOutsLimit, "report as the taker of this hand-out of the job (with --agent; 0: not as a taker)")
 
 	var co releaseOpts
 	cancel := &cobra.Command{
@@ -102,7 +117,7 @@ token. A status the job cannot move to is refused (exit 2).`,
 		}),
 	}
 	co.bind(cancel, false)
-	cmd.AddCommand(newJobsListCmd("list"), report, cancel)
+	cmd.AddCommand(newJobsListCmd("list"), newJobsNextCmd(), newJobsHeartbeatCmd(), report, cancel)
 	return cmd
 }
 
@@ -155,6 +170,84 @@ next one is printed on standard error (pass it as --cursor). -o table
 	fl.StringVar(&f.Target, "target", "", "only this release target's (DEPLOYMENT:ENVIRONMENT:RESOURCE)")
 	intRangeVar(fl, &page.Limit, "limit", 100, 1, 1000, "most jobs")
 	fl.StringVar(&page.Cursor, "cursor", "", "continue a list where the previous page ended")
+	return cmd
+}
+
+func newJobsNextCmd() *cobra.Command {
+	var o releaseOpts
+	var agent, taker string
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "next --agent ID",
+		Short: "Take the next job of a pull agent, waiting for one (token scope agent)",
+		Long: `next takes the next job of pull agent ID (type pull): the oldest pending job,
+or one whose taker stopped heartbeating, leased to the caller for the agent's
+lease. It waits up to --wait for one and prints it as JSON (the job with its
+take: hand_out and lease_until, and its release, version, deployment,
+environment and resource); when none came it prints nothing and says so on
+standard error. Renew the lease with jobs heartbeat before it runs out, and
+report with jobs report --agent ID --hand-out N.`,
+		Example: `  reconciler jobs next --agent deployer --wait 30s --server http://127.0.0.1:8080`,
+		Args:    argsUsage(cobra.NoArgs),
+		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			if agent == "" {
+				return usagef("--agent is required: the pull agent's id")
+			}
+			if taker == "" {
+				taker, _ = os.Hostname()
+				if taker == "" {
+					taker = "cli"
+				}
+			}
+			t, ok, err := c.NextJob(ctx, agent, taker, wait)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no job of agent %s came within %s\n", agent, wait)
+				return nil
+			}
+			return writeJSON(cmd.OutOrStdout(), t)
+		}),
+	}
+	o.bind(cmd, false)
+	f := cmd.Flags()
+	f.StringVar(&agent, "agent", "", "the pull agent's id (required)")
+	f.StringVar(&taker, "taker", "", "who takes the job, shown on it (default: the host name)")
+	durationRangeVar(f, &wait, "wait", 30*time.Second, 0, api.MaxTakeWait, "how long to wait for a job")
+	return cmd
+}
+
+func newJobsHeartbeatCmd() *cobra.Command {
+	var o releaseOpts
+	var agent string
+	var handOut int
+	cmd := &cobra.Command{
+		Use:   "heartbeat JOB --agent ID --hand-out N",
+		Short: "Renew a pull agent's lease on a job it took (token scope agent)",
+		Long: `heartbeat renews the lease of hand-out N of JOB, which pull agent ID's taker
+took with jobs next, to the agent's lease from now, and prints its new end.
+It is refused (exit 3) once the job was handed out again or ended.`,
+		Args: argsUsage(cobra.ExactArgs(1)),
+		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
+			if agent == "" {
+				return usagef("--agent is required: the pull agent's id")
+			}
+			if handOut == 0 {
+				return usagef("--hand-out is required: the hand-out the job was taken under")
+			}
+			hb, err := c.HeartbeatJob(ctx, agent, args[0], handOut)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "job %s (hand-out %d) leased until %s\n", hb.JobID, hb.HandOut, hb.LeaseUntil.Format(time.RFC3339))
+			return nil
+		}),
+	}
+	o.bind(cmd, false)
+	f := cmd.Flags()
+	f.StringVar(&agent, "agent", "", "the pull agent's id (required)")
+	intRangeVar(f, &handOut, "hand-out", 0, 0, release.MaxHandOutsLimit, "the hand-out the job was taken under (required)")
 	return cmd
 }
 

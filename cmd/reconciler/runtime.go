@@ -5,13 +5,13 @@ import (
 	"log/slog"
 	"maps"
 
-	"github.com/reconcilerhq/reconciler/adapters/apiagent"
 	"github.com/reconcilerhq/reconciler/adapters/httphook"
 	"github.com/reconcilerhq/reconciler/adapters/testrunner"
 	"github.com/reconcilerhq/reconciler/adapters/verifiers"
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/engine/pull"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -47,7 +47,8 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 	rt.runner = testrunner.New(report, clock, append([]testrunner.Option{testrunner.WithLogger(log)}, runner...)...)
 	rt.ext = newIntegrations(report, secrets, log)
 	rt.chain = &chain.Chain{Store: releases, Queue: q, Clock: clock, Logger: log,
-		Agents:    map[string]ports.JobAgent{testrunner.Type: rt.runner, apiagent.Type: apiagent.Agent{}},
+		Agents: map[string]ports.JobAgent{testrunner.Type: rt.runner,
+			release.PullAgentType: pull.NewAgent(release.PullAgentType), release.APIAgentType: pull.NewAgent(release.APIAgentType)},
 		Verifiers: map[string]ports.Verifier{verifiers.SleepType: verifiers.Sleep{}, verifiers.ScriptedType: verifiers.Scripted{}}}
 	maps.Copy(rt.chain.Agents, rt.ext.agents)
 	maps.Copy(rt.chain.Verifiers, rt.ext.verifiers)
@@ -57,6 +58,16 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 	rt.chain.Agents[release.WorkflowAgentType] = rt.flows.ReleaseAgent()
 	rt.triggers = &flow.Triggers{Flow: rt.flows, Events: releases}
 	return rt
+}
+
+// pullService serves pull agents' takes, heartbeats and reports over be
+// (nil when its release store hands out no jobs).
+func (rt *releaseRuntime) pullService(be *backend, clock ports.Clock) *pull.Service {
+	taker, ok := be.releases.(ports.JobTaker)
+	if !ok {
+		return nil
+	}
+	return &pull.Service{Store: be.releases, Taker: taker, Tx: be.tx, Queue: be.queue, Reporter: rt.chain, Clock: clock}
 }
 
 // register registers the chain's and the workflows' kinds on eng.

@@ -42,7 +42,7 @@ type PullSettings struct {
 // ParsePullSettings reads a pull agent's settings from its config: `lease`
 // (a Go duration string, 1s to 1h, default 1m) and `max_hand_outs` (1 to
 // 100, default 3). Other keys (report_secret) are left to their readers.
-// An error names the field as config.KEY.
+// An error names the field as job_agent_config.KEY.
 func ParsePullSettings(cfg map[string]any) (PullSettings, error) {
 	s := PullSettings{Lease: DefaultPullLease, MaxHandOuts: DefaultHandOuts}
 	if v, ok := cfg[pullLeaseKey]; ok {
@@ -50,11 +50,11 @@ func ParsePullSettings(cfg map[string]any) (PullSettings, error) {
 		d, err := time.ParseDuration(str)
 		switch {
 		case !isStr:
-			return s, Invalid("config."+pullLeaseKey, "must be a duration string such as \"30s\"")
+			return s, Invalid("job_agent_config."+pullLeaseKey, "must be a duration string such as \"30s\"")
 		case err != nil:
-			return s, Invalid("config."+pullLeaseKey, "is not a duration: "+quote(str))
+			return s, Invalid("job_agent_config."+pullLeaseKey, "is not a duration: "+quote(str))
 		case d < MinPullLease || d > MaxPullLease:
-			return s, Invalid("config."+pullLeaseKey, "must be between "+MinPullLease.String()+" and "+MaxPullLease.String()+", got "+d.String())
+			return s, Invalid("job_agent_config."+pullLeaseKey, "must be between "+MinPullLease.String()+" and "+MaxPullLease.String()+", got "+d.String())
 		}
 		s.Lease = d
 	}
@@ -65,9 +65,9 @@ func ParsePullSettings(cfg map[string]any) (PullSettings, error) {
 		}
 		switch {
 		case !isNum || n != float64(int(n)):
-			return s, Invalid("config."+pullMaxHandOutKey, "must be a whole number")
+			return s, Invalid("job_agent_config."+pullMaxHandOutKey, "must be a whole number")
 		case n < 1 || n > MaxHandOutsLimit:
-			return s, Invalid("config."+pullMaxHandOutKey, "must be between 1 and "+strconv.Itoa(MaxHandOutsLimit)+", got "+strconv.FormatFloat(n, 'f', -1, 64))
+			return s, Invalid("job_agent_config."+pullMaxHandOutKey, "must be between 1 and "+strconv.Itoa(MaxHandOutsLimit)+", got "+strconv.FormatFloat(n, 'f', -1, 64))
 		}
 		s.MaxHandOuts = int(n)
 	}

@@ -20,14 +20,14 @@ func TestParsePullSettings(t *testing.T) {
 		{"defaults", nil, release.PullSettings{Lease: time.Minute, MaxHandOuts: 3}, ""},
 		{"set", map[string]any{"lease": "45s", "max_hand_outs": float64(5), "report_secret": "env:X"}, release.PullSettings{Lease: 45 * time.Second, MaxHandOuts: 5}, ""},
 		{"int", map[string]any{"max_hand_outs": 1}, release.PullSettings{Lease: time.Minute, MaxHandOuts: 1}, ""},
-		{"lease not a string", map[string]any{"lease": float64(30)}, release.PullSettings{}, "config.lease"},
-		{"lease unparsable", map[string]any{"lease": "soon"}, release.PullSettings{}, "config.lease"},
-		{"lease too short", map[string]any{"lease": "500ms"}, release.PullSettings{}, "config.lease"},
-		{"lease too long", map[string]any{"lease": "2h"}, release.PullSettings{}, "config.lease"},
-		{"hand-outs fraction", map[string]any{"max_hand_outs": 1.5}, release.PullSettings{}, "config.max_hand_outs"},
-		{"hand-outs zero", map[string]any{"max_hand_outs": float64(0)}, release.PullSettings{}, "config.max_hand_outs"},
-		{"hand-outs too many", map[string]any{"max_hand_outs": float64(101)}, release.PullSettings{}, "config.max_hand_outs"},
-		{"hand-outs a string", map[string]any{"max_hand_outs": "3"}, release.PullSettings{}, "config.max_hand_outs"},
+		{"lease not a string", map[string]any{"lease": float64(30)}, release.PullSettings{}, "job_agent_config.lease"},
+		{"lease unparsable", map[string]any{"lease": "soon"}, release.PullSettings{}, "job_agent_config.lease"},
+		{"lease too short", map[string]any{"lease": "500ms"}, release.PullSettings{}, "job_agent_config.lease"},
+		{"lease too long", map[string]any{"lease": "2h"}, release.PullSettings{}, "job_agent_config.lease"},
+		{"hand-outs fraction", map[string]any{"max_hand_outs": 1.5}, release.PullSettings{}, "job_agent_config.max_hand_outs"},
+		{"hand-outs zero", map[string]any{"max_hand_outs": float64(0)}, release.PullSettings{}, "job_agent_config.max_hand_outs"},
+		{"hand-outs too many", map[string]any{"max_hand_outs": float64(101)}, release.PullSettings{}, "job_agent_config.max_hand_outs"},
+		{"hand-outs a string", map[string]any{"max_hand_outs": "3"}, release.PullSettings{}, "job_agent_config.max_hand_outs"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := release.ParsePullSettings(c.cfg)

@@ -1,0 +1,241 @@
+package pull
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// Defaults of a Service.
+const (
+	// DefaultPoll is how often a waiting Next looks for a job whose lease
+	// ran out (pending jobs wake it at once).
+	DefaultPoll = time.Second
+	// DefaultMaxWait caps a Next's wait.
+	DefaultMaxWait = time.Minute
+)
+
+// Service takes, renews and reports pull agents' jobs for the API.
+type Service struct {
+	// Store reads agents, jobs and what a taken job needs, and renews
+	// leases (compare-and-swap on the job).
+	Store ports.ReleaseStore
+	// Taker hands out the jobs.
+	Taker ports.JobTaker
+	// Tx, when set, makes a take and the wake-up of its target's
+	// job-dispatch pass at the lease's end one transaction.
+	Tx ports.Transactor
+	// Queue stores that wake-up.
+	Queue ports.Queue
+	// Reporter records takers' reports: the release chain.
+	Reporter ports.JobReporter
+	Clock    ports.Clock
+	// Poll and MaxWait default to DefaultPoll and DefaultMaxWait.
+	Poll, MaxWait time.Duration
+}
+
+// Taken is a job handed to a taker, with what it needs to run it. The
+// job's config is merged (agent, deployment, version); sensitive
+// variables hold secret references, never values.
+type Taken struct {
+	Job         ports.JobRow              `json:"job"`
+	Release     release.Release           `json:"release"`
+	Version     release.DeploymentVersion `json:"version"`
+	Deployment  release.Deployment        `json:"deployment"`
+	Environment release.Environment       `json:"environment"`
+	Resource    release.Resource          `json:"resource"`
+}
+
+// HandOut is the hand-out the taker holds: it names it on every heartbeat
+// and report.
+func (t *Taken) HandOut() int { return t.Job.Take.HandOut }
+
+// Agent reads pull agent id's record and settings. An unknown agent, or
+// one of another type, is ErrNotFound; bad settings are ErrInvalid naming
+// the field.
+func (s *Service) Agent(ctx context.Context, id string) (release.JobAgent, release.PullSettings, error) {
+	a, err := s.Store.JobAgents().Get(ctx, id)
+	if err != nil {
+		return release.JobAgent{}, release.PullSettings{}, fmt.Errorf("job agent %s: %w", id, err)
+	}
+	if !release.IsPullAgentType(a.Value.Type) {
+		return release.JobAgent{}, release.PullSettings{}, fmt.Errorf("job agent %s is of type %s, not a pull agent: %w",
+			id, strconv.Quote(a.Value.Type), ports.ErrNotFound)
+	}
+	st, err := release.ParsePullSettings(a.Value.Config)
+	if err != nil {
+		return release.JobAgent{}, release.PullSettings{}, fmt.Errorf("job agent %s: %w", id, err)
+	}
+	return a.Value, st, nil
+}
+
+// Next hands taker the next job of pull agent agentID, waiting up to wait
+// (capped at MaxWait) for one; ok is false when none came. The wait ends
+// as soon as a job is takeable: a pending job's creation wakes it at once
+// (in any process on the same store), a lease running out at the next
+// poll. A cancelled ctx ends it with ctx's error.
+func (s *Service) Next(ctx context.Context, agentID, taker string, wait time.Duration) (t Taken, ok bool, err error) {
+	_, st, err := s.Agent(ctx, agentID)
+	if err != nil {
+		return Taken{}, false, err
+	}
+	p := ports.JobTakeParams{AgentID: agentID, Settings: st, Taker: taker}
+	if err := ports.ValidateJobTake(p); err != nil {
+		return Taken{}, false, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wake := s.Taker.JobTakeNotify(wctx) // before the first look: nothing is missed
+	deadline := time.NewTimer(min(max(wait, 0), s.maxWait()))
+	defer deadline.Stop()
+	poll := time.NewTicker(s.poll())
+	defer poll.Stop()
+	for {
+		t, err := s.take(ctx, p)
+		if err == nil {
+			return t, true, nil
+		}
+		if !errors.Is(err, ports.ErrNotFound) {
+			return Taken{}, false, err
+		}
+		select {
+		case <-wake:
+		case <-poll.C:
+		case <-deadline.C:
+			return Taken{}, false, nil
+		case <-ctx.Done():
+			return Taken{}, false, ctx.Err()
+		}
+	}
+}
+
+// take takes one job, reads what the taker needs and enqueues its target's
+// job-dispatch pass at the lease's end (which ends the job as lost after
+// its last hand-out), all in one transaction when Tx is set.
+func (s *Service) take(ctx context.Context, p ports.JobTakeParams) (Taken, error) {
+	var out Taken
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		row, err := s.Taker.JobTake(ctx, p)
+		if err != nil {
+			return err
+		}
+		t, err := release.ParseTargetKey(row.TargetKey)
+		if err != nil {
+			return fmt.Errorf("job %s: %w", row.ID, err)
+		}
+		out = Taken{Job: row}
+		if out.Release, err = s.Store.ReleaseGet(ctx, row.ReleaseID); err != nil {
+			return fmt.Errorf("job %s: %w", row.ID, err)
+		}
+		if out.Version, err = s.Store.VersionGet(ctx, row.VersionID); err != nil {
+			return fmt.Errorf("job %s: %w", row.ID, err)
+		}
+		det, err := s.Store.TargetGet(ctx, t)
+		if err != nil {
+			return fmt.Errorf("job %s: %w", row.ID, err)
+		}
+		out.Deployment, out.Environment, out.Resource = det.Deployment, det.Environment, det.Resource
+		return s.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: chain.TargetKey(chain.KindJobDispatch, t), NotBefore: row.LeaseUntil})
+	})
+	return out, err
+}
+
+// Heartbeat renews the lease of hand-out handOut of job jobID of agent
+// agentID to the agent's lease from now, and returns the job. A job of
+// another agent is ErrNotFound; a hand-out the job was handed out again
+// from, or a job that ended, is ErrConflict saying so.
+func (s *Service) Heartbeat(ctx context.Context, agentID, jobID string, handOut int) (ports.JobRow, error) {
+	_, st, err := s.Agent(ctx, agentID)
+	if err != nil {
+		return ports.JobRow{}, err
+	}
+	for range 5 {
+		row, err := s.job(ctx, agentID, jobID, handOut)
+		if err != nil {
+			return ports.JobRow{}, err
+		}
+		if !row.Status.IsActive() {
+			return ports.JobRow{}, fmt.Errorf("heartbeat on job %s: it ended %s: %w", jobID, row.Status, ports.ErrConflict)
+		}
+		until := ports.StoredTime(s.Clock.Now().Add(st.Lease))
+		if !until.After(row.LeaseUntil) {
+			return row, nil
+		}
+		next := row.Job
+		next.LeaseUntil = until
+		v, err := s.Store.JobUpdate(ctx, next, row.Version)
+		if errors.Is(err, ports.ErrConflict) {
+			continue // judge the heartbeat on the job as it is now
+		}
+		if err != nil {
+			return ports.JobRow{}, fmt.Errorf("heartbeat on job %s: %w", jobID, err)
+		}
+		row.Job, row.Version = next, v
+		return row, nil
+	}
+	return ports.JobRow{}, fmt.Errorf("heartbeat on job %s: the job kept changing: %w", jobID, ports.ErrConflict)
+}
+
+// Report records hand-out handOut's report r on job jobID of agent
+// agentID through the Reporter, which fences it (ports.JobReport.HandOut);
+// a non-terminal report renews the lease as a heartbeat does.
+func (s *Service) Report(ctx context.Context, agentID, jobID string, handOut int, r ports.JobReport) error {
+	_, st, err := s.Agent(ctx, agentID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.job(ctx, agentID, jobID, handOut); err != nil {
+		return err
+	}
+	r.JobID, r.AgentID, r.HandOut = jobID, agentID, handOut
+	if !r.Status.IsTerminal() {
+		r.Lease = st.Lease
+	}
+	return s.Reporter.ReportJob(ctx, r)
+}
+
+// job reads job jobID of agentID, checking that handOut is its current
+// hand-out.
+func (s *Service) job(ctx context.Context, agentID, jobID string, handOut int) (ports.JobRow, error) {
+	if handOut < 1 {
+		return ports.JobRow{}, release.Invalid("hand_out", "must be the hand-out the job was taken under (1 or more)")
+	}
+	row, err := s.Store.JobGet(ctx, jobID)
+	if err != nil {
+		return ports.JobRow{}, err
+	}
+	if row.JobAgentID != agentID {
+		return ports.JobRow{}, fmt.Errorf("job %s is not a job of agent %s: %w", jobID, agentID, ports.ErrNotFound)
+	}
+	if why := row.CheckHandOut(handOut); why != "" {
+		return ports.JobRow{}, fmt.Errorf("%s: %w", why, ports.ErrConflict)
+	}
+	return row, nil
+}
+
+func (s *Service) inTx(ctx context.Context, fn func(context.Context) error) error {
+	if s.Tx == nil {
+		return fn(ctx)
+	}
+	return s.Tx.InTx(ctx, fn)
+}
+
+func (s *Service) poll() time.Duration {
+	if s.Poll > 0 {
+		return s.Poll
+	}
+	return DefaultPoll
+}
+
+func (s *Service) maxWait() time.Duration {
+	if s.MaxWait > 0 {
+		return s.MaxWait
+	}
+	return DefaultMaxWait
+}
