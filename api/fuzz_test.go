@@ -78,6 +78,34 @@ func FuzzJobReport(f *testing.F) {
 		map[string]any{"status": "successful"})
 }
 
+func FuzzJobTake(f *testing.F) {
+	fx := setup(f, "memory")
+	fx.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"})
+	fx.drain()
+	fuzzOn(f, fx, http.MethodPost, "/api/v1/job-agents/ext/jobs/next?wait=0s", map[string]any{"taker": "host-1"})
+}
+
+// takenJob is a fixture whose web:dev:r1 job pull agent ext took (hand-out 1).
+func takenJob(f *testing.F) (*fixture, string) {
+	fx := setup(f, "memory")
+	fx.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"})
+	job := fx.activeJob("web:dev:r1")
+	fx.take("ext", "host-1")
+	return fx, job
+}
+
+func FuzzJobHeartbeat(f *testing.F) {
+	fx, job := takenJob(f)
+	fuzzOn(f, fx, http.MethodPost, "/api/v1/job-agents/ext/jobs/"+url.PathEscape(job)+"/heartbeat", map[string]any{"hand_out": 1})
+}
+
+func FuzzTakenJobReport(f *testing.F) {
+	fx, job := takenJob(f)
+	fuzzOn(f, fx, http.MethodPost, "/api/v1/job-agents/ext/jobs/"+url.PathEscape(job)+"/report",
+		map[string]any{"hand_out": 1, "status": "inProgress", "message": "ok", "links": map[string]any{"logs": "https://ci.example/1"}},
+		map[string]any{"hand_out": 2, "status": "successful"})
+}
+
 func FuzzWorkflowRun(f *testing.F) {
 	fx := setup(f, "memory")
 	fx.publish("gated", gated)

@@ -37,54 +37,12 @@ func TestEndToEndThroughTheAPI(t *testing.T) {
 	require.NotEmpty(t, created.Secret)
 
 	const secret = "e2e-agent-secret"
-	cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "127.0.0.1:0", "--lock", "2s")
-	cmd.Env = append(os.Environ(), "RECONCILER_DSN=", "RECONCILER_SECRET_E2E="+secret)
-	log := &procLog{keep: []string{"listening"}}
-	startProcessLog(t, cmd, "engine starting", "serve", log)
-	lines := log.matching("listening")
-	require.NotEmpty(t, lines)
-	addr := regexp.MustCompile(`addr=(\S+)`).FindStringSubmatch(lines[0].text)
-	require.NotNil(t, addr, lines[0].text)
-
+	addr := startServeAPI(t, bin, dsn, "RECONCILER_SECRET_E2E="+secret)
 	ctx := t.Context()
-	c, err := client.New("http://"+addr[1], created.Secret)
+	c, err := client.New("http://"+addr, created.Secret)
 	require.NoError(t, err)
-	fsys, where, err := demoFS("")
-	require.NoError(t, err)
-	demo, err := loadReleaseDemo(fsys, where)
-	require.NoError(t, err)
-	put := func(err error) { t.Helper(); require.NoError(t, err) }
-	_, err = client.PutObject(ctx, c, client.Workspaces, demo.Workspace.ID, demo.Workspace, 0)
-	put(err)
-	for _, s := range demo.Systems {
-		_, err = client.PutObject(ctx, c, client.Systems, s.ID, s, 0)
-		put(err)
-	}
-	for _, e := range demo.Environments {
-		_, err = client.PutObject(ctx, c, client.Environments, e.ID, e, 0)
-		put(err)
-	}
-	for _, r := range demo.Resources {
-		_, err = client.PutObject(ctx, c, client.Resources, r.ID, r, 0)
-		put(err)
-	}
-	for _, p := range demo.Policies {
-		_, err = client.PutObject(ctx, c, client.Policies, p.ID, p, 0)
-		put(err)
-	}
-	agent := release.JobAgent{ID: "outside", Name: "outside agent", Type: release.APIAgentType,
-		Config: map[string]any{api.ReportSecretKey: "env:RECONCILER_SECRET_E2E"}}
-	_, err = client.PutObject(ctx, c, client.JobAgents, agent.ID, agent, 0)
-	put(err)
-	var web release.Deployment
-	for _, d := range demo.Deployments {
-		if d.ID == "web" {
-			web = d
-		}
-	}
-	web.JobAgentID = agent.ID
-	_, err = client.PutObject(ctx, c, client.Deployments, web.ID, web, 0)
-	put(err)
+	putDemoWorkspace(t, c, release.JobAgent{ID: "outside", Name: "outside agent", Type: release.APIAgentType,
+		Config: map[string]any{api.ReportSecretKey: "env:RECONCILER_SECRET_E2E"}})
 
 	_, err = c.CreateVersion(ctx, api.VersionCreate{DeploymentID: "web", Tag: "v1"})
 	require.NoError(t, err)
@@ -94,7 +52,7 @@ func TestEndToEndThroughTheAPI(t *testing.T) {
 
 	// The outside agent: report each pending job in progress, then done,
 	// signed; the chain moves dev → staging → prod.
-	agentClient, err := client.New("http://"+addr[1], "")
+	agentClient, err := client.New("http://"+addr, "")
 	require.NoError(t, err)
 	reported := 0
 	deadline := time.Now().Add(2 * time.Minute)
@@ -135,4 +93,62 @@ func TestEndToEndThroughTheAPI(t *testing.T) {
 	at := time.Now()
 	require.NoError(t, agentClient.ReportJobSigned(ctx, st.Current.Job.ID, body, secret, at))
 	require.ErrorIs(t, agentClient.ReportJobSigned(ctx, st.Current.Job.ID, body, secret, at), client.ErrUnauthorized)
+}
+
+// startServeAPI starts `serve --dsn dsn` as a process listening on a free
+// loopback port, with env added to its environment, and returns its
+// address.
+func startServeAPI(t *testing.T, bin, dsn string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "127.0.0.1:0", "--lock", "2s")
+	cmd.Env = append(append(os.Environ(), "RECONCILER_DSN="), env...)
+	log := &procLog{keep: []string{"listening"}}
+	startProcessLog(t, cmd, "engine starting", "serve", log)
+	lines := log.matching("listening")
+	require.NotEmpty(t, lines)
+	addr := regexp.MustCompile(`addr=(\S+)`).FindStringSubmatch(lines[0].text)
+	require.NotNil(t, addr, lines[0].text)
+	return addr[1]
+}
+
+// putDemoWorkspace creates the release demo's workspace
+// (testdata/demo/release.yaml) through c, with its web deployment on
+// agent.
+func putDemoWorkspace(t *testing.T, c *client.Client, agent release.JobAgent) {
+	t.Helper()
+	ctx := t.Context()
+	fsys, where, err := demoFS("")
+	require.NoError(t, err)
+	demo, err := loadReleaseDemo(fsys, where)
+	require.NoError(t, err)
+	put := func(err error) { t.Helper(); require.NoError(t, err) }
+	_, err = client.PutObject(ctx, c, client.Workspaces, demo.Workspace.ID, demo.Workspace, 0)
+	put(err)
+	for _, s := range demo.Systems {
+		_, err = client.PutObject(ctx, c, client.Systems, s.ID, s, 0)
+		put(err)
+	}
+	for _, e := range demo.Environments {
+		_, err = client.PutObject(ctx, c, client.Environments, e.ID, e, 0)
+		put(err)
+	}
+	for _, r := range demo.Resources {
+		_, err = client.PutObject(ctx, c, client.Resources, r.ID, r, 0)
+		put(err)
+	}
+	for _, p := range demo.Policies {
+		_, err = client.PutObject(ctx, c, client.Policies, p.ID, p, 0)
+		put(err)
+	}
+	_, err = client.PutObject(ctx, c, client.JobAgents, agent.ID, agent, 0)
+	put(err)
+	var web release.Deployment
+	for _, d := range demo.Deployments {
+		if d.ID == "web" {
+			web = d
+		}
+	}
+	web.JobAgentID = agent.ID
+	_, err = client.PutObject(ctx, c, client.Deployments, web.ID, web, 0)
+	put(err)
 }

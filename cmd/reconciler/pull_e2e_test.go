@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/api/client"
+	"github.com/reconcilerhq/reconciler/internal/pgtest"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// pullE2E is a pull-agent test's world: two `serve --dsn` processes on one
+// database, a client on each with a token of scopes read, write, approve
+// and agent, and the demo workspace with web on pull agent "puller".
+type pullE2E struct {
+	c1, c2 *client.Client
+}
+
+func startPullE2E(t *testing.T, agentConfig map[string]any) *pullE2E {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	bin, err := buildBinary()
+	require.NoError(t, err)
+	dsn, _ := pgtest.Schema(t)
+	out, err := exec.Command(bin, "token", "create", "--name", "puller", "--scope", "read,write,approve,agent", "--dsn", dsn, "-o", "json").Output()
+	require.NoError(t, err)
+	var created struct{ Secret string }
+	require.NoError(t, json.Unmarshal(out, &created))
+	w := &pullE2E{}
+	w.c1, err = client.New("http://"+startServeAPI(t, bin, dsn), created.Secret)
+	require.NoError(t, err)
+	w.c2, err = client.New("http://"+startServeAPI(t, bin, dsn), created.Secret)
+	require.NoError(t, err)
+	putDemoWorkspace(t, w.c1, release.JobAgent{ID: "puller", Name: "puller", Type: release.PullAgentType, Config: agentConfig})
+	_, err = w.c1.CreateVersion(t.Context(), api.VersionCreate{DeploymentID: "web", Tag: "v1"})
+	require.NoError(t, err)
+	_, err = w.c1.Approve(t.Context(), "web-v1", "prod")
+	require.NoError(t, err)
+	return w
+}
+
+// runningV1 counts web's targets that run v1 (of 9).
+func (w *pullE2E) runningV1(t *testing.T) int {
+	t.Helper()
+	page, err := w.c1.ListTargets(t.Context(), client.TargetFilter{DeploymentID: "web"}, client.Page{Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 9, "3 environments × 3 clusters")
+	n := 0
+	for _, st := range page.Items {
+		if st.Current != nil && st.Current.Version.ID == "web-v1" {
+			n++
+		}
+	}
+	return n
+}
+
+// finish heartbeats and reports a taken job in progress, then successful.
+func finish(ctx context.Context, c *client.Client, tk ports.JobRow) error {
+	hb, err := c.HeartbeatJob(ctx, "puller", tk.ID, tk.Take.HandOut)
+	if err != nil {
+		return err
+	}
+	if hb.LeaseUntil.Before(tk.LeaseUntil) {
+		return context.DeadlineExceeded // never: a heartbeat only extends
+	}
+	if err := c.ReportTakenJob(ctx, "puller", tk.ID, api.TakerReport{HandOut: tk.Take.HandOut,
+		JobReport: api.JobReport{Status: release.JobInProgress, ExternalID: "run-" + tk.ID}}); err != nil {
+		return err
+	}
+	return c.ReportTakenJob(ctx, "puller", tk.ID, api.TakerReport{HandOut: tk.Take.HandOut,
+		JobReport: api.JobReport{Status: release.JobSuccessful, Message: "deployed by " + tk.Take.Taker}})
+}
+
+// TestPullAgentEndToEnd: two pullers outside, each long-polling its own
+// `serve --dsn` process (both on one database), take, heartbeat and report
+// the jobs of a rollout of the demo's web deployment (dev → staging →
+// prod, 9 targets) until v1 runs everywhere; every job is taken exactly
+// once, under its first hand-out.
+func TestPullAgentEndToEnd(t *testing.T) {
+	t.Parallel()
+	w := startPullE2E(t, map[string]any{"lease": "30s"})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var mu sync.Mutex
+	takes := map[string][]int{}
+	finished := make(chan error, 16)
+	var wg sync.WaitGroup
+	for i, c := range []*client.Client{w.c1, w.c2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				tk, ok, err := c.NextJob(ctx, "puller", []string{"puller-a", "puller-b"}[i], 5*time.Second)
+				if ctx.Err() != nil {
+					return
+				}
+				if err == nil && ok {
+					mu.Lock()
+					takes[tk.Job.ID] = append(takes[tk.Job.ID], tk.HandOut())
+					mu.Unlock()
+					err = finish(ctx, c, tk.Job)
+				}
+				if err != nil || ok {
+					finished <- err
+				}
+			}
+		}()
+	}
+	deadline := time.After(2 * time.Minute)
+	for w.runningV1(t) < 9 {
+		select {
+		case err := <-finished:
+			require.NoError(t, err)
+		case <-deadline:
+			t.Fatalf("web-v1 runs on %d of 9 targets after 2 minutes", w.runningV1(t))
+		}
+	}
+	cancel()
+	wg.Wait()
+	require.Len(t, takes, 9, "one job per target")
+	for id, hs := range takes {
+		require.Equal(t, []int{1}, hs, "job %s is taken once, under hand-out 1", id)
+	}
+	st, err := w.c2.GetTarget(t.Context(), "web:prod:eu-1")
+	require.NoError(t, err)
+	require.Contains(t, st.Current.Job.Message, "deployed by puller-")
+}
+
+// TestPullAgentHandsOutAgainEndToEnd: a taker on one `serve --dsn`
+// process takes dev's three jobs and stops heartbeating; at the end of
+// their 3 s lease a second taker, on the other process, gets each of them
+// (hand-out 2) and finishes it; the first taker's late heartbeat and
+// report are refused (409, fenced), and v1 runs on dev.
+func TestPullAgentHandsOutAgainEndToEnd(t *testing.T) {
+	t.Parallel()
+	w := startPullE2E(t, map[string]any{"lease": "3s", "max_hand_outs": 2})
+	ctx := t.Context()
+	var first []ports.JobRow
+	for len(first) < 3 {
+		tk, ok, err := w.c1.NextJob(ctx, "puller", "stops", 30*time.Second)
+		require.NoError(t, err)
+		require.True(t, ok, "dev's jobs come")
+		require.Equal(t, 1, tk.HandOut())
+		first = append(first, tk.Job)
+	}
+	for range first {
+		tk, ok, err := w.c2.NextJob(ctx, "puller", "rescuer", 30*time.Second)
+		require.NoError(t, err)
+		require.True(t, ok, "a job whose taker stopped heartbeating is handed out again")
+		require.Equal(t, 2, tk.HandOut())
+		require.Contains(t, tk.Job.Message, `the lease of "stops" (hand-out 1) ran out`)
+		require.NoError(t, finish(ctx, w.c2, tk.Job))
+	}
+	for _, j := range first {
+		_, err := w.c1.HeartbeatJob(ctx, "puller", j.ID, 1)
+		require.ErrorIs(t, err, ports.ErrConflict, "a late heartbeat is fenced")
+		err = w.c1.ReportTakenJob(ctx, "puller", j.ID, api.TakerReport{HandOut: 1, JobReport: api.JobReport{Status: release.JobFailure}})
+		require.ErrorIs(t, err, ports.ErrConflict, "a late report is fenced")
+		require.Contains(t, err.Error(), "hand-out 1 is fenced")
+		got, err := w.c1.GetJob(ctx, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, release.JobSuccessful, got.Status)
+		require.Equal(t, "deployed by rescuer", got.Message)
+	}
+}
