@@ -30,16 +30,12 @@ func TestEndToEndThroughTheAPI(t *testing.T) {
 	bin, err := buildBinary()
 	require.NoError(t, err)
 	dsn, _ := pgtest.Schema(t)
-	out, err := exec.Command(bin, "token", "create", "--name", "release-bot", "--scope", "read,write,approve", "--dsn", dsn, "-o", "json").Output()
-	require.NoError(t, err)
-	var created struct{ Secret string }
-	require.NoError(t, json.Unmarshal(out, &created))
-	require.NotEmpty(t, created.Secret)
+	token := createToken(t, bin, dsn, "release-bot", "read,write,approve")
 
 	const secret = "e2e-agent-secret"
 	addr := startServeAPI(t, bin, dsn, "RECONCILER_SECRET_E2E="+secret)
 	ctx := t.Context()
-	c, err := client.New("http://"+addr, created.Secret)
+	c, err := client.New("http://"+addr, token)
 	require.NoError(t, err)
 	putDemoWorkspace(t, c, release.JobAgent{ID: "outside", Name: "outside agent", Type: release.APIAgentType,
 		Config: map[string]any{api.ReportSecretKey: "env:RECONCILER_SECRET_E2E"}})
@@ -151,4 +147,16 @@ func putDemoWorkspace(t *testing.T, c *client.Client, agent release.JobAgent) {
 	web.JobAgentID = agent.ID
 	_, err = client.PutObject(ctx, c, client.Deployments, web.ID, web, 0)
 	put(err)
+}
+
+// createToken creates an API token on dsn with the binary and returns its
+// secret.
+func createToken(t *testing.T, bin, dsn, name, scopes string) string {
+	t.Helper()
+	out, err := exec.Command(bin, "token", "create", "--name", name, "--scope", scopes, "--dsn", dsn, "-o", "json").Output()
+	require.NoError(t, err)
+	var created struct{ Secret string }
+	require.NoError(t, json.Unmarshal(out, &created))
+	require.NotEmpty(t, created.Secret)
+	return created.Secret
 }

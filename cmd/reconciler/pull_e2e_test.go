@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -32,14 +30,11 @@ func startPullE2E(t *testing.T, agentConfig map[string]any) *pullE2E {
 	bin, err := buildBinary()
 	require.NoError(t, err)
 	dsn, _ := pgtest.Schema(t)
-	out, err := exec.Command(bin, "token", "create", "--name", "puller", "--scope", "read,write,approve,agent", "--dsn", dsn, "-o", "json").Output()
-	require.NoError(t, err)
-	var created struct{ Secret string }
-	require.NoError(t, json.Unmarshal(out, &created))
+	token := createToken(t, bin, dsn, "puller", "read,write,approve,agent")
 	w := &pullE2E{}
-	w.c1, err = client.New("http://"+startServeAPI(t, bin, dsn), created.Secret)
+	w.c1, err = client.New("http://"+startServeAPI(t, bin, dsn), token)
 	require.NoError(t, err)
-	w.c2, err = client.New("http://"+startServeAPI(t, bin, dsn), created.Secret)
+	w.c2, err = client.New("http://"+startServeAPI(t, bin, dsn), token)
 	require.NoError(t, err)
 	putDemoWorkspace(t, w.c1, release.JobAgent{ID: "puller", Name: "puller", Type: release.PullAgentType, Config: agentConfig})
 	_, err = w.c1.CreateVersion(t.Context(), api.VersionCreate{DeploymentID: "web", Tag: "v1"})

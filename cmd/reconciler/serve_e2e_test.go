@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"regexp"
@@ -101,11 +100,7 @@ func dsnWithRunsToken(t *testing.T) (bin, dsn, token string) {
 	bin, err := buildBinary()
 	require.NoError(t, err)
 	dsn, _ = pgtest.Schema(t)
-	out, err := exec.Command(bin, "token", "create", "--name", "runs-bot", "--scope", "read,write", "--dsn", dsn, "-o", "json").Output()
-	require.NoError(t, err)
-	var created struct{ Secret string }
-	require.NoError(t, json.Unmarshal(out, &created))
-	return bin, dsn, created.Secret
+	return bin, dsn, createToken(t, bin, dsn, "runs-bot", "read,write")
 }
 
 // serveClient is an API client of the serve process whose log (keeping
