@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +22,8 @@ import (
 // and agent, and the demo workspace with web on pull agent "puller".
 type pullE2E struct {
 	c1, c2 *client.Client
+	// bin, url1 and token run the CLI against the first process.
+	bin, url1, token string
 }
 
 func startPullE2E(t *testing.T, agentConfig map[string]any) *pullE2E {
@@ -31,8 +35,8 @@ func startPullE2E(t *testing.T, agentConfig map[string]any) *pullE2E {
 	require.NoError(t, err)
 	dsn, _ := pgtest.Schema(t)
 	token := createToken(t, bin, dsn, "puller", "read,write,approve,agent")
-	w := &pullE2E{}
-	w.c1, err = client.New("http://"+startServeAPI(t, bin, dsn), token)
+	w := &pullE2E{bin: bin, url1: "http://" + startServeAPI(t, bin, dsn), token: token}
+	w.c1, err = client.New(w.url1, token)
 	require.NoError(t, err)
 	w.c2, err = client.New("http://"+startServeAPI(t, bin, dsn), token)
 	require.NoError(t, err)
@@ -167,4 +171,26 @@ func TestPullAgentHandsOutAgainEndToEnd(t *testing.T) {
 		require.Equal(t, release.JobSuccessful, got.Status)
 		require.Equal(t, "deployed by rescuer", got.Message)
 	}
+
+	// By hand, with the CLI: a fenced heartbeat exits 3 saying why; next
+	// waits for staging's first job (dev succeeded) and prints it.
+	cli := func(args ...string) (string, int) {
+		cmd := exec.Command(w.bin, append(args, "--server", w.url1, "--token", w.token)...)
+		out, _ := cmd.CombinedOutput() // the exit code says how it went
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	out, code := cli("jobs", "heartbeat", first[0].ID, "--agent", "puller", "--hand-out", "1")
+	require.Equal(t, 3, code, out)
+	require.Contains(t, out, "hand-out 1 is fenced")
+	out, code = cli("jobs", "next", "--agent", "puller", "--taker", "by-hand", "--wait", "30s")
+	require.Equal(t, 0, code, out)
+	var tk struct {
+		Job         ports.JobRow
+		Environment release.Environment
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &tk), out)
+	require.Equal(t, "staging", tk.Environment.Name)
+	require.Equal(t, "by-hand", tk.Job.Take.Taker)
+	out, code = cli("jobs", "report", tk.Job.ID, "--agent", "puller", "--hand-out", "1", "--status", "successful")
+	require.Equal(t, 0, code, out)
 }
