@@ -55,14 +55,12 @@ func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log
 // agentConfigValidators check a job agent record's config by its type,
 // before it is stored; each refusal names job_agent_config.<key>.
 var agentConfigValidators = map[string]func(map[string]any) error{
-	githubactions.Type:    githubactions.ValidateConfig,
-	argocd.Type:           argocd.ValidateConfig,
-	terraformcloud.Type:   terraformcloud.ValidateConfig,
-	argoworkflows.Type:    argoworkflows.ValidateConfig,
-	webhookagent.Type:     webhookagent.ValidateConfig,
-	kubernetesjob.Type:    kubernetesjob.ValidateConfig,
-	release.PullAgentType: pull.ValidateConfig,
-	release.APIAgentType:  pull.ValidateConfig,
+	githubactions.Type:  githubactions.ValidateConfig,
+	argocd.Type:         argocd.ValidateConfig,
+	terraformcloud.Type: terraformcloud.ValidateConfig,
+	argoworkflows.Type:  argoworkflows.ValidateConfig,
+	webhookagent.Type:   webhookagent.ValidateConfig,
+	kubernetesjob.Type:  kubernetesjob.ValidateConfig,
 }
 
 // providerConfigValidators check a verification metric's provider config
@@ -88,6 +86,9 @@ func agentConfigValidator() apply.AgentConfigValidator {
 	return func(typ string, cfg map[string]any) error {
 		if typ == testrunner.Type {
 			return testrunner.ValidateConfig(cfg)
+		}
+		if release.IsPullAgentType(typ) {
+			return pull.ValidateConfig(cfg)
 		}
 		if v, ok := agentConfigValidators[typ]; ok {
 			return v(cfg)

@@ -79,7 +79,7 @@ func (s *Service) Agent(ctx context.Context, id string) (release.JobAgent, relea
 // (capped at MaxWait) for one; ok is false when none came. The wait ends
 // as soon as a job is takeable: a pending job's creation wakes it at once
 // (in any process on the same store), a lease running out at the next
-// poll. A cancelled ctx ends it with ctx's error.
+// poll. A cancelled ctx ends it as if none came.
 func (s *Service) Next(ctx context.Context, agentID, taker string, wait time.Duration) (t Taken, ok bool, err error) {
 	_, st, err := s.Agent(ctx, agentID)
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *Service) Next(ctx context.Context, agentID, taker string, wait time.Dur
 		case <-deadline.C:
 			return Taken{}, false, nil
 		case <-ctx.Done():
-			return Taken{}, false, ctx.Err()
+			return Taken{}, false, nil // the caller left or the server stops: no job came
 		}
 	}
 }
