@@ -10,7 +10,7 @@ import (
 var _ ports.JobTaker = (*ReleaseStore)(nil)
 
 // jobsChannel is the LISTEN/NOTIFY channel a pending job's insert
-// notifies (migration 0014's trigger); the payload is its agent id.
+// notifies (migration 0015's trigger); the payload is its agent id.
 const jobsChannel = "reconciler_jobs"
 
 // sqlJobTakeable locks the oldest takeable job of an agent (?0) at ?1,

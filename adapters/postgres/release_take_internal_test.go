@@ -13,7 +13,7 @@ import (
 
 // TestJobTakeNotifyAcrossSessions: a pending job inserted by another
 // session (another process's pool) wakes a JobTakeNotify subscriber once
-// its listener listens (migration 0014's trigger), and a subscription
+// its listener listens (migration 0015's trigger), and a subscription
 // leaves the listener when its context ends.
 func TestJobTakeNotifyAcrossSessions(t *testing.T) {
 	t.Parallel()
