@@ -309,30 +309,36 @@ type windowState struct {
 
 // at computes the window state at now for windows lasting dur.
 func (w *window) at(now time.Time, dur time.Duration) windowState {
-	var next func() (time.Time, bool)
 	if w.fixed != nil {
 		i := sort.Search(len(w.fixed), func(i int) bool { return w.fixed[i].After(now) })
 		start := max(i-1, 0)
-		next = func() (time.Time, bool) {
+		next := func() (time.Time, bool) {
 			if start >= len(w.fixed) {
 				return time.Time{}, false
 			}
 			start++
 			return w.fixed[start-1], true
 		}
-	} else {
-		r := w.ruleFor(now.Add(-dur))
-		next = r.Iterator()
+		st, _ := scan(next, now, dur)
+		return st
 	}
-	return scan(next, now, dur)
+	// The latest occurrence at or before now decides; start from the
+	// periods just before now, and go back as far as the duration only
+	// when they hold none (a sparse rule), so a rule far denser than its
+	// duration is not walked occurrence by occurrence.
+	if st, found := scan(w.ruleFor(now).Iterator(), now, dur); found {
+		return st
+	}
+	st, _ := scan(w.ruleFor(now.Add(-dur)).Iterator(), now, dur)
+	return st
 }
 
 // maxMerge bounds how many overlapping windows are merged into one.
 const maxMerge = 1000
 
-// scan walks occurrences (ascending) to find where now falls.
-func scan(next func() (time.Time, bool), now time.Time, dur time.Duration) windowState {
-	var st windowState
+// scan walks occurrences (ascending) to find where now falls; found
+// reports whether it met an occurrence at or before now.
+func scan(next func() (time.Time, bool), now time.Time, dur time.Duration) (st windowState, found bool) {
 	var prev time.Time
 	for steps := 0; steps < maxScanSteps; steps++ {
 		t, ok := next()
@@ -345,8 +351,9 @@ func scan(next func() (time.Time, bool), now time.Time, dur time.Duration) windo
 		}
 		prev = t
 	}
-	if prev.IsZero() || !now.Before(prev.Add(dur)) {
-		return st
+	found = !prev.IsZero()
+	if !found || !now.Before(prev.Add(dur)) {
+		return st, found
 	}
 	st.inside, st.opened, st.closes = true, prev, prev.Add(dur)
 	for merged := 0; !st.next.IsZero() && !st.next.After(st.closes) && merged < maxMerge; merged++ {
@@ -358,7 +365,7 @@ func scan(next func() (time.Time, bool), now time.Time, dur time.Duration) windo
 		}
 		st.next = t
 	}
-	return st
+	return st, true
 }
 
 // ruleFor returns a private copy of a rule whose DTSTART is a period start
