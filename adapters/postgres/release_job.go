@@ -276,6 +276,17 @@ func (s *ReleaseStore) JobList(ctx context.Context, p ports.JobListParams) ([]po
 	if err := ports.ValidateJobList(&p); err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
+	q, args := jobListSQL(&p)
+	rows, err := s.queryJobs(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return rows, nil
+}
+
+// jobListSQL is JobList's statement for p: only the filters given, so the
+// planner picks the narrowest index (TestJobListPlans checks its plans).
+func jobListSQL(p *ports.JobListParams) (string, []any) {
 	q := `SELECT ` + jobColumns + ` FROM release_jobs j WHERE true`
 	var args []any
 	for _, f := range []struct{ col, v string }{{"j.job_agent_id", p.JobAgentID}, {"j.deployment_id", p.DeploymentID},
@@ -304,11 +315,7 @@ func (s *ReleaseStore) JobList(ctx context.Context, p ports.JobListParams) ([]po
 	}
 	q += ` ORDER BY j.created_at DESC, j.id DESC LIMIT ?`
 	args = append(args, ports.VersionPageSize(p.Limit))
-	rows, err := s.queryJobs(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
-	}
-	return rows, nil
+	return q, args
 }
 
 // JobsActiveByTarget lists the target's active jobs, newest first.
