@@ -51,8 +51,10 @@ type Options struct {
 
 // KindOptions configure one registered kind.
 type KindOptions struct {
-	// Concurrency is how many items of the kind are in flight at once
-	// (default 4): passes, or items of batch passes.
+	// Concurrency is how many items of the kind are in a pass at once
+	// (default 4): passes, or items of batch passes. An item whose pass
+	// returned no longer counts while its completion is sent, so the next
+	// lease does not wait for the acks.
 	Concurrency int
 	// Batch is the most leased items one pass of a BatchProcessor takes
 	// (default 64); other processors take one item per pass.
@@ -301,12 +303,16 @@ func (e *Engine) kindLoop(ctx, workCtx context.Context, r registration, passes *
 			passes.Add(1)
 			go func() {
 				defer passes.Done()
-				defer func() {
-					for range chunk {
-						<-slots
-					}
-				}()
-				e.pass(workCtx, r, chunk)
+				var once sync.Once
+				free := func() {
+					once.Do(func() {
+						for range chunk {
+							<-slots
+						}
+					})
+				}
+				defer free()
+				e.pass(workCtx, r, chunk, free)
 			}()
 		}
 	}
@@ -346,8 +352,11 @@ func (e *Engine) gatherSlots(ctx context.Context, slots chan struct{}, want int)
 }
 
 // pass runs one processor call on leases (one item, or a batch of a
-// BatchProcessor) and completes each item with its own outcome.
-func (e *Engine) pass(workCtx context.Context, r registration, leases []ports.Lease) {
+// BatchProcessor) and completes each item with its own outcome. It calls
+// done once the processor has returned, before the completions are sent:
+// the kind's slots bound the processor calls running, so the next lease
+// overlaps with this pass's acks instead of waiting for them.
+func (e *Engine) pass(workCtx context.Context, r registration, leases []ports.Lease, done func()) {
 	deadline := time.Now().Add(e.opts.PassTimeout)
 	timed, cancelTimed := context.WithDeadlineCause(workCtx, deadline, ErrPassDeadline)
 	defer cancelTimed()
@@ -376,6 +385,7 @@ func (e *Engine) pass(workCtx context.Context, r registration, leases []ports.Le
 	outs := e.safeProcess(ctx, r, items)
 	pastDeadline := errors.Is(context.Cause(ctx), ErrPassDeadline)
 	took := time.Since(start)
+	done()
 	var acks []ports.AckParams
 	var ackLeases []ports.Lease
 	for i, l := range leases {

@@ -351,3 +351,43 @@ func TestEngineConcurrencyPerKind(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, limits, peak, "peak passes in flight per kind")
 }
+
+// blockingAcks is a queue whose acks wait until release is closed.
+type blockingAcks struct {
+	ports.Queue
+	acking  chan struct{} // closed at the first ack
+	once    sync.Once
+	release chan struct{}
+}
+
+func (q *blockingAcks) WorkAck(ctx context.Context, ps ...ports.AckParams) ([]error, error) {
+	q.once.Do(func() { close(q.acking) })
+	<-q.release
+	return q.Queue.WorkAck(ctx, ps...)
+}
+
+// TestNextPassOverlapsAcks: a kind's slot is free once its pass returned,
+// so with Concurrency 1 the next item runs while the first one's ack is
+// still being sent; and every item is acked in the end.
+func TestNextPassOverlapsAcks(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewQueue(ports.SystemClock)
+	q := &blockingAcks{Queue: mem, acking: make(chan struct{}), release: make(chan struct{})}
+	eng := engine.New(q, engine.Options{Logger: quietLogger(), PollInterval: 20 * time.Millisecond})
+	second := make(chan struct{})
+	var n atomic.Int32
+	eng.Register("k", engine.ProcessorFunc(func(context.Context, engine.Item) engine.Outcome {
+		if n.Add(1) == 2 {
+			close(second)
+		}
+		return engine.Done()
+	}), engine.KindOptions{Concurrency: 1})
+	enqueue(t, mem, key(1), key(2))
+	stop := run(t, eng)
+	defer stop()
+	waitFor(t, q.acking, "the first ack")
+	waitFor(t, second, "the second pass while the first ack waits")
+	close(q.release)
+	stop()
+	requireEmpty(t, mem)
+}

@@ -160,6 +160,12 @@ type JobCreateParams struct {
 	MaxActiveInEnvironment int
 }
 
+// JobUpdateParams is one compare-and-swap write of JobUpdateMany.
+type JobUpdateParams struct {
+	Job             release.Job
+	ExpectedVersion int64
+}
+
 // JobKey is the idempotency key of a release's attempt-th job (1-based), so
 // a retried dispatch of the same attempt never creates a second job.
 func JobKey(releaseID string, attempt int) string {
@@ -420,6 +426,11 @@ type Jobs interface {
 	// JobUpdate writes job if the stored version is expectedVersion and
 	// returns the new version.
 	JobUpdate(ctx context.Context, job release.Job, expectedVersion int64) (int64, error)
+	// JobUpdateMany is JobUpdate of each of updates in order, in one call:
+	// versions[i] and errs[i] are what JobUpdate(updates[i]) returns (a
+	// second update of one job sees the first). Postgres writes them in
+	// one statement on its normal path.
+	JobUpdateMany(ctx context.Context, updates []JobUpdateParams) (versions []int64, errs []error)
 	// JobGet reads one job.
 	JobGet(ctx context.Context, id string) (JobRow, error)
 	// JobByExternalID reads the newest job an agent knows by externalID.

@@ -264,6 +264,15 @@ func (s *ReleaseStore) JobUpdate(ctx context.Context, job release.Job, expected 
 	return cur.Version, nil
 }
 
+// JobUpdateMany runs JobUpdate on each update in order.
+func (s *ReleaseStore) JobUpdateMany(ctx context.Context, updates []ports.JobUpdateParams) ([]int64, []error) {
+	versions, errs := make([]int64, len(updates)), make([]error, len(updates))
+	for i, u := range updates {
+		versions[i], errs[i] = s.JobUpdate(ctx, u.Job, u.ExpectedVersion)
+	}
+	return versions, errs
+}
+
 // JobGet reads one job.
 func (s *ReleaseStore) JobGet(ctx context.Context, id string) (ports.JobRow, error) {
 	defer s.rlock(ctx)()

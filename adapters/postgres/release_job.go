@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -221,6 +222,90 @@ func (s *ReleaseStore) JobUpdate(ctx context.Context, job release.Job, expected 
 	}
 	// The row matched on a re-read: it changed between the two statements.
 	return 0, fmt.Errorf("%s: changed concurrently: %w", op, ports.ErrConflict)
+}
+
+// sqlJobUpdateMany is sqlJobUpdate for many jobs of distinct ids: ?0..?10
+// are the arrays id, expected version, the statuses allowed before (each
+// comma-joined), job agent, external id, status, active, doc, release,
+// target and creation time; ?11 is now. It returns the id and new version
+// of each row written.
+const sqlJobUpdateMany = `
+UPDATE release_jobs j SET job_agent_id = r.agent, external_id = r.ext, status = r.status, active = r.active,
+	doc = r.doc::jsonb, version = j.version + 1, updated_at = ?11
+FROM unnest(?0::text[], ?1::bigint[], ?2::text[], ?3::text[], ?4::text[], ?5::text[], ?6::boolean[], ?7::text[],
+	?8::text[], ?9::text[], ?10::timestamptz[]) AS r(id, expected, from_statuses, agent, ext, status, active, doc,
+	release_id, target_key, created_at)
+WHERE j.id = r.id AND j.version = r.expected AND j.status = ANY(string_to_array(r.from_statuses, ','))
+	AND j.release_id = r.release_id AND j.target_key = r.target_key AND (j.doc->>'created_at')::timestamptz = r.created_at
+RETURNING j.id, j.version`
+
+// JobUpdateMany writes the updates of distinct valid jobs in one
+// statement; an update it did not write (and every update of a call that
+// names a job twice) goes through JobUpdate, which writes or explains it.
+func (s *ReleaseStore) JobUpdateMany(ctx context.Context, updates []ports.JobUpdateParams) ([]int64, []error) {
+	versions, errs := make([]int64, len(updates)), make([]error, len(updates))
+	done := make([]bool, len(updates))
+	byID := make(map[string]int, len(updates))
+	var (
+		ids, from, agents, exts, statuses, docs, rels, targets []string
+		expected                                               []int64
+		actives                                                []bool
+		created                                                []time.Time
+	)
+	for i, u := range updates {
+		if _, dup := byID[u.Job.ID]; dup {
+			byID = nil // one job twice: each in turn
+			break
+		}
+		byID[u.Job.ID] = i
+		if u.Job.Validate() != nil {
+			continue // JobUpdate says why
+		}
+		next, doc, err := relJob(u.Job)
+		if err != nil {
+			continue
+		}
+		into := ports.JobStatusesInto(next.Status)
+		names := make([]string, len(into))
+		for k, st := range into {
+			names[k] = string(st)
+		}
+		ids, expected, from = append(ids, next.ID), append(expected, u.ExpectedVersion), append(from, strings.Join(names, ","))
+		agents, exts, statuses = append(agents, next.JobAgentID), append(exts, next.ExternalID), append(statuses, string(next.Status))
+		actives, docs, rels = append(actives, next.Status.IsActive()), append(docs, doc), append(rels, next.ReleaseID)
+		targets, created = append(targets, next.TargetKey), append(created, next.CreatedAt)
+	}
+	if byID != nil && len(ids) > 0 {
+		rows, err := s.db.hotQuery(ctx, hotText(sqlJobUpdateMany), ids, expected, from, agents, exts, statuses, actives, docs,
+			rels, targets, created, s.now())
+		if err == nil {
+			for rows.Next() {
+				var id string
+				var v int64
+				if err = rows.Scan(&id, &v); err != nil {
+					break
+				}
+				i := byID[id]
+				versions[i], done[i] = v, true
+			}
+			if err == nil {
+				err = rows.Err()
+			}
+			rows.Close()
+		}
+		if err != nil {
+			for i := range updates {
+				errs[i] = fmt.Errorf("update job %s: %w", updates[i].Job.ID, err)
+			}
+			return make([]int64, len(updates)), errs
+		}
+	}
+	for i, u := range updates {
+		if !done[i] {
+			versions[i], errs[i] = s.JobUpdate(ctx, u.Job, u.ExpectedVersion)
+		}
+	}
+	return versions, errs
 }
 
 // JobGet reads one job.

@@ -282,6 +282,21 @@ func (c *Chain) handOverAll(ctx context.Context, hs []handover, outs []engine.Ou
 	err := c.inTx(ctx, func(ctx context.Context) error {
 		rb := &batch{}
 		bctx := context.WithValue(ctx, batchKey{}, rb)
+		// What every agent said is written in one call; record handles
+		// each result (and writes again what lost its compare-and-swap).
+		var ups []ports.JobUpdateParams
+		var ks []int
+		for k := range hs {
+			if h := &hs[k]; !h.skip && h.err == nil {
+				ups = append(ups, ports.JobUpdateParams{Job: c.dispatched(h, h.row), ExpectedVersion: h.row.Version})
+				ks = append(ks, k)
+			}
+		}
+		_, errs := c.Store.JobUpdateMany(ctx, ups)
+		first := make(map[int]error, len(ks))
+		for n, k := range ks {
+			first[k] = errs[n]
+		}
 		for k := range hs {
 			h := &hs[k]
 			if h.skip {
@@ -292,7 +307,7 @@ func (c *Chain) handOverAll(ctx context.Context, hs []handover, outs []engine.Ou
 				outs[h.i] = engine.Retry(fmt.Errorf("dispatch job %s to %s: %w", h.row.ID, h.rt.agent.ID, h.err))
 				continue
 			}
-			outs[h.i] = c.record(bctx, h).NoLaterThan(wants[k].At())
+			outs[h.i] = c.record(bctx, h, first[k]).NoLaterThan(wants[k].At())
 		}
 		return c.flush(ctx, rb)
 	})
@@ -334,34 +349,48 @@ func (c *Chain) send(ctx context.Context, h *handover) (res ports.JobDispatchRes
 	return res, nil
 }
 
+// dispatched is row's job as the agent's answer to its dispatch leaves it:
+// the external id, the lease from now, and the status the agent gave when
+// the job was still pending (an agent that already reported wins).
+func (c *Chain) dispatched(h *handover, row *ports.JobRow) release.Job {
+	res := h.res
+	next := row.Job
+	if next.ExternalID == "" {
+		next.ExternalID = res.ExternalID
+	}
+	if lease := ports.JobLeaseOf(c.Agents[h.rt.agent.Type]); lease > 0 && !next.LeaseUntil.IsZero() {
+		// The lease runs from the agent's acceptance: a send slower
+		// than the lease must not end the job it started as lost.
+		if until := c.Clock.Now().Add(lease); until.After(next.LeaseUntil) {
+			next.LeaseUntil = until
+		}
+	}
+	if next.Status == release.JobPending && res.Status != release.JobPending {
+		next.Status, next.Message = res.Status, res.Message
+		if next.StartedAt.IsZero() {
+			next.StartedAt = c.Clock.Now()
+		}
+		if next.Status.IsTerminal() {
+			next.CompletedAt = next.StartedAt
+		}
+	}
+	return next
+}
+
 // record stores what the agent said of a dispatched job (compare-and-swap,
 // re-read on a conflict) and ends the pass: the follow-up of a job that
-// ended at once, or a wake-up at its timeout.
-func (c *Chain) record(ctx context.Context, h *handover) engine.Outcome {
+// ended at once, or a wake-up at its timeout. firstErr is the result of
+// the first write, already made (JobUpdateMany).
+func (c *Chain) record(ctx context.Context, h *handover, firstErr error) engine.Outcome {
 	row, res := h.row, h.res
 	var err error
-	for range 5 {
-		next := row.Job
-		if next.ExternalID == "" {
-			next.ExternalID = res.ExternalID
+	for attempt := range 5 {
+		next := c.dispatched(h, row)
+		if attempt == 0 {
+			err = firstErr
+		} else {
+			_, err = c.Store.JobUpdate(ctx, next, row.Version)
 		}
-		if lease := ports.JobLeaseOf(c.Agents[h.rt.agent.Type]); lease > 0 && !next.LeaseUntil.IsZero() {
-			// The lease runs from the agent's acceptance: a send slower
-			// than the lease must not end the job it started as lost.
-			if until := c.Clock.Now().Add(lease); until.After(next.LeaseUntil) {
-				next.LeaseUntil = until
-			}
-		}
-		if next.Status == release.JobPending && res.Status != release.JobPending {
-			next.Status, next.Message = res.Status, res.Message
-			if next.StartedAt.IsZero() {
-				next.StartedAt = c.Clock.Now()
-			}
-			if next.Status.IsTerminal() {
-				next.CompletedAt = next.StartedAt
-			}
-		}
-		_, err = c.Store.JobUpdate(ctx, next, row.Version)
 		if err == nil && next.Status != row.Status {
 			c.jobReached(&next)
 		}

@@ -372,3 +372,66 @@ func relJobRoundTrip(t *testing.T, e *relEnv) {
 	require.Equal(t, want, relGetJob(t, e, "j1").Job, "list reads are copies")
 	require.Equal(t, row.UpdatedAt, relGetJob(t, e, "j1").UpdatedAt)
 }
+
+// relJobUpdateMany checks JobUpdateMany against JobUpdate one by one: the
+// writes that apply are written (each at its new version), a stale version is ErrConflict, a missing job ErrNotFound, a
+// refused move or a bad field ErrInvalid, each changing nothing; a second
+// update of one job in the call sees the first.
+func relJobUpdateMany(t *testing.T, e *relEnv) {
+	f := relJobWorld(t, e)
+	var rows []ports.JobRow
+	for i, rel := range []release.Release{f.release(tgt(relD1, relE1, relR1), "v1"), f.release(tgt(relD1, relE1, relR2), "v1"),
+		f.release(tgt(relD1, relE2, relR1), "v1"), f.release(tgt(relD2, relE1, relR1), "v3")} {
+		rows = append(rows, relCreateJob(t, e, relJob(fmt.Sprint("m", i), rel, release.JobPending, relAt(5))))
+	}
+	relMove(t, e, "m2", release.JobSuccessful)
+	done := relGetJob(t, e, "m2")
+	t1 := e.clock.Advance(time.Minute)
+	started := func(j release.Job, ext string) release.Job {
+		j.Status, j.ExternalID, j.StartedAt = release.JobInProgress, ext, relAt(6)
+		return j
+	}
+	failed := started(rows[1].Job, "run-m1")
+	failed.Status, failed.CompletedAt = release.JobFailure, relAt(7)
+	bad := started(rows[3].Job, "run-m3")
+	bad.Status = "done"
+	missing := started(rows[0].Job, "x")
+	missing.ID = "m-none"
+	updates := []ports.JobUpdateParams{
+		{Job: started(rows[0].Job, "run-m0"), ExpectedVersion: 1},         // written
+		{Job: started(rows[1].Job, "run-m1"), ExpectedVersion: 7},         // stale
+		{Job: started(done.Job, "run-m2"), ExpectedVersion: done.Version}, // successful -> inProgress: refused
+		{Job: missing, ExpectedVersion: 1},                                // not stored
+		{Job: bad, ExpectedVersion: 1},                                    // not a status
+	}
+	versions, errs := e.s.JobUpdateMany(e.ctx, updates)
+	require.Len(t, versions, len(updates))
+	require.Len(t, errs, len(updates))
+	require.NoError(t, errs[0])
+	require.Equal(t, int64(2), versions[0])
+	require.ErrorIs(t, errs[1], ports.ErrConflict)
+	requireInvalid(t, errs[2], "status")
+	require.ErrorIs(t, errs[3], ports.ErrNotFound)
+	requireInvalid(t, errs[4], "status")
+	want := started(rows[0].Job, "run-m0")
+	want.StartedAt = relNorm(want.StartedAt)
+	require.Equal(t, ports.JobRow{Job: want, VersionID: "v1", IdempotencyKey: "key-m0", Version: 2, UpdatedAt: relNorm(t1)}, relGetJob(t, e, "m0"))
+	require.Equal(t, rows[1], relGetJob(t, e, "m1"), "refused writes change nothing")
+	require.Equal(t, done, relGetJob(t, e, "m2"))
+	require.Equal(t, rows[3], relGetJob(t, e, "m3"))
+
+	// One job twice: the second update sees the first, as JobUpdate would.
+	versions, errs = e.s.JobUpdateMany(e.ctx, []ports.JobUpdateParams{
+		{Job: started(rows[1].Job, "run-m1"), ExpectedVersion: 1},
+		{Job: failed, ExpectedVersion: 1},
+		{Job: failed, ExpectedVersion: 2},
+	})
+	require.NoError(t, errs[0])
+	require.ErrorIs(t, errs[1], ports.ErrConflict, "the first update moved it on")
+	require.NoError(t, errs[2])
+	require.Equal(t, []int64{2, 0, 3}, versions)
+	require.Equal(t, release.JobFailure, relGetJob(t, e, "m1").Status)
+	versions, errs = e.s.JobUpdateMany(e.ctx, nil)
+	require.Empty(t, versions)
+	require.Empty(t, errs)
+}
