@@ -129,6 +129,39 @@ type JobLeaser interface {
 	JobLease() time.Duration
 }
 
+// JobResumer is implemented by JobLeasers whose jobs run on an external
+// system that outlives the process following them (GitHub Actions, Argo
+// CD, Terraform Cloud, Argo Workflows, Kubernetes Jobs): the lease they
+// hold is their follower's, renewed while a process follows the run. When
+// a job's lease ran out, the release chain and the workflow controller do
+// not end it as lost: they claim it anew (its lease renewed by a
+// compare-and-swap write, so one process of many wins) and, once that
+// claim is stored, call ResumeJob in the process that won.
+//
+// ResumeJob follows job d again, d being the job as dispatched before,
+// perhaps by another process (d.Job.ExternalID is what that dispatch
+// answered, "" when none was recorded): it finds the external run by that
+// id or the job's correlation key and starts none unless no earlier
+// dispatch did (the process died before the system took it); it then
+// reports the run's statuses through the agent's JobReporter, renewing
+// the job's lease, as after a Dispatch. The result is the run's status
+// now, as a Dispatch's (terminal when it ended meanwhile). A job this
+// process follows already keeps its one follower. An error started
+// nothing: the lease runs out again and the next claim retries. Checked
+// by porttest.JobAgent (JobAgentOptions.Durable).
+type JobResumer interface {
+	ResumeJob(ctx context.Context, d JobDispatch) (JobDispatchResult, error)
+}
+
+// ResumerOf is agent as a JobResumer when it resumes jobs it holds leases
+// on, else nil: a job of any other agent whose lease ran out is lost.
+func ResumerOf(agent JobAgent) JobResumer {
+	if r, ok := agent.(JobResumer); ok && JobLeaseOf(agent) > 0 {
+		return r
+	}
+	return nil
+}
+
 // JobLeaseOf is the lease agent holds on each job it runs: its JobLease
 // when it is a JobLeaser, else zero (it holds none).
 func JobLeaseOf(agent JobAgent) time.Duration {

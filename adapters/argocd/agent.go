@@ -34,6 +34,7 @@ type Agent struct {
 var (
 	_ ports.JobAgent    = (*Agent)(nil)
 	_ ports.JobCanceler = (*Agent)(nil)
+	_ ports.JobResumer  = (*Agent)(nil)
 )
 
 // New returns an agent reporting through reporter and reading tokens
@@ -115,7 +116,33 @@ func (op *operation) hasKey(key string) bool {
 // starts the sync. A bad config, an unreadable token or an Application
 // the server does not have end the job invalidJobAgent.
 func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.Start(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+	return a.Start(ctx, d, a.begin(d))
+}
+
+// ResumeJob follows the job's sync again (ports.JobResumer): by its
+// external id, the sync is never started again (one another operation
+// replaced is externalRunNotFound); without one, as Dispatch.
+func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
+	return a.Resume(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+		cfg, err := parseConfig(d.Job.JobAgentConfig)
+		if err != nil {
+			return a.Invalid(err)
+		}
+		a.Remember(d.Job.ID, cfg)
+		key := jobfollow.CorrelationKey(d.Job.ID)
+		poll := func(ctx context.Context) (jobfollow.State, error) { return a.poll(ctx, cfg, key) }
+		st, err := poll(ctx)
+		if err != nil {
+			return jobfollow.Started{}, err
+		}
+		return jobfollow.Rejoined(d.Job.ExternalID, st, poll), nil
+	}, a.begin(d))
+}
+
+// begin is the start of d's sync: it follows an operation carrying the
+// job's key, or patches the Application and syncs it.
+func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.Started, error) {
+	return func(ctx context.Context) (jobfollow.Started, error) {
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		if err == nil {
 			_, err = a.header(ctx, cfg)
@@ -147,7 +174,7 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 				Message: "argo cd syncing " + cfg.application + revisionNote(cfg.revision)},
 			Poll: func(ctx context.Context) (jobfollow.State, error) { return a.poll(ctx, cfg, key) },
 		}, nil
-	})
+	}
 }
 
 func revisionNote(rev string) string {

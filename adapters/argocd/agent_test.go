@@ -30,7 +30,8 @@ func TestConformance(t *testing.T) {
 	porttest.JobAgent(t, func(t *testing.T, r ports.JobReporter) ports.JobAgent {
 		mu.Lock()
 		if fakes[t] == nil { // a second agent of one subtest (a restart) sees the same Argo CD
-			fakes[t] = newFakeArgoCD(t, "job-status", "job-twice", "job-race", "job-report", "job-a", "job-b", "job-cancelled", "job-crash")
+			fakes[t] = newFakeArgoCD(t, "job-status", "job-twice", "job-race", "job-report", "job-a", "job-b", "job-cancelled", "job-crash",
+				"job-resume", "job-resume-key")
 		}
 		mu.Unlock()
 		return newAgent(t, r, jobagenttest.FastOptions())
@@ -39,7 +40,12 @@ func TestConformance(t *testing.T) {
 		f := fakes[t]
 		mu.Unlock()
 		return porttest.JobAgentDispatch(Type, id, f.config(id))
-	}, Durable: true})
+	}, Durable: true, RunsOf: func(t *testing.T, id string) int {
+		mu.Lock()
+		f := fakes[t]
+		mu.Unlock()
+		return f.syncsOf(id)
+	}})
 }
 
 func TestDispatchPatchesSyncsAndFollowsToHealthy(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
 	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
+	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 )
 
 const token = "argocd-test-token"
@@ -190,6 +191,22 @@ func (f *fakeArgoCD) render(name string, app *fakeApp) map[string]any {
 		out["operation"] = map[string]any{"info": app.operation.Info, "sync": map[string]any{"revision": app.revision}}
 	}
 	return out
+}
+
+// syncsOf counts the syncs started for job id (by the info carrying its
+// correlation key).
+func (f *fakeArgoCD) syncsOf(id string) int {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	n := 0
+	for _, s := range f.syncs {
+		for _, i := range s["infos"].([]any) {
+			if i.(map[string]any)["value"] == jobfollow.CorrelationKey(id) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (f *fakeArgoCD) syncCount() int {

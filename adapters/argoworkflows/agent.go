@@ -47,6 +47,7 @@ type Agent struct {
 var (
 	_ ports.JobAgent    = (*Agent)(nil)
 	_ ports.JobCanceler = (*Agent)(nil)
+	_ ports.JobResumer  = (*Agent)(nil)
 )
 
 // New returns an agent reporting through reporter and reading tokens
@@ -119,7 +120,43 @@ func (a *Agent) header(ctx context.Context, cfg config) (http.Header, error) {
 // config or an unreadable token ends the job invalidJobAgent; a template
 // the server does not have, too.
 func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.Start(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+	return a.Start(ctx, d, a.begin(d))
+}
+
+// ResumeJob follows the job's Workflow again (ports.JobResumer): by its
+// external id (namespace/name), never submitting again (a Workflow that
+// is gone is externalRunNotFound); without one, as Dispatch.
+func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
+	return a.Resume(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+		cfg, err := parseConfig(d.Job.JobAgentConfig)
+		if err != nil {
+			return a.Invalid(err)
+		}
+		key := jobfollow.CorrelationKey(d.Job.ID)
+		name := workflowName(cfg.template, key)
+		if d.Job.ExternalID != cfg.namespace+"/"+name {
+			return a.Invalid(release.Invalid("job.external_id", "want "+cfg.namespace+"/"+name+", got "+d.Job.ExternalID))
+		}
+		a.Remember(d.Job.ID, cfg)
+		link := a.link(cfg, name)
+		poll := func(ctx context.Context) (jobfollow.State, error) { return a.poll(ctx, cfg, name, key, link) }
+		st, err := poll(ctx)
+		if err != nil {
+			return jobfollow.Started{}, err
+		}
+		return jobfollow.Rejoined(d.Job.ExternalID, st, poll), nil
+	}, a.begin(d))
+}
+
+// link is the Argo UI's page of Workflow name.
+func (a *Agent) link(cfg config, name string) string {
+	return cfg.server + "/workflows/" + url.PathEscape(cfg.namespace) + "/" + url.PathEscape(name)
+}
+
+// begin is the start of d's Workflow: submitted once (see the package
+// doc), or found by its name.
+func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.Started, error) {
+	return func(ctx context.Context) (jobfollow.Started, error) {
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		var h http.Header
 		if err == nil {
@@ -150,12 +187,12 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 			return jobfollow.Started{}, a.HTTP.Unexpected("submit workflow", resp)
 		}
 		a.Remember(d.Job.ID, cfg)
-		link := cfg.server + "/workflows/" + url.PathEscape(cfg.namespace) + "/" + url.PathEscape(name)
+		link := a.link(cfg, name)
 		return jobfollow.Started{
 			Result: ports.JobDispatchResult{ExternalID: cfg.namespace + "/" + name, Status: release.JobInProgress, Message: "workflow " + name + " " + link},
 			Poll:   func(ctx context.Context) (jobfollow.State, error) { return a.poll(ctx, cfg, name, key, link) },
 		}, nil
-	})
+	}
 }
 
 // poll reads the Workflow and maps its phase.

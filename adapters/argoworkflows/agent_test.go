@@ -127,11 +127,25 @@ func newAgent(t *testing.T, r ports.JobReporter, o Options) *Agent {
 	return a
 }
 
+// runsOf counts the Workflows submitted for job id (by the label carrying
+// its correlation key).
+func (f *fakeArgo) runsOf(_ *testing.T, id string) int {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	n := 0
+	for _, s := range f.submits {
+		if s["submitOptions"].(map[string]any)["labels"] == Label+"="+jobfollow.CorrelationKey(id) {
+			n++
+		}
+	}
+	return n
+}
+
 func TestConformance(t *testing.T) {
 	f := newFakeArgo(t)
 	porttest.JobAgent(t, func(t *testing.T, r ports.JobReporter) ports.JobAgent {
 		return newAgent(t, r, jobagenttest.FastOptions())
-	}, porttest.JobAgentOptions{Config: f.config(), Durable: true})
+	}, porttest.JobAgentOptions{Config: f.config(), Durable: true, RunsOf: f.runsOf})
 }
 
 func TestSubmitSendsTheDocumentedRequestAndFollowsToSucceeded(t *testing.T) {

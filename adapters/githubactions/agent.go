@@ -38,6 +38,7 @@ type Agent struct {
 var (
 	_ ports.JobAgent    = (*Agent)(nil)
 	_ ports.JobCanceler = (*Agent)(nil)
+	_ ports.JobResumer  = (*Agent)(nil)
 )
 
 // New returns an agent reporting through reporter and reading tokens
@@ -69,7 +70,36 @@ type run struct {
 // finds the new run. A bad config or an unreadable token ends the job
 // invalidJobAgent with the field in the message.
 func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.Start(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+	return a.Start(ctx, d, a.begin(d))
+}
+
+// ResumeJob follows the job's run again (ports.JobResumer): by its
+// external id (the run id), never dispatching again (a run that is gone
+// is externalRunNotFound); without one, as Dispatch.
+func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
+	return a.Resume(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+		cfg, err := parseConfig(d.Job.JobAgentConfig)
+		if err != nil {
+			return a.Invalid(err)
+		}
+		id, err := strconv.ParseInt(d.Job.ExternalID, 10, 64)
+		if err != nil || id <= 0 {
+			return a.Invalid(release.Invalid("job.external_id", "want a workflow run id, got "+strconv.Quote(d.Job.ExternalID)))
+		}
+		a.Remember(d.Job.ID, cfg)
+		poll := func(ctx context.Context) (jobfollow.State, error) { return a.poll(ctx, cfg, id) }
+		st, err := poll(ctx)
+		if err != nil {
+			return jobfollow.Started{}, err
+		}
+		return jobfollow.Rejoined(d.Job.ExternalID, st, poll), nil
+	}, a.begin(d))
+}
+
+// begin is the start of d's run: it follows a run carrying the job's key,
+// or dispatches the workflow and finds the new run.
+func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.Started, error) {
+	return func(ctx context.Context) (jobfollow.Started, error) {
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		if err == nil {
 			_, err = a.header(ctx, cfg)
@@ -89,7 +119,7 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		}
 		a.Remember(d.Job.ID, cfg)
 		return a.started(cfg, r), nil
-	})
+	}
 }
 
 // started is the dispatch result and follower of run r.

@@ -33,7 +33,7 @@ func TestConformance(t *testing.T) {
 	f := newFakeGitHub(t)
 	porttest.JobAgent(t, func(t *testing.T, r ports.JobReporter) ports.JobAgent {
 		return newAgent(t, r, fastOptions())
-	}, porttest.JobAgentOptions{Config: f.config(), Durable: true})
+	}, porttest.JobAgentOptions{Config: f.config(), Durable: true, RunsOf: f.runsOf})
 }
 
 func TestConformanceWithoutRunDetails(t *testing.T) {
@@ -41,7 +41,7 @@ func TestConformanceWithoutRunDetails(t *testing.T) {
 	f.noDetails = true
 	porttest.JobAgent(t, func(t *testing.T, r ports.JobReporter) ports.JobAgent {
 		return newAgent(t, r, fastOptions())
-	}, porttest.JobAgentOptions{Config: f.config(), Durable: true})
+	}, porttest.JobAgentOptions{Config: f.config(), Durable: true, RunsOf: f.runsOf})
 }
 
 func dispatchOf(id string, cfg map[string]any) ports.JobDispatch {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
 	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
+	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
 )
 
@@ -184,6 +185,19 @@ func (f *fakeGitHub) addRun(title string) int64 {
 	f.order = append(f.order, id)
 	f.clock = f.clock.Add(time.Second)
 	return id
+}
+
+// runsOf counts the runs dispatched for job id (by its correlation key).
+func (f *fakeGitHub) runsOf(_ *testing.T, id string) int {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	n := 0
+	for _, d := range f.dispatches {
+		if d["inputs"].(map[string]any)["reconciler_job"] == jobfollow.CorrelationKey(id) {
+			n++
+		}
+	}
+	return n
 }
 
 // dispatchCount is how many workflow_dispatch events were created.

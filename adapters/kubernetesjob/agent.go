@@ -82,6 +82,7 @@ type Agent struct {
 var (
 	_ ports.JobAgent    = (*Agent)(nil)
 	_ ports.JobCanceler = (*Agent)(nil)
+	_ ports.JobResumer  = (*Agent)(nil)
 )
 
 // New returns an agent reporting through reporter and reading kubeconfigs
@@ -105,7 +106,45 @@ func JobName(jobID string) string { return jobfollow.CorrelationKey(jobID) }
 // an unreadable kubeconfig, a namespace the cluster does not have or a Job
 // the API server refuses ends the job invalidJobAgent.
 func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.Start(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+	return a.Start(ctx, d, a.begin(d))
+}
+
+// ResumeJob follows the job's Job again (ports.JobResumer): by its
+// external id (namespace/name), never creating it again (a Job that is
+// gone was deleted: cancelled); without one, as Dispatch.
+func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
+	return a.Resume(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+		cfg, err := parseConfig(d.Job.JobAgentConfig)
+		if err != nil {
+			return a.Invalid(err)
+		}
+		ns, name := cfg.namespace, JobName(d.Job.ID)
+		if d.Job.ExternalID != ns+"/"+name {
+			return a.Invalid(release.Invalid("job.external_id", "want "+ns+"/"+name+", got "+d.Job.ExternalID))
+		}
+		cs, err := a.client(ctx, cfg.cluster)
+		if err != nil {
+			if errors.Is(err, release.ErrInvalid) {
+				return a.Invalid(err)
+			}
+			return jobfollow.Started{}, fmt.Errorf("%s: connect: %w", Type, err)
+		}
+		a.Remember(d.Job.ID, cfg)
+		p := func(ctx context.Context) (jobfollow.State, error) { return poll(ctx, cs, ns, name, d.Job.ID) }
+		st, err := p(ctx)
+		if err != nil {
+			return jobfollow.Started{}, err
+		}
+		started := jobfollow.Rejoined(d.Job.ExternalID, st, p)
+		started.Watch = func(ctx context.Context, changed chan<- struct{}) { a.watch(ctx, cs, ns, name, changed) }
+		return started, nil
+	}, a.begin(d))
+}
+
+// begin is the start of d's Job: created once (see the package doc), or
+// found by its name.
+func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.Started, error) {
+	return func(ctx context.Context) (jobfollow.Started, error) {
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		if err != nil {
 			return a.Invalid(err)
@@ -144,7 +183,7 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 			Poll:   func(ctx context.Context) (jobfollow.State, error) { return poll(ctx, cs, ns, name, d.Job.ID) },
 			Watch:  func(ctx context.Context, changed chan<- struct{}) { a.watch(ctx, cs, ns, name, changed) },
 		}, nil
-	})
+	}
 }
 
 // buildJob is the Job of dispatch d under cfg.

@@ -362,20 +362,51 @@ func complete(t *testing.T, cs *fake.Clientset) {
 	t.Cleanup(func() { w.Stop(); <-done })
 }
 
+// created counts the Jobs created in cs by name: a create of a Job that
+// exists (AlreadyExists) creates nothing.
+func created(cs *fake.Clientset) func(name string) int {
+	var mu sync.Mutex
+	n := map[string]int{}
+	jobs := batchv1.SchemeGroupVersion.WithResource("jobs")
+	cs.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		j := a.(k8stesting.CreateAction).GetObject().(*batchv1.Job)
+		if _, err := cs.Tracker().Get(jobs, j.Namespace, j.Name); apierrors.IsNotFound(err) {
+			mu.Lock()
+			n[j.Name]++
+			mu.Unlock()
+		}
+		return false, nil, nil // the tracker creates it (or refuses it)
+	})
+	return func(name string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n[name]
+	}
+}
+
 func TestConformance(t *testing.T) {
 	var mu sync.Mutex
-	clusters := map[*testing.T]*fake.Clientset{} // one cluster per subtest, shared by its crash's two agents
+	type cluster struct {
+		cs      *fake.Clientset
+		created func(name string) int
+	}
+	clusters := map[*testing.T]cluster{} // one cluster per subtest, shared by its crash's two agents
 	porttest.JobAgent(t, func(t *testing.T, r ports.JobReporter) ports.JobAgent {
 		mu.Lock()
-		cs, ok := clusters[t]
+		c, ok := clusters[t]
 		if !ok {
-			cs = fake.NewClientset()
-			clusters[t] = cs
+			c.cs = fake.NewClientset()
+			c.created = created(c.cs)
+			clusters[t] = c
 		}
 		mu.Unlock()
 		if !ok {
-			complete(t, cs)
+			complete(t, c.cs)
 		}
-		return newAgent(t, r, fastOptions(cs))
-	}, porttest.JobAgentOptions{Config: baseConfig(), Durable: true})
+		return newAgent(t, r, fastOptions(c.cs))
+	}, porttest.JobAgentOptions{Config: baseConfig(), Durable: true, RunsOf: func(t *testing.T, jobID string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return clusters[t].created(JobName(jobID))
+	}})
 }

@@ -33,6 +33,7 @@ type Agent struct {
 var (
 	_ ports.JobAgent    = (*Agent)(nil)
 	_ ports.JobCanceler = (*Agent)(nil)
+	_ ports.JobResumer  = (*Agent)(nil)
 )
 
 // New returns an agent reporting through reporter and reading tokens
@@ -96,7 +97,53 @@ func (p *api) getRun(ctx context.Context, address string, h http.Header, id stri
 // workspace whose message carries the job's correlation key, or creates
 // one. A bad config or an unreadable token ends the job invalidJobAgent.
 func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.Start(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+	return a.Start(ctx, d, a.begin(d))
+}
+
+// ResumeJob follows the job's run again (ports.JobResumer): by its
+// external id (the run id), never creating one again (a run that is gone
+// is externalRunNotFound); without one, as Dispatch.
+func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
+	return a.Resume(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+		cfg, err := parseConfig(d.Job.JobAgentConfig)
+		if err != nil {
+			return a.Invalid(err)
+		}
+		if !runID.MatchString(d.Job.ExternalID) {
+			return a.Invalid(release.Invalid("job.external_id", "want a run id, got "+d.Job.ExternalID))
+		}
+		a.Remember(d.Job.ID, cfg)
+		poll := a.follow(cfg, d.Job.ExternalID)
+		st, err := poll(ctx)
+		if err != nil {
+			return jobfollow.Started{}, err
+		}
+		return jobfollow.Rejoined(d.Job.ExternalID, st, poll), nil
+	}, a.begin(d))
+}
+
+// follow polls run id.
+func (a *Agent) follow(cfg config, id string) jobfollow.Poll {
+	return func(ctx context.Context) (jobfollow.State, error) {
+		h, err := a.api.header(ctx, "job_agent_config.tokenRef", cfg.tokenRef)
+		if err != nil {
+			return jobfollow.State{}, err
+		}
+		r, err := a.api.getRun(ctx, cfg.address, h, id)
+		if outbound.StatusOf(err) == http.StatusNotFound {
+			return jobfollow.State{Status: release.JobExternalRunNotFound, Message: "run " + id + " not found"}, nil
+		}
+		if err != nil {
+			return jobfollow.State{}, err
+		}
+		return stateOf(cfg, r), nil
+	}
+}
+
+// begin is the start of d's run: it follows a recent run carrying the
+// job's key, or creates one.
+func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.Started, error) {
+	return func(ctx context.Context) (jobfollow.Started, error) {
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		var h http.Header
 		if err == nil {
@@ -121,21 +168,8 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		if st.Status.IsTerminal() || st.Status == release.JobActionRequired {
 			res.Status = st.Status
 		}
-		return jobfollow.Started{Result: res, Poll: func(ctx context.Context) (jobfollow.State, error) {
-			h, err := a.api.header(ctx, "job_agent_config.tokenRef", cfg.tokenRef)
-			if err != nil {
-				return jobfollow.State{}, err
-			}
-			r, err := a.api.getRun(ctx, cfg.address, h, run.ID)
-			if outbound.StatusOf(err) == http.StatusNotFound {
-				return jobfollow.State{Status: release.JobExternalRunNotFound, Message: "run " + run.ID + " not found"}, nil
-			}
-			if err != nil {
-				return jobfollow.State{}, err
-			}
-			return stateOf(cfg, r), nil
-		}}, nil
-	})
+		return jobfollow.Started{Result: res, Poll: a.follow(cfg, run.ID)}, nil
+	}
 }
 
 // find looks for the workspace's recent run whose message carries key.

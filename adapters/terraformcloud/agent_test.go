@@ -34,7 +34,7 @@ func TestConformance(t *testing.T) {
 	f := newFakeTFC(t)
 	porttest.JobAgent(t, func(t *testing.T, r ports.JobReporter) ports.JobAgent {
 		return newAgent(t, r, jobagenttest.FastOptions())
-	}, porttest.JobAgentOptions{Config: f.config(), Durable: true})
+	}, porttest.JobAgentOptions{Config: f.config(), Durable: true, RunsOf: f.runsOf})
 }
 
 func TestDispatchCreatesTheRunAndFollowsItToApplied(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
 	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
+	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 )
 
 const token = "tfc-test-token"
@@ -129,6 +130,21 @@ func jsonAPI(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", mediaType)
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// runsOf counts the runs created for job id (by the correlation key in
+// their message).
+func (f *fakeTFC) runsOf(_ *testing.T, id string) int {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	n := 0
+	for _, c := range f.created {
+		msg, _ := c["data"].(map[string]any)["attributes"].(map[string]any)["message"].(string)
+		if strings.Contains(msg, jobfollow.CorrelationKey(id)) {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *fakeTFC) createdCount() int {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/reconcilerhq/reconciler/adapters/argocd"
 	"github.com/reconcilerhq/reconciler/adapters/argoworkflows"
@@ -30,9 +31,11 @@ type integrations struct {
 }
 
 // newIntegrations builds the external agents, reporting through report
-// and reading credentials through secrets only.
-func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log *slog.Logger) *integrations {
-	o := jobagent.Options{Logger: log}
+// and reading credentials through secrets only; their followers hold a
+// lease of lease on each job (zero: none), so that a job whose follower
+// died with its process is resumed by another (ports.JobResumer).
+func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log *slog.Logger, lease time.Duration) *integrations {
+	o := jobagent.Options{Logger: log, Lease: lease}
 	gha := githubactions.New(report, secrets, githubactions.Options{Options: o})
 	acd := argocd.New(report, secrets, o)
 	tfc := terraformcloud.New(report, secrets, o)

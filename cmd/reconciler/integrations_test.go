@@ -2,8 +2,12 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/adapters/webhookagent"
+	"github.com/reconcilerhq/reconciler/ports"
 )
 
 // TestEveryIntegrationHasAConfigValidator keeps the validators in step
@@ -11,10 +15,14 @@ import (
 // checked before it is stored.
 func TestEveryIntegrationHasAConfigValidator(t *testing.T) {
 	t.Parallel()
-	in := newIntegrations(nil, nil, nil)
+	in := newIntegrations(nil, nil, nil, time.Minute)
 	defer in.close()
 	for typ, a := range in.agents {
 		require.Equal(t, typ, a.Type())
+		if typ != webhookagent.Type { // push: the receiver reports, nothing to follow
+			require.NotNil(t, ports.ResumerOf(a), "%s resumes its jobs after a restart", typ)
+			require.Equal(t, time.Minute, ports.JobLeaseOf(a), typ)
+		}
 		v, ok := agentConfigValidators[typ]
 		require.True(t, ok, "no config validator for job agent type %s", typ)
 		require.ErrorContains(t, v(map[string]any{}), "job_agent_config.", typ)

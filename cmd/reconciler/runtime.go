@@ -45,7 +45,7 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 	})
 	rt.report = report
 	rt.runner = testrunner.New(report, clock, append([]testrunner.Option{testrunner.WithLogger(log)}, runner...)...)
-	rt.ext = newIntegrations(report, secrets, log)
+	rt.ext = newIntegrations(report, secrets, log, rt.runner.JobLease()) // serve: --lock, as the test runner's
 	rt.chain = &chain.Chain{Store: releases, Queue: q, Clock: clock, Logger: log,
 		Agents: map[string]ports.JobAgent{testrunner.Type: rt.runner,
 			release.PullAgentType: pull.NewAgent(release.PullAgentType), release.APIAgentType: pull.NewAgent(release.APIAgentType)},

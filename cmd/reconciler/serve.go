@@ -154,7 +154,7 @@ cut to 16 characters) or json (one object a line).`,
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address of the health, metrics and API listener; empty disables it")
 	f.StringVar(&o.adminListen, "admin-listen", "", "address of the admin listener serving /debug/pprof (e.g. 127.0.0.1:6060); empty (the default) disables it; never served on --listen")
 	intRangeVar(f, &o.concurrency, "concurrency", def.Concurrency, 1, 1024, "parallel reconcile passes per kind")
-	durationRangeVar(f, &o.lock, "lock", def.LockDuration, time.Second, time.Hour, "work-item lease; renewed while a pass runs, for at most 10 leases (then the pass is cancelled and retried); also each test-runner job's lease")
+	durationRangeVar(f, &o.lock, "lock", def.LockDuration, time.Second, time.Hour, "work-item lease; renewed while a pass runs, for at most 10 leases (then the pass is cancelled and retried); also each test-runner job's lease and each external agent follower's")
 	durationRangeVar(f, &o.resyncInterval, "resync-interval", def.ResyncInterval, time.Second, 24*time.Hour, "full sweep cadence: non-terminal runs and workflows, every release target")
 	durationRangeVar(f, &o.stallThreshold, "stall-threshold", def.StallThreshold, time.Second, 30*24*time.Hour, "heartbeat staleness threshold")
 	intRangeVar(f, &o.maxAutoResumes, "max-auto-resumes", def.MaxAutoResumes, 1, 1000, "cap on automatic resumes between manual actions")

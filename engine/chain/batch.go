@@ -184,6 +184,10 @@ type handover struct {
 	rt    route
 	start time.Time
 
+	// resume marks a claimed job to hand to its agent's ResumeJob
+	// (ports.JobResumer) instead of Dispatch.
+	resume bool
+
 	skip bool // its outcome is decided already
 	res  ports.JobDispatchResult
 	err  error
@@ -225,7 +229,7 @@ func (c *Chain) handOverAll(ctx context.Context, hs []handover, outs []engine.Ou
 			h.skip, outs[h.i] = true, engine.Retry(fmt.Errorf("job %s: its agent went away; retrying", h.row.ID))
 			continue
 		}
-		if ports.JobLeaseOf(c.Agents[h.rt.agent.Type]) > 0 {
+		if ports.JobLeaseOf(c.Agents[h.rt.agent.Type]) > 0 && !h.resume { // a resumed job was claimed by its pass
 			claims = append(claims, h)
 		}
 	}
@@ -330,13 +334,18 @@ func (c *Chain) send(ctx context.Context, h *handover) (res ports.JobDispatchRes
 		}
 	}()
 	row, rel, f := h.row, h.rel, h.f
-	res, err = c.Agents[h.rt.agent.Type].Dispatch(ctx, ports.JobDispatch{Job: row.Job, Agent: *h.rt.agent, Release: *rel, Version: h.rt.version,
-		Deployment: f.Detail.Deployment, Environment: f.Detail.Environment, Resource: f.Detail.Resource})
+	d := ports.JobDispatch{Job: row.Job, Agent: *h.rt.agent, Release: *rel, Version: h.rt.version,
+		Deployment: f.Detail.Deployment, Environment: f.Detail.Environment, Resource: f.Detail.Resource}
+	if h.resume {
+		res, err = ports.ResumerOf(c.Agents[h.rt.agent.Type]).ResumeJob(ctx, d)
+	} else {
+		res, err = c.Agents[h.rt.agent.Type].Dispatch(ctx, d)
+	}
 	if errors.Is(err, release.ErrInvalid) {
 		return ports.JobDispatchResult{Status: release.JobInvalidIntegration, Message: err.Error()}, nil
 	}
 	if err != nil {
-		if !row.StartedAt.IsZero() && row.ExternalID == "" {
+		if !h.resume && !row.StartedAt.IsZero() && row.ExternalID == "" {
 			unclaim := row.Job
 			unclaim.StartedAt = time.Time{}
 			_, _ = c.Store.JobUpdate(ctx, unclaim, row.Version)
@@ -351,7 +360,8 @@ func (c *Chain) send(ctx context.Context, h *handover) (res ports.JobDispatchRes
 
 // dispatched is row's job as the agent's answer to its dispatch leaves it:
 // the external id, the lease from now, and the status the agent gave when
-// the job was still pending (an agent that already reported wins).
+// the job was still pending (an agent that already reported wins), or,
+// for a resumed job, the status its run reached meanwhile.
 func (c *Chain) dispatched(h *handover, row *ports.JobRow) release.Job {
 	res := h.res
 	next := row.Job
@@ -365,13 +375,20 @@ func (c *Chain) dispatched(h *handover, row *ports.JobRow) release.Job {
 			next.LeaseUntil = until
 		}
 	}
-	if next.Status == release.JobPending && res.Status != release.JobPending {
+	switch {
+	case next.Status == release.JobPending && res.Status != release.JobPending:
 		next.Status, next.Message = res.Status, res.Message
 		if next.StartedAt.IsZero() {
 			next.StartedAt = c.Clock.Now()
 		}
 		if next.Status.IsTerminal() {
 			next.CompletedAt = next.StartedAt
+		}
+	case h.resume && res.Status != next.Status && next.Status.CanBecome(res.Status):
+		// What the run did while nobody followed it (ResumeJob).
+		next.Status, next.Message = res.Status, res.Message
+		if next.Status.IsTerminal() {
+			next.CompletedAt = c.Clock.Now()
 		}
 	}
 	return next
@@ -407,7 +424,11 @@ func (c *Chain) record(ctx context.Context, h *handover, firstErr error) engine.
 		return engine.Retry(fmt.Errorf("record dispatch of job %s: %w", row.ID, err))
 	}
 	agent := h.rt.agent
-	c.log(ctx, true, KindJobDispatch, h.rel.Target.Key(), "dispatched", "job-created", h.start, slog.String("job", row.ID),
+	action, reason := "dispatched", "job-created"
+	if h.resume {
+		action, reason = "resumed", "job-lease-ran-out"
+	}
+	c.log(ctx, true, KindJobDispatch, h.rel.Target.Key(), action, reason, h.start, slog.String("job", row.ID),
 		slog.String("agent", agent.ID), slog.String("external_id", res.ExternalID), slog.String("status", string(res.Status)))
 	if res.Status.IsTerminal() {
 		return c.afterJobEnded(ctx, row)

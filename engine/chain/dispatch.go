@@ -146,12 +146,19 @@ func (c *Chain) jobDispatch(ctx context.Context, it engine.Item) engine.Outcome 
 	if f == nil {
 		return engine.Done()
 	}
-	next, ended, err := c.timeOut(ctx, f)
+	next, ended, resumes, err := c.timeOut(ctx, f)
 	if err != nil {
 		return engine.Retry(fmt.Errorf("job dispatch of %s: %w", t, err))
 	}
-	if ended {
-		return engine.RequeueAt(c.Clock.Now()) // recompute on the ended jobs
+	if ended || len(resumes) > 0 {
+		out := engine.RequeueAt(next)
+		if ended {
+			out = engine.RequeueAt(c.Clock.Now()) // recompute on the ended jobs
+		}
+		for _, h := range resumes {
+			out = c.deferHandOver(ctx, h).NoLaterThan(out.At())
+		}
+		return out
 	}
 	return c.dispatch(ctx, t, f, rel, start).NoLaterThan(next)
 }

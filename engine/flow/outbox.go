@@ -25,7 +25,10 @@ import (
 // is sent at most once by a live pass. A pass that died mid-send leaves
 // the Delivery unsent; the next pass then
 //   - waits out the lease of a JobLeaser's job (it was sent and renews it,
-//     or it never ran and the lease runs out: the attempt fails as lost);
+//     or it never ran and the lease runs out: the attempt fails as lost,
+//     unless its agent resumes jobs (ports.JobResumer): then the pass
+//     renews the lease in its write and hands the job to ResumeJob, which
+//     follows the external run again or starts the one never started);
 //   - sends any other job again under the same job id (JobAgent: Dispatch
 //     is idempotent by job id), and a request again under the same
 //     Idempotency-Key.
@@ -36,6 +39,8 @@ type send struct {
 	job      *ports.JobDispatch
 	agent    ports.JobAgent
 	hook     *ports.WebhookRequest
+	// resume hands job to the agent's ResumeJob (ports.JobResumer).
+	resume bool
 }
 
 // prepareJob is a running job TaskRun's outside work: record its job
@@ -62,6 +67,13 @@ func (c *Controller) prepareJob(ctx context.Context, w *ports.WorkflowRecord, t 
 	case !d.LeaseUntil.IsZero():
 		if now.Before(d.LeaseUntil) {
 			return false, nil, d.LeaseUntil
+		}
+		if s, err := c.jobSend(ctx, w, t, r, now); err == nil && ports.ResumerOf(s.agent) != nil {
+			// Claimed anew by this pass's write; resumed once it is stored.
+			s.resume = true
+			s.job.Job.CreatedAt, s.job.Job.ExternalID = d.RecordedAt, r.ExternalID
+			r.Delivery.LeaseUntil = now.Add(ports.JobLeaseOf(s.agent))
+			return true, s, r.Delivery.LeaseUntil
 		}
 		end(r, workflow.TaskFailed, now, "job "+r.JobID+" lost: its agent's lease ran out at "+
 			d.LeaseUntil.UTC().Format(time.RFC3339Nano)+" (the process running it stopped)")
@@ -161,14 +173,24 @@ func (c *Controller) deliver(ctx context.Context, w *ports.WorkflowRecord, s *se
 			end(r, workflow.TaskSucceeded, now, msg)
 		}
 	}
-	res, err := s.agent.Dispatch(ctx, *s.job)
+	var res ports.JobDispatchResult
+	var err error
+	if s.resume {
+		res, err = ports.ResumerOf(s.agent).ResumeJob(ctx, *s.job)
+	} else {
+		res, err = s.agent.Dispatch(ctx, *s.job)
+	}
 	if err != nil && !errors.Is(err, release.ErrInvalid) {
-		c.Logger.Warn("workflow job dispatch failed; the next pass retries", "workflow", w.ID, "task_run", s.run, "job", s.key, "error", err)
+		c.Logger.Warn("workflow job dispatch failed; the next pass retries", "workflow", w.ID, "task_run", s.run, "job", s.key,
+			"resume", s.resume, "error", err)
 	}
 	return func(r *ports.TaskRunRecord, now time.Time) {
 		switch {
 		case errors.Is(err, release.ErrInvalid):
 			end(r, workflow.TaskFailed, now, err.Error())
+		case err != nil && s.resume:
+			// Its run may go on: the lease runs out again and a pass
+			// resumes it then.
 		case err != nil:
 			// The agent started nothing: the next pass records it anew.
 			r.JobID, r.Delivery = "", nil

@@ -4,8 +4,10 @@
 // client, the follower (jobfollow.Tracker), each dispatched job's config
 // for CancelJob, and the answer to a config no retry can fix.
 //
-// An agent embeds *Base[C], C being its parsed job config, and gets Type
-// and Close from it; its Dispatch hands its start function to Start.
+// An agent embeds *Base[C], C being its parsed job config, and gets Type,
+// Close and JobLease from it; its Dispatch hands its start function to
+// Start, its ResumeJob (ports.JobResumer) a function that finds the run by
+// the job's external id to Resume.
 package jobagent
 
 import (
@@ -30,7 +32,12 @@ type Options struct {
 	// MinPoll and MaxPoll bound the follower's polling backoff (defaults
 	// 2s and 30s).
 	MinPoll, MaxPoll time.Duration
-	Logger           *slog.Logger
+	// Lease is the lease the agent's followers hold on their jobs
+	// (ports.JobLeaser), renewed every third of it while they follow; when
+	// the process dies it runs out and a process resumes the job
+	// (ports.JobResumer). Zero holds none: a job outlives its follower.
+	Lease  time.Duration
+	Logger *slog.Logger
 }
 
 // Base is what every external agent shares. It is goroutine-safe; Close
@@ -42,6 +49,7 @@ type Base[C any] struct {
 	Secrets ports.SecretResolver
 
 	typ   string
+	lease time.Duration
 	track *jobfollow.Tracker
 
 	mu   sync.Mutex
@@ -52,8 +60,9 @@ type Base[C any] struct {
 // reporter and reading credentials through secrets.
 func New[C any](typ string, reporter ports.JobReporter, secrets ports.SecretResolver, o Options) *Base[C] {
 	o.HTTP.Adapter = typ
-	return &Base[C]{HTTP: outbound.New(o.HTTP), Secrets: secrets, typ: typ, cfgs: map[string]C{},
-		track: jobfollow.New(jobfollow.Options{Adapter: typ, Reporter: reporter, Logger: o.Logger, MinPoll: o.MinPoll, MaxPoll: o.MaxPoll})}
+	return &Base[C]{HTTP: outbound.New(o.HTTP), Secrets: secrets, typ: typ, lease: max(o.Lease, 0), cfgs: map[string]C{},
+		track: jobfollow.New(jobfollow.Options{Adapter: typ, Reporter: reporter, Logger: o.Logger, MinPoll: o.MinPoll, MaxPoll: o.MaxPoll,
+			Lease: max(o.Lease, 0)})}
 }
 
 // Type returns the release.JobAgent.Type the agent serves.
@@ -62,10 +71,26 @@ func (b *Base[C]) Type() string { return b.typ }
 // Close stops following the agent's runs and waits for its followers.
 func (b *Base[C]) Close() { b.track.Close() }
 
+// JobLease is the lease the agent's followers hold (Options.Lease); zero
+// when they hold none.
+func (b *Base[C]) JobLease() time.Duration { return b.lease }
+
 // Start dispatches d once per job id (jobfollow.Tracker.Dispatch): start
 // finds or starts the external run and returns how to follow it.
 func (b *Base[C]) Start(ctx context.Context, d ports.JobDispatch, start func(ctx context.Context) (jobfollow.Started, error)) (ports.JobDispatchResult, error) {
 	return b.track.Dispatch(ctx, d, start)
+}
+
+// Resume follows d's job again (jobfollow.Tracker.Resume). A job whose
+// dispatch answered an external id is followed by it (rejoin: the run
+// is never started again, and one that is gone is reported so); one
+// without is handed to start, which finds the run by the correlation key
+// before it starts one.
+func (b *Base[C]) Resume(ctx context.Context, d ports.JobDispatch, rejoin, start func(ctx context.Context) (jobfollow.Started, error)) (ports.JobDispatchResult, error) {
+	if d.Job.ExternalID == "" {
+		return b.track.Resume(ctx, d, start)
+	}
+	return b.track.Resume(ctx, d, rejoin)
 }
 
 // Remember keeps job id's config for CancelJob.

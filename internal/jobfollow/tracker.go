@@ -7,7 +7,10 @@
 //
 // Idempotency across a crash is the adapter's part: its start function
 // first looks for the external run it may already have started, by a
-// correlation key derived from the job id (CorrelationKey).
+// correlation key derived from the job id (CorrelationKey). With a Lease,
+// each follower renews its job's lease (ports.JobLeaser) until the run
+// ends, so that when its process dies the lease runs out and another
+// process resumes following (Resume, ports.JobResumer).
 package jobfollow
 
 import (
@@ -59,6 +62,12 @@ type Started struct {
 	Watch func(ctx context.Context, changed chan<- struct{})
 }
 
+// Rejoined is the start of a run found again (ports.JobResumer): its
+// state now, under external id ext, followed by poll.
+func Rejoined(ext string, st State, poll Poll) Started {
+	return Started{Result: ports.JobDispatchResult{ExternalID: ext, Status: st.Status, Message: st.Message}, Poll: poll}
+}
+
 // Options configures a Tracker.
 type Options struct {
 	// Adapter names the adapter in logs and errors.
@@ -72,6 +81,11 @@ type Options struct {
 	// and 200ms (doubled).
 	ReportAttempts int
 	ReportBackoff  time.Duration
+	// Lease, when positive, is the lease each follower holds on its job:
+	// it renews it every third of it by a report of the job's status with
+	// Lease set, until the run ends or the job is found ended (a renewal
+	// refused as invalid).
+	Lease time.Duration
 }
 
 // ErrClosed is returned by Dispatch after Close.
@@ -87,6 +101,7 @@ type Tracker struct {
 	mu      sync.Mutex
 	closed  bool
 	results map[string]ports.JobDispatchResult
+	live    map[string]bool          // the jobs a follower follows now
 	locks   map[string]chan struct{} // one dispatch of a job at a time
 	wg      sync.WaitGroup
 }
@@ -109,7 +124,8 @@ func New(o Options) *Tracker {
 		o.ReportBackoff = 200 * time.Millisecond
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Tracker{o: o, ctx: ctx, cancel: cancel, results: map[string]ports.JobDispatchResult{}, locks: map[string]chan struct{}{}}
+	return &Tracker{o: o, ctx: ctx, cancel: cancel, results: map[string]ports.JobDispatchResult{}, live: map[string]bool{},
+		locks: map[string]chan struct{}{}}
 }
 
 // Dispatch runs start once per job id: a job already dispatched by this
@@ -117,6 +133,19 @@ func New(o Options) *Tracker {
 // for the first. After a successful start whose status is not terminal, a
 // follower polls the run and reports its statuses for d's job.
 func (t *Tracker) Dispatch(ctx context.Context, d ports.JobDispatch, start func(ctx context.Context) (Started, error)) (ports.JobDispatchResult, error) {
+	return t.start(ctx, d, false, start)
+}
+
+// Resume follows d's job again (ports.JobResumer): a job this tracker
+// follows now returns its result; otherwise start, which finds the run
+// an earlier dispatch started (by d.Job.ExternalID or the correlation
+// key), runs and a follower follows it as after Dispatch.
+func (t *Tracker) Resume(ctx context.Context, d ports.JobDispatch, start func(ctx context.Context) (Started, error)) (ports.JobDispatchResult, error) {
+	return t.start(ctx, d, true, start)
+}
+
+// start is Dispatch, and Resume when resume is set.
+func (t *Tracker) start(ctx context.Context, d ports.JobDispatch, resume bool, start func(ctx context.Context) (Started, error)) (ports.JobDispatchResult, error) {
 	id := d.Job.ID
 	if id == "" {
 		return ports.JobDispatchResult{}, fmt.Errorf("%s: dispatch: %w", t.o.Adapter, release.Invalid("job.id", "is required"))
@@ -128,9 +157,10 @@ func (t *Tracker) Dispatch(ctx context.Context, d ports.JobDispatch, start func(
 	defer func() { <-lock }()
 	t.mu.Lock()
 	res, ok := t.results[id]
+	live := t.live[id]
 	closed := t.closed
 	t.mu.Unlock()
-	if ok {
+	if ok && (!resume || live) {
 		return res, nil
 	}
 	if closed {
@@ -150,6 +180,7 @@ func (t *Tracker) Dispatch(ctx context.Context, d ports.JobDispatch, start func(
 	defer t.mu.Unlock()
 	t.results[id] = st.Result
 	if st.Poll != nil && !st.Result.Status.IsTerminal() && !t.closed {
+		t.live[id] = true
 		t.wg.Add(1)
 		go t.follow(id, d.Agent.ID, st.Result, st.Poll, st.Watch)
 	}
@@ -174,9 +205,15 @@ func (t *Tracker) lock(ctx context.Context, id string) (chan struct{}, error) {
 }
 
 // follow polls the run until it ends (or the tracker closes) and reports
-// every status it moves to.
+// every status it moves to; with a Lease it renews the job's lease every
+// third of it meanwhile.
 func (t *Tracker) follow(jobID, agentID string, res ports.JobDispatchResult, poll Poll, watch func(context.Context, chan<- struct{})) {
 	defer t.wg.Done()
+	defer func() {
+		t.mu.Lock()
+		delete(t.live, jobID)
+		t.mu.Unlock()
+	}()
 	changed := make(chan struct{}, 1)
 	if watch != nil {
 		ctx, cancel := context.WithCancel(t.ctx)
@@ -184,50 +221,62 @@ func (t *Tracker) follow(jobID, agentID string, res ports.JobDispatchResult, pol
 		go func() { defer close(done); watch(ctx, changed) }()
 		defer func() { cancel(); <-done }()
 	}
+	var renew <-chan time.Time
+	if t.o.Lease > 0 {
+		tick := time.NewTicker(max(t.o.Lease/3, time.Millisecond))
+		defer tick.Stop()
+		renew = tick.C
+	}
 	status := res.Status
 	wait := t.o.MinPoll
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	for {
-		timer := time.NewTimer(wait)
 		select {
 		case <-t.ctx.Done():
-			timer.Stop()
 			return
+		case <-renew:
+			err := t.report(ports.JobReport{JobID: jobID, AgentID: agentID, ExternalID: res.ExternalID, Status: status, Lease: t.o.Lease})
+			if errors.Is(err, release.ErrInvalid) {
+				return // the job ended without this follower: nothing to follow
+			}
+			continue
 		case <-changed:
-			timer.Stop()
 		case <-timer.C:
 		}
 		st, err := poll(t.ctx)
-		if err != nil {
+		switch {
+		case err != nil:
 			if t.ctx.Err() != nil {
 				return
 			}
 			t.o.Logger.LogAttrs(t.ctx, slog.LevelWarn, "job.poll_failed", slog.String("adapter", t.o.Adapter),
 				slog.String("id", jobID), slog.String("error", err.Error()))
 			wait = min(wait*2, t.o.MaxPoll)
-			continue
-		}
-		if st.Status == status || !status.CanBecome(st.Status) {
+		case st.Status == status || !status.CanBecome(st.Status):
 			wait = min(wait*2, t.o.MaxPoll)
-			continue
+		default:
+			_ = t.report(ports.JobReport{JobID: jobID, AgentID: agentID, ExternalID: res.ExternalID, Status: st.Status,
+				Message: st.Message, Outputs: st.Outputs})
+			status = st.Status
+			if status.IsTerminal() {
+				return
+			}
+			wait = t.o.MinPoll
 		}
-		t.report(ports.JobReport{JobID: jobID, AgentID: agentID, ExternalID: res.ExternalID, Status: st.Status,
-			Message: st.Message, Outputs: st.Outputs})
-		status = st.Status
-		if status.IsTerminal() {
-			return
-		}
-		wait = t.o.MinPoll
+		timer.Reset(wait)
 	}
 }
 
 // report delivers r, retrying with a doubling backoff; it logs and drops
-// it once the attempts are spent or the tracker is closed.
-func (t *Tracker) report(r ports.JobReport) {
+// it once the attempts are spent or the tracker is closed, and returns
+// the last error.
+func (t *Tracker) report(r ports.JobReport) error {
 	backoff := t.o.ReportBackoff
 	var err error
 	for attempt := 1; attempt <= t.o.ReportAttempts; attempt++ {
 		if err = t.o.Reporter.ReportJob(t.ctx, r); err == nil {
-			return
+			return nil
 		}
 		if errors.Is(err, release.ErrInvalid) {
 			break // the job cannot take it (it ended meanwhile): no retry helps
@@ -243,6 +292,7 @@ func (t *Tracker) report(r ports.JobReport) {
 	}
 	t.o.Logger.LogAttrs(context.Background(), slog.LevelWarn, "job.report_dropped", slog.String("adapter", t.o.Adapter),
 		slog.String("id", r.JobID), slog.String("outcome", string(r.Status)), slog.String("error", err.Error()))
+	return err
 }
 
 // Result returns the dispatch result of job id, if this tracker has one.

@@ -37,8 +37,16 @@ type JobAgentOptions struct {
 	// it has a Close method) as a crash would end it, and dispatches the
 	// job again through a second agent from newAgent, which must find the
 	// run the first one started (the same external id) instead of starting
-	// another.
+	// another. A Durable agent is a ports.JobResumer too: the suite
+	// dispatches a job, closes that agent, and has a new agent resume the
+	// job (with the external id the dispatch answered, and without one, as
+	// when a process died before recording it): the new agent must find
+	// the same run and report its outcome, once.
 	Durable bool
+	// RunsOf, when set, counts the external runs the system behind the
+	// agent started for job id: the suite requires exactly one after a
+	// crash-retried dispatch and after resumes.
+	RunsOf func(t *testing.T, jobID string) int
 }
 
 // JobAgent is the conformance suite of ports.JobAgent. newAgent is called
@@ -57,7 +65,9 @@ type JobAgentOptions struct {
 // confused; that a dispatch with a cancelled context returns promptly
 // and leaves the job dispatchable; and, for a Durable agent, that a
 // dispatch retried through a new agent after a crash finds the run the
-// first one started.
+// first one started, and that a new agent resumes a job an earlier one
+// dispatched (ports.JobResumer): it finds the same run, starts none
+// (RunsOf), and reports the outcome once.
 func JobAgent(t *testing.T, newAgent func(t *testing.T, r ports.JobReporter) ports.JobAgent, opts JobAgentOptions) {
 	t.Helper()
 	if opts.Timeout <= 0 {
@@ -82,6 +92,8 @@ func JobAgent(t *testing.T, newAgent func(t *testing.T, r ports.JobReporter) por
 	t.Run("CancelledContextReturnsPromptly", func(t *testing.T) { jobAgentCancelled(setup(t)) })
 	if opts.Durable {
 		t.Run("DispatchRetriedAfterACrash", func(t *testing.T) { jobAgentCrashRetry(setup(t), newAgent) })
+		t.Run("ResumedByANewAgent", func(t *testing.T) { jobAgentResume(setup(t), newAgent, true) })
+		t.Run("ResumedByKeyByANewAgent", func(t *testing.T) { jobAgentResume(setup(t), newAgent, false) })
 	}
 }
 
@@ -373,7 +385,80 @@ func jobAgentCrashRetry(f *jobAgentFixture, newAgent func(t *testing.T, r ports.
 	require.Equal(f.t, first.ExternalID, again.ExternalID, "the retried dispatch finds the run the first agent started")
 	f.agent = second
 	f.awaitOutcome("job-crash")
+	if f.opts.RunsOf != nil {
+		require.Equal(f.t, 1, f.opts.RunsOf(f.t, "job-crash"), "one external run for the dispatched and retried job")
+	}
 	// At most one terminal report in all: checked after the cleanups.
+}
+
+func jobAgentResume(f *jobAgentFixture, newAgent func(t *testing.T, r ports.JobReporter) ports.JobAgent, knownID bool) {
+	t := f.t
+	id := "job-resume"
+	if !knownID {
+		id = "job-resume-key"
+	}
+	first, ok := f.dispatch(f.ctx, f.dispatchOf(id))
+	require.True(t, ok)
+	if c, ok := f.agent.(interface{ Close() }); ok {
+		c.Close() // the process died while the run went on
+	}
+	// The new agent reports into a reporter of its own, checked once it
+	// is closed: every report names the job and moves it along JobEdges
+	// from the resumed status, and the outcome comes once (none when the
+	// resume itself answered it).
+	rep := newRecordingReporter()
+	var resumed ports.JobDispatchResult
+	t.Cleanup(func() {
+		all := rep.stop()
+		status, terminal := resumed.Status, 0
+		for _, r := range all {
+			if r.JobID != id && (r.JobID != "" || r.ExternalID != first.ExternalID) {
+				t.Errorf("a resumed agent's report names another job: %+v", r)
+				continue
+			}
+			if r.Status != status && !status.CanBecome(r.Status) {
+				t.Errorf("job %s: report moves it %s -> %s, not an edge of release.JobEdges", id, status, r.Status)
+			}
+			status = r.Status
+			if r.Status.IsTerminal() {
+				terminal++
+			}
+		}
+		want := 1
+		if resumed.Status.IsTerminal() {
+			want = 0
+		}
+		if terminal != want {
+			t.Errorf("job %s: %d terminal reports from the resumed agent, want %d: %+v", id, terminal, want, all)
+		}
+	})
+	second := newAgent(t, rep)
+	require.NotNil(t, second, "newAgent returned nil")
+	resumer, ok := second.(ports.JobResumer)
+	require.True(t, ok, "a Durable agent is a ports.JobResumer")
+	d := f.dispatchOf(id)
+	d.Job.Status = first.Status
+	if knownID {
+		d.Job.ExternalID = first.ExternalID
+	}
+	var err error
+	resumed, err = resumer.ResumeJob(f.ctx, d)
+	require.NoError(t, err)
+	require.Equal(t, first.ExternalID, resumed.ExternalID, "the resumed job follows the run the first agent started")
+	require.True(t, resumed.Status == first.Status || first.Status.CanBecome(resumed.Status), "resumed status %s", resumed.Status)
+	if !resumed.Status.IsTerminal() {
+		require.True(t, rep.await(f.ctx, f.opts.Timeout, func(all []ports.JobReport) bool {
+			for _, r := range all {
+				if r.Status.IsTerminal() {
+					return true
+				}
+			}
+			return false
+		}), "no outcome from the resumed agent within %s: %+v", f.opts.Timeout, rep.all())
+	}
+	if f.opts.RunsOf != nil {
+		require.Equal(t, 1, f.opts.RunsOf(t, id), "one external run for the dispatched and resumed job")
+	}
 }
 
 // recordingReporter is a ports.JobReporter that records every report and
