@@ -123,19 +123,9 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 // external id, the sync is never started again (one another operation
 // replaced is externalRunNotFound); without one, as Dispatch.
 func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.Resume(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
-		cfg, err := parseConfig(d.Job.JobAgentConfig)
-		if err != nil {
-			return a.Invalid(err)
-		}
-		a.Remember(d.Job.ID, cfg)
-		key := jobfollow.CorrelationKey(d.Job.ID)
-		poll := func(ctx context.Context) (jobfollow.State, error) { return a.poll(ctx, cfg, key) }
-		st, err := poll(ctx)
-		if err != nil {
-			return jobfollow.Started{}, err
-		}
-		return jobfollow.Rejoined(d.Job.ExternalID, st, poll), nil
+	key := jobfollow.CorrelationKey(d.Job.ID)
+	return a.Resume(ctx, d, parseConfig, func(_ context.Context, cfg config) (jobfollow.Started, error) {
+		return jobfollow.Started{Poll: func(ctx context.Context) (jobfollow.State, error) { return a.poll(ctx, cfg, key) }}, nil
 	}, a.begin(d))
 }
 

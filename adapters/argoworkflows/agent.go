@@ -127,24 +127,14 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 // external id (namespace/name), never submitting again (a Workflow that
 // is gone is externalRunNotFound); without one, as Dispatch.
 func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.Resume(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
-		cfg, err := parseConfig(d.Job.JobAgentConfig)
-		if err != nil {
-			return a.Invalid(err)
-		}
-		key := jobfollow.CorrelationKey(d.Job.ID)
+	key := jobfollow.CorrelationKey(d.Job.ID)
+	return a.Resume(ctx, d, parseConfig, func(_ context.Context, cfg config) (jobfollow.Started, error) {
 		name := workflowName(cfg.template, key)
 		if d.Job.ExternalID != cfg.namespace+"/"+name {
-			return a.Invalid(release.Invalid("job.external_id", "want "+cfg.namespace+"/"+name+", got "+d.Job.ExternalID))
+			return jobfollow.Started{}, release.Invalid("job.external_id", "want "+cfg.namespace+"/"+name+", got "+d.Job.ExternalID)
 		}
-		a.Remember(d.Job.ID, cfg)
 		link := a.link(cfg, name)
-		poll := func(ctx context.Context) (jobfollow.State, error) { return a.poll(ctx, cfg, name, key, link) }
-		st, err := poll(ctx)
-		if err != nil {
-			return jobfollow.Started{}, err
-		}
-		return jobfollow.Rejoined(d.Job.ExternalID, st, poll), nil
+		return jobfollow.Started{Poll: func(ctx context.Context) (jobfollow.State, error) { return a.poll(ctx, cfg, name, key, link) }}, nil
 	}, a.begin(d))
 }
 

@@ -77,22 +77,12 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 // external id (the run id), never dispatching again (a run that is gone
 // is externalRunNotFound); without one, as Dispatch.
 func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.Resume(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
-		cfg, err := parseConfig(d.Job.JobAgentConfig)
-		if err != nil {
-			return a.Invalid(err)
-		}
+	return a.Resume(ctx, d, parseConfig, func(_ context.Context, cfg config) (jobfollow.Started, error) {
 		id, err := strconv.ParseInt(d.Job.ExternalID, 10, 64)
 		if err != nil || id <= 0 {
-			return a.Invalid(release.Invalid("job.external_id", "want a workflow run id, got "+strconv.Quote(d.Job.ExternalID)))
+			return jobfollow.Started{}, release.Invalid("job.external_id", "want a workflow run id, got "+strconv.Quote(d.Job.ExternalID))
 		}
-		a.Remember(d.Job.ID, cfg)
-		poll := func(ctx context.Context) (jobfollow.State, error) { return a.poll(ctx, cfg, id) }
-		st, err := poll(ctx)
-		if err != nil {
-			return jobfollow.Started{}, err
-		}
-		return jobfollow.Rejoined(d.Job.ExternalID, st, poll), nil
+		return jobfollow.Started{Poll: func(ctx context.Context) (jobfollow.State, error) { return a.poll(ctx, cfg, id) }}, nil
 	}, a.begin(d))
 }
 

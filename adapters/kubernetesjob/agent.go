@@ -113,31 +113,19 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 // external id (namespace/name), never creating it again (a Job that is
 // gone was deleted: cancelled); without one, as Dispatch.
 func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.Resume(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
-		cfg, err := parseConfig(d.Job.JobAgentConfig)
-		if err != nil {
-			return a.Invalid(err)
-		}
+	return a.Resume(ctx, d, parseConfig, func(ctx context.Context, cfg config) (jobfollow.Started, error) {
 		ns, name := cfg.namespace, JobName(d.Job.ID)
 		if d.Job.ExternalID != ns+"/"+name {
-			return a.Invalid(release.Invalid("job.external_id", "want "+ns+"/"+name+", got "+d.Job.ExternalID))
+			return jobfollow.Started{}, release.Invalid("job.external_id", "want "+ns+"/"+name+", got "+d.Job.ExternalID)
 		}
 		cs, err := a.client(ctx, cfg.cluster)
 		if err != nil {
-			if errors.Is(err, release.ErrInvalid) {
-				return a.Invalid(err)
-			}
 			return jobfollow.Started{}, fmt.Errorf("%s: connect: %w", Type, err)
 		}
-		a.Remember(d.Job.ID, cfg)
-		p := func(ctx context.Context) (jobfollow.State, error) { return poll(ctx, cs, ns, name, d.Job.ID) }
-		st, err := p(ctx)
-		if err != nil {
-			return jobfollow.Started{}, err
-		}
-		started := jobfollow.Rejoined(d.Job.ExternalID, st, p)
-		started.Watch = func(ctx context.Context, changed chan<- struct{}) { a.watch(ctx, cs, ns, name, changed) }
-		return started, nil
+		return jobfollow.Started{
+			Poll:  func(ctx context.Context) (jobfollow.State, error) { return poll(ctx, cs, ns, name, d.Job.ID) },
+			Watch: func(ctx context.Context, changed chan<- struct{}) { a.watch(ctx, cs, ns, name, changed) },
+		}, nil
 	}, a.begin(d))
 }
 

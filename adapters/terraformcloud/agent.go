@@ -104,21 +104,11 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 // external id (the run id), never creating one again (a run that is gone
 // is externalRunNotFound); without one, as Dispatch.
 func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
-	return a.Resume(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
-		cfg, err := parseConfig(d.Job.JobAgentConfig)
-		if err != nil {
-			return a.Invalid(err)
-		}
+	return a.Resume(ctx, d, parseConfig, func(_ context.Context, cfg config) (jobfollow.Started, error) {
 		if !runID.MatchString(d.Job.ExternalID) {
-			return a.Invalid(release.Invalid("job.external_id", "want a run id, got "+d.Job.ExternalID))
+			return jobfollow.Started{}, release.Invalid("job.external_id", "want a run id, got "+d.Job.ExternalID)
 		}
-		a.Remember(d.Job.ID, cfg)
-		poll := a.follow(cfg, d.Job.ExternalID)
-		st, err := poll(ctx)
-		if err != nil {
-			return jobfollow.Started{}, err
-		}
-		return jobfollow.Rejoined(d.Job.ExternalID, st, poll), nil
+		return jobfollow.Started{Poll: a.follow(cfg, d.Job.ExternalID)}, nil
 	}, a.begin(d))
 }
 

@@ -12,6 +12,7 @@ package jobagent
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -82,15 +83,38 @@ func (b *Base[C]) Start(ctx context.Context, d ports.JobDispatch, start func(ctx
 }
 
 // Resume follows d's job again (jobfollow.Tracker.Resume). A job whose
-// dispatch answered an external id is followed by it (rejoin: the run
-// is never started again, and one that is gone is reported so); one
-// without is handed to start, which finds the run by the correlation key
-// before it starts one.
-func (b *Base[C]) Resume(ctx context.Context, d ports.JobDispatch, rejoin, start func(ctx context.Context) (jobfollow.Started, error)) (ports.JobDispatchResult, error) {
+// dispatch answered an external id is followed by it, never started again
+// (one that is gone is reported so): parse reads its config (a refusal
+// ends the job invalidJobAgent), follow returns how to follow the run of
+// that id (its Poll, and Watch if any; an error wrapping
+// release.ErrInvalid ends it invalidJobAgent too), and the run's state now
+// is the answer. A job without an external id is handed to start, which
+// finds the run by the correlation key before it starts one.
+func (b *Base[C]) Resume(ctx context.Context, d ports.JobDispatch, parse func(map[string]any) (C, error),
+	follow func(ctx context.Context, cfg C) (jobfollow.Started, error), start func(ctx context.Context) (jobfollow.Started, error)) (ports.JobDispatchResult, error) {
 	if d.Job.ExternalID == "" {
 		return b.track.Resume(ctx, d, start)
 	}
-	return b.track.Resume(ctx, d, rejoin)
+	return b.track.Resume(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+		cfg, err := parse(d.Job.JobAgentConfig)
+		if err != nil {
+			return b.Invalid(err)
+		}
+		f, err := follow(ctx, cfg)
+		if errors.Is(err, release.ErrInvalid) {
+			return b.Invalid(err)
+		}
+		if err != nil {
+			return jobfollow.Started{}, err
+		}
+		st, err := f.Poll(ctx)
+		if err != nil {
+			return jobfollow.Started{}, err
+		}
+		b.Remember(d.Job.ID, cfg)
+		f.Result = ports.JobDispatchResult{ExternalID: d.Job.ExternalID, Status: st.Status, Message: st.Message}
+		return f, nil
+	})
 }
 
 // Remember keeps job id's config for CancelJob.

@@ -62,12 +62,6 @@ type Started struct {
 	Watch func(ctx context.Context, changed chan<- struct{})
 }
 
-// Rejoined is the start of a run found again (ports.JobResumer): its
-// state now, under external id ext, followed by poll.
-func Rejoined(ext string, st State, poll Poll) Started {
-	return Started{Result: ports.JobDispatchResult{ExternalID: ext, Status: st.Status, Message: st.Message}, Poll: poll}
-}
-
 // Options configures a Tracker.
 type Options struct {
 	// Adapter names the adapter in logs and errors.
