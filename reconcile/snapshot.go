@@ -298,9 +298,24 @@ type PRReviewRun struct {
 	ReviewedSHA string `json:"reviewed_sha,omitempty"`
 	Reruns      int    `json:"reruns"`
 	// ReviewDone is set by the review agent when its draft is complete.
-	ReviewDone bool      `json:"review_done"`
-	Error      string    `json:"error,omitempty"`
-	Reconcile  Reconcile `json:"reconcile"`
+	ReviewDone bool `json:"review_done"`
+	// Review is the draft the review agent reported with its exit: the
+	// text the submitted review posts. Decisions do not read it.
+	Review    *ReviewDraft `json:"review,omitempty"`
+	Error     string       `json:"error,omitempty"`
+	Reconcile Reconcile    `json:"reconcile"`
+}
+
+// ReviewDraft is the review a review agent wrote.
+type ReviewDraft struct {
+	// Body is the review's text.
+	Body string `json:"body"`
+	// Event is the verdict: COMMENT (empty: the default), APPROVE or
+	// REQUEST_CHANGES.
+	Event string `json:"event,omitempty"`
+	// Truncated says the agent wrote more than its runtime brings back
+	// (Body ends with a note saying so).
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // PRReviewSnapshot is the frozen view a PR review decision sees.

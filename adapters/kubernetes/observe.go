@@ -143,7 +143,7 @@ func (r *Runtime) observe(w *watcher) {
 			continue
 		}
 		if o.Phase == reconcile.PodTerminated || (o.Phase == reconcile.PodError && p.Status.Phase == corev1.PodFailed) {
-			r.exit(ctx, w, land, o)
+			r.exit(ctx, w, land, o, p)
 			return
 		}
 		if last != nil && last.Phase == o.Phase {
@@ -160,7 +160,7 @@ func (r *Runtime) observe(w *watcher) {
 // provisioning run must see its pod up first, or a fast agent's success
 // would read as a dead pod), with the kind's done fact on exit 0 and the Exit hook's
 // additions.
-func (r *Runtime) exit(ctx context.Context, w *watcher, land runobserve.Lander, o reconcile.Pod) {
+func (r *Runtime) exit(ctx context.Context, w *watcher, land runobserve.Lander, o reconcile.Pod, p *corev1.Pod) {
 	code := -1
 	if o.ExitCode != nil {
 		code = *o.ExitCode
@@ -172,8 +172,26 @@ func (r *Runtime) exit(ctx context.Context, w *watcher, land runobserve.Lander, 
 		r.drop(w)
 		return
 	}
-	r.write(ctx, w, r.out.Exited(ctx, w.ref, "", o, o.Since))
+	var review *reconcile.ReviewDraft
+	if w.ref.Kind == reconcile.KindPRReview && o.Succeeded() {
+		review = reviewOf(p)
+	}
+	r.write(ctx, w, r.out.Exited(ctx, w.ref, "", o, o.Since, review))
 	r.drop(w)
+}
+
+// reviewOf is the review a review agent's pod brought back: its agent
+// container's termination message (Kubernetes keeps at most
+// MaxTerminationMessage bytes of it), whose first line may be
+// "review-event: VERDICT"; nil when it wrote none.
+func reviewOf(p *corev1.Pod) *reconcile.ReviewDraft {
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; cs.Name == p.Spec.Containers[0].Name && t != nil && t.Message != "" {
+			body, event := runobserve.SplitReviewEvent(t.Message)
+			return runobserve.Review(body, event, MaxTerminationMessage)
+		}
+	}
+	return nil
 }
 
 // drop forgets w once it ends by itself, so a later state of its pod (a

@@ -22,7 +22,12 @@
 // like the process runtime it waits for the launch's move to land before
 // the first observation and for the running state before an exit
 // (internal/runobserve). The kernel's heartbeat staleness rule catches
-// what is missed.
+// what is missed. A review pod's agent writes its review to
+// RECONCILER_REVIEW_FILE, its container's termination message (path
+// TerminationMessagePath unless the template names one; first line
+// "review-event: VERDICT" optional): a successful exit reports it as the
+// run's review draft, marked cut when it fills Kubernetes's
+// MaxTerminationMessage bytes.
 //
 // Invariants: one pod per run (a new launch deletes the previous
 // attempt's); launches and releases are idempotent by key (the pod name is
@@ -69,6 +74,13 @@ const (
 	// ContainerName names the agent's container when the template has
 	// none.
 	ContainerName = "agent"
+	// TerminationMessagePath is where a review agent's container writes
+	// its review (RECONCILER_REVIEW_FILE) when the template names no
+	// terminationMessagePath: Kubernetes's default.
+	TerminationMessagePath = "/dev/termination-log"
+	// MaxTerminationMessage is the most Kubernetes keeps of a container's
+	// termination message, so of a review brought back from a pod.
+	MaxTerminationMessage = 4096
 )
 
 // Defaults used when Config leaves a knob at zero.
@@ -295,6 +307,13 @@ func (r *Runtime) pod(ctx context.Context, p ports.AgentLaunchParams, name strin
 	}
 	if r.cfg.Args != nil {
 		c.Args = r.cfg.Args
+	}
+	if p.Ref.Kind == reconcile.KindPRReview {
+		// The review comes back as the container's termination message.
+		if c.TerminationMessagePath == "" {
+			c.TerminationMessagePath = TerminationMessagePath
+		}
+		env["RECONCILER_REVIEW_FILE"] = c.TerminationMessagePath
 	}
 	kube.SetEnv(c, r.cfg.Env)
 	kube.SetEnv(c, env)

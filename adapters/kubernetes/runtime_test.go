@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -313,4 +314,45 @@ func TestConfigIsChecked(t *testing.T) {
 	}
 	_, err := New(baseConfig(), Options{})
 	require.ErrorContains(t, err, "Options.Client")
+}
+
+// TestAReviewComesBackAsTheTerminationMessage: a review pod's agent writes
+// its review to RECONCILER_REVIEW_FILE, its container's termination
+// message; the exit reports it as the run's review draft, its first line
+// the verdict, cut at Kubernetes's 4096 bytes and saying so.
+func TestAReviewComesBackAsTheTerminationMessage(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", MaxTerminationMessage/2) // exactly the limit: Kubernetes may have cut it
+	for _, tc := range []struct {
+		name, message string
+		want          *reconcile.ReviewDraft
+	}{
+		{"verdict and body", "review-event: request_changes\nPlease handle the nil case.",
+			&reconcile.ReviewDraft{Body: "Please handle the nil case.", Event: "REQUEST_CHANGES"}},
+		{"body only", "Looks good.", &reconcile.ReviewDraft{Body: "Looks good."}},
+		{"none", "", nil},
+		{"at the limit", long, &reconcile.ReviewDraft{Body: long +
+			"\n\n(reconciler: the agent's review may be longer; its runtime brings back at most 4096 bytes.)", Truncated: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, baseConfig())
+			ref := reconcile.RunRef{Kind: reconcile.KindPRReview, ID: "rv-1"}
+			b.store.Set(ref, reconcile.ReviewRunning)
+			key := ref.String() + "/1/review"
+			require.NoError(t, b.rt.AgentLaunch(t.Context(), ports.AgentLaunchParams{Ref: ref, Purpose: ports.PurposeReview, IdempotencyKey: key}))
+			require.Equal(t, reconcile.PodPending, b.next(t).Pod.Phase)
+			p, err := b.c.CoreV1().Pods("agents").Get(t.Context(), PodName(ref, key), metav1.GetOptions{})
+			require.NoError(t, err)
+			c := p.Spec.Containers[0]
+			require.Equal(t, TerminationMessagePath, c.TerminationMessagePath)
+			require.Contains(t, c.Env, corev1.EnvVar{Name: "RECONCILER_REVIEW_FILE", Value: TerminationMessagePath})
+			b.c.setPhase(t, p.Name, corev1.PodSucceeded, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: tc.message}}, false)
+			o := b.next(t)
+			require.Equal(t, reconcile.PodTerminated, o.Pod.Phase)
+			require.Equal(t, true, o.Patch["review_done"])
+			require.Contains(t, o.Patch, "review", "an exit always sets the draft, clearing an earlier review's")
+			require.Equal(t, tc.want, o.Patch["review"])
+		})
+	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/internal/runobserve"
@@ -161,8 +164,31 @@ func (r *Runtime) observed(ctx context.Context, pr *proc) (stopped bool) {
 		code := pr.exit
 		pod.ExitCode = &code
 	}
-	r.write(ctx, pr, r.out.Exited(ctx, pr.ref, r.WorkDir(pr.ref), pod, exited))
+	var review *reconcile.ReviewDraft
+	if pr.ref.Kind == reconcile.KindPRReview && pod.Succeeded() {
+		review = r.review(pr.ref)
+	}
+	r.write(ctx, pr, r.out.Exited(ctx, pr.ref, r.WorkDir(pr.ref), pod, exited, review))
 	return r.stopped(pr)
+}
+
+// review reads the review a review agent wrote in its working directory:
+// ReviewFile (at most MaxReview bytes; nil when there is none) and the
+// verdict in ReviewEventFile.
+func (r *Runtime) review(ref reconcile.RunRef) *reconcile.ReviewDraft {
+	dir := r.WorkDir(ref)
+	f, err := os.Open(filepath.Join(dir, ReviewFile))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	body, err := io.ReadAll(io.LimitReader(f, MaxReview+1))
+	if err != nil {
+		r.out.Logger.Warn("agent.review_unreadable", "kind", ref.Kind, "id", ref.ID, "error", err)
+		return nil
+	}
+	event, _ := os.ReadFile(filepath.Join(dir, ReviewEventFile))
+	return runobserve.Review(string(body), string(event), MaxReview)
 }
 
 // stopped reports whether pr's observations were stopped.

@@ -39,6 +39,14 @@ const (
 	StartWait = 30 * time.Second
 	// LogFile is the agent's output file in its working directory.
 	LogFile = "agent.log"
+	// ReviewFile is where a review agent writes its review, in its
+	// working directory (RECONCILER_REVIEW_FILE); ReviewEventFile its
+	// verdict: COMMENT (default), APPROVE or REQUEST_CHANGES.
+	ReviewFile      = "review.md"
+	ReviewEventFile = "review-event"
+	// MaxReview is the most bytes of a review brought back; the rest is
+	// cut, and the review says so.
+	MaxReview = 60000
 )
 
 // ErrNoCommand is returned by a launch when no agent command is configured.
@@ -348,6 +356,9 @@ func (r *Runtime) environ(ctx context.Context, p ports.AgentLaunchParams, dir st
 			return nil, fmt.Errorf("launch %s: read run: %w", p.Ref, err)
 		}
 		env = append(env, "RECONCILER_REPO="+row.Repo, "RECONCILER_BRANCH="+Branch(p.Ref))
+	}
+	if p.Ref.Kind == reconcile.KindPRReview {
+		env = append(env, "RECONCILER_REVIEW_FILE="+filepath.Join(dir, ReviewFile))
 	}
 	for k, v := range r.cfg.Env {
 		env = append(env, k+"="+v)

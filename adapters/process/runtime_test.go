@@ -173,7 +173,7 @@ func TestProcessExitReportsCodeAndKindDone(t *testing.T) {
 		patch   map[string]any
 	}{
 		{reconcile.KindStandalone, reconcile.StandaloneRunning, "exit 3", 3, nil},
-		{reconcile.KindPRReview, reconcile.ReviewRunning, "exit 0", 0, map[string]any{"review_done": true}},
+		{reconcile.KindPRReview, reconcile.ReviewRunning, "exit 0", 0, map[string]any{"review_done": true, "review": (*reconcile.ReviewDraft)(nil)}},
 		{reconcile.KindPersistentAgent, reconcile.AgentRunning, "exit 0", 0, map[string]any{"turn_done": true, "pending_messages": 0}},
 	} {
 		t.Run(string(tc.kind), func(t *testing.T) {
@@ -187,6 +187,39 @@ func TestProcessExitReportsCodeAndKindDone(t *testing.T) {
 			require.Equal(t, reconcile.PodTerminated, o.Pod.Phase)
 			require.Equal(t, tc.code, *o.Pod.ExitCode)
 			require.Equal(t, tc.patch, o.Patch)
+		})
+	}
+}
+
+// TestProcessReviewComesBackWithTheExit: a review agent's review.md (at
+// RECONCILER_REVIEW_FILE) and review-event are its exit's review draft,
+// the review cut at MaxReview bytes and saying so.
+func TestProcessReviewComesBackWithTheExit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, script string
+		want         *reconcile.ReviewDraft
+	}{
+		{"verdict", `printf 'Fix the nil case.' > "$RECONCILER_REVIEW_FILE"; echo request_changes > review-event`,
+			&reconcile.ReviewDraft{Body: "Fix the nil case.", Event: "REQUEST_CHANGES"}},
+		{"too long", `head -c 70000 /dev/zero | tr '\0' x > review.md`, &reconcile.ReviewDraft{Body: strings.Repeat("x", MaxReview) +
+			"\n\n(reconciler: the agent's review may be longer; its runtime brings back at most 60000 bytes.)", Truncated: true}},
+		{"failed agent", `echo half > review.md; exit 1`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, tc.script, nil)
+			ref := reconcile.RunRef{Kind: reconcile.KindPRReview, ID: "rv"}
+			b.store.Set(ref, reconcile.ReviewRunning)
+			launch(t, b, ref, "k")
+			require.Equal(t, reconcile.PodRunning, b.next(t).Pod.Phase)
+			o := b.next(t)
+			require.Equal(t, reconcile.PodTerminated, o.Pod.Phase)
+			if tc.want == nil {
+				require.NotContains(t, o.Patch, "review", "a failed review reports no draft")
+				return
+			}
+			require.Equal(t, tc.want, o.Patch["review"])
 		})
 	}
 }

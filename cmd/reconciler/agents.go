@@ -54,10 +54,7 @@ const (
 // agentRuntime is serve's agent runtime with what serve needs of it.
 type agentRuntime struct {
 	ports.AgentRuntime
-	// workDir is the agent's working directory on this machine; nil when
-	// its files are elsewhere (in its pod).
-	workDir func(reconcile.RunRef) string
-	close   func()
+	close func()
 }
 
 // newAgentRuntime builds the runtime --runtime names; its observations
@@ -70,7 +67,7 @@ func newAgentRuntime(ctx context.Context, o agentOptions, store ports.RunStore, 
 		if err != nil {
 			return agentRuntime{}, err
 		}
-		return agentRuntime{AgentRuntime: rt, workDir: rt.WorkDir, close: rt.Close}, nil
+		return agentRuntime{AgentRuntime: rt, close: rt.Close}, nil
 	case runtimeKubernetes:
 		rt, err := newKubeRuntime(ctx, o, store, q, secrets, clock, log, exit)
 		if err != nil {

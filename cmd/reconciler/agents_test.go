@@ -52,9 +52,6 @@ func setupWorld(t *testing.T, script string, logw io.Writer, withCode func(store
 		stopGrace: 5 * time.Second, heartbeat: time.Hour}, w.store, w.q, nil, clock, log, exit)
 	require.NoError(t, err)
 	w.procs = procs
-	if gh != nil {
-		gh.workDir = procs.WorkDir
-	}
 	eng := engine.New(w.q, engine.Options{Logger: log, PollInterval: 10 * time.Millisecond})
 	for _, k := range reconcile.Kinds {
 		eng.Register(string(k), &runs.Processor{Kind: k, Store: w.store, Queue: w.q, Agents: procs, Code: code,

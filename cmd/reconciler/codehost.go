@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -46,10 +43,9 @@ type githubHost struct {
 	client *github.Client
 	poller *runs.PRPoller
 	// hook is the webhook receiver; nil without a webhook secret.
-	hook    http.Handler
-	store   ports.RunStore
-	log     *slog.Logger
-	workDir func(reconcile.RunRef) string
+	hook  http.Handler
+	store ports.RunStore
+	log   *slog.Logger
 }
 
 // newGitHubHost returns nil when no token is configured.
@@ -106,23 +102,21 @@ func (h *githubHost) PRMerge(ctx context.Context, p ports.PRMergeParams) error {
 	return h.client.PRMerge(ctx, p)
 }
 
-// PRSubmitReview posts the review the review agent wrote: review.md in its
-// working directory is the body, review-event (APPROVE, REQUEST_CHANGES or
-// COMMENT) the verdict, on the commit the review looked at.
+// PRSubmitReview posts the review the review agent wrote, as its runtime
+// reported it with the agent's exit (the run's review draft: review.md
+// and review-event in a process agent's directory, a pod's termination
+// message): its body and verdict, on the commit the review looked at.
 func (h *githubHost) PRSubmitReview(ctx context.Context, p ports.PRSubmitParams) error {
-	if h.workDir != nil {
-		dir := h.workDir(p.Ref)
-		if b, err := os.ReadFile(filepath.Join(dir, "review.md")); err == nil {
-			p.Body = string(b)
-		}
-		if b, err := os.ReadFile(filepath.Join(dir, "review-event")); err == nil {
-			p.Event = strings.TrimSpace(string(b))
-		}
-	}
 	if row, err := h.store.RunGet(ctx, p.Ref); err == nil {
 		var run reconcile.PRReviewRun
 		if json.Unmarshal(row.Body, &run) == nil {
 			p.HeadSHA = run.ReviewedSHA
+			if d := run.Review; d != nil {
+				p.Body = d.Body
+				if d.Event != "" {
+					p.Event = d.Event
+				}
+			}
 		}
 	}
 	if err := h.client.PRSubmitReview(ctx, p); err != nil {

@@ -139,7 +139,7 @@ func TestReviewRunPostsTheAgentsReview(t *testing.T) {
 	fake := githubtest.New("tok")
 	t.Cleanup(fake.Close)
 	url := fake.AddPR(githubtest.PR{Number: 5, Owner: "o", Repo: "r", HeadSHA: "abc"})
-	w := setupWorld(t, `printf 'Looks good.' > review.md; echo APPROVE > review-event`, io.Discard,
+	w := setupWorld(t, `printf 'Looks good.' > "$RECONCILER_REVIEW_FILE"; echo APPROVE > review-event`, io.Discard,
 		func(store ports.RunStore, q ports.Queue, log *slog.Logger) *githubHost {
 			gh, err := newGitHubHost(context.Background(), codeHostOptions{api: fake.URL, token: "env:GH",
 				pollInterval: 20 * time.Millisecond}, store, q, tokenResolver{}, ports.SystemClock, log)

@@ -110,8 +110,12 @@ With --github-token the code host is GitHub (--github-api): a repo agent
 that exits 0 gets a pull request from its branch, following runs' pull
 requests are read every --pr-poll-interval and at once on a webhook
 delivery signed with --github-webhook-secret (POST /api/v1/webhooks/github),
-auto-merge uses --github-merge-method, and a review run posts review.md
-(verdict in review-event) from its agent's directory. Without it pull
+auto-merge uses --github-merge-method, and a review run posts the review
+its agent wrote to $RECONCILER_REVIEW_FILE: review.md in its directory
+(verdict in review-event; at most 60000 bytes) or, under --runtime
+kubernetes, the container's termination message (first line
+"review-event: VERDICT" optional; Kubernetes keeps 4096 bytes), recorded
+on the run with the agent's exit; a longer review is cut and says so. Without it pull
 requests are only recorded. serve logs a warning naming every stand-in
 (the demo's simulated world, the recording code host) and shows it in
 /readyz?verbose.
@@ -234,7 +238,6 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	defer procs.close()
 	var code ports.CodeHost // nil: none configured, newRunWorld records
 	if gh != nil {
-		gh.workDir = procs.workDir
 		code = gh
 	}
 	demo := o.demo && o.dsn == ""

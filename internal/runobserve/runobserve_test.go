@@ -84,15 +84,37 @@ func TestExitedAddsTheDoneFactAndTheHook(t *testing.T) {
 	w := runobserve.NewWriter(runobservetest.NewStore(""), nil, nil, nil,
 		func(_ context.Context, ref reconcile.RunRef, dir string, o *ports.RunObserveParams) {
 			hooked = append(hooked, ref.ID+"@"+dir)
-			o.Patch = map[string]any{"hooked": true, "review_done": o.Patch["review_done"]}
+			o.Patch = map[string]any{"hooked": true, "review_done": o.Patch["review_done"], "review": o.Patch["review"]}
 		}, time.Second)
 	at := time.Unix(1700000000, 0)
 	zero, three := 0, 3
 	ref := reconcile.RunRef{Kind: reconcile.KindPRReview, ID: "rv"}
-	o := w.Exited(t.Context(), ref, "/work/rv", reconcile.Pod{Phase: reconcile.PodTerminated, ExitCode: &zero}, at)
+	draft := &reconcile.ReviewDraft{Body: "fine"}
+	o := w.Exited(t.Context(), ref, "/work/rv", reconcile.Pod{Phase: reconcile.PodTerminated, ExitCode: &zero}, at, draft)
 	require.Equal(t, at, o.Heartbeat)
-	require.Equal(t, map[string]any{"hooked": true, "review_done": true}, o.Patch)
-	o = w.Exited(t.Context(), ref, "", reconcile.Pod{Phase: reconcile.PodTerminated, ExitCode: &three}, at)
-	require.Equal(t, map[string]any{"hooked": true, "review_done": nil}, o.Patch, "no done fact on a failure")
+	require.Equal(t, map[string]any{"hooked": true, "review_done": true, "review": draft}, o.Patch)
+	o = w.Exited(t.Context(), ref, "", reconcile.Pod{Phase: reconcile.PodTerminated, ExitCode: &three}, at, draft)
+	require.Equal(t, map[string]any{"hooked": true, "review_done": nil, "review": nil}, o.Patch, "no done fact nor draft on a failure")
 	require.Equal(t, []string{"rv@/work/rv", "rv@"}, hooked)
+}
+
+func TestReviewIsCappedOnACharacterAndSaysSo(t *testing.T) {
+	t.Parallel()
+	note := "\n\n(reconciler: the agent's review may be longer; its runtime brings back at most 5 bytes.)"
+	for _, tc := range []struct {
+		body, event string
+		want        reconcile.ReviewDraft
+	}{
+		{"ok", " approve\n", reconcile.ReviewDraft{Body: "ok", Event: "APPROVE"}},
+		{"ok", "LGTM", reconcile.ReviewDraft{Body: "ok"}},                          // not a verdict: the review comments
+		{"abcdé", "", reconcile.ReviewDraft{Body: "abcd" + note, Truncated: true}}, // é ends past byte 5
+		{"abcdef", "", reconcile.ReviewDraft{Body: "abcde" + note, Truncated: true}},
+		{"abcde", "", reconcile.ReviewDraft{Body: "abcde" + note, Truncated: true}}, // at the limit: maybe cut before
+	} {
+		require.Equal(t, tc.want, *runobserve.Review(tc.body, tc.event, 5), "%q", tc.body)
+	}
+	body, event := runobserve.SplitReviewEvent("review-event: APPROVE\nfine\nreally")
+	require.Equal(t, []string{"fine\nreally", "APPROVE"}, []string{body, event})
+	body, event = runobserve.SplitReviewEvent("fine\nreview-event: APPROVE")
+	require.Equal(t, []string{"fine\nreview-event: APPROVE", ""}, []string{body, event}, "only the first line")
 }

@@ -65,12 +65,17 @@ func (w Writer) Write(ctx context.Context, o ports.RunObserveParams) bool {
 }
 
 // Exited is the observation of an agent's end: the pod p at heartbeat at,
-// with the kind's done fact on exit 0 (DonePatch) and the exit hook's
-// additions (workDir as ExitHook says).
-func (w Writer) Exited(ctx context.Context, ref reconcile.RunRef, workDir string, p reconcile.Pod, at time.Time) ports.RunObserveParams {
+// with the kind's done fact on exit 0 (DonePatch) and, for a review, the
+// draft it reported (review; nil clears an earlier one), and the exit
+// hook's additions (workDir as ExitHook says).
+func (w Writer) Exited(ctx context.Context, ref reconcile.RunRef, workDir string, p reconcile.Pod, at time.Time,
+	review *reconcile.ReviewDraft) ports.RunObserveParams {
 	o := ports.RunObserveParams{Ref: ref, Heartbeat: at, Pod: &p}
 	if p.Succeeded() {
 		o.Patch = DonePatch(ref.Kind)
+		if ref.Kind == reconcile.KindPRReview {
+			o.Patch["review"] = review
+		}
 	}
 	if w.Exit != nil {
 		w.Exit(ctx, ref, workDir, &o)
