@@ -190,11 +190,10 @@ func TestARunTheStoreDoesNotKnowIsNotAdopted(t *testing.T) {
 	t.Parallel()
 	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "s-1"}
 	root, store, first, pid := leftBehind(t, ref, reconcile.StandaloneRunning)
-	// No runtime will end it: the test does.
-	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(first.rt.WorkDir(ref), "go"), nil, 0o600) })
-
 	store.Delete(ref)
 	second := newGeneration(t, root, store, nil)
+	// No runtime will end it: the test does, before the runtimes' cleanups.
+	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(first.rt.WorkDir(ref), "go"), nil, 0o600) })
 	require.Zero(t, second.events.Count("agent.adopt", ref))
 	require.Equal(t, 1, second.events.Count("agent.not_adopted", ref))
 	require.True(t, alive(pid), "another daemon's agent is left alone")

@@ -51,6 +51,17 @@ func stopAgents(rt *Runtime) {
 		case <-time.After(runobservetest.Wait):
 		}
 	}
+	// Released agents too: no supervisor may still write its state when
+	// the test's directory is removed.
+	all, _ := launches(rt.cfg.WorkRoot)
+	deadline := time.Now().Add(runobservetest.Wait)
+	for _, dirs := range all {
+		for _, dir := range dirs {
+			for supervised(dir) && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
 }
 
 // secretFunc is a SecretResolver from a function.
