@@ -225,28 +225,3 @@ func FuzzJobAgentPut(f *testing.F) {
 func FuzzWorkspacePut(f *testing.F) {
 	fuzzRoute(f, http.MethodPut, "/api/v1/workspaces/ws2", map[string]any{"id": "ws2", "name": "second"})
 }
-
-func FuzzPullTake(f *testing.F) {
-	fx := setup(f, "memory")
-	fx.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"})
-	fx.activeJob("web:dev:r1")
-	fuzzOn(f, fx, http.MethodPost, takePath("ext", "0s"), map[string]any{"taker": "host-1"})
-}
-
-func FuzzPullHeartbeat(f *testing.F) {
-	fx := setup(f, "memory")
-	fx.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"})
-	fx.activeJob("web:dev:r1")
-	tk := fx.take("ext", "host-1")
-	fuzzOn(f, fx, http.MethodPost, beatPath("ext", tk.Job.ID), map[string]any{"hand_out": tk.Job.Take.HandOut})
-}
-
-func FuzzPullReport(f *testing.F) {
-	fx := setup(f, "memory")
-	fx.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"})
-	fx.activeJob("web:dev:r1")
-	tk := fx.take("ext", "host-1")
-	fuzzOn(f, fx, http.MethodPost, reportPath("ext", tk.Job.ID),
-		map[string]any{"hand_out": tk.Job.Take.HandOut, "status": "inProgress", "message": "rolling"},
-		map[string]any{"hand_out": tk.Job.Take.HandOut, "status": "successful", "message": "deployed"})
-}
