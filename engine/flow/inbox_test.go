@@ -39,13 +39,11 @@ func TestReportsGoThroughTheInbox(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			c, eng, clock := setupController(t, open)
-			c.Agents = map[string]ports.JobAgent{"quiet": quietLeaser{}}
-			_, err := c.Releases.JobAgents().Put(ctx, release.JobAgent{ID: "q", Name: "q", Type: "quiet"}, 0)
-			require.NoError(t, err)
+			useAgent(t, c, "q", quietLeaser{})
 			tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
 				{"name":"a","type":"job","jobAgentRef":"q"},
 				{"name":"b","type":"job","jobAgentRef":"q","dependencies":["a"],"config":{"n":"{{tasks.a.outputs.n}}"}}]}}`
-			_, err = c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
+			_, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
 			require.NoError(t, err)
 			_, err = eng.Drain(ctx)
 			require.NoError(t, err)
@@ -118,9 +116,7 @@ func TestConcurrentReportsShareWrites(t *testing.T) {
 			c, eng, _ := setupController(t, open)
 			counting := &countingStore{WorkflowStore: c.Store, entered: make(chan struct{}), gate: make(chan struct{})}
 			c.Store = counting
-			c.Agents = map[string]ports.JobAgent{"quiet": quietLeaser{}}
-			_, err := c.Releases.JobAgents().Put(ctx, release.JobAgent{ID: "q", Name: "q", Type: "quiet"}, 0)
-			require.NoError(t, err)
+			useAgent(t, c, "q", quietLeaser{})
 			const n = 64
 			items := make([]string, n)
 			for i := range items {
@@ -129,7 +125,7 @@ func TestConcurrentReportsShareWrites(t *testing.T) {
 			tmpl := fmt.Sprintf(`{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{
 				"parameters":[{"name":"items","type":"matrix","source":{"kind":"list","items":[%s]}}],
 				"tasks":[{"name":"a","type":"job","jobAgentRef":"q","matrix":"{{workflow.parameters.items}}"}]}}`, join(items))
-			_, err = c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
+			_, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
 			require.NoError(t, err)
 			_, err = eng.Drain(ctx)
 			require.NoError(t, err)

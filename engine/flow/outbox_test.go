@@ -31,6 +31,14 @@ func setupController(t *testing.T, open func(*testing.T, ports.Clock) (ports.Wor
 	return c, eng, clock
 }
 
+// useAgent makes agent c's only job agent and stores its record under id.
+func useAgent(t *testing.T, c *flow.Controller, id string, agent ports.JobAgent) {
+	t.Helper()
+	c.Agents = map[string]ports.JobAgent{agent.Type(): agent}
+	_, err := c.Releases.JobAgents().Put(t.Context(), release.JobAgent{ID: id, Name: id, Type: agent.Type()}, 0)
+	require.NoError(t, err)
+}
+
 // racingAgent counts the sends of every job id; the job named fast
 // reports its success from inside Dispatch, as a millisecond job of
 // another process would: before the dispatching pass is over.
@@ -68,14 +76,12 @@ func TestJobSentOnceWhenAReportWinsTheRace(t *testing.T) {
 			ctx := t.Context()
 			c, eng, _ := setupController(t, open)
 			agent := &racingAgent{c: c, fast: "b", sends: map[string]int{}}
-			c.Agents = map[string]ports.JobAgent{"racing": agent}
-			_, err := c.Releases.JobAgents().Put(ctx, release.JobAgent{ID: "r", Name: "r", Type: "racing"}, 0)
-			require.NoError(t, err)
+			useAgent(t, c, "r", agent)
 			tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
 				{"name":"a","type":"job","jobAgentRef":"r","config":{"name":"a"}},
 				{"name":"b","type":"job","jobAgentRef":"r","config":{"name":"b"}},
 				{"name":"c","type":"job","jobAgentRef":"r","config":{"name":"c"}}]}}`
-			_, err = c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
+			_, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
 			require.NoError(t, err)
 			_, err = eng.Drain(ctx)
 			require.NoError(t, err)
@@ -188,12 +194,10 @@ func TestJobLeaseStartsWhenSent(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			c, eng, clock := setupController(t, open)
-			c.Agents = map[string]ports.JobAgent{"slow": &slowLeaser{clock: clock, took: 15 * time.Second}}
-			_, err := c.Releases.JobAgents().Put(ctx, release.JobAgent{ID: "s", Name: "s", Type: "slow"}, 0)
-			require.NoError(t, err)
+			useAgent(t, c, "s", &slowLeaser{clock: clock, took: 15 * time.Second})
 			tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
 				{"name":"a","type":"job","jobAgentRef":"s"}]}}`
-			_, err = c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
+			_, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
 			require.NoError(t, err)
 			_, err = eng.Drain(ctx)
 			require.NoError(t, err)

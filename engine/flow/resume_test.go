@@ -58,12 +58,10 @@ func TestJobOfAResumerIsResumedNotLost(t *testing.T) {
 			ctx := t.Context()
 			c, eng, clock := setupController(t, open)
 			agent := &resumingLeaser{}
-			c.Agents = map[string]ports.JobAgent{"resumer": agent}
-			_, err := c.Releases.JobAgents().Put(ctx, release.JobAgent{ID: "r", Name: "r", Type: "resumer"}, 0)
-			require.NoError(t, err)
+			useAgent(t, c, "r", agent)
 			tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
 				{"name":"a","type":"job","jobAgentRef":"r"}]}}`
-			_, err = c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
+			_, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
 			require.NoError(t, err)
 			_, err = eng.Drain(ctx)
 			require.NoError(t, err)
