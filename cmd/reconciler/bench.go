@@ -244,7 +244,12 @@ included) and commits_per_unit, rows_written (tup_inserted + tup_updated +
 tup_deleted) and rows_per_unit, xids (transaction ids assigned in the whole
 cluster: the transactions that wrote), and the server's fsync,
 synchronous_commit and full_page_writes. The commits of the one connection
-that reads the counters (a few) are included. Exit status 1 when the work
+that reads the counters (a few) are included. cpu_us_per_unit is this
+process's CPU time over the span per unit (with its children that ended in
+it), and server_cpu_us_per_unit the PostgreSQL cluster's (its processes'
+CPU from /proc; present only when the server runs on this host and its data
+directory is readable): on a machine whose cores are busy they say what a
+unit costs where seconds do not. Exit status 1 when the work
 did not finish within the time limit (the line is printed all the same).`
 
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }

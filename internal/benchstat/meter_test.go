@@ -3,6 +3,7 @@ package benchstat_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -80,4 +81,43 @@ func TestMeter(t *testing.T) {
 	require.LessOrEqual(t, f["commits"], int64(txs+10))
 	require.GreaterOrEqual(t, f["xids"], int64(txs))
 	require.Greater(t, f["max_rss_mb"], 0.0)
+}
+
+// TestCPU: the process's CPU time grows with work it does, and the
+// server's, when the server runs on this host and its data directory can be
+// read (as in CI, where scripts/with-postgres.sh starts it as root's
+// child), with work the server does; the meter reports both per unit.
+func TestCPU(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.DSN(t))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+
+	before := benchstat.ProcessCPU()
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for n := 0; time.Now().Before(deadline); n++ {
+		_ = fmt.Sprint(n)
+	}
+	require.Greater(t, benchstat.ProcessCPU()-before, 10*time.Millisecond, "a busy loop of 50 ms")
+
+	s0, ok := benchstat.ServerCPU(ctx, conn)
+	if !ok {
+		require.Empty(t, os.Getenv("CI"), "CI's server runs on this host: its CPU must be readable")
+		t.Skip("the server's CPU cannot be read from here (not on this host, or its data directory is not readable)")
+	}
+	var n int64
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM generate_series(1, 5000000)`).Scan(&n))
+	s1, ok := benchstat.ServerCPU(ctx, conn)
+	require.True(t, ok)
+	require.Greater(t, s1-s0, 100*time.Millisecond, "five million rows counted by the server")
+
+	m, err := benchstat.NewMeter(ctx, conn, "benchstat-cpu-test")
+	require.NoError(t, err)
+	require.NoError(t, m.Start(ctx))
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM generate_series(1, 5000000)`).Scan(&n))
+	f, err := m.Stop(ctx, "query", 1)
+	require.NoError(t, err)
+	require.Greater(t, f["server_cpu_us_per_unit"], 100_000.0)
+	require.Contains(t, f, "cpu_us_per_unit")
 }
