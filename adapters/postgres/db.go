@@ -174,6 +174,41 @@ func scanOne(rows *sql.Rows, err error) func(dest ...any) error {
 	}
 }
 
+// rowsReader is what a scan of the queue's hot statements reads: pgx's rows,
+// or database/sql's inside a transaction.
+type rowsReader interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// sqlRows is database/sql's rows as a rowsReader.
+type sqlRows struct{ rows *sql.Rows }
+
+func (r sqlRows) Next() bool             { return r.rows.Next() }
+func (r sqlRows) Scan(dest ...any) error { return r.rows.Scan(dest...) }
+func (r sqlRows) Err() error             { return r.rows.Err() }
+func (r sqlRows) Close()                 { _ = r.rows.Close() }
+
+// poolQuery is hotQuery read through pgx directly when ctx carries no
+// transaction of db, skipping database/sql's conversions (the queue's
+// lease, heartbeat and ack read hundreds of rows per call).
+func (db *DB) poolQuery(ctx context.Context, q string, args ...any) (rowsReader, error) {
+	if t, ok := ctx.Value(txKey{}).(*ctxTx); ok && t.db == db {
+		rows, err := db.hotQuery(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		return sqlRows{rows}, nil
+	}
+	rows, err := db.pool.Query(ctx, q, append([]any{db.hotMode}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
 // hotExec is hotQuery for a statement whose rows are not read.
 func (db *DB) hotExec(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	args = append([]any{db.hotMode}, args...)

@@ -179,7 +179,7 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 	if inTx {
 		stmt = hotLease
 	}
-	rows, err := q.db.hotQuery(ctx, stmt, kinds, floors, now, p.Limit, p.Owner, exp, ports.LeaseExpiredError, leaseScanCap(p.Limit))
+	rows, err := q.db.poolQuery(ctx, stmt, kinds, floors, now, p.Limit, p.Owner, exp, ports.LeaseExpiredError, leaseScanCap(p.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
 	}
@@ -291,7 +291,7 @@ func refArrays(refs []ports.LeaseRef) (kinds, types, ids []string, tokens []int6
 
 // scanOrds reads the positions a batch statement reports as done; negative
 // ones (notifications) are skipped.
-func scanOrds(rows *sql.Rows, n int) ([]bool, error) {
+func scanOrds(rows rowsReader, n int) ([]bool, error) {
 	defer rows.Close()
 	ok := make([]bool, n)
 	for rows.Next() {
@@ -318,7 +318,7 @@ func (q *Queue) WorkHeartbeat(ctx context.Context, d time.Duration, refs ...port
 	}
 	kinds, types, ids, tokens, ords := refArrays(refs)
 	exp := pgTime(q.now().Add(d))
-	rows, err := q.db.hotQuery(ctx, hotHeartbeat, kinds, types, ids, tokens, ords, exp)
+	rows, err := q.db.poolQuery(ctx, hotHeartbeat, kinds, types, ids, tokens, ords, exp)
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat %d leases: %w", len(refs), err)
 	}
@@ -334,42 +334,123 @@ func (q *Queue) WorkHeartbeat(ctx context.Context, d time.Duration, refs ...port
 	return res, nil
 }
 
-// WorkAck completes held leases in one statement: each item is deleted, or
-// pending again (attempts reset, error cleared) when RequeueAt is set or an
-// enqueue arrived during the lease, at the earlier of the two.
+// WorkAck completes held leases: each item is deleted, or pending again
+// (attempts reset, error cleared) when RequeueAt is set or an enqueue
+// arrived during the lease, at the earlier of the two.
+//
+// Most acks end a lease nobody enqueued to meanwhile, with no RequeueAt:
+// those items are deleted by one plain DELETE (ackDelete). What it leaves
+// (a RequeueAt, a key acked twice in the batch, an enqueue or heartbeat
+// that changed the row since the statement's snapshot, a lease lost) goes
+// through the full statement (sqlAck), which locks the rows and reads
+// them before it decides. Each statement is a transaction of its own;
+// every item is acked by exactly one of them or found lost by the second.
 func (q *Queue) WorkAck(ctx context.Context, acks ...ports.AckParams) ([]error, error) {
 	res := make([]error, len(acks))
 	if len(acks) == 0 {
 		return res, nil
 	}
-	refs := make([]ports.LeaseRef, len(acks))
-	requeueAt := make([]*time.Time, len(acks))
+	_, inTx := ctx.Value(txKey{}).(*ctxTx)
+	done, err := q.ackDelete(ctx, acks, inTx)
+	if err != nil {
+		return nil, fmt.Errorf("ack %d leases: %w", len(acks), err)
+	}
+	var rest []int
 	for i := range acks {
-		refs[i] = acks[i].Lease
+		if !done[i] {
+			rest = append(rest, i)
+		}
+	}
+	if len(rest) > 0 {
+		if err := q.ackFull(ctx, acks, rest, done, inTx); err != nil {
+			return nil, fmt.Errorf("ack %d leases: %w", len(acks), err)
+		}
+	}
+	for i, a := range acks {
+		if !done[i] {
+			res[i] = fmt.Errorf("ack %s: %w", a.Lease.Key, ports.ErrLeaseLost)
+		}
+	}
+	return res, nil
+}
+
+// ackDelete deletes, in one statement, the items of the acks without
+// RequeueAt whose key appears once in acks, when their row is as the
+// statement's snapshot shows it: leased under the ack's token, no enqueue
+// during the lease. It reports which acks it completed. Keys go in key
+// order, so rows are locked in key order (as by every batch statement).
+func (q *Queue) ackDelete(ctx context.Context, acks []ports.AckParams, inTx bool) ([]bool, error) {
+	done := make([]bool, len(acks))
+	seen := make(map[ports.WorkKey]int, len(acks))
+	for _, a := range acks {
+		seen[a.Lease.Key]++
+	}
+	var refs []ports.LeaseRef
+	var pos []int
+	for i, a := range acks {
+		if a.RequeueAt.IsZero() && seen[a.Lease.Key] == 1 {
+			refs = append(refs, a.Lease)
+			pos = append(pos, i)
+		}
+	}
+	if len(refs) == 0 {
+		return done, nil
+	}
+	order := make([]int, len(refs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return keyCmp(refs[a].Key, refs[b].Key) })
+	sorted := make([]ports.LeaseRef, len(refs))
+	for i, o := range order {
+		sorted[i] = refs[o]
+	}
+	kinds, types, ids, tokens, ords := refArrays(sorted)
+	for i, o := range order {
+		ords[i] = pos[o]
+	}
+	stmt := hotAckDeleteAsync
+	if inTx {
+		stmt = hotAckDelete
+	}
+	rows, err := q.db.poolQuery(ctx, stmt, kinds, types, ids, tokens, ords)
+	if err != nil {
+		return nil, err
+	}
+	return scanOrds(rows, len(acks))
+}
+
+// ackFull runs the full ack statement (sqlAck) for the acks at positions
+// rest, marking in done the ones it completed.
+func (q *Queue) ackFull(ctx context.Context, acks []ports.AckParams, rest []int, done []bool, inTx bool) error {
+	refs := make([]ports.LeaseRef, len(rest))
+	requeueAt := make([]*time.Time, len(rest))
+	for j, i := range rest {
+		refs[j] = acks[i].Lease
 		if !acks[i].RequeueAt.IsZero() {
 			at := pgTime(acks[i].RequeueAt)
-			requeueAt[i] = &at
+			requeueAt[j] = &at
 		}
 	}
 	kinds, types, ids, tokens, ords := refArrays(refs)
 	stmt := hotAckAsync
-	if _, inTx := ctx.Value(txKey{}).(*ctxTx); inTx {
+	if inTx {
 		stmt = hotAck
 	}
-	rows, err := q.db.hotQuery(ctx, stmt, kinds, types, ids, tokens, requeueAt, ords, q.now())
+	rows, err := q.db.poolQuery(ctx, stmt, kinds, types, ids, tokens, requeueAt, ords, q.now())
 	if err != nil {
-		return nil, fmt.Errorf("ack %d leases: %w", len(acks), err)
+		return err
 	}
-	done, err := scanOrds(rows, len(acks))
+	ok, err := scanOrds(rows, len(rest))
 	if err != nil {
-		return nil, fmt.Errorf("ack %d leases: %w", len(acks), err)
+		return err
 	}
-	for i, r := range refs {
-		if !done[i] {
-			res[i] = fmt.Errorf("ack %s: %w", r.Key, ports.ErrLeaseLost)
+	for j, i := range rest {
+		if ok[j] {
+			done[i] = true
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // WorkRetry records a failure of a held lease and reschedules or

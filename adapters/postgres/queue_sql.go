@@ -201,6 +201,33 @@ UNION ALL SELECT ord FROM upd
 UNION ALL SELECT -1 FROM (SELECT DISTINCT kind FROM upd WHERE state = 'ready') k
 	CROSS JOIN LATERAL pg_notify('` + notifyChannel + `', k.kind)`
 
+// sqlAckDelete deletes the items of acked leases that need nothing else
+// (see Queue.ackDelete). ?0..?4 are the arrays kind, scope_type, scope_id,
+// token, position, in key order. Each row is found by primary key in a
+// subquery the planner cannot flatten (so it never trades the key lookups
+// for a scan of the table, whatever it guesses of the arrays or of how
+// many rows are leased), and deleted by its tuple id: a row that another
+// transaction changed since this statement's snapshot (an enqueue during
+// the lease, a heartbeat) has a new tuple id, so it is left for the full
+// ack, as is a lease no longer held. The result is the positions deleted.
+const sqlAckDelete = `
+WITH del AS (
+	DELETE FROM reconcile_work_scope w
+	USING (
+		SELECT r.ord, x.tid FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::bigint[], ?4::int[])
+			AS r(kind, scope_type, scope_id, token, ord)
+		CROSS JOIN LATERAL (
+			SELECT v.ctid AS tid FROM reconcile_work_scope v
+			WHERE (v.kind, v.scope_type, v.scope_id) = (r.kind, r.scope_type, r.scope_id)
+				AND v.lease_token = r.token AND v.lease_expires_at IS NOT NULL AND NOT v.requeued
+			OFFSET 0
+		) x
+	) h
+	WHERE w.ctid = h.tid
+	RETURNING h.ord
+)
+SELECT ord FROM del`
+
 // sqlRetry fails one held lease (?0..?3 kind, scope_type, scope_id, token)
 // with error ?4, not-before ?5, terminal ?6, at now ?7. Exhausted (terminal,
 // or out of attempts) it goes dead, unless an enqueue arrived during the
@@ -277,11 +304,14 @@ var (
 	hotLease     = dollarParams(sqlLease)
 	hotHeartbeat = dollarParams(sqlHeartbeat)
 	hotAck       = dollarParams(sqlAck)
+	hotAckDelete = dollarParams(sqlAckDelete)
 	// hotLeaseAsync and hotAckAsync are the lease and the ack committing
 	// without waiting for the WAL flush (asyncCommit), for a call outside
 	// a caller's transaction.
 	hotLeaseAsync = dollarParams(asyncCommit(sqlLease))
 	hotAckAsync   = dollarParams(asyncCommit(sqlAck))
+	// hotAckDeleteAsync is sqlAckDelete committing the same way.
+	hotAckDeleteAsync = dollarParams(asyncCommit(sqlAckDelete))
 )
 
 // asyncCommit makes a statement of the form "WITH ... SELECT ..." (run as
