@@ -64,6 +64,10 @@ SELECT count(*) FROM (SELECT DISTINCT kind FROM up WHERE state = 'ready') k
 // what lies below a recent floor was dealt with by an earlier lease; the
 // caller sends no floor now and then to catch stragglers).
 //
+// The update finds each candidate by the tuple id its lock returned (the
+// row's current version, which nobody else can change while this
+// statement holds its lock), not by a second primary-key lookup.
+//
 // In one update the best ?3 leasable candidates are leased, the other due
 // waiting items become ready (so the waiting index never piles up due
 // items), and expired leases at their attempt limit with no enqueue during
@@ -75,27 +79,27 @@ const sqlLease = `
 WITH k AS (
 	SELECT * FROM unnest(?0::text[], ?1::timestamptz[]) AS k(kind, floor)
 ), cand AS (
-	SELECT c.kind, c.scope_type, c.scope_id, c.priority, c.event_time, 'ready' AS src, true AS leasable
+	SELECT c.tid, c.kind, c.scope_type, c.scope_id, c.priority, c.event_time, 'ready' AS src, true AS leasable
 	FROM k CROSS JOIN LATERAL (
-		SELECT w.kind, w.scope_type, w.scope_id, w.priority, w.event_time FROM reconcile_work_scope w
+		SELECT w.ctid AS tid, w.kind, w.scope_type, w.scope_id, w.priority, w.event_time FROM reconcile_work_scope w
 		WHERE w.kind = k.kind AND w.state = 'ready' AND w.not_before <= ?2::timestamptz
 		ORDER BY w.priority DESC, w.event_time, w.scope_type, w.scope_id
 		LIMIT ?3
 		FOR UPDATE SKIP LOCKED
 	) c
 	UNION ALL
-	SELECT c.kind, c.scope_type, c.scope_id, c.priority, c.event_time, 'waiting', true
+	SELECT c.tid, c.kind, c.scope_type, c.scope_id, c.priority, c.event_time, 'waiting', true
 	FROM k CROSS JOIN LATERAL (
-		SELECT w.kind, w.scope_type, w.scope_id, w.priority, w.event_time FROM reconcile_work_scope w
+		SELECT w.ctid AS tid, w.kind, w.scope_type, w.scope_id, w.priority, w.event_time FROM reconcile_work_scope w
 		WHERE w.kind = k.kind AND w.state = 'waiting' AND w.not_before > k.floor AND w.not_before <= ?2::timestamptz
 		ORDER BY w.not_before
 		LIMIT ?7
 		FOR UPDATE SKIP LOCKED
 	) c
 	UNION ALL
-	SELECT c.kind, c.scope_type, c.scope_id, c.priority, c.event_time, 'expired', c.attempts < c.max_attempts OR c.requeued
+	SELECT c.tid, c.kind, c.scope_type, c.scope_id, c.priority, c.event_time, 'expired', c.attempts < c.max_attempts OR c.requeued
 	FROM k CROSS JOIN LATERAL (
-		SELECT w.kind, w.scope_type, w.scope_id, w.priority, w.event_time, w.attempts, w.max_attempts, w.requeued
+		SELECT w.ctid AS tid, w.kind, w.scope_type, w.scope_id, w.priority, w.event_time, w.attempts, w.max_attempts, w.requeued
 		FROM reconcile_work_scope w
 		WHERE w.kind = k.kind AND w.state = 'leased' AND w.lease_expires_at > k.floor AND w.lease_expires_at <= ?2::timestamptz
 		ORDER BY w.lease_expires_at
@@ -120,7 +124,7 @@ WITH k AS (
 		lease_token = CASE WHEN r.take THEN nextval('reconcile_work_lease_token_seq') ELSE w.lease_token END,
 		lease_expires_at = CASE WHEN r.take THEN ?5::timestamptz END
 	FROM ranked r
-	WHERE (w.kind, w.scope_type, w.scope_id) = (r.kind, r.scope_type, r.scope_id)
+	WHERE w.ctid = r.tid
 		AND (r.take OR r.src = 'waiting' OR NOT r.leasable)
 	RETURNING w.kind, w.scope_type, w.scope_id, w.state, w.lease_token, w.attempts, w.event_time, w.priority
 )
