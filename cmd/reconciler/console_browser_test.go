@@ -163,8 +163,15 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.WaitVisible(target("web:staging:"+res, `[data-current="v2"][data-status="in-sync"]`)),
 		), "web on %s", res)
 	}
-	waits, err := chromedp.Run(ctx, chromedp.Text(target("web:prod:eu-1", " .reason")))
-	require.NoError(t, err)
+	// The grid renders a target's reason on its own poll, maybe after its
+	// status: await the text.
+	reason := `document.querySelector('li[data-target="web:prod:eu-1"] .reason')`
+	waits, err := chromedp.Run(ctx, chromedp.Poll[string](reason+`?.textContent.includes("v2: approval pending") && `+reason+`.textContent`,
+		chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(time.Minute)))
+	if err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Text(target("web:prod:eu-1", " .reason")))
+		require.NoError(t, err, "the grid says why v2 waits; it says %q", got)
+	}
 	require.Contains(t, waits, "v2: approval pending", "the grid says why v2 waits")
 	screenshot(t, ctx, "grid")
 
