@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
@@ -25,6 +27,9 @@ type Queue struct {
 
 	mu     sync.Mutex
 	sweeps map[string]sweep // by kind
+
+	// tids are the tuple ids this queue's leases left their rows at.
+	tids tidCache
 }
 
 // sweep is what this queue knows about the waiting items and leases of one
@@ -191,13 +196,17 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 	out := make([]claimed, 0, p.Limit)
 	for rows.Next() {
 		var c claimed
+		var tid pgtype.TID
 		l := &c.lease
-		if err := rows.Scan(&l.Key.Kind, &l.Key.ScopeType, &l.Key.ScopeID, &l.Token, &l.Attempt, &l.EventTime, &c.priority); err != nil {
+		if err := rows.Scan(&l.Key.Kind, &l.Key.ScopeType, &l.Key.ScopeID, &l.Token, &l.Attempt, &l.EventTime, &c.priority, &tid); err != nil {
 			return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
 		}
 		if l.Key.ScopeType == "" {
 			swept = append(swept, l.Key.Kind)
 			continue
+		}
+		if tid.Valid {
+			q.tids.put(l.Token, tid)
 		}
 		l.EventTime = l.EventTime.UTC()
 		l.ExpiresAt = exp
@@ -317,6 +326,7 @@ func (q *Queue) WorkHeartbeat(ctx context.Context, d time.Duration, refs ...port
 		return res, nil
 	}
 	kinds, types, ids, tokens, ords := refArrays(refs)
+	q.tids.drop(tokens) // a renewed lease's row moves to another tuple id
 	exp := pgTime(q.now().Add(d))
 	rows, err := q.db.poolQuery(ctx, hotHeartbeat, kinds, types, ids, tokens, ords, exp)
 	if err != nil {
@@ -351,6 +361,7 @@ func (q *Queue) WorkAck(ctx context.Context, acks ...ports.AckParams) ([]error, 
 		return res, nil
 	}
 	_, inTx := ctx.Value(txKey{}).(*ctxTx)
+	defer q.tids.drop(ackTokens(acks)) // every lease acked ends here
 	done, err := q.ackDelete(ctx, acks, inTx)
 	if err != nil {
 		return nil, fmt.Errorf("ack %d leases: %w", len(acks), err)
@@ -374,50 +385,86 @@ func (q *Queue) WorkAck(ctx context.Context, acks ...ports.AckParams) ([]error, 
 	return res, nil
 }
 
-// ackDelete deletes, in one statement, the items of the acks without
-// RequeueAt whose key appears once in acks, when their row is as the
-// statement's snapshot shows it: leased under the ack's token, no enqueue
-// during the lease. It reports which acks it completed. Keys go in key
-// order, so rows are locked in key order (as by every batch statement).
+// ackTokens are the lease tokens of acks.
+func ackTokens(acks []ports.AckParams) []int64 {
+	out := make([]int64, len(acks))
+	for i, a := range acks {
+		out[i] = a.Lease.Token
+	}
+	return out
+}
+
+// ackDelete deletes the items of the acks without RequeueAt whose key
+// appears once in acks, when their row is still leased under the ack's
+// token with no enqueue during the lease: by tuple id for the leases this
+// Queue made (tidCache), by key for the others, one statement each (at
+// most two). It reports which acks it completed. Each statement takes its
+// rows in key order, so rows are locked in key order (as by every batch
+// statement).
 func (q *Queue) ackDelete(ctx context.Context, acks []ports.AckParams, inTx bool) ([]bool, error) {
 	done := make([]bool, len(acks))
 	seen := make(map[ports.WorkKey]int, len(acks))
 	for _, a := range acks {
 		seen[a.Lease.Key]++
 	}
-	var refs []ports.LeaseRef
-	var pos []int
+	var plain []int
 	for i, a := range acks {
 		if a.RequeueAt.IsZero() && seen[a.Lease.Key] == 1 {
-			refs = append(refs, a.Lease)
-			pos = append(pos, i)
+			plain = append(plain, i)
 		}
 	}
-	if len(refs) == 0 {
-		return done, nil
+	slices.SortFunc(plain, func(a, b int) int { return keyCmp(acks[a].Lease.Key, acks[b].Lease.Key) })
+	var (
+		tids                 []pgtype.TID
+		byTid, byKey         []ports.LeaseRef
+		byTidOrds, byKeyOrds []int
+	)
+	for _, i := range plain {
+		ref := acks[i].Lease
+		if tid, ok := q.tids.take(ref.Token); ok {
+			tids, byTid, byTidOrds = append(tids, tid), append(byTid, ref), append(byTidOrds, i)
+			continue
+		}
+		byKey, byKeyOrds = append(byKey, ref), append(byKeyOrds, i)
 	}
-	order := make([]int, len(refs))
-	for i := range order {
-		order[i] = i
+	if len(tids) > 0 {
+		kinds, types, ids, tokens, _ := refArrays(byTid)
+		stmt := hotAckByTidAsync
+		if inTx {
+			stmt = hotAckByTid
+		}
+		if err := q.markOrds(ctx, done, stmt, tids, kinds, types, ids, tokens, byTidOrds); err != nil {
+			return nil, err
+		}
 	}
-	slices.SortFunc(order, func(a, b int) int { return keyCmp(refs[a].Key, refs[b].Key) })
-	sorted := make([]ports.LeaseRef, len(refs))
-	for i, o := range order {
-		sorted[i] = refs[o]
+	if len(byKey) > 0 {
+		kinds, types, ids, tokens, _ := refArrays(byKey)
+		stmt := hotAckDeleteAsync
+		if inTx {
+			stmt = hotAckDelete
+		}
+		if err := q.markOrds(ctx, done, stmt, kinds, types, ids, tokens, byKeyOrds); err != nil {
+			return nil, err
+		}
 	}
-	kinds, types, ids, tokens, ords := refArrays(sorted)
-	for i, o := range order {
-		ords[i] = pos[o]
-	}
-	stmt := hotAckDeleteAsync
-	if inTx {
-		stmt = hotAckDelete
-	}
-	rows, err := q.db.poolQuery(ctx, stmt, kinds, types, ids, tokens, ords)
+	return done, nil
+}
+
+// markOrds runs a statement that answers positions into done and marks
+// each position it answered.
+func (q *Queue) markOrds(ctx context.Context, done []bool, stmt string, args ...any) error {
+	rows, err := q.db.poolQuery(ctx, stmt, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return scanOrds(rows, len(acks))
+	ok, err := scanOrds(rows, len(done))
+	if err != nil {
+		return err
+	}
+	for i, o := range ok {
+		done[i] = done[i] || o
+	}
+	return nil
 }
 
 // ackFull runs the full ack statement (sqlAck) for the acks at positions
@@ -458,6 +505,7 @@ func (q *Queue) ackFull(ctx context.Context, acks []ports.AckParams, rest []int,
 func (q *Queue) WorkRetry(ctx context.Context, p ports.RetryParams) error {
 	now := q.now()
 	k := p.Lease.Key
+	q.tids.drop([]int64{p.Lease.Token})
 	var (
 		state    string
 		notified int

@@ -202,53 +202,63 @@ func TestQueueLeaseFindsSkippedExpiredLease(t *testing.T) {
 // TestQueueAckRacingEnqueue: an ack whose row an open transaction is
 // changing (an enqueue during the lease, not yet committed) waits for it
 // and then sees the enqueue: the item is pending again, never deleted, and
-// the ack succeeds. The ack's plain DELETE finds the row changed since its
-// snapshot and leaves it to the full ack, which reads the committed row.
+// the ack succeeds; the other item of the batch is deleted. The ack's plain
+// DELETE (by tuple id when the acking Queue made the lease, by key when
+// another did) finds the row changed since its snapshot and leaves it to
+// the full ack, which reads the committed row.
 func TestQueueAckRacingEnqueue(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	db, dsn := openDB(t)
 	q := newQueue(t, db, ports.SystemClock)
 	other, _ := openDBAt(t, dsn)
-	q2 := newQueue(t, other, ports.SystemClock)
 	probe, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = probe.Close(context.Background()) })
-	key := ports.WorkKey{Kind: "k", ScopeType: "t", ScopeID: "raced"}
-	plain := ports.WorkKey{Kind: "k", ScopeType: "t", ScopeID: "plain"}
-	require.NoError(t, q.WorkEnqueue(ctx, ports.EnqueueParams{Key: key}, ports.EnqueueParams{Key: plain}))
-	ls, err := q.WorkLease(ctx, ports.LeaseParams{Kinds: []string{"k"}, Limit: 2, Duration: time.Minute, Owner: "w"})
-	require.NoError(t, err)
-	require.Len(t, ls, 2)
+	for _, tc := range []struct {
+		name  string
+		acker *postgres.Queue
+	}{
+		{"by tuple id", q},
+		{"by key", newQueue(t, other, ports.SystemClock)},
+	} {
+		kind := "k " + tc.name
+		key := ports.WorkKey{Kind: kind, ScopeType: "t", ScopeID: "raced"}
+		plain := ports.WorkKey{Kind: kind, ScopeType: "t", ScopeID: "plain"}
+		require.NoError(t, q.WorkEnqueue(ctx, ports.EnqueueParams{Key: key}, ports.EnqueueParams{Key: plain}))
+		ls, err := q.WorkLease(ctx, ports.LeaseParams{Kinds: []string{kind}, Limit: 2, Duration: time.Minute, Owner: "w"})
+		require.NoError(t, err)
+		require.Len(t, ls, 2)
 
-	type ackResult struct {
-		res []error
-		err error
+		type ackResult struct {
+			res []error
+			err error
+		}
+		acked := make(chan ackResult, 1)
+		require.NoError(t, db.InTx(ctx, func(txCtx context.Context) error {
+			// The coalescing enqueue holds the row lock until commit.
+			require.NoError(t, q.WorkEnqueue(txCtx, ports.EnqueueParams{Key: key}))
+			go func() {
+				res, err := tc.acker.WorkAck(ctx, ports.AckParams{Lease: ls[0].Ref()}, ports.AckParams{Lease: ls[1].Ref()})
+				acked <- ackResult{res, err}
+			}()
+			// Commit only once the ack waits for the row lock.
+			require.Eventually(t, func() bool {
+				var n int
+				err := probe.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+					WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM reconcile_work_scope%'`).Scan(&n)
+				return err == nil && n > 0
+			}, 10*time.Second, 5*time.Millisecond, "%s: the ack waits for the enqueue's row lock", tc.name)
+			return nil
+		}))
+		r := <-acked
+		require.NoError(t, r.err, tc.name)
+		require.NoError(t, r.res[0], tc.name)
+		require.NoError(t, r.res[1], tc.name)
+		it, err := q.WorkGet(ctx, key)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, ports.WorkPending, it.State, "%s: the enqueue during the lease is kept", tc.name)
+		_, err = q.WorkGet(ctx, plain)
+		require.ErrorIs(t, err, ports.ErrNotFound, "%s: the other item of the batch is deleted", tc.name)
 	}
-	acked := make(chan ackResult, 1)
-	require.NoError(t, db.InTx(ctx, func(txCtx context.Context) error {
-		// The coalescing enqueue holds the row lock until commit.
-		require.NoError(t, q.WorkEnqueue(txCtx, ports.EnqueueParams{Key: key}))
-		go func() {
-			res, err := q2.WorkAck(ctx, ports.AckParams{Lease: ls[0].Ref()}, ports.AckParams{Lease: ls[1].Ref()})
-			acked <- ackResult{res, err}
-		}()
-		// Commit only once the ack waits for the row lock.
-		require.Eventually(t, func() bool {
-			var n int
-			err := probe.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM reconcile_work_scope%'`).Scan(&n)
-			return err == nil && n > 0
-		}, 10*time.Second, 5*time.Millisecond, "the ack waits for the enqueue's row lock")
-		return nil
-	}))
-	r := <-acked
-	require.NoError(t, r.err)
-	require.NoError(t, r.res[0])
-	require.NoError(t, r.res[1])
-	it, err := q.WorkGet(ctx, key)
-	require.NoError(t, err)
-	require.Equal(t, ports.WorkPending, it.State, "the enqueue during the lease is kept")
-	_, err = q.WorkGet(ctx, plain)
-	require.ErrorIs(t, err, ports.ErrNotFound, "the other item of the batch is deleted")
 }

@@ -75,6 +75,8 @@ SELECT count(*) FROM (SELECT DISTINCT kind FROM up WHERE state = 'ready') k
 // leased: their holder may still finish. The result is the leases, then
 // one row with an empty scope type for each kind whose waiting items and
 // expired leases up to now were all dealt with, so its floor may rise.
+// Each lease comes with the tuple id the update left its row at (see
+// tidCache).
 const sqlLease = `
 WITH k AS (
 	SELECT * FROM unnest(?0::text[], ?1::timestamptz[]) AS k(kind, floor)
@@ -126,11 +128,11 @@ WITH k AS (
 	FROM ranked r
 	WHERE w.ctid = r.tid
 		AND (r.take OR r.src = 'waiting' OR NOT r.leasable)
-	RETURNING w.kind, w.scope_type, w.scope_id, w.state, w.lease_token, w.attempts, w.event_time, w.priority
+	RETURNING w.kind, w.scope_type, w.scope_id, w.state, w.lease_token, w.attempts, w.event_time, w.priority, w.ctid
 )
-SELECT kind, scope_type, scope_id, lease_token, attempts, event_time, priority FROM upd WHERE state = 'leased'
+SELECT kind, scope_type, scope_id, lease_token, attempts, event_time, priority, ctid FROM upd WHERE state = 'leased'
 UNION ALL
-SELECT k.kind, '', '', 0, 0, ?2::timestamptz, 0 FROM k
+SELECT k.kind, '', '', 0, 0, ?2::timestamptz, 0, NULL::tid FROM k
 WHERE (SELECT count(*) FROM cand c WHERE c.kind = k.kind AND c.src = 'waiting') < ?7
 	AND (SELECT count(*) FROM cand c WHERE c.kind = k.kind AND c.src = 'expired') < ?7
 	AND NOT EXISTS (SELECT FROM ranked r WHERE r.kind = k.kind AND r.src = 'expired' AND r.leasable AND NOT r.take)`
@@ -232,6 +234,24 @@ WITH del AS (
 )
 SELECT ord FROM del`
 
+// sqlAckDeleteByTid is sqlAckDelete for leases whose row's tuple id this
+// Queue knows from the lease (tidCache): ?0..?5 are the arrays tuple id,
+// kind, scope_type, scope_id, token, position, in key order (the rows are
+// locked in that order, as by every batch statement). The row is deleted
+// only while it is still that lease's (its key, token, leased, no enqueue
+// during it), as sqlAckDelete checks; a row changed since has moved to
+// another tuple id and is left for the full ack.
+const sqlAckDeleteByTid = `
+WITH del AS (
+	DELETE FROM reconcile_work_scope w
+	USING unnest(?0::tid[], ?1::text[], ?2::text[], ?3::text[], ?4::bigint[], ?5::int[])
+		AS r(tid, kind, scope_type, scope_id, token, ord)
+	WHERE w.ctid = r.tid AND (w.kind, w.scope_type, w.scope_id) = (r.kind, r.scope_type, r.scope_id)
+		AND w.lease_token = r.token AND w.lease_expires_at IS NOT NULL AND NOT w.requeued
+	RETURNING r.ord
+)
+SELECT ord FROM del`
+
 // sqlRetry fails one held lease (?0..?3 kind, scope_type, scope_id, token)
 // with error ?4, not-before ?5, terminal ?6, at now ?7. Exhausted (terminal,
 // or out of attempts) it goes dead, unless an enqueue arrived during the
@@ -309,6 +329,7 @@ var (
 	hotHeartbeat = dollarParams(sqlHeartbeat)
 	hotAck       = dollarParams(sqlAck)
 	hotAckDelete = dollarParams(sqlAckDelete)
+	hotAckByTid  = dollarParams(sqlAckDeleteByTid)
 	// hotLeaseAsync and hotAckAsync are the lease and the ack committing
 	// without waiting for the WAL flush (asyncCommit), for a call outside
 	// a caller's transaction.
@@ -316,6 +337,7 @@ var (
 	hotAckAsync   = dollarParams(asyncCommit(sqlAck))
 	// hotAckDeleteAsync is sqlAckDelete committing the same way.
 	hotAckDeleteAsync = dollarParams(asyncCommit(sqlAckDelete))
+	hotAckByTidAsync  = dollarParams(asyncCommit(sqlAckDeleteByTid))
 )
 
 // asyncCommit makes a statement of the form "WITH ... SELECT ..." (run as
