@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/ports"
@@ -25,8 +26,8 @@ type Options struct {
 	// LeaseDuration is how long a lease lasts between renewals (default
 	// 30 s; a value below MinLeaseDuration makes Run and Drain fail).
 	LeaseDuration time.Duration
-	// PassTimeout is how long one pass may run (default
-	// PassTimeoutLeases × LeaseDuration):
+	// PassTimeout is how long one pass may run, counted from the lease
+	// that took its items (default PassTimeoutLeases × LeaseDuration):
 	// then its context is cancelled (cause ErrPassDeadline) and the item
 	// retried; a pass that ignores its context is no longer renewed, so
 	// its lease runs out and another engine may take the item.
@@ -93,9 +94,10 @@ type flight struct {
 	completing bool
 }
 
+// ackReq is one ack for the ack loop, which calls then with its result.
 type ackReq struct {
 	p    ports.AckParams
-	done chan error
+	then func(error)
 }
 
 // errLeaseLost cancels a pass whose lease was taken away.
@@ -296,25 +298,47 @@ func (e *Engine) kindLoop(ctx, workCtx context.Context, r registration, passes *
 			}
 			continue
 		}
-		for len(leases) > 0 {
-			n := min(len(leases), r.opts.Batch)
-			chunk := leases[:n]
-			leases = leases[n:]
-			passes.Add(1)
-			go func() {
-				defer passes.Done()
-				var once sync.Once
-				free := func() {
-					once.Do(func() {
-						for range chunk {
-							<-slots
-						}
-					})
-				}
-				defer free()
-				e.pass(workCtx, r, chunk, free)
-			}()
+		e.startPasses(workCtx, r, leases, slots, passes)
+	}
+}
+
+// startPasses runs the passes of one lease's items, each in its own
+// goroutine (a batch of up to r.opts.Batch items each for a
+// BatchProcessor), each freeing its items' slots once its processor
+// returned. They share one deadline, PassTimeout from now, and its one
+// timer, stopped when the last of them ends.
+func (e *Engine) startPasses(workCtx context.Context, r registration, leases []ports.Lease, slots chan struct{}, passes *sync.WaitGroup) {
+	deadline := time.Now().Add(e.opts.PassTimeout)
+	timed, cancelTimed := context.WithDeadlineCause(workCtx, deadline, ErrPassDeadline)
+	running := new(atomic.Int32)
+	running.Store(int32((len(leases) + r.opts.Batch - 1) / r.opts.Batch))
+	ended := func() {
+		if running.Add(-1) == 0 {
+			cancelTimed()
 		}
+	}
+	for len(leases) > 0 {
+		n := min(len(leases), r.opts.Batch)
+		chunk := leases[:n]
+		leases = leases[n:]
+		passes.Add(1)
+		go func() {
+			defer passes.Done()
+			defer ended()
+			freed := false
+			free := func() {
+				// Called once the processor returned, and again (a no-op)
+				// when the pass ends, from this goroutine only.
+				if !freed {
+					freed = true
+					for range chunk {
+						<-slots
+					}
+				}
+			}
+			defer free()
+			e.pass(timed, deadline, r, chunk, free)
+		}()
 	}
 }
 
@@ -356,10 +380,12 @@ func (e *Engine) gatherSlots(ctx context.Context, slots chan struct{}, want int)
 // done once the processor has returned, before the completions are sent:
 // the kind's slots bound the processor calls running, so the next lease
 // overlaps with this pass's acks instead of waiting for them.
-func (e *Engine) pass(workCtx context.Context, r registration, leases []ports.Lease, done func()) {
-	deadline := time.Now().Add(e.opts.PassTimeout)
-	timed, cancelTimed := context.WithDeadlineCause(workCtx, deadline, ErrPassDeadline)
-	defer cancelTimed()
+//
+// timed is cancelled at deadline (cause ErrPassDeadline), the pass's
+// deadline, shared with the other passes of its lease. The pass's acks are
+// handed to the ack loop, which logs what went wrong; the pass does not
+// wait for them (its lease is no longer renewed once it returned).
+func (e *Engine) pass(timed context.Context, deadline time.Time, r registration, leases []ports.Lease, done func()) {
 	ctx, cancel := context.WithCancelCause(timed)
 	defer cancel(nil)
 	flights := make([]*flight, len(leases))
@@ -375,8 +401,10 @@ func (e *Engine) pass(workCtx context.Context, r registration, leases []ports.Le
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
-		for _, l := range leases {
-			delete(e.inflight, l.Key)
+		for i, l := range leases {
+			if e.inflight[l.Key] == flights[i] { // not a newer lease of the key
+				delete(e.inflight, l.Key)
+			}
 		}
 		e.mu.Unlock()
 	}()
@@ -386,8 +414,6 @@ func (e *Engine) pass(workCtx context.Context, r registration, leases []ports.Le
 	pastDeadline := errors.Is(context.Cause(ctx), ErrPassDeadline)
 	took := time.Since(start)
 	done()
-	var acks []ports.AckParams
-	var ackLeases []ports.Lease
 	for i, l := range leases {
 		out := outs[i]
 		if pastDeadline {
@@ -406,15 +432,11 @@ func (e *Engine) pass(workCtx context.Context, r registration, leases []ports.Le
 		}
 		switch out.kind {
 		case outcomeDone, outcomeRequeue:
-			acks = append(acks, ports.AckParams{Lease: l.Ref(), RequeueAt: out.at})
-			ackLeases = append(ackLeases, l)
+			e.acks <- ackReq{p: ports.AckParams{Lease: l.Ref(), RequeueAt: out.at},
+				then: func(err error) { e.logCompleteErr(r, l, out, err) }}
 		default:
 			e.logCompleteErr(r, l, out, e.complete(context.WithoutCancel(ctx), l, out))
 		}
-	}
-	errs := e.ackAll(context.WithoutCancel(ctx), acks)
-	for i, err := range errs {
-		e.logCompleteErr(r, ackLeases[i], Done(), err)
 	}
 }
 
@@ -495,26 +517,14 @@ func (e *Engine) retryDelay(attempt int) time.Duration {
 
 // ack hands the ack to the batching loop and waits for its result.
 func (e *Engine) ack(ctx context.Context, p ports.AckParams) error {
-	return e.ackAll(ctx, []ports.AckParams{p})[0]
-}
-
-// ackAll hands the acks to the batching loop together, so they share its
-// calls, and waits for each one's result.
-func (e *Engine) ackAll(ctx context.Context, ps []ports.AckParams) []error {
-	reqs := make([]ackReq, len(ps))
-	for i, p := range ps {
-		reqs[i] = ackReq{p: p, done: make(chan error, 1)}
-		e.acks <- reqs[i]
+	done := make(chan error, 1)
+	e.acks <- ackReq{p: p, then: func(err error) { done <- err }}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	errs := make([]error, len(ps))
-	for i, req := range reqs {
-		select {
-		case errs[i] = <-req.done:
-		case <-ctx.Done():
-			errs[i] = ctx.Err()
-		}
-	}
-	return errs
 }
 
 // ackLoop sends acks in batches: whatever has queued up while the previous
@@ -544,11 +554,11 @@ func (e *Engine) ackLoop(ctx context.Context) {
 		for i, r := range batch {
 			switch {
 			case err != nil:
-				r.done <- fmt.Errorf("ack %s: %w", r.p.Lease.Key, err)
+				r.then(fmt.Errorf("ack %s: %w", r.p.Lease.Key, err))
 			case i < len(results) && results[i] != nil:
-				r.done <- fmt.Errorf("ack %s: %w", r.p.Lease.Key, results[i])
+				r.then(fmt.Errorf("ack %s: %w", r.p.Lease.Key, results[i]))
 			default:
-				r.done <- nil
+				r.then(nil)
 			}
 		}
 	}

@@ -391,3 +391,80 @@ func TestNextPassOverlapsAcks(t *testing.T) {
 	stop()
 	requireEmpty(t, mem)
 }
+
+// lateAcks is a queue whose acks wait until release is closed, and which
+// records whether an ack went through after Run had returned.
+type lateAcks struct {
+	ports.Queue
+	acking      chan struct{} // closed at the first ack
+	once        sync.Once
+	release     chan struct{}
+	runReturned atomic.Bool
+	afterRun    atomic.Bool
+	lost        bool // answer every ack with ErrLeaseLost
+}
+
+func (q *lateAcks) WorkAck(ctx context.Context, ps ...ports.AckParams) ([]error, error) {
+	q.once.Do(func() { close(q.acking) })
+	<-q.release
+	if q.runReturned.Load() {
+		q.afterRun.Store(true)
+	}
+	if q.lost {
+		out := make([]error, len(ps))
+		for i := range out {
+			out[i] = ports.ErrLeaseLost
+		}
+		return out, nil
+	}
+	return q.Queue.WorkAck(ctx, ps...)
+}
+
+// TestShutdownSendsPendingAcks: a pass does not wait for its ack, but Run
+// does: when it returns, every ack of a finished pass has been sent.
+func TestShutdownSendsPendingAcks(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewQueue(ports.SystemClock)
+	q := &lateAcks{Queue: mem, acking: make(chan struct{}), release: make(chan struct{})}
+	eng := engine.New(q, engine.Options{Logger: quietLogger(), PollInterval: 20 * time.Millisecond})
+	eng.Register("k", engine.ProcessorFunc(func(context.Context, engine.Item) engine.Outcome { return engine.Done() }),
+		engine.KindOptions{Concurrency: 4})
+	enqueue(t, mem, key(1), key(2), key(3))
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan error, 1)
+	go func() {
+		err := eng.Run(ctx)
+		q.runReturned.Store(true)
+		returned <- err
+	}()
+	waitFor(t, q.acking, "the first ack")
+	cancel() // shut down while the acks wait
+	close(q.release)
+	select {
+	case err := <-returned:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("engine did not stop")
+	}
+	require.False(t, q.afterRun.Load(), "no ack was sent after Run returned")
+	requireEmpty(t, mem)
+}
+
+// TestLostAckIsWarned: an ack that finds its lease gone (another engine
+// reclaimed it) is warned about, though the pass no longer waits for it.
+func TestLostAckIsWarned(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewQueue(ports.SystemClock)
+	q := &lateAcks{Queue: mem, acking: make(chan struct{}), release: make(chan struct{}), lost: true}
+	close(q.release)
+	h := &countingHandler{}
+	eng := engine.New(q, engine.Options{Logger: slog.New(h), PollInterval: 20 * time.Millisecond})
+	eng.Register("k", engine.ProcessorFunc(func(context.Context, engine.Item) engine.Outcome { return engine.Done() }),
+		engine.KindOptions{Concurrency: 1})
+	enqueue(t, mem, key(1))
+	run(t, eng)
+	require.Eventually(t, func() bool { return h.count() >= 1 }, 5*time.Second, 5*time.Millisecond, "the lost ack is warned about")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.Equal(t, "lease lost before completion; result dropped", h.lost[0])
+}
