@@ -79,7 +79,7 @@ type Engine struct {
 	invalid error
 
 	mu       sync.Mutex
-	inflight map[ports.WorkKey]*flight
+	inflight map[*flight]struct{}
 	acks     chan ackReq
 }
 
@@ -157,7 +157,7 @@ func New(q ports.Queue, opts Options) *Engine {
 	if opts.AckBatch <= 0 {
 		opts.AckBatch = 256
 	}
-	return &Engine{q: q, opts: opts, log: opts.Logger, invalid: invalid, inflight: map[ports.WorkKey]*flight{}, acks: make(chan ackReq, 1024)}
+	return &Engine{q: q, opts: opts, log: opts.Logger, invalid: invalid, inflight: map[*flight]struct{}{}, acks: make(chan ackReq, 1024)}
 }
 
 // Register adds the processor of kind. Call it before Run.
@@ -395,16 +395,14 @@ func (e *Engine) pass(timed context.Context, deadline time.Time, r registration,
 		// The items of a batch share one pass: a lease lost cancels it all,
 		// and only the lost items' results are dropped.
 		flights[i] = &flight{ref: l.Ref(), cancel: cancel, deadline: deadline}
-		e.inflight[l.Key] = flights[i]
+		e.inflight[flights[i]] = struct{}{}
 		items[i] = Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime}
 	}
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
-		for i, l := range leases {
-			if e.inflight[l.Key] == flights[i] { // not a newer lease of the key
-				delete(e.inflight, l.Key)
-			}
+		for _, f := range flights {
+			delete(e.inflight, f)
 		}
 		e.mu.Unlock()
 	}()
@@ -580,9 +578,11 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 		now := time.Now()
 		e.mu.Lock()
 		refs := make([]ports.LeaseRef, 0, len(e.inflight))
-		for _, f := range e.inflight {
+		flights := make([]*flight, 0, len(e.inflight))
+		for f := range e.inflight {
 			if !f.completing && now.Before(f.deadline) {
 				refs = append(refs, f.ref)
+				flights = append(flights, f)
 			}
 		}
 		e.mu.Unlock()
@@ -601,8 +601,9 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 			// A pass that returned meanwhile had its lease ended by its own
 			// ack: only a pass still running lost its lease.
 			e.mu.Lock()
-			f, ok := e.inflight[refs[i].Key]
-			lost := ok && f.ref == refs[i] && !f.completing
+			f := flights[i]
+			_, ok := e.inflight[f]
+			lost := ok && !f.completing
 			if lost {
 				f.lost = true
 				f.cancel(errLeaseLost)
@@ -621,7 +622,7 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 func (e *Engine) releaseAll(ctx context.Context) {
 	e.mu.Lock()
 	flights := make([]*flight, 0, len(e.inflight))
-	for _, f := range e.inflight {
+	for f := range e.inflight {
 		f.lost = true
 		flights = append(flights, f)
 	}

@@ -403,17 +403,23 @@ func ackTokens(acks []ports.AckParams) []int64 {
 // statement).
 func (q *Queue) ackDelete(ctx context.Context, acks []ports.AckParams, inTx bool) ([]bool, error) {
 	done := make([]bool, len(acks))
-	seen := make(map[ports.WorkKey]int, len(acks))
-	for _, a := range acks {
-		seen[a.Lease.Key]++
+	// In key order, a key acked twice is a run of equal keys.
+	byKeyOrder := make([]int, len(acks))
+	for i := range byKeyOrder {
+		byKeyOrder[i] = i
 	}
-	var plain []int
-	for i, a := range acks {
-		if a.RequeueAt.IsZero() && seen[a.Lease.Key] == 1 {
+	slices.SortFunc(byKeyOrder, func(a, b int) int { return keyCmp(acks[a].Lease.Key, acks[b].Lease.Key) })
+	plain := make([]int, 0, len(acks))
+	for j := 0; j < len(byKeyOrder); {
+		k := j + 1
+		for k < len(byKeyOrder) && acks[byKeyOrder[k]].Lease.Key == acks[byKeyOrder[j]].Lease.Key {
+			k++
+		}
+		if i := byKeyOrder[j]; k == j+1 && acks[i].RequeueAt.IsZero() {
 			plain = append(plain, i)
 		}
+		j = k
 	}
-	slices.SortFunc(plain, func(a, b int) int { return keyCmp(acks[a].Lease.Key, acks[b].Lease.Key) })
 	var (
 		tids                 []pgtype.TID
 		byTid, byKey         []ports.LeaseRef
