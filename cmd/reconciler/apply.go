@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	yaml3 "go.yaml.in/yaml/v3"
@@ -161,7 +162,21 @@ func nodeLine(n *yaml3.Node, path string) int {
 }
 
 // docFieldRe splits a problem location "body.documents[3].spec.x".
-var docFieldRe = regexp.MustCompile(`^(?:body\.)?documents\[(\d+)\]\.?(.*)$`)
+// The field may hold any character, a line break included (a JSON key of
+// the user's is echoed in it).
+var docFieldRe = regexp.MustCompile(`^(?:body\.)?documents\[(\d+)\]\.?((?s:.*))$`)
+
+// shownField is a problem's field as a message shows it: as is, or quoted
+// when it holds a character that is not printable (a line break, an
+// escape), which a terminal must not receive raw.
+func shownField(f string) string {
+	for _, r := range f {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(f)
+		}
+	}
+	return f
+}
 
 // placed is a server problem placed in the user's file.
 type placed struct {
@@ -191,7 +206,7 @@ func (m *manifest) place(err error) error {
 		}
 		src, doc := m.sources[i], m.docs[i]
 		msg := strings.TrimPrefix(d.Message, strings.TrimPrefix(d.Location, "body.")+": ")
-		lines = append(lines, fmt.Sprintf("%s:%d: %s %q: %s: %s", src.file, nodeLine(src.node, g[2]), doc.Kind, doc.Metadata.Name, g[2], msg))
+		lines = append(lines, fmt.Sprintf("%s:%d: %s %q: %s: %s", src.file, nodeLine(src.node, g[2]), doc.Kind, doc.Metadata.Name, shownField(g[2]), msg))
 	}
 	if len(lines) == 0 {
 		return err

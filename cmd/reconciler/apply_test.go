@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/engine/apply"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -177,4 +178,22 @@ func TestReleaseDemoOnPostgresIsIdempotent(t *testing.T) {
 	require.Contains(t, first, `"name":"web"`)
 	require.NoError(t, seedReleaseDemo(ctx, rt.chain, be.catalog, be.tx, w))
 	require.Equal(t, first, state(), "the second seed changed something")
+}
+
+// TestApplyPlacesAProblemWhoseFieldHasALineBreak: a server problem whose
+// field holds a line break (a JSON key of the user's, echoed) is placed in
+// the file like any other, the field quoted, never printed raw (found by
+// FuzzApplyManifest: the location pattern stopped at the line break).
+func TestApplyPlacesAProblemWhoseFieldHasALineBreak(t *testing.T) {
+	t.Parallel()
+	m := &manifest{}
+	require.NoError(t, m.add("f.yaml", []byte("apiVersion: ctrlplane.dev/v1\nkind: System\nmetadata: {name: shop, workspace: acme}\nspec: {name: Shop}\n")))
+	problem := &client.Error{Status: 422, Title: "Unprocessable Entity"}
+	problem.Errors = append(problem.Errors, struct {
+		Message  string `json:"message"`
+		Location string `json:"location"`
+	}{Message: "unexpected property", Location: "body.documents[0].spec.a\nb"})
+	err := m.place(problem)
+	require.EqualError(t, err, `f.yaml:1: System "shop": "spec.a\nb": unexpected property`)
+	require.ErrorIs(t, err, problem, "the problem stays the cause")
 }
