@@ -352,27 +352,13 @@ func TestEngineConcurrencyPerKind(t *testing.T) {
 	require.Equal(t, limits, peak, "peak passes in flight per kind")
 }
 
-// blockingAcks is a queue whose acks wait until release is closed.
-type blockingAcks struct {
-	ports.Queue
-	acking  chan struct{} // closed at the first ack
-	once    sync.Once
-	release chan struct{}
-}
-
-func (q *blockingAcks) WorkAck(ctx context.Context, ps ...ports.AckParams) ([]error, error) {
-	q.once.Do(func() { close(q.acking) })
-	<-q.release
-	return q.Queue.WorkAck(ctx, ps...)
-}
-
 // TestNextPassOverlapsAcks: a kind's slot is free once its pass returned,
 // so with Concurrency 1 the next item runs while the first one's ack is
 // still being sent; and every item is acked in the end.
 func TestNextPassOverlapsAcks(t *testing.T) {
 	t.Parallel()
 	mem := memory.NewQueue(ports.SystemClock)
-	q := &blockingAcks{Queue: mem, acking: make(chan struct{}), release: make(chan struct{})}
+	q := &lateAcks{Queue: mem, acking: make(chan struct{}), release: make(chan struct{})}
 	eng := engine.New(q, engine.Options{Logger: quietLogger(), PollInterval: 20 * time.Millisecond})
 	second := make(chan struct{})
 	var n atomic.Int32
@@ -393,7 +379,8 @@ func TestNextPassOverlapsAcks(t *testing.T) {
 }
 
 // lateAcks is a queue whose acks wait until release is closed, and which
-// records whether an ack went through after Run had returned.
+// records whether an ack went through after Run had returned (and can
+// answer every ack with ErrLeaseLost).
 type lateAcks struct {
 	ports.Queue
 	acking      chan struct{} // closed at the first ack
