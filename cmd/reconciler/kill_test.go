@@ -127,7 +127,8 @@ func soakScale(small, large int) int {
 
 // TestKillWorkerMidRunLosesNothing starts three worker processes on one
 // Postgres, enqueues items, and SIGKILLs one worker at a moment picked by
-// state: while it holds leases (read from the queue table). It checks that
+// state: while it holds leases (read from the queue table while the worker
+// is stopped, so that it cannot ack them before the kill). It checks that
 // it did, that the items it held were re-leased by the others (attempt >=
 // 2) and completed, that every item completed, that nothing is left
 // leased or dead, and that only items whose lease expired ran twice.
@@ -196,6 +197,11 @@ func killWorkers(t *testing.T, n int, delay time.Duration, res *killResult) {
 		if time.Since(start) < delay || count(`SELECT count(*) FROM bench_completions`) < n/10 {
 			return false
 		}
+		// Freeze the victim before reading its leases, so that what is read
+		// is what it holds when it dies: a running worker can finish and
+		// ack its whole batch between the read and the kill, and then the
+		// kill hits none of the items read.
+		require.NoError(t, workers[1].Process.Signal(syscall.SIGSTOP))
 		rows, err := rec.QueryContext(ctx, `SELECT scope_id FROM reconcile_work_scope WHERE state = 'leased' AND lease_owner = 'w1'`)
 		require.NoError(t, err)
 		defer rows.Close()
@@ -206,7 +212,11 @@ func killWorkers(t *testing.T, n int, delay time.Duration, res *killResult) {
 			held = append(held, k)
 		}
 		require.NoError(t, rows.Err())
-		return len(held) > 0
+		if len(held) == 0 {
+			require.NoError(t, workers[1].Process.Signal(syscall.SIGCONT))
+			return false
+		}
+		return true
 	})
 	require.NoError(t, workers[1].Process.Signal(syscall.SIGKILL))
 	_ = workers[1].Wait()
