@@ -54,7 +54,9 @@ SELECT count(*) FROM (SELECT DISTINCT kind FROM up WHERE state = 'ready') k
 // owner, ?5 the new expiry, ?6 LeaseExpiredError, ?7 the most waiting items
 // and expired leases it reads per kind.
 //
-// Each kind's candidates come from its own index and are locked there with
+// Each kind's candidates come from its own index, read in index order
+// whatever the table's statistics say (reconcile_work_candidates, migration
+// 0016), and are locked there with
 // SKIP LOCKED (a claim never waits; it takes the next items), so the locks
 // sit right on index scans: a row another claim changed meanwhile is
 // rechecked alone, never by re-running a join. Ready items are read in
@@ -81,36 +83,11 @@ const sqlLease = `
 WITH k AS (
 	SELECT * FROM unnest(?0::text[], ?1::timestamptz[]) AS k(kind, floor)
 ), cand AS (
-	SELECT c.tid, c.kind, c.scope_type, c.scope_id, c.priority, c.event_time, 'ready' AS src, true AS leasable
-	FROM k CROSS JOIN LATERAL (
-		SELECT w.ctid AS tid, w.kind, w.scope_type, w.scope_id, w.priority, w.event_time FROM reconcile_work_scope w
-		WHERE w.kind = k.kind AND w.state = 'ready' AND w.not_before <= ?2::timestamptz
-		ORDER BY w.priority DESC, w.event_time, w.scope_type, w.scope_id
-		LIMIT ?3
-		FOR UPDATE SKIP LOCKED
-	) c
-	UNION ALL
-	SELECT c.tid, c.kind, c.scope_type, c.scope_id, c.priority, c.event_time, 'waiting', true
-	FROM k CROSS JOIN LATERAL (
-		SELECT w.ctid AS tid, w.kind, w.scope_type, w.scope_id, w.priority, w.event_time FROM reconcile_work_scope w
-		WHERE w.kind = k.kind AND w.state = 'waiting' AND w.not_before > k.floor AND w.not_before <= ?2::timestamptz
-		ORDER BY w.not_before
-		LIMIT ?7
-		FOR UPDATE SKIP LOCKED
-	) c
-	UNION ALL
-	SELECT c.tid, c.kind, c.scope_type, c.scope_id, c.priority, c.event_time, 'expired', c.attempts < c.max_attempts OR c.requeued
-	FROM k CROSS JOIN LATERAL (
-		SELECT w.ctid AS tid, w.kind, w.scope_type, w.scope_id, w.priority, w.event_time, w.attempts, w.max_attempts, w.requeued
-		FROM reconcile_work_scope w
-		WHERE w.kind = k.kind AND w.state = 'leased' AND w.lease_expires_at > k.floor AND w.lease_expires_at <= ?2::timestamptz
-		ORDER BY w.lease_expires_at
-		LIMIT ?7
-		FOR UPDATE SKIP LOCKED
-	) c
+	SELECT * FROM reconcile_work_candidates(?0::text[], ?1::timestamptz[], ?2::timestamptz, ?3::int, ?7::int)
 ), ranked AS (
 	SELECT cand.*, leasable AND row_number() OVER (
-		PARTITION BY leasable ORDER BY priority DESC, event_time, kind, scope_type, scope_id) <= ?3 AS take
+		PARTITION BY leasable ORDER BY priority DESC, event_time, kind COLLATE "C", scope_type COLLATE "C",
+			scope_id COLLATE "C") <= ?3 AS take
 	FROM cand
 ), upd AS (
 	UPDATE reconcile_work_scope w SET
