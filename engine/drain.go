@@ -41,7 +41,7 @@ func (e *Engine) Drain(ctx context.Context) (int, error) {
 		r := regs[l.Key.Kind]
 		start := time.Now()
 		out := e.safeProcess(ctx, r, []Item{{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime}})[0]
-		e.opts.Metrics.observe(r.kind, out, time.Since(start))
+		r.metrics.observe(out, time.Since(start))
 		passes++
 		if err := e.completeNow(ctx, l, out); err != nil {
 			return passes, fmt.Errorf("drain %s: %w", l.Key, err)
@@ -92,7 +92,7 @@ func (e *Engine) DrainBatches(ctx context.Context) (int, error) {
 			outs := e.safeProcess(ctx, r, items)
 			passes++
 			for i, l := range leases {
-				e.opts.Metrics.observe(r.kind, outs[i], time.Since(start))
+				r.metrics.observe(outs[i], time.Since(start))
 				if err := e.completeNow(ctx, l, outs[i]); err != nil {
 					return passes, fmt.Errorf("drain %s: %w", l.Key, err)
 				}

@@ -63,9 +63,10 @@ type KindOptions struct {
 }
 
 type registration struct {
-	kind string
-	proc Processor
-	opts KindOptions
+	kind    string
+	proc    Processor
+	opts    KindOptions
+	metrics *kindMetrics
 }
 
 // Engine leases items by kind and runs their processors.
@@ -170,7 +171,7 @@ func (e *Engine) Register(kind string, p Processor, o KindOptions) {
 	} else if o.Batch <= 0 {
 		o.Batch = 64
 	}
-	e.regs = append(e.regs, registration{kind: kind, proc: p, opts: o})
+	e.regs = append(e.regs, registration{kind: kind, proc: p, opts: o, metrics: e.opts.Metrics.forKind(kind)})
 }
 
 // Metrics is Options.Metrics (nil when unset): processors registered on
@@ -419,7 +420,7 @@ func (e *Engine) pass(timed context.Context, deadline time.Time, r registration,
 				"outcome", out.String())
 			out = Retry(fmt.Errorf("%w after %s", ErrPassDeadline, e.opts.PassTimeout))
 		}
-		e.opts.Metrics.observe(r.kind, out, took)
+		r.metrics.observe(out, took)
 		e.mu.Lock()
 		lost := flights[i].lost
 		flights[i].completing = true

@@ -119,12 +119,38 @@ func (m *Metrics) Verification(provider, outcome string) {
 	}
 }
 
-func (m *Metrics) observe(kind string, out Outcome, d time.Duration) {
+// kindMetrics are the pass metrics of one kind, each series looked up once
+// (on its first pass) rather than on every pass.
+type kindMetrics struct {
+	m        *Metrics
+	kind     string
+	duration sync.Once
+	observer prometheus.Observer
+	passes   [outcomeKinds]struct {
+		once    sync.Once
+		counter prometheus.Counter
+	}
+}
+
+// forKind returns kind's pass metrics (nil when m is nil).
+func (m *Metrics) forKind(kind string) *kindMetrics {
 	if m == nil {
+		return nil
+	}
+	return &kindMetrics{m: m, kind: kind}
+}
+
+// observe counts a pass of the kind that ended with out and records its
+// duration d.
+func (k *kindMetrics) observe(out Outcome, d time.Duration) {
+	if k == nil {
 		return
 	}
-	m.passes.WithLabelValues(kind, out.String()).Inc()
-	m.duration.WithLabelValues(kind).Observe(d.Seconds())
+	p := &k.passes[out.kind]
+	p.once.Do(func() { p.counter = k.m.passes.WithLabelValues(k.kind, out.String()) })
+	p.counter.Inc()
+	k.duration.Do(func() { k.observer = k.m.duration.WithLabelValues(k.kind) })
+	k.observer.Observe(d.Seconds())
 }
 
 func (m *Metrics) leaseLost(kind string) {

@@ -23,6 +23,8 @@ const (
 	outcomeRetry
 	outcomeRequeue
 	outcomeTerminal
+	// outcomeKinds counts the kinds above.
+	outcomeKinds
 )
 
 // Outcome is how a pass ends. There is one constructor per outcome and no
