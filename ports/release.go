@@ -408,6 +408,47 @@ type Releases interface {
 	DesiredGet(ctx context.Context, t release.ReleaseTarget) (DesiredRelease, error)
 }
 
+// DesiredWrite is one target's decision for DesiredBatcher: Release, when
+// set, is stored first (as by ReleaseUpsert) and Desired.ReleaseID names
+// it.
+type DesiredWrite struct {
+	Release *release.Release
+	Desired DesiredRelease
+}
+
+// DesiredWritten is the result of one DesiredWrite: whether the decision
+// differed from the stored one (DesiredSet's answer), or why it was not
+// written.
+type DesiredWritten struct {
+	Changed bool
+	Err     error
+}
+
+// DesiredBatcher is a Releases store that writes many targets' decisions
+// in one call. DesiredSetMany does for each write what ReleaseUpsert (when
+// it has a release) then DesiredSet do, with one result per write, in
+// order; a failed write changes nothing of its own and does not stop the
+// others. The chain's desired-release passes use it when the store has it
+// (checked by porttest.Releases, against DesiredSetEach).
+type DesiredBatcher interface {
+	DesiredSetMany(ctx context.Context, writes []DesiredWrite) []DesiredWritten
+}
+
+// DesiredSetEach is DesiredSetMany one write at a time on s.
+func DesiredSetEach(ctx context.Context, s Releases, writes []DesiredWrite) []DesiredWritten {
+	out := make([]DesiredWritten, len(writes))
+	for i, w := range writes {
+		if w.Release != nil {
+			if _, _, err := s.ReleaseUpsert(ctx, *w.Release); err != nil {
+				out[i].Err = err
+				continue
+			}
+		}
+		out[i].Changed, out[i].Err = s.DesiredSet(ctx, w.Desired)
+	}
+	return out
+}
+
 // Jobs stores jobs: creation under an idempotency key and the
 // per-environment cap, compare-and-swap updates along release.JobEdges,
 // and the queries the policy rules need. Invariants (checked by

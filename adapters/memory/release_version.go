@@ -331,6 +331,12 @@ func (s *ReleaseStore) DesiredSet(ctx context.Context, d ports.DesiredRelease) (
 	return true, nil
 }
 
+// DesiredSetMany implements ports.DesiredBatcher one write at a time: in
+// memory a call costs nothing to save.
+func (s *ReleaseStore) DesiredSetMany(ctx context.Context, writes []ports.DesiredWrite) []ports.DesiredWritten {
+	return ports.DesiredSetEach(ctx, s, writes)
+}
+
 func sameDesired(a, b *ports.DesiredRelease) bool {
 	return a.ReleaseID == b.ReleaseID && a.NextCheckAt.Equal(b.NextCheckAt) && slices.Equal(a.Reasons, b.Reasons)
 }

@@ -349,6 +349,133 @@ ON CONFLICT (target_key) DO UPDATE SET release_id = excluded.release_id, reasons
 	next_check_at = excluded.next_check_at, updated_at = excluded.updated_at
 WHERE (d.release_id, d.reasons, d.next_check_at) IS DISTINCT FROM (excluded.release_id, excluded.reasons, excluded.next_check_at)`
 
+// sqlDesiredSetMany stores the releases and decisions of many targets: the
+// arrays ?0..?8 are target key, release id, version id (” when there is
+// no release to store), release document, release creation time,
+// deployment id, reasons, next check (NULL for none) and the write's
+// position; ?9 is now. A release is inserted as by ReleaseUpsert, a
+// decision written as by sqlDesiredSet when its release is stored (now or
+// before) for its target. The result has the position of each decision
+// written or found unchanged, and whether it changed.
+const sqlDesiredSetMany = `
+WITH w AS (
+	SELECT * FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::text[], ?4::timestamptz[], ?5::text[], ?6::text[],
+		?7::timestamptz[], ?8::int[])
+		AS w(target_key, release_id, version_id, doc, created_at, deployment_id, reasons, next_check_at, ord)
+), rel AS (
+	INSERT INTO release_releases (id, target_key, version_id, doc, created_at)
+	SELECT w.release_id, w.target_key, w.version_id, w.doc::jsonb, w.created_at
+	FROM w JOIN release_versions v ON v.id = w.version_id AND v.deployment_id = w.deployment_id
+	WHERE w.version_id <> ''
+	ORDER BY w.release_id
+	ON CONFLICT (id) DO NOTHING
+	RETURNING id, target_key
+), ok AS (
+	SELECT w.* FROM w
+	WHERE w.release_id = ''
+		OR EXISTS (SELECT 1 FROM rel WHERE rel.id = w.release_id AND rel.target_key = w.target_key)
+		OR EXISTS (SELECT 1 FROM release_releases r WHERE r.id = w.release_id AND r.target_key = w.target_key)
+), des AS (
+	INSERT INTO release_desired AS d (target_key, release_id, reasons, next_check_at, updated_at)
+	SELECT ok.target_key, ok.release_id, ok.reasons::jsonb, ok.next_check_at, ?9::timestamptz FROM ok ORDER BY ok.target_key
+	ON CONFLICT (target_key) DO UPDATE SET release_id = excluded.release_id, reasons = excluded.reasons,
+		next_check_at = excluded.next_check_at, updated_at = excluded.updated_at
+	WHERE (d.release_id, d.reasons, d.next_check_at) IS DISTINCT FROM (excluded.release_id, excluded.reasons, excluded.next_check_at)
+	RETURNING d.target_key
+)
+SELECT ok.ord, EXISTS (SELECT 1 FROM des WHERE des.target_key = ok.target_key) FROM ok`
+
+// DesiredSetMany implements ports.DesiredBatcher: the valid writes of
+// distinct targets in one statement (sqlDesiredSetMany); a write it did
+// not store (and every write of a call that names a target twice) goes
+// through ReleaseUpsert and DesiredSet, which write or explain it.
+func (s *ReleaseStore) DesiredSetMany(ctx context.Context, writes []ports.DesiredWrite) []ports.DesiredWritten {
+	out := make([]ports.DesiredWritten, len(writes))
+	done := make([]bool, len(writes))
+	var (
+		keys, rels, versions, docs, deployments, reasons []string
+		created, next                                    []*time.Time
+		ords                                             []int32
+	)
+	seen := make(map[string]bool, len(writes))
+	now := s.now()
+	for i, w := range writes {
+		key := w.Desired.Target.Key()
+		if seen[key] {
+			ords = nil // one target twice: each write in turn
+			break
+		}
+		seen[key] = true
+		d := w.Desired
+		if ports.ValidateDesired(&d) != nil {
+			continue
+		}
+		reason := "[]"
+		if len(d.Reasons) > 0 {
+			b, err := json.Marshal(d.Reasons)
+			if err != nil {
+				continue
+			}
+			reason = string(b)
+		}
+		var version, doc string
+		var at *time.Time
+		if w.Release != nil {
+			r := *w.Release
+			if r.Validate() != nil || r.ID != d.ReleaseID || r.Target != d.Target {
+				continue
+			}
+			if r.CreatedAt.IsZero() {
+				r.CreatedAt = now
+			}
+			r.CreatedAt = ports.StoredTime(r.CreatedAt)
+			var err error
+			if doc, err = relEncode("variables", &r); err != nil {
+				continue
+			}
+			version, at = r.VersionID, &r.CreatedAt
+		}
+		var check *time.Time
+		if !d.NextCheckAt.IsZero() {
+			c := ports.StoredTime(d.NextCheckAt)
+			check = &c
+		}
+		keys, rels, versions, docs = append(keys, key), append(rels, d.ReleaseID), append(versions, version), append(docs, doc)
+		created, deployments, reasons = append(created, at), append(deployments, d.Target.DeploymentID), append(reasons, reason)
+		next, ords = append(next, check), append(ords, int32(i))
+	}
+	if len(ords) > 0 {
+		rows, err := s.db.hotQuery(ctx, hotText(sqlDesiredSetMany), keys, rels, versions, docs, created, deployments, reasons,
+			next, ords, now)
+		if err == nil {
+			for rows.Next() {
+				var ord int32
+				var changed bool
+				if err = rows.Scan(&ord, &changed); err != nil {
+					break
+				}
+				out[ord].Changed, done[ord] = changed, true
+			}
+			if err == nil {
+				err = rows.Err()
+			}
+			rows.Close()
+		}
+		if err != nil {
+			for i, w := range writes {
+				out[i] = ports.DesiredWritten{Err: fmt.Errorf("set desired release of %s: %w", w.Desired.Target.Key(), err)}
+			}
+			return out
+		}
+	}
+	for i, w := range writes {
+		if !done[i] {
+			out[i] = ports.DesiredSetEach(ctx, s, []ports.DesiredWrite{w})[0]
+		}
+	}
+	return out
+}
+
 // DesiredSet records the target's decision when it changed, in one
 // statement; only a write that matched nothing is explained by a read.
 func (s *ReleaseStore) DesiredSet(ctx context.Context, d ports.DesiredRelease) (bool, error) {

@@ -36,9 +36,13 @@ func (p batchProcessor) ProcessBatch(ctx context.Context, items []engine.Item) [
 // transaction: the follow-up enqueues, stored in that transaction, and the
 // jobs to hand to their agents once it has committed.
 type batch struct {
+	size      int // the items of the pass
 	cur       int // the index of the item running
 	enqueues  []ports.EnqueueParams
 	handovers []handover
+	// desired are the decisions the items deferred (setDesired), written
+	// in one call once every item has run.
+	desired []pendingDesired
 
 	// facts are the items' targets' facts, read for them all in one
 	// statement at the start of the transaction, each taken by the first
@@ -129,7 +133,7 @@ func (c *Chain) runBatch(ctx context.Context, items []engine.Item, one func(cont
 	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(items[a].Key.ScopeID, items[b].Key.ScopeID) })
 	var b *batch
 	err := c.inTx(ctx, func(ctx context.Context) error {
-		b = &batch{}
+		b = &batch{size: len(items)}
 		bctx := context.WithValue(ctx, batchKey{}, b)
 		if len(items) > 1 {
 			if err := c.prefetch(ctx, b, items); err != nil {
@@ -142,6 +146,9 @@ func (c *Chain) runBatch(ctx context.Context, items []engine.Item, one func(cont
 			if failed(outs[i]) && len(items) > 1 {
 				return errItemFailed
 			}
+		}
+		if err := c.writeDesired(ctx, b, outs); err != nil {
+			return err
 		}
 		return c.flush(ctx, b)
 	})
@@ -161,6 +168,42 @@ func (c *Chain) runBatch(ctx context.Context, items []engine.Item, one func(cont
 	}
 	c.handOverAll(ctx, b.handovers, outs)
 	return outs
+}
+
+// pendingDesired is a decision an item of a batch deferred (setDesired).
+type pendingDesired struct {
+	i     int // the item's index in the batch
+	write ports.DesiredWrite
+	then  func(changed bool) error
+}
+
+// writeDesired writes the decisions the batch's items deferred in one
+// store call (ports.DesiredBatcher) and runs what each item does after
+// its write. A failed write (or what follows it) is its item's retry and
+// fails the batch, so that each item runs again alone.
+func (c *Chain) writeDesired(ctx context.Context, b *batch, outs []engine.Outcome) error {
+	if len(b.desired) == 0 {
+		return nil
+	}
+	writes := make([]ports.DesiredWrite, len(b.desired))
+	for i, p := range b.desired {
+		writes[i] = p.write
+	}
+	res := c.Store.(ports.DesiredBatcher).DesiredSetMany(ctx, writes)
+	for i, p := range b.desired {
+		err := errors.New("the store returned no result for this write")
+		if i < len(res) {
+			if err = res[i].Err; err == nil {
+				err = p.then(res[i].Changed)
+			}
+		}
+		if err != nil {
+			outs[p.i] = engine.Retry(fmt.Errorf("desired release of %s: %w", p.write.Desired.Target, err))
+			return errItemFailed
+		}
+	}
+	b.desired = b.desired[:0]
+	return nil
 }
 
 // flush stores the batch's enqueues in one queue call.

@@ -90,16 +90,15 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 		return fail(fmt.Errorf("desired release of %s: %w", t, err))
 	}
 	if version == nil {
-		changed, err := c.Store.DesiredSet(ctx, ports.DesiredRelease{Target: t, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt})
-		if err != nil {
-			return engine.Retry(fmt.Errorf("desired release of %s: %w", t, err))
-		}
-		attrs := []slog.Attr{slog.Int("examined", choice.Examined)}
-		if !choice.NextCheckAt.IsZero() {
-			attrs = append(attrs, slog.Time("next_check_at", choice.NextCheckAt))
-		}
-		c.log(ctx, changed, KindDesiredRelease, t.Key(), "no-release", firstOr(choice.Reasons, "no version"), start, attrs...)
-		return wakeAt(choice.NextCheckAt)
+		d := ports.DesiredRelease{Target: t, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt}
+		return c.setDesired(ctx, nil, d, wakeAt(choice.NextCheckAt), func(changed bool) error {
+			attrs := []slog.Attr{slog.Int("examined", choice.Examined)}
+			if !choice.NextCheckAt.IsZero() {
+				attrs = append(attrs, slog.Time("next_check_at", choice.NextCheckAt))
+			}
+			c.log(ctx, changed, KindDesiredRelease, t.Key(), "no-release", firstOr(choice.Reasons, "no version"), start, attrs...)
+			return nil
+		})
 	}
 	vars, err := resolveVariables(&f.Detail)
 	if err != nil {
@@ -107,29 +106,54 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 	}
 	rel := release.NewRelease(t, version.ID, vars, time.Time{})
 	rel.Policies = f.decidedWith()
-	rel, _, err = c.Store.ReleaseUpsert(ctx, rel)
+	d := ports.DesiredRelease{Target: t, ReleaseID: rel.ID, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt}
+	return c.setDesired(ctx, &rel, d, wakeAt(choice.NextCheckAt), func(changed bool) error {
+		// Always hand off, changed or not: job-dispatch is idempotent, and
+		// a retried pass must not lose the hand-off of the one before. It
+		// runs the job gates itself (waking when they may open), so the
+		// hand-off goes straight to it, in this pass's transaction.
+		if err := c.enqueue(ctx, time.Time{}, TargetKey(KindJobDispatch, t)); err != nil {
+			return err
+		}
+		attrs := []slog.Attr{slog.String("version", version.Tag), slog.String("release", ShortID(rel.ID)), slog.Int("examined", choice.Examined)}
+		if len(choice.Reasons) > 0 {
+			// Why newer versions wait (e.g. "v2: approval pending"): a
+			// change of these reasons is a change of the decision, logged
+			// at info.
+			attrs = append(attrs, slog.String("waiting", strings.Join(choice.Reasons, "; ")))
+		}
+		c.log(ctx, changed, KindDesiredRelease, t.Key(), "release", why, start, attrs...)
+		return nil
+	})
+}
+
+// setDesired stores the target's decision d, after the release rel when
+// it is set (a stored release with rel's ID is kept: IDs are content
+// hashes), then calls then with whether the decision changed, and returns
+// out; a failed write or then is the outcome instead. In a batch pass of
+// several items on a store that is a ports.DesiredBatcher, the write joins
+// the other items' in one call once they have all run (writeDesired),
+// then runs after it, and out is the outcome unless the write fails.
+func (c *Chain) setDesired(ctx context.Context, rel *release.Release, d ports.DesiredRelease, out engine.Outcome, then func(changed bool) error) engine.Outcome {
+	if b := batchOf(ctx); b != nil && b.size > 1 {
+		if _, ok := c.Store.(ports.DesiredBatcher); ok {
+			b.desired = append(b.desired, pendingDesired{i: b.cur, write: ports.DesiredWrite{Release: rel, Desired: d}, then: then})
+			return out
+		}
+	}
+	if rel != nil {
+		if _, _, err := c.Store.ReleaseUpsert(ctx, *rel); err != nil {
+			return fail(fmt.Errorf("desired release of %s: %w", d.Target, err))
+		}
+	}
+	changed, err := c.Store.DesiredSet(ctx, d)
+	if err == nil {
+		err = then(changed)
+	}
 	if err != nil {
-		return fail(fmt.Errorf("desired release of %s: %w", t, err))
+		return engine.Retry(fmt.Errorf("desired release of %s: %w", d.Target, err))
 	}
-	changed, err := c.Store.DesiredSet(ctx, ports.DesiredRelease{Target: t, ReleaseID: rel.ID, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt})
-	if err != nil {
-		return engine.Retry(fmt.Errorf("desired release of %s: %w", t, err))
-	}
-	// Always hand off, changed or not: job-dispatch is idempotent, and a
-	// retried pass must not lose the hand-off of the one before. It runs
-	// the job gates itself (waking when they may open), so the hand-off
-	// goes straight to it, in this pass's transaction.
-	if err := c.enqueue(ctx, time.Time{}, TargetKey(KindJobDispatch, t)); err != nil {
-		return engine.Retry(err)
-	}
-	attrs := []slog.Attr{slog.String("version", version.Tag), slog.String("release", ShortID(rel.ID)), slog.Int("examined", choice.Examined)}
-	if len(choice.Reasons) > 0 {
-		// Why newer versions wait (e.g. "v2: approval pending"): a change
-		// of these reasons is a change of the decision, logged at info.
-		attrs = append(attrs, slog.String("waiting", strings.Join(choice.Reasons, "; ")))
-	}
-	c.log(ctx, changed, KindDesiredRelease, t.Key(), "release", why, start, attrs...)
-	return wakeAt(choice.NextCheckAt)
+	return out
 }
 
 // wakeAt is RequeueAt(t), or Done when t is zero.

@@ -96,6 +96,7 @@ func Releases(t *testing.T, newStore ReleaseStoreFactory) {
 	t.Run("Upsert", func(t *testing.T) { relReleaseUpsert(setup(t)) })
 	t.Run("UpsertRefused", func(t *testing.T) { relReleaseRefused(setup(t)) })
 	t.Run("Desired", func(t *testing.T) { relDesired(setup(t)) })
+	t.Run("DesiredMany", func(t *testing.T) { relDesiredMany(t, newStore) })
 }
 
 // Jobs is the conformance suite of ports.Jobs.

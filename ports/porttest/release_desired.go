@@ -1,6 +1,7 @@
 package porttest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -176,4 +177,86 @@ func relDesired(t *testing.T, e *relEnv) {
 	again, err := e.s.DesiredGet(e.ctx, rOther.Target)
 	require.NoError(t, err)
 	require.Nil(t, again.Reasons, "reads are copies")
+}
+
+// relDesiredMany: a store that is a ports.DesiredBatcher writes a call's
+// decisions as ReleaseUpsert then DesiredSet would, one write at a time
+// (ports.DesiredSetEach on a twin store with the same objects and clock):
+// the same results, releases and decisions, over calls that store new
+// releases, name stored ones, leave decisions unchanged, fail some writes
+// (a version of another deployment, a release of another target, a
+// missing release, an invalid decision) among good ones, and name a
+// target twice.
+func relDesiredMany(t *testing.T, newStore ReleaseStoreFactory) {
+	t.Parallel()
+	env := func() *relEnv {
+		e := &relEnv{ctx: t.Context(), clock: NewFakeClock(relT0)}
+		e.s = newStore(t, ReleaseStoreDeps{Clock: e.clock})
+		relWorld(t, e)
+		relCreateVersions(t, e, relVersion("v1", relD1, relAt(1)), relVersion("v2", relD1, relAt(2)), relVersion("w1", relD2, relAt(3)))
+		return e
+	}
+	e, twin := env(), env()
+	b, ok := e.s.(ports.DesiredBatcher)
+	if !ok {
+		t.Skip("the store is no ports.DesiredBatcher")
+	}
+	tA, tB, tC, tD, tE := tgt(relD1, relE1, relR1), tgt(relD1, relE2, relR1), tgt(relD1, relE1, relR2), tgt(relD2, relE1, relR2),
+		tgt(relD2, relE2, relR3)
+	targets := []release.ReleaseTarget{tA, tB, tC, tD, tE}
+	rel := func(target release.ReleaseTarget, version string) *release.Release {
+		r := release.NewRelease(target, version, map[string]release.Value{"n": {Literal: 1}}, time.Time{})
+		return &r
+	}
+	with := func(r *release.Release, reasons ...string) ports.DesiredWrite {
+		return ports.DesiredWrite{Release: r, Desired: ports.DesiredRelease{Target: r.Target, ReleaseID: r.ID, Reasons: reasons}}
+	}
+	none := func(target release.ReleaseTarget, next time.Time, reasons ...string) ports.DesiredWrite {
+		return ports.DesiredWrite{Desired: ports.DesiredRelease{Target: target, Reasons: reasons, NextCheckAt: next}}
+	}
+	a1, a2 := rel(tA, "v1"), rel(tA, "v2")
+	wrongVersion := rel(tB, "w1") // w1 is d2's; tB is d1's
+	otherTarget := ports.DesiredWrite{Desired: ports.DesiredRelease{Target: tC, ReleaseID: a1.ID}}
+	missing := ports.DesiredWrite{Desired: ports.DesiredRelease{Target: tD, ReleaseID: "r-none"}}
+	invalid := ports.DesiredWrite{Desired: ports.DesiredRelease{Target: release.ReleaseTarget{DeploymentID: relD1}}}
+	calls := [][]ports.DesiredWrite{
+		{with(a1, "newest"), with(rel(tB, "v1")), none(tC, relAt(90), "blocked by window"), with(rel(tD, "w1"))},
+		{with(a1, "newest"), with(rel(tB, "v1")), none(tC, relAt(90), "blocked by window"), with(rel(tD, "w1"))},
+		{with(a2), with(wrongVersion), otherTarget, missing, with(rel(tE, "w1")), invalid},
+		{{Desired: ports.DesiredRelease{Target: tA, ReleaseID: a1.ID}}, none(tC, time.Time{})},
+		{none(tA, time.Time{}, "first"), with(a2, "second")},
+	}
+	for n, writes := range calls {
+		e.clock.Advance(time.Minute)
+		twin.clock.Advance(time.Minute)
+		got := b.DesiredSetMany(e.ctx, writes)
+		want := ports.DesiredSetEach(twin.ctx, twin.s, writes)
+		require.Len(t, got, len(writes), "call %d", n)
+		for i := range writes {
+			require.Equal(t, want[i].Changed, got[i].Changed, "call %d, write %d", n, i)
+			if want[i].Err == nil {
+				require.NoError(t, got[i].Err, "call %d, write %d", n, i)
+				continue
+			}
+			require.Error(t, got[i].Err, "call %d, write %d: %v", n, i, want[i].Err)
+			for _, kind := range []error{release.ErrInvalid, ports.ErrNotFound} {
+				require.Equal(t, errors.Is(want[i].Err, kind), errors.Is(got[i].Err, kind), "call %d, write %d: %v, %v", n, i, want[i].Err, got[i].Err)
+			}
+		}
+		for _, target := range targets {
+			wd, werr := twin.s.DesiredGet(twin.ctx, target)
+			gd, gerr := e.s.DesiredGet(e.ctx, target)
+			require.Equal(t, werr == nil, gerr == nil, "call %d, %s", n, target)
+			require.Equal(t, wd, gd, "call %d, %s", n, target)
+		}
+		for _, w := range writes {
+			if w.Release == nil {
+				continue
+			}
+			wr, werr := twin.s.ReleaseGet(twin.ctx, w.Release.ID)
+			gr, gerr := e.s.ReleaseGet(e.ctx, w.Release.ID)
+			require.Equal(t, werr == nil, gerr == nil, "call %d, release of %s", n, w.Release.Target)
+			require.Equal(t, wr, gr, "call %d, release of %s", n, w.Release.Target)
+		}
+	}
 }
