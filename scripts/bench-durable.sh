@@ -6,7 +6,8 @@
 # 1 and 2 worker processes. Each prints its JSON line on stdout; progress
 # goes to stderr. Sizes come from the environment:
 # BENCH_TARGETS (bench release), BENCH_ITEMS (bench workflow) and
-# BENCH_QUEUE_ITEMS (bench queue, River, the bare loop). Last, the Go
+# BENCH_QUEUE_ITEMS (bench queue, River, the bare loop; each runs again at
+# four times that backlog). Last, the Go
 # benchmark of the pure workflow scheduling pass prints its lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,11 @@ compare=${BENCH_COMPARE_BIN:-bin/bench-compare}
 "$reconciler" bench queue --dsn "$dsn" --items "$queue" --duration 60s
 "$compare" --system river --dsn "$dsn" --items "$queue" --timeout 5m
 "$compare" --system skiplocked --dsn "$dsn" --items "$queue" --timeout 5m
+# The same at four times the backlog: a lease must read the items it
+# claims, not the backlog, whatever the statistics of the queue table.
+"$reconciler" bench queue --dsn "$dsn" --items "$((queue * 4))" --duration 60s
+"$compare" --system river --dsn "$dsn" --items "$((queue * 4))" --timeout 5m
+"$compare" --system skiplocked --dsn "$dsn" --items "$((queue * 4))" --timeout 5m
 "$reconciler" bench release --dsn "$dsn" --targets "$targets" --timeout 10m
 # The same rollout with the chain in 1, then 2, worker processes (like serve
 # processes sharing the database), each line with the workers' peak RSS.
