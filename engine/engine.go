@@ -95,10 +95,23 @@ type flight struct {
 	completing bool
 }
 
-// ackReq is one ack for the ack loop, which calls then with its result.
+// ackReq is one ack for the ack loop, which calls then with its result
+// or, when then is nil, logs a failure as that of the pass of kind that
+// ended with out (logCompleteErr).
 type ackReq struct {
 	p    ports.AckParams
+	kind string
+	out  Outcome
 	then func(error)
+}
+
+// result hands the ack's result on.
+func (r *ackReq) result(e *Engine, err error) {
+	if r.then != nil {
+		r.then(err)
+		return
+	}
+	e.logCompleteErr(r.kind, r.p.Lease.Key, r.out, err)
 }
 
 // errLeaseLost cancels a pass whose lease was taken away.
@@ -431,22 +444,22 @@ func (e *Engine) pass(timed context.Context, deadline time.Time, r registration,
 		}
 		switch out.kind {
 		case outcomeDone, outcomeRequeue:
-			e.acks <- ackReq{p: ports.AckParams{Lease: l.Ref(), RequeueAt: out.at},
-				then: func(err error) { e.logCompleteErr(r, l, out, err) }}
+			e.acks <- ackReq{p: ports.AckParams{Lease: l.Ref(), RequeueAt: out.at}, kind: r.kind, out: out}
 		default:
-			e.logCompleteErr(r, l, out, e.complete(context.WithoutCancel(ctx), l, out))
+			e.logCompleteErr(r.kind, l.Key, out, e.complete(context.WithoutCancel(ctx), l, out))
 		}
 	}
 }
 
-// logCompleteErr logs a failed completion of l's pass.
-func (e *Engine) logCompleteErr(r registration, l ports.Lease, out Outcome, err error) {
+// logCompleteErr logs a failed completion of the pass of key, of kind,
+// that ended with out.
+func (e *Engine) logCompleteErr(kind string, key ports.WorkKey, out Outcome, err error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, ports.ErrLeaseLost):
-		e.log.Warn("lease lost before completion; result dropped", "kind", r.kind, "id", l.Key.ScopeID, "outcome", out.String())
+		e.log.Warn("lease lost before completion; result dropped", "kind", kind, "id", key.ScopeID, "outcome", out.String())
 	default:
-		e.log.Error("complete failed", "kind", r.kind, "id", l.Key.ScopeID, "outcome", out.String(), "error", err)
+		e.log.Error("complete failed", "kind", kind, "id", key.ScopeID, "outcome", out.String(), "error", err)
 	}
 }
 
@@ -553,11 +566,11 @@ func (e *Engine) ackLoop(ctx context.Context) {
 		for i, r := range batch {
 			switch {
 			case err != nil:
-				r.then(fmt.Errorf("ack %s: %w", r.p.Lease.Key, err))
+				r.result(e, fmt.Errorf("ack %s: %w", r.p.Lease.Key, err))
 			case i < len(results) && results[i] != nil:
-				r.then(fmt.Errorf("ack %s: %w", r.p.Lease.Key, results[i]))
+				r.result(e, fmt.Errorf("ack %s: %w", r.p.Lease.Key, results[i]))
 			default:
-				r.then(nil)
+				r.result(e, nil)
 			}
 		}
 	}
