@@ -53,8 +53,17 @@ func killRollout(t *testing.T, n int, delay time.Duration, res *rolloutKill) {
 	must(s.Workspaces().Put(ctx, release.Workspace{ID: "ws", Name: "ws"}, 0))
 	must(s.Systems().Put(ctx, release.System{ID: "sys", WorkspaceID: "ws", Name: "sys"}, 0))
 	must(s.Environments().Put(ctx, release.Environment{ID: "prod", SystemID: "sys", Name: "prod", ResourceSelector: "true"}, 0))
+	// Jobs outlast the kill delay, so that the victim still has some in
+	// flight when it has passed (a rollout over before it has none to
+	// kill), and time out a few seconds after they would have ended.
+	jobDelay := 200 * time.Millisecond
+	if delay > 0 {
+		jobDelay = max(jobDelay, delay+300*time.Millisecond)
+	}
+	timeout := max(3, int64(jobDelay.Seconds())+3)
 	must(s.Deployments().Put(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", JobAgentID: "runner",
-		JobAgentConfig: map[string]any{"delay": "200ms"}, JobTimeoutSeconds: 3, ResourceSelector: `resource.kind == "Node"`}, 0))
+		JobAgentConfig: map[string]any{"delay": jobDelay.Round(time.Millisecond).String()}, JobTimeoutSeconds: timeout,
+		ResourceSelector: `resource.kind == "Node"`}, 0))
 	must(catalog.New(s, catalog.Config{}).Policies("test").Put(ctx, policy.Policy{ID: "retry", Name: "retry", Enabled: true, Selector: "true", Rules: []policy.Rule{
 		{ID: "retry", Spec: policy.Retry{MaxRetries: 3, RetryOnStatuses: []release.JobStatus{release.JobFailure}}}}}, 0))
 	for i := range n {
