@@ -42,9 +42,11 @@ type rolloutKill struct {
 }
 
 // killRollout rolls v1 out to n targets on two serve processes and
-// SIGKILLs the victim once delay has passed and it has jobs in flight; it
+// SIGKILLs the victim once the processes have accepted at least the
+// fraction at of the n jobs (0: any) and it has jobs in flight: a moment
+// picked by the rollout's progress, however fast it runs; it
 // asserts the recovery and fills res with what it saw.
-func killRollout(t *testing.T, n int, delay time.Duration, res *rolloutKill) {
+func killRollout(t *testing.T, n int, at float64, res *rolloutKill) {
 	ctx := t.Context()
 	bin, dsn, be := runnerBackend(t)
 	res.targets = n
@@ -53,16 +55,8 @@ func killRollout(t *testing.T, n int, delay time.Duration, res *rolloutKill) {
 	must(s.Workspaces().Put(ctx, release.Workspace{ID: "ws", Name: "ws"}, 0))
 	must(s.Systems().Put(ctx, release.System{ID: "sys", WorkspaceID: "ws", Name: "sys"}, 0))
 	must(s.Environments().Put(ctx, release.Environment{ID: "prod", SystemID: "sys", Name: "prod", ResourceSelector: "true"}, 0))
-	// Jobs outlast the kill delay, so that the victim still has some in
-	// flight when it has passed (a rollout over before it has none to
-	// kill), and time out a few seconds after they would have ended.
-	jobDelay := 200 * time.Millisecond
-	if delay > 0 {
-		jobDelay = max(jobDelay, delay+300*time.Millisecond)
-	}
-	timeout := max(3, int64(jobDelay.Seconds())+3)
 	must(s.Deployments().Put(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", JobAgentID: "runner",
-		JobAgentConfig: map[string]any{"delay": jobDelay.Round(time.Millisecond).String()}, JobTimeoutSeconds: timeout,
+		JobAgentConfig: map[string]any{"delay": "200ms"}, JobTimeoutSeconds: 3,
 		ResourceSelector: `resource.kind == "Node"`}, 0))
 	must(catalog.New(s, catalog.Config{}).Policies("test").Put(ctx, policy.Policy{ID: "retry", Name: "retry", Enabled: true, Selector: "true", Rules: []policy.Rule{
 		{ID: "retry", Spec: policy.Retry{MaxRetries: 3, RetryOnStatuses: []release.JobStatus{release.JobFailure}}}}}, 0))
@@ -94,8 +88,10 @@ func killRollout(t *testing.T, n int, delay time.Duration, res *rolloutKill) {
 		}
 		return k
 	}
-	start := time.Now()
-	waitUntil(t, 120*time.Second, func() bool { res.inFlight = active(); return time.Since(start) >= delay && res.inFlight >= 1 })
+	waitUntil(t, 120*time.Second, func() bool {
+		res.inFlight = active()
+		return float64(len(sendsByJob(log))) >= at*float64(n) && res.inFlight >= 1
+	})
 	require.NoError(t, victim.Process.Kill())
 	_ = victim.Wait()
 
@@ -107,14 +103,37 @@ func killRollout(t *testing.T, n int, delay time.Duration, res *rolloutKill) {
 		require.NoError(t, err)
 		return st.Successful != nil && st.Successful.Version.ID == "v1"
 	}
-	waitUntil(t, 180*time.Second, func() bool {
+	var undone []release.ReleaseTarget
+	deadline := time.Now().Add(180 * time.Second)
+	for {
+		undone = undone[:0]
 		for _, tg := range targets {
 			if !done(tg) {
-				return false
+				undone = append(undone, tg)
 			}
 		}
-		return true
-	})
+		if len(undone) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			// Say what each of the first few is waiting for.
+			for _, tg := range undone[:min(len(undone), 5)] {
+				rows, _ := s.JobsByTarget(ctx, tg, 0)
+				var jobs []string
+				for _, r := range rows {
+					jobs = append(jobs, fmt.Sprintf("%s %s (agent %s, lease until %s)", r.ID, r.Status, r.JobAgentID, r.LeaseUntil.Format(time.RFC3339Nano)))
+				}
+				var items []string
+				for _, kind := range []string{chain.KindDesiredRelease, chain.KindJobDispatch} {
+					it, err := be.queue.WorkGet(ctx, chain.TargetKey(kind, tg))
+					items = append(items, fmt.Sprintf("%s: %+v %v", kind, it, err))
+				}
+				t.Logf("%s not done: jobs %v; queue %v", tg.Key(), jobs, items)
+			}
+			t.Fatalf("%d of %d targets without a successful v1 job after 180 s", len(undone), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	defer func() { // also when a wait or an assertion below fails
 		res.lost, res.duplicated, res.jobs = 0, 0, 0
 		for _, tg := range targets {

@@ -45,7 +45,10 @@ func TestSoak(t *testing.T) {
 			items, lost, duplicated = items+r.jobs, lost+r.lost, duplicated+r.duplicated
 		default:
 			var r rolloutKill
-			t.Run(fmt.Sprintf("rollout-%d", i), func(t *testing.T) { killRollout(t, 1000, delay, &r) })
+			// Killed after a random share (up to 80%) of the jobs were
+			// accepted: a delay in seconds may outlast the rollout.
+			at := 0.8 * float64(delay) / float64(3*time.Second)
+			t.Run(fmt.Sprintf("rollout-%d", i), func(t *testing.T) { killRollout(t, 1000, at, &r) })
 			kills++
 			items, lost, duplicated = items+r.jobs, lost+r.lost, duplicated+r.duplicated
 		}
