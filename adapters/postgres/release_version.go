@@ -279,6 +279,26 @@ func (s *ReleaseStore) PolicySkipDelete(ctx context.Context, id string) error {
 	return nil
 }
 
+// releaseDoc stamps r's creation time as the store keeps it (now when it
+// is zero) and encodes r as its stored document.
+func (s *ReleaseStore) releaseDoc(r *release.Release) (string, error) {
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = s.clock.Now()
+	}
+	r.CreatedAt = ports.StoredTime(r.CreatedAt)
+	return relEncode("variables", r)
+}
+
+// desiredReasons encodes a decision's reasons as stored: a JSON array,
+// empty for none.
+func desiredReasons(reasons []string) (string, error) {
+	if len(reasons) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(reasons)
+	return string(b), err
+}
+
 // ReleaseUpsert inserts r while its version belongs to the target's
 // deployment, unless its ID is stored; then it reads the stored one.
 func (s *ReleaseStore) ReleaseUpsert(ctx context.Context, r release.Release) (release.Release, bool, error) {
@@ -286,11 +306,7 @@ func (s *ReleaseStore) ReleaseUpsert(ctx context.Context, r release.Release) (re
 	if err := r.Validate(); err != nil {
 		return release.Release{}, false, fmt.Errorf("%s: %w", op, err)
 	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = s.clock.Now()
-	}
-	r.CreatedAt = ports.StoredTime(r.CreatedAt)
-	doc, err := relEncode("variables", &r)
+	doc, err := s.releaseDoc(&r)
 	if err != nil {
 		return release.Release{}, false, fmt.Errorf("%s: %w", op, err)
 	}
@@ -410,13 +426,9 @@ func (s *ReleaseStore) DesiredSetMany(ctx context.Context, writes []ports.Desire
 		if ports.ValidateDesired(&d) != nil {
 			continue
 		}
-		reason := "[]"
-		if len(d.Reasons) > 0 {
-			b, err := json.Marshal(d.Reasons)
-			if err != nil {
-				continue
-			}
-			reason = string(b)
+		reason, err := desiredReasons(d.Reasons)
+		if err != nil {
+			continue
 		}
 		var version, doc string
 		var at *time.Time
@@ -425,12 +437,7 @@ func (s *ReleaseStore) DesiredSetMany(ctx context.Context, writes []ports.Desire
 			if r.Validate() != nil || r.ID != d.ReleaseID || r.Target != d.Target {
 				continue
 			}
-			if r.CreatedAt.IsZero() {
-				r.CreatedAt = now
-			}
-			r.CreatedAt = ports.StoredTime(r.CreatedAt)
-			var err error
-			if doc, err = relEncode("variables", &r); err != nil {
+			if doc, err = s.releaseDoc(&r); err != nil {
 				continue
 			}
 			version, at = r.VersionID, &r.CreatedAt
@@ -483,13 +490,9 @@ func (s *ReleaseStore) DesiredSet(ctx context.Context, d ports.DesiredRelease) (
 	if err := ports.ValidateDesired(&d); err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
-	reasons := "[]"
-	if len(d.Reasons) > 0 {
-		b, err := json.Marshal(d.Reasons)
-		if err != nil {
-			return false, fmt.Errorf("%s: %w", op, err)
-		}
-		reasons = string(b)
+	reasons, err := desiredReasons(d.Reasons)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
 	}
 	key := d.Target.Key()
 	n, err := s.hotExecN(ctx, sqlDesiredSet, key, d.ReleaseID, reasons, relNullTime(d.NextCheckAt), s.now())
