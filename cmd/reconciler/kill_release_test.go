@@ -104,36 +104,34 @@ func killRollout(t *testing.T, n int, at float64, res *rolloutKill) {
 		return st.Successful != nil && st.Successful.Version.ID == "v1"
 	}
 	var undone []release.ReleaseTarget
-	deadline := time.Now().Add(180 * time.Second)
-	for {
+	defer func() {
+		if !t.Failed() {
+			return
+		}
+		// Say what each of the first few targets left undone waits for.
+		for _, tg := range undone[:min(len(undone), 5)] {
+			rows, _ := s.JobsByTarget(ctx, tg, 0)
+			var jobs []string
+			for _, r := range rows {
+				jobs = append(jobs, fmt.Sprintf("%s %s (agent %s, lease until %s)", r.ID, r.Status, r.JobAgentID, r.LeaseUntil.Format(time.RFC3339Nano)))
+			}
+			var items []string
+			for _, kind := range []string{chain.KindDesiredRelease, chain.KindJobDispatch} {
+				it, err := be.queue.WorkGet(ctx, chain.TargetKey(kind, tg))
+				items = append(items, fmt.Sprintf("%s: %+v %v", kind, it, err))
+			}
+			t.Logf("%s not done: jobs %v; queue %v", tg.Key(), jobs, items)
+		}
+	}()
+	waitUntil(t, 180*time.Second, func() bool {
 		undone = undone[:0]
 		for _, tg := range targets {
 			if !done(tg) {
 				undone = append(undone, tg)
 			}
 		}
-		if len(undone) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			// Say what each of the first few is waiting for.
-			for _, tg := range undone[:min(len(undone), 5)] {
-				rows, _ := s.JobsByTarget(ctx, tg, 0)
-				var jobs []string
-				for _, r := range rows {
-					jobs = append(jobs, fmt.Sprintf("%s %s (agent %s, lease until %s)", r.ID, r.Status, r.JobAgentID, r.LeaseUntil.Format(time.RFC3339Nano)))
-				}
-				var items []string
-				for _, kind := range []string{chain.KindDesiredRelease, chain.KindJobDispatch} {
-					it, err := be.queue.WorkGet(ctx, chain.TargetKey(kind, tg))
-					items = append(items, fmt.Sprintf("%s: %+v %v", kind, it, err))
-				}
-				t.Logf("%s not done: jobs %v; queue %v", tg.Key(), jobs, items)
-			}
-			t.Fatalf("%d of %d targets without a successful v1 job after 180 s", len(undone), n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(undone) == 0
+	})
 	defer func() { // also when a wait or an assertion below fails
 		res.lost, res.duplicated, res.jobs = 0, 0, 0
 		for _, tg := range targets {

@@ -191,11 +191,14 @@ func (c *Chain) writeDesired(ctx context.Context, b *batch, outs []engine.Outcom
 	}
 	res := c.Store.(ports.DesiredBatcher).DesiredSetMany(ctx, writes)
 	for i, p := range b.desired {
-		err := errors.New("the store returned no result for this write")
-		if i < len(res) {
-			if err = res[i].Err; err == nil {
-				err = p.then(res[i].Changed)
-			}
+		var err error
+		switch {
+		case i >= len(res):
+			err = errors.New("the store returned no result for this write")
+		case res[i].Err != nil:
+			err = res[i].Err
+		default:
+			err = p.then(res[i].Changed)
 		}
 		if err != nil {
 			outs[p.i] = engine.Retry(fmt.Errorf("desired release of %s: %w", p.write.Desired.Target, err))
