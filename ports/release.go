@@ -427,8 +427,9 @@ type DesiredWritten struct {
 // DesiredBatcher is a Releases store that writes many targets' decisions
 // in one call. DesiredSetMany does for each write what ReleaseUpsert (when
 // it has a release) then DesiredSet do, with one result per write, in
-// order; a failed write changes nothing of its own and does not stop the
-// others. The chain's desired-release passes use it when the store has it
+// order, leaving what those calls would leave one write at a time (a
+// stored release stays when its decision fails); a failed write does not
+// stop the others. The chain's desired-release passes use it when the store has it
 // (checked by porttest.Releases, against DesiredSetEach).
 type DesiredBatcher interface {
 	DesiredSetMany(ctx context.Context, writes []DesiredWrite) []DesiredWritten
