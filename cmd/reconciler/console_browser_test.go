@@ -175,9 +175,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.Contains(t, waits, "v2: approval pending", "the grid says why v2 waits")
 	screenshot(t, ctx, "grid")
 
-	// Why v2 waits in prod: its approval rule is pending.
+	// Why v2 waits in prod: its approval rule is pending. The grid is
+	// swapped for a new one on every poll, so the link is clicked in the
+	// page as it is at that moment: a click by node could wait forever on
+	// a node the poll had just replaced (it hung TestConsoleInBrowser
+	// until its deadline once in a loaded `make test`).
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`li[data-target="web:prod:eu-1"] a`)),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('li[data-target="web:prod:eu-1"] a').click()`),
 		chromedp.WaitVisible(chromedp.CSS(`article[data-version="v2"] tr[data-rule="approval"][data-verdict="pending"]`)),
 	))
 	why, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`article[data-version="v2"] tr[data-rule="approval"]`)))
