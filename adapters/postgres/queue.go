@@ -206,7 +206,7 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 			continue
 		}
 		if tid.Valid {
-			q.tids.put(l.Token, tid)
+			q.tids.put(l.Token, l.Key, tid)
 		}
 		l.EventTime = l.EventTime.UTC()
 		l.ExpiresAt = exp
@@ -422,24 +422,24 @@ func (q *Queue) ackDelete(ctx context.Context, acks []ports.AckParams, inTx bool
 	}
 	var (
 		tids                 []pgtype.TID
-		byTid, byKey         []ports.LeaseRef
+		tidTokens            []int64
+		byKey                []ports.LeaseRef
 		byTidOrds, byKeyOrds []int
 	)
 	for _, i := range plain {
 		ref := acks[i].Lease
-		if tid, ok := q.tids.take(ref.Token); ok {
-			tids, byTid, byTidOrds = append(tids, tid), append(byTid, ref), append(byTidOrds, i)
+		if tid, ok := q.tids.take(ref); ok {
+			tids, tidTokens, byTidOrds = append(tids, tid), append(tidTokens, ref.Token), append(byTidOrds, i)
 			continue
 		}
 		byKey, byKeyOrds = append(byKey, ref), append(byKeyOrds, i)
 	}
 	if len(tids) > 0 {
-		kinds, types, ids, tokens, _ := refArrays(byTid)
 		stmt := hotAckByTidAsync
 		if inTx {
 			stmt = hotAckByTid
 		}
-		if err := q.markOrds(ctx, done, stmt, tids, kinds, types, ids, tokens, byTidOrds); err != nil {
+		if err := q.markOrds(ctx, done, stmt, tids, tidTokens, byTidOrds); err != nil {
 			return nil, err
 		}
 	}

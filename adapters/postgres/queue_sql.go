@@ -212,19 +212,18 @@ WITH del AS (
 SELECT ord FROM del`
 
 // sqlAckDeleteByTid is sqlAckDelete for leases whose row's tuple id this
-// Queue knows from the lease (tidCache): ?0..?5 are the arrays tuple id,
-// kind, scope_type, scope_id, token, position, in key order (the rows are
-// locked in that order, as by every batch statement). The row is deleted
-// only while it is still that lease's (its key, token, leased, no enqueue
-// during it), as sqlAckDelete checks; a row changed since has moved to
-// another tuple id and is left for the full ack.
+// Queue knows from the lease (tidCache): ?0..?2 are the arrays tuple id,
+// token, position, in the leases' key order (the rows are locked in that
+// order, as by every batch statement). The row is deleted only while it
+// still holds that lease (its token, unique to the lease; leased; no
+// enqueue during it; the key was checked against the lease's by the
+// cache), as sqlAckDelete checks; a row changed since has moved to another
+// tuple id and is left for the full ack.
 const sqlAckDeleteByTid = `
 WITH del AS (
 	DELETE FROM reconcile_work_scope w
-	USING unnest(?0::tid[], ?1::text[], ?2::text[], ?3::text[], ?4::bigint[], ?5::int[])
-		AS r(tid, kind, scope_type, scope_id, token, ord)
-	WHERE w.ctid = r.tid AND (w.kind, w.scope_type, w.scope_id) = (r.kind, r.scope_type, r.scope_id)
-		AND w.lease_token = r.token AND w.lease_expires_at IS NOT NULL AND NOT w.requeued
+	USING unnest(?0::tid[], ?1::bigint[], ?2::int[]) AS r(tid, token, ord)
+	WHERE w.ctid = r.tid AND w.lease_token = r.token AND w.lease_expires_at IS NOT NULL AND NOT w.requeued
 	RETURNING r.ord
 )
 SELECT ord FROM del`

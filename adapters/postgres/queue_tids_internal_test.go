@@ -37,10 +37,10 @@ func TestQueueAckByTupleId(t *testing.T) {
 	require.Equal(t, []ports.WorkKey{key("a"), key("b"), key("c")}, []ports.WorkKey{a.Key, b.Key, c.Key})
 
 	// a's hint now names b's row: acking a must not delete b.
-	tidB, ok := q.tids.take(b.Token)
+	tidB, ok := q.tids.take(b.Ref())
 	require.True(t, ok)
-	q.tids.put(b.Token, tidB)
-	q.tids.put(a.Token, tidB)
+	q.tids.put(b.Token, b.Key, tidB)
+	q.tids.put(a.Token, a.Key, tidB)
 	res, err := q.WorkAck(ctx, ports.AckParams{Lease: a.Ref()})
 	require.NoError(t, err)
 	require.NoError(t, res[0], "a stale hint falls back to the key")
@@ -51,9 +51,11 @@ func TestQueueAckByTupleId(t *testing.T) {
 	require.Equal(t, ports.WorkLeased, it.State, "b, whose tuple id a's hint named, is untouched")
 
 	// A hint is used only for the lease's own key: a ref naming another
-	// key with b's token and hint is lost, and b stays leased.
-	tidB, ok = q.tids.take(b.Token)
+	// key with b's token, its hint in the cache, is lost, and b stays
+	// leased.
+	tidB, ok = q.tids.take(b.Ref())
 	require.True(t, ok)
+	q.tids.put(b.Token, b.Key, tidB)
 	done, err := q.ackDelete(ctx, []ports.AckParams{{Lease: ports.LeaseRef{Key: key("zzz"), Token: b.Token}}}, false)
 	require.NoError(t, err)
 	require.False(t, done[0], "another key with b's token")
@@ -62,7 +64,7 @@ func TestQueueAckByTupleId(t *testing.T) {
 	require.Equal(t, ports.WorkLeased, it.State)
 	// ...while b's own plain ack by its hint deletes b: the statement by
 	// tuple id did it (ackDelete runs no fallback).
-	q.tids.put(b.Token, tidB)
+	q.tids.put(b.Token, b.Key, tidB)
 	done, err = q.ackDelete(ctx, []ports.AckParams{{Lease: b.Ref()}}, false)
 	require.NoError(t, err)
 	require.True(t, done[0], "b acked by its tuple id")
@@ -73,7 +75,7 @@ func TestQueueAckByTupleId(t *testing.T) {
 	hb, err := q.WorkHeartbeat(ctx, time.Minute, c.Ref())
 	require.NoError(t, err)
 	require.NoError(t, hb[0])
-	_, ok = q.tids.take(c.Token)
+	_, ok = q.tids.take(c.Ref())
 	require.False(t, ok, "a heartbeat drops the lease's hint")
 	res, err = q.WorkAck(ctx, ports.AckParams{Lease: c.Ref()})
 	require.NoError(t, err)
@@ -84,7 +86,7 @@ func TestQueueAckByTupleId(t *testing.T) {
 
 	// A full cache starts over rather than grow.
 	for i := range maxTids + 1 {
-		q.tids.put(int64(i), tidB)
+		q.tids.put(int64(i), b.Key, tidB)
 	}
 	require.Equal(t, 1, q.tids.size())
 }
