@@ -28,6 +28,8 @@ type DB struct {
 	hotMode pgx.QueryExecMode
 	// lockWait is told when a migration waits for another session's lock.
 	lockWait func(pid int)
+	// pub sends the notifications of committed changes.
+	pub *publisher
 }
 
 // DefaultConnectTimeout bounds each connection attempt (TCP connect and the
@@ -112,12 +114,15 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("connect %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	sqldb := stdlib.OpenDBFromPool(pool)
-	return &DB{bun: bun.NewDB(sqldb, pgdialect.New()), sqldb: sqldb, pool: pool, hotMode: hot, lockWait: oo.lockWait}, nil
+	db := &DB{bun: bun.NewDB(sqldb, pgdialect.New()), sqldb: sqldb, pool: pool, hotMode: hot, lockWait: oo.lockWait}
+	db.pub = newPublisher(db)
+	return db, nil
 }
 
 // Close closes the database and its pool. Adapters over it must not be used
 // afterwards.
 func (db *DB) Close() {
+	db.pub.wait()
 	_ = db.bun.Close()
 	db.pool.Close()
 }
@@ -225,6 +230,8 @@ type txKey struct{}
 type ctxTx struct {
 	db *DB
 	tx bun.Tx
+	// afterCommit runs, in order, once tx has committed (DB.afterCommit).
+	afterCommit []func()
 }
 
 // InTx runs fn in a transaction carried by the context fn receives: every
@@ -246,12 +253,16 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 			_ = tx.Rollback() // also on panic; the panic goes on
 		}
 	}()
-	if err := fn(context.WithValue(ctx, txKey{}, &ctxTx{db: db, tx: tx})); err != nil {
+	t := &ctxTx{db: db, tx: tx}
+	if err := fn(context.WithValue(ctx, txKey{}, t)); err != nil {
 		return err
 	}
 	committed = true
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit transaction: %w", err)
+	}
+	for _, f := range t.afterCommit {
+		f()
 	}
 	return nil
 }

@@ -17,8 +17,14 @@
 //     stale holder never matches; batched heartbeats and acks lock their
 //     rows in key order, so concurrent batches never deadlock; an item is
 //     deleted only by an ack of its current lease with nothing pending.
-//   - Whatever makes work due fires pg_notify('reconciler_work', kind) in
-//     the same transaction, delivered on commit; WorkNotify listens on one
+//   - No writing transaction notifies: a NOTIFY serialises, cluster-wide,
+//     the commits of every transaction that sent one, each until its WAL
+//     flush. Whatever makes work due (or creates a pending job) is announced
+//     once its transaction has committed: to this process's subscribers at
+//     once, and on the channel 'reconciler_work' (kind) or 'reconciler_jobs'
+//     (agent id) by the DB's publisher, in a transaction of its own that
+//     waits for no flush. A notice lost to a crash between the two only
+//     delays the other processes until they poll. WorkNotify listens on one
 //     dedicated connection, reconnects with backoff, and wakes subscribers
 //     periodically while it cannot listen, so workers fall back to polling.
 package postgres

@@ -145,14 +145,46 @@ func (q *Queue) WorkEnqueue(ctx context.Context, items ...ports.EnqueueParams) e
 		prios[i], maxes[i] = p.Priority, p.MaxAttempts
 		events[i], notBefores[i] = p.EventTime, p.NotBefore
 	}
-	_, err := q.db.hotExec(ctx, hotEnqueue, kinds, types, ids, prios, events, notBefores, maxes, ports.DefaultMaxAttempts, now)
+	ready, err := scanStrings(q.db.hotQuery(ctx, hotEnqueue, kinds, types, ids, prios, events, notBefores, maxes, ports.DefaultMaxAttempts, now))
 	if err != nil {
 		if n == 1 {
 			return fmt.Errorf("enqueue %s: %w", merged[0].Key, err)
 		}
 		return fmt.Errorf("enqueue %d items: %w", n, err)
 	}
+	q.madeReady(ctx, ready...)
 	return nil
+}
+
+// madeReady tells the listeners of every process that kinds have items
+// ready, once ctx's transaction, if any, has committed (a rolled-back one
+// made nothing ready): this Queue's own subscribers at once, the others
+// through the DB's publisher.
+func (q *Queue) madeReady(ctx context.Context, kinds ...string) {
+	if len(kinds) == 0 {
+		return
+	}
+	q.db.afterCommit(ctx, func() {
+		q.notify.wake()
+		q.db.pub.publish(notifyChannel, kinds...)
+	})
+}
+
+// scanStrings reads the one text column of rows.
+func scanStrings(rows *sql.Rows, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }
 
 // WorkLease claims up to p.Limit due items of p.Kinds in one statement:
@@ -298,8 +330,7 @@ func refArrays(refs []ports.LeaseRef) (kinds, types, ids []string, tokens []int6
 	return kinds, types, ids, tokens, ords
 }
 
-// scanOrds reads the positions a batch statement reports as done; negative
-// ones (notifications) are skipped.
+// scanOrds reads the positions a batch statement reports as done.
 func scanOrds(rows rowsReader, n int) ([]bool, error) {
 	defer rows.Close()
 	ok := make([]bool, n)
@@ -313,6 +344,29 @@ func scanOrds(rows rowsReader, n int) ([]bool, error) {
 		}
 	}
 	return ok, rows.Err()
+}
+
+// scanAckRows reads the result of sqlAck: the positions done, and the
+// kinds it made items ready of (the rows of position -1).
+func scanAckRows(rows rowsReader, n int) (ok []bool, ready []string, err error) {
+	defer rows.Close()
+	ok = make([]bool, n)
+	for rows.Next() {
+		var (
+			ord  int
+			kind *string
+		)
+		if err := rows.Scan(&ord, &kind); err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case ord < 0 && kind != nil:
+			ready = append(ready, *kind)
+		case ord >= 0 && ord < n:
+			ok[ord] = true
+		}
+	}
+	return ok, ready, rows.Err()
 }
 
 // WorkHeartbeat sets each held lease to expire d from now, in one
@@ -494,10 +548,11 @@ func (q *Queue) ackFull(ctx context.Context, acks []ports.AckParams, rest []int,
 	if err != nil {
 		return err
 	}
-	ok, err := scanOrds(rows, len(rest))
+	ok, ready, err := scanAckRows(rows, len(rest))
 	if err != nil {
 		return err
 	}
+	q.madeReady(ctx, ready...)
 	for j, i := range rest {
 		if ok[j] {
 			done[i] = true
@@ -512,18 +567,18 @@ func (q *Queue) WorkRetry(ctx context.Context, p ports.RetryParams) error {
 	now := q.now()
 	k := p.Lease.Key
 	q.tids.drop([]int64{p.Lease.Token})
-	var (
-		state    string
-		notified int
-	)
+	var state string
 	err := q.db.idb(ctx).QueryRowContext(ctx, sqlRetry,
 		k.Kind, k.ScopeType, k.ScopeID, p.Lease.Token, p.Err, orNow(p.NotBefore, now), p.Terminal, now).
-		Scan(&state, &notified)
+		Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("retry %s: %w", k, ports.ErrLeaseLost)
 	}
 	if err != nil {
 		return fmt.Errorf("retry %s: %w", k, err)
+	}
+	if state == "ready" {
+		q.madeReady(ctx, k.Kind)
 	}
 	return nil
 }
@@ -572,6 +627,7 @@ func (q *Queue) WorkRedrive(ctx context.Context, key ports.WorkKey) error {
 	case err != nil:
 		return fmt.Errorf("redrive %s: %w", key, err)
 	case redriven:
+		q.madeReady(ctx, key.Kind)
 		return nil
 	case state == "":
 		return fmt.Errorf("redrive %s: %w", key, ports.ErrNotFound)

@@ -5,8 +5,10 @@ import "strings"
 // The queue's statements. Placeholders are bun's indexed ?N, rendered into
 // the text by bun; the hot ones (enqueue, lease, heartbeat, ack) run through
 // hotQuery as prepared statements, rewritten to $N by dollarParams. Every statement that
-// makes an item due also fires pg_notify(notifyChannel, kind), delivered
-// when its transaction commits.
+// makes an item due answers the kinds it made ready; the Queue publishes
+// them on notifyChannel once the statement's transaction has committed,
+// in a transaction of its own (see publisher): none of these statements
+// notifies.
 
 // notifyChannel is the LISTEN/NOTIFY channel of the queue; the payload is
 // the kind that may have work due.
@@ -17,7 +19,8 @@ const notifyChannel = "reconciler_work"
 // scope_type, scope_id, priority, event_time, not_before, max_attempts (0:
 // not given); ?7 is DefaultMaxAttempts and ?8 now. The conflict branch reads
 // the raw max_attempts back from req: excluded holds the defaulted one. An
-// item is stored ready when its not-before is due, waiting otherwise.
+// item is stored ready when its not-before is due, waiting otherwise. The
+// result is the kinds of the items stored ready.
 const sqlEnqueue = `
 WITH req AS (
 	SELECT * FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::int[], ?4::timestamptz[], ?5::timestamptz[], ?6::int[])
@@ -45,8 +48,7 @@ WITH req AS (
 			ELSE 'waiting' END
 	RETURNING w.kind, w.state
 )
-SELECT count(*) FROM (SELECT DISTINCT kind FROM up WHERE state = 'ready') k
-	CROSS JOIN LATERAL pg_notify('` + notifyChannel + `', k.kind)`
+SELECT DISTINCT kind FROM up WHERE state = 'ready'`
 
 // sqlLease claims up to ?3 due items of the kinds ?0 (distinct) at now ?2,
 // highest priority, then oldest event, then key first. Due are ready items,
@@ -146,7 +148,8 @@ SELECT r.ord FROM req r JOIN upd u
 // in the batch find it ended. An item with nothing pending is deleted; one
 // with a requeue time or an enqueue during the lease is pending again,
 // starting over, ready or waiting by its new not-before. The result holds
-// the positions that succeeded, and -1 for each kind notified.
+// the positions that succeeded (with a NULL kind), and -1 with each kind
+// that an item was made ready of.
 const sqlAck = `
 WITH req AS (
 	SELECT * FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::bigint[], ?4::timestamptz[], ?5::int[])
@@ -179,10 +182,9 @@ WITH req AS (
 	WHERE (w.kind, w.scope_type, w.scope_id) = (h.kind, h.scope_type, h.scope_id) AND h.keep
 	RETURNING h.ord, w.kind, w.state
 )
-SELECT ord FROM del
-UNION ALL SELECT ord FROM upd
-UNION ALL SELECT -1 FROM (SELECT DISTINCT kind FROM upd WHERE state = 'ready') k
-	CROSS JOIN LATERAL pg_notify('` + notifyChannel + `', k.kind)`
+SELECT ord, NULL::text FROM del
+UNION ALL SELECT ord, NULL FROM upd
+UNION ALL SELECT -1, kind FROM (SELECT DISTINCT kind FROM upd WHERE state = 'ready') k`
 
 // sqlAckDelete deletes the items of acked leases that need nothing else
 // (see Queue.ackDelete). ?0..?4 are the arrays kind, scope_type, scope_id,
@@ -255,9 +257,7 @@ WITH upd AS (
 	WHERE (w.kind, w.scope_type, w.scope_id) = (?0, ?1, ?2) AND w.lease_expires_at IS NOT NULL AND w.lease_token = ?3
 	RETURNING w.kind, w.state
 )
-SELECT state, (SELECT count(*) FROM (SELECT kind FROM upd WHERE state = 'ready') k
-	CROSS JOIN LATERAL pg_notify('` + notifyChannel + `', k.kind))
-FROM upd`
+SELECT state FROM upd`
 
 // sqlRedrive makes dead item ?0..?2 ready, due at now ?3, attempts reset.
 // The result is the state the item had (” when missing) and whether it was
@@ -270,8 +270,7 @@ WITH cur AS (
 	WHERE (kind, scope_type, scope_id) = (?0, ?1, ?2) AND state = 'dead'
 	RETURNING kind
 )
-SELECT coalesce((SELECT state FROM cur), ''),
-	(SELECT count(*) FROM upd u CROSS JOIN LATERAL pg_notify('` + notifyChannel + `', u.kind)) > 0`
+SELECT coalesce((SELECT state FROM cur), ''), EXISTS (SELECT FROM upd)`
 
 // workColumns are the columns scanItem reads, in order.
 const workColumns = `kind, scope_type, scope_id, state, priority, event_time, not_before, attempts,

@@ -118,6 +118,10 @@ func (s *ReleaseStore) JobCreate(ctx context.Context, p ports.JobCreateParams) (
 		return ports.JobRow{}, false, fmt.Errorf("%s: %w", op, err)
 	}
 	if err == nil {
+		if job.Status == release.JobPending {
+			// Pull agents' takers in every process, once the job is committed.
+			s.db.afterCommit(ctx, func() { s.db.pub.publish(jobsChannel, job.JobAgentID) })
+		}
 		return ports.JobRow{Job: job, VersionID: versionID, IdempotencyKey: p.IdempotencyKey, Version: 1, UpdatedAt: now}, true, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {

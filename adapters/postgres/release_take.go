@@ -9,8 +9,9 @@ import (
 
 var _ ports.JobTaker = (*ReleaseStore)(nil)
 
-// jobsChannel is the LISTEN/NOTIFY channel a pending job's insert
-// notifies (migration 0015's trigger); the payload is its agent id.
+// jobsChannel is the LISTEN/NOTIFY channel on which JobCreate publishes a
+// pending job once it is committed (see publisher); the payload is its
+// agent id.
 const jobsChannel = "reconciler_jobs"
 
 // sqlJobTakeable locks the oldest takeable job of an agent (?0) at ?1,

@@ -9,12 +9,13 @@ import (
 
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// TestJobTakeNotifyAcrossSessions: a pending job inserted by another
-// session (another process's pool) wakes a JobTakeNotify subscriber once
-// its listener listens (migration 0015's trigger), and a subscription
-// leaves the listener when its context ends.
+// TestJobTakeNotifyAcrossSessions: a pending job created by another
+// process's store (another pool) wakes a JobTakeNotify subscriber once its
+// listener listens, but only when the creating transaction has committed;
+// and a subscription leaves the listener when its context ends.
 func TestJobTakeNotifyAcrossSessions(t *testing.T) {
 	t.Parallel()
 	dsn, _ := pgtest.Schema(t)
@@ -34,12 +35,29 @@ func TestJobTakeNotifyAcrossSessions(t *testing.T) {
 	wake := rs.JobTakeNotify(ctx)
 	awaitPID(t, listening)
 	drain(wake) // the wake-up of the first LISTEN
-	producer := open()
-	_, err := producer.pool.Exec(t.Context(), `INSERT INTO release_jobs (id, idempotency_key, release_id, target_key, deployment_id,
-		environment_id, resource_id, version_id, job_agent_id, status, active, created_at, doc, version, updated_at)
-		VALUES ('j1', 'k1', 'r1', 'd:e:r', 'd', 'e', 'r', 'v', 'puller', 'pending', true, now(), '{}', 1, now())`)
+
+	other := open()
+	producer := NewReleaseStore(other, ports.SystemClock)
+	t.Cleanup(producer.Close)
+	_, err := other.pool.Exec(t.Context(), `INSERT INTO release_releases (id, target_key, version_id, doc, created_at)
+		VALUES ('r1', 'd:e:r', 'v', '{}', now())`)
 	require.NoError(t, err)
-	awaitWake(t, wake, "a pending job was inserted by another session")
+	job := release.Job{ID: "j1", ReleaseID: "r1", TargetKey: "d:e:r", JobAgentID: "puller", Status: release.JobPending,
+		CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+	require.NoError(t, other.InTx(t.Context(), func(ctx context.Context) error {
+		_, created, err := producer.JobCreate(ctx, ports.JobCreateParams{Job: job, IdempotencyKey: "k1"})
+		require.NoError(t, err)
+		require.True(t, created)
+		// Nothing is sent before the commit: wait as long as a
+		// notification takes to arrive after it (below), and more.
+		select {
+		case <-wake:
+			t.Fatal("a wake-up before the job's transaction committed")
+		case <-time.After(500 * time.Millisecond):
+		}
+		return nil
+	}))
+	awaitWake(t, wake, "a pending job was committed by another process's store")
 
 	cancel()
 	require.Eventually(t, func() bool {
