@@ -156,18 +156,17 @@ func (q *Queue) WorkEnqueue(ctx context.Context, items ...ports.EnqueueParams) e
 	return nil
 }
 
-// madeReady tells the listeners of every process that kinds have items
-// ready, once ctx's transaction, if any, has committed (a rolled-back one
-// made nothing ready): this Queue's own subscribers at once, the others
-// through the DB's publisher.
+// madeReady tells the listeners of every process, this one's included,
+// that kinds have items ready, once ctx's transaction, if any, has
+// committed (a rolled-back one made nothing ready), through the DB's
+// publisher. This process's subscribers are not woken ahead of the
+// others': the process that made the work would lease all of it before
+// any other heard of it.
 func (q *Queue) madeReady(ctx context.Context, kinds ...string) {
 	if len(kinds) == 0 {
 		return
 	}
-	q.db.afterCommit(ctx, func() {
-		q.notify.wake()
-		q.db.pub.publish(notifyChannel, kinds...)
-	})
+	q.db.afterCommit(ctx, func() { q.db.pub.publish(notifyChannel, kinds...) })
 }
 
 // scanStrings reads the one text column of rows.
