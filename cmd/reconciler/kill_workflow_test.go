@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -105,6 +106,19 @@ func killWorkflow(t *testing.T, delay time.Duration, res *workflowKill) {
 	}
 	var killed map[string]string
 	start := time.Now()
+	defer func() {
+		if !t.Failed() {
+			return
+		}
+		// Which process sent each job first, and where the workflow is: a
+		// kill moment never reached means the victim ran nothing after delay.
+		first := map[string]int{}
+		for _, procs := range sendsByJob(log) {
+			first[procs[0]]++
+		}
+		w, err := be.workflows.WorkflowGet(context.WithoutCancel(ctx), "fan-kill")
+		t.Logf("delay %s; jobs sent first by each process %v; workflow %s (%v)", delay, first, w.Phase, err)
+	}()
 	waitUntil(t, 60*time.Second, func() bool { killed = inFlight(); return time.Since(start) >= delay && len(killed) >= 1 })
 	require.NoError(t, victim.Process.Kill())
 	_ = victim.Wait()
