@@ -20,13 +20,17 @@ dsn=$RECONCILER_TEST_DSN
 reconciler=${RECONCILER_BIN:-bin/reconciler}
 compare=${BENCH_COMPARE_BIN:-bin/bench-compare}
 
-# The queues first, while the database is small and alike for each.
+# The queues first, while the database is small and alike for each. The
+# engine's queue twice: a processor call per item, then batch passes of up
+# to 64 items (the passes of the release chain's processors).
 "$reconciler" bench queue --dsn "$dsn" --items "$queue" --duration 60s
+"$reconciler" bench queue --dsn "$dsn" --items "$queue" --duration 60s --pass-items 64
 "$compare" --system river --dsn "$dsn" --items "$queue" --timeout 5m
 "$compare" --system skiplocked --dsn "$dsn" --items "$queue" --timeout 5m
 # The same at four times the backlog: a lease must read the items it
 # claims, not the backlog, whatever the statistics of the queue table.
 "$reconciler" bench queue --dsn "$dsn" --items "$((queue * 4))" --duration 60s
+"$reconciler" bench queue --dsn "$dsn" --items "$((queue * 4))" --duration 60s --pass-items 64
 "$compare" --system river --dsn "$dsn" --items "$((queue * 4))" --timeout 5m
 "$compare" --system skiplocked --dsn "$dsn" --items "$((queue * 4))" --timeout 5m
 "$reconciler" bench release --dsn "$dsn" --targets "$targets" --timeout 10m

@@ -37,6 +37,9 @@ type benchQueueOptions struct {
 	batch    int
 	items    int
 	rate     int
+	// passItems is the most items one processor call of the throughput
+	// phase takes: 1, a Processor per item; more, a BatchProcessor.
+	passItems int
 	// cpuProfile names the file of a CPU profile of the throughput phase.
 	cpuProfile string
 }
@@ -50,7 +53,11 @@ func newBenchQueueCmd() *cobra.Command {
 
   1. throughput: a backlog of --items no-op items is drained by --workers
      engines, each leasing up to --batch items per call (acks are batched),
-     timed until the last ack has committed (the queue is empty);
+     timed until the last ack has committed (the queue is empty); with
+     --pass-items 1 (the default) every item has a processor call of its
+     own (engine.Processor: a goroutine and a context each), with more the
+     processor is an engine.BatchProcessor and one call takes up to that
+     many of the items one lease returned;
   2. latency: items are enqueued one at a time at --rate per second for a
      third of --duration, and the time from enqueue to lease is recorded.
 
@@ -74,6 +81,7 @@ The last line is JSON:
 	intRangeVar(f, &o.workers, "workers", 2, 1, 64, "engines draining the queue (like separate processes)")
 	intRangeVar(f, &o.batch, "batch", 256, 1, 10_000, "items leased per call and passes in flight per engine")
 	intRangeVar(f, &o.items, "items", 100000, 1, 10_000_000, "backlog size of the throughput phase")
+	intRangeVar(f, &o.passItems, "pass-items", 1, 1, 10_000, "items one processor call of the throughput phase takes (1: a call per item; more: a batch processor)")
 	intRangeVar(f, &o.rate, "rate", 1000, 1, 1_000_000, "enqueue rate of the latency phase, items per second")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the throughput phase to this file")
 	return cmd
@@ -112,12 +120,18 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 	var done atomic.Int64
 	all := make(chan struct{})
 	var once sync.Once
-	proc := engine.ProcessorFunc(func(context.Context, engine.Item) engine.Outcome {
-		if done.Add(1) == int64(o.items) {
+	passed := func(n int) {
+		if done.Add(int64(n)) == int64(o.items) {
 			once.Do(func() { close(all) })
 		}
+	}
+	var proc engine.Processor = engine.ProcessorFunc(func(context.Context, engine.Item) engine.Outcome {
+		passed(1)
 		return engine.Done()
 	})
+	if o.passItems > 1 {
+		proc = benchBatch(passed)
+	}
 	stopProfile := func() {}
 	if o.cpuProfile != "" {
 		if stopProfile, err = startCPUProfile(o.cpuProfile); err != nil {
@@ -126,7 +140,7 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 	}
 	start := time.Now()
 	stop := startEngines(ctx, env.be.queue, o.workers, 200*time.Millisecond, quiet, func(e *engine.Engine) {
-		e.Register(benchKind, proc, engine.KindOptions{Concurrency: o.batch})
+		e.Register(benchKind, proc, engine.KindOptions{Concurrency: o.batch, Batch: o.passItems})
 	})
 	limit := time.After(o.duration)
 	drained := false
@@ -204,7 +218,7 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 	}
 	fmt.Fprintf(stderr, "latency at %d items/s: %d samples, p50 %.2f ms, p99 %.2f ms\n", o.rate, len(lat), p(0.5), p(0.99))
 	line := map[string]any{
-		"bench": "queue", "store": env.be.name, "workers": o.workers, "batch": o.batch,
+		"bench": "queue", "store": env.be.name, "workers": o.workers, "batch": o.batch, "pass_items": o.passItems,
 		"items": o.items, "completions": completions, "drained": drained,
 		"seconds": round3(elapsed.Seconds()), "items_per_sec": round1(perSec),
 		"lease_latency_p50_ms": p(0.5), "lease_latency_p99_ms": p(0.99),
@@ -217,6 +231,26 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 		return fmt.Errorf("bench queue: %d passes of %d items, the queue not empty after %s", completions, o.items, o.duration)
 	}
 	return nil
+}
+
+// benchBatch is the no-op batch processor of bench queue --pass-items:
+// passed is told how many items each call completed.
+type benchBatch func(n int)
+
+// Process completes one item.
+func (b benchBatch) Process(context.Context, engine.Item) engine.Outcome {
+	b(1)
+	return engine.Done()
+}
+
+// ProcessBatch completes every item.
+func (b benchBatch) ProcessBatch(_ context.Context, items []engine.Item) []engine.Outcome {
+	outs := make([]engine.Outcome, len(items))
+	for i := range outs {
+		outs[i] = engine.Done()
+	}
+	b(len(items))
+	return outs
 }
 
 // waitQueueEmpty polls q every 2 ms until it holds no pending or leased
