@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,9 +70,10 @@ type workflowKill struct {
 	jobs, inFlight, retriedKilled, lost, duplicated int
 }
 
-// killWorkflow runs the fan workflow on two serve processes and SIGKILLs
-// the victim once delay has passed and it has jobs in flight (its jobs
-// take at least delay/2, so the workflow is still running then); it
+// killWorkflow runs the fan workflow on two serve processes and, once
+// delay has passed, SIGKILLs the one that has jobs in flight then (either
+// may: the one that made a wave's work often leases all of it; its jobs
+// take at least delay/2, so the workflow is still running at delay); it
 // asserts the recovery and fills res with what it saw.
 func killWorkflow(t *testing.T, delay time.Duration, res *workflowKill) {
 	ctx := t.Context()
@@ -81,13 +83,16 @@ func killWorkflow(t *testing.T, delay time.Duration, res *workflowKill) {
 	file := fanTemplate(t, max(400*time.Millisecond, (delay/2).Round(time.Millisecond)).String())
 
 	log := &procLog{keep: []string{"testrunner.accepted"}}
-	victim := startServeLog(t, bin, dsn, "victim", log)
-	startServeLog(t, bin, dsn, "survivor", log)
+	serves := map[string]*exec.Cmd{
+		"serve-a": startServeLog(t, bin, dsn, "serve-a", log),
+		"serve-b": startServeLog(t, bin, dsn, "serve-b", log),
+	}
 	_, err := runRoot(t, "workflow", "run", file, "--id", "fan-kill", "--dsn", dsn)
 	require.NoError(t, err)
 
-	// inFlight lists the TaskRuns running a job the victim accepted.
-	inFlight := func() map[string]string {
+	// inFlight lists, by the process that accepted it, the TaskRuns
+	// running a job (run id to job id).
+	inFlight := func() map[string]map[string]string {
 		runs, err := be.workflows.TaskRunsList(ctx, "fan-kill")
 		require.NoError(t, err)
 		byJob := map[string]string{}
@@ -96,32 +101,47 @@ func killWorkflow(t *testing.T, delay time.Duration, res *workflowKill) {
 				byJob[r.JobID] = r.ID
 			}
 		}
-		out := map[string]string{}
+		out := map[string]map[string]string{}
 		for job, procs := range sendsByJob(log) {
-			if run, ok := byJob[job]; ok && procs[0] == "victim" {
-				out[run] = job
+			if run, ok := byJob[job]; ok {
+				if out[procs[0]] == nil {
+					out[procs[0]] = map[string]string{}
+				}
+				out[procs[0]][run] = job
 			}
 		}
 		return out
 	}
-	var killed map[string]string
+	var (
+		victim string
+		killed map[string]string
+	)
 	start := time.Now()
 	defer func() {
 		if !t.Failed() {
 			return
 		}
-		// Which process sent each job first, and where the workflow is: a
-		// kill moment never reached means the victim ran nothing after delay.
+		// Which process sent each job first, and where the workflow is.
 		first := map[string]int{}
 		for _, procs := range sendsByJob(log) {
 			first[procs[0]]++
 		}
 		w, err := be.workflows.WorkflowGet(context.WithoutCancel(ctx), "fan-kill")
-		t.Logf("delay %s; jobs sent first by each process %v; workflow %s (%v)", delay, first, w.Phase, err)
+		t.Logf("delay %s; victim %q; jobs sent first by each process %v; workflow %s (%v)", delay, victim, first, w.Phase, err)
 	}()
-	waitUntil(t, 60*time.Second, func() bool { killed = inFlight(); return time.Since(start) >= delay && len(killed) >= 1 })
-	require.NoError(t, victim.Process.Kill())
-	_ = victim.Wait()
+	waitUntil(t, 60*time.Second, func() bool {
+		if time.Since(start) < delay {
+			return false
+		}
+		for proc, runs := range inFlight() {
+			if len(runs) > len(killed) {
+				victim, killed = proc, runs
+			}
+		}
+		return len(killed) >= 1
+	})
+	require.NoError(t, serves[victim].Process.Kill())
+	_ = serves[victim].Wait()
 	res.inFlight = len(killed)
 	defer func() { // also when a wait or an assertion below fails
 		res.lost, res.duplicated, res.jobs = 61, 0, 0
@@ -158,8 +178,8 @@ func killWorkflow(t *testing.T, delay time.Duration, res *workflowKill) {
 		// there, or recorded by the victim's pass and never sent.
 		_, wasKilled := killed[r.ID]
 		first := sendsByJob(log)[flow.JobID("fan-kill", r.ID, 0)]
-		require.True(t, wasKilled || len(first) == 0 || first[0] == "victim",
-			"%s was retried although its first job ran on the survivor (%v)", r.ID, first)
+		require.True(t, wasKilled || len(first) == 0 || first[0] == victim,
+			"%s was retried although its first job ran on the survivor (%v, victim %s)", r.ID, first, victim)
 		if wasKilled {
 			res.retriedKilled++
 		}
