@@ -267,6 +267,17 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	return nil
 }
 
+// afterCommit runs f once the transaction ctx carries for db has committed
+// (never when it rolls back), or at once when ctx carries none: the
+// statement that preceded it has committed by itself.
+func (db *DB) afterCommit(ctx context.Context, f func()) {
+	if t, ok := ctx.Value(txKey{}).(*ctxTx); ok && t.db == db {
+		t.afterCommit = append(t.afterCommit, f)
+		return
+	}
+	f()
+}
+
 // DB is the Transactor of every adapter over it.
 var _ ports.Transactor = (*DB)(nil)
 

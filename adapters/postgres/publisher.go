@@ -96,14 +96,3 @@ func (p *publisher) wait() {
 		p.idle.Wait()
 	}
 }
-
-// afterCommit runs f once the transaction ctx carries for db has committed
-// (never when it rolls back), or at once when ctx carries none: the
-// statement that preceded it has committed by itself.
-func (db *DB) afterCommit(ctx context.Context, f func()) {
-	if t, ok := ctx.Value(txKey{}).(*ctxTx); ok && t.db == db {
-		t.afterCommit = append(t.afterCommit, f)
-		return
-	}
-	f()
-}

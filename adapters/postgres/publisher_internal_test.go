@@ -84,3 +84,36 @@ func TestPublisherDeliversEveryNotice(t *testing.T) {
 	}
 	require.Equal(t, want, got)
 }
+
+// TestAfterCommit: a hook runs once its transaction has committed, once;
+// never when it rolls back; after the outer commit when registered in a
+// nested InTx (which joins the outer one); at once outside a transaction.
+func TestAfterCommit(t *testing.T) {
+	t.Parallel()
+	dsn, _ := pgtest.Schema(t)
+	db, err := Open(t.Context(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	var ran []string
+	hook := func(name string) func() { return func() { ran = append(ran, name) } }
+
+	require.Error(t, db.InTx(t.Context(), func(ctx context.Context) error {
+		db.afterCommit(ctx, hook("rolled back"))
+		return context.Canceled
+	}))
+	require.Empty(t, ran, "a rolled-back transaction runs no hook")
+
+	require.NoError(t, db.InTx(t.Context(), func(ctx context.Context) error {
+		db.afterCommit(ctx, hook("outer"))
+		require.NoError(t, db.InTx(ctx, func(ctx context.Context) error {
+			db.afterCommit(ctx, hook("nested"))
+			return nil
+		}))
+		require.Empty(t, ran, "nothing runs before the outer commit")
+		return nil
+	}))
+	require.Equal(t, []string{"outer", "nested"}, ran)
+
+	db.afterCommit(t.Context(), hook("no transaction"))
+	require.Equal(t, []string{"outer", "nested", "no transaction"}, ran)
+}
