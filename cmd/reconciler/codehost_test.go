@@ -45,6 +45,19 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+// awaitMove waits until the last move logged of run id is last (the
+// decision is logged after its state is stored, so a test that saw the
+// state may read the log before the line is there) and returns the moves.
+func (l *lockedBuffer) awaitMove(t *testing.T, id, last string) []string {
+	t.Helper()
+	var moves []string
+	waitUntil(t, 10*time.Second, func() bool {
+		moves = l.moves(t, id)
+		return len(moves) > 0 && moves[len(moves)-1] == last
+	})
+	return moves
+}
+
 // moves returns the states a run moved through, from the decisions logged.
 func (l *lockedBuffer) moves(t *testing.T, id string) []string {
 	t.Helper()
@@ -105,7 +118,7 @@ func TestRepoRunEndToEndMerges(t *testing.T) {
 	row := w.await(t, ref, reconcile.RepoCompleted)
 	require.True(t, row.PR.Merged)
 	require.Equal(t, []string{"queued", "provisioning (capacity-available)", "running (pod-ready)", "pr_opened (pr-detected)",
-		"completed (pr-merged)"}, logs.moves(t, ref.ID))
+		"completed (pr-merged)"}, logs.awaitMove(t, ref.ID, "completed (pr-merged)"))
 	pr, ok := fake.GetPR(1)
 	require.True(t, ok)
 	require.Equal(t, "reconciler/task-1", pr.Head)
@@ -126,8 +139,7 @@ func TestRepoRunEndToEndCIFailsNeedsAttention(t *testing.T) {
 	w.wake(t, ref)
 	row := w.await(t, ref, reconcile.RepoNeedsAttention)
 	require.Equal(t, reconcile.ChecksFailing, row.PR.Checks)
-	moves := logs.moves(t, ref.ID)
-	require.Equal(t, "needs_attention (ci-failing-needs-attention)", moves[len(moves)-1])
+	logs.awaitMove(t, ref.ID, "needs_attention (ci-failing-needs-attention)")
 	pr, _ := fake.GetPR(1)
 	require.False(t, pr.Merged, "a red pull request is never merged")
 }
