@@ -23,8 +23,9 @@
 //     once its transaction has committed, on the channel 'reconciler_work'
 //     (kind) or 'reconciler_jobs' (agent id), by the DB's publisher, in a
 //     transaction of its own that waits for no flush; every process hears
-//     it at once, the one that made the work too. A notice lost to a crash between the two only
-//     delays the other processes until they poll. WorkNotify listens on one
+//     it at once, the one that made the work too. A notice lost to a crash
+//     between the two only delays the other processes until they poll.
+//     WorkNotify listens on one
 //     dedicated connection, reconnects with backoff, and wakes subscribers
 //     periodically while it cannot listen, so workers fall back to polling.
 package postgres

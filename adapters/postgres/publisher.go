@@ -9,7 +9,7 @@ import (
 // publishTimeout bounds one publisher statement.
 const publishTimeout = 5 * time.Second
 
-// sqlPublish sends the notifications ?0 (channels) and ?1 (payloads) in a
+// sqlPublish sends the notifications $1 (channels) and $2 (payloads) in a
 // transaction of their own, committed without waiting for its WAL flush.
 const sqlPublish = `SELECT count(*) FROM (SELECT set_config('synchronous_commit', 'off', true)) async,
 	unnest($1::text[], $2::text[]) AS n(channel, payload) CROSS JOIN LATERAL pg_notify(n.channel, n.payload)`

@@ -255,7 +255,7 @@ WITH upd AS (
 		attempts = CASE WHEN w.requeued AND (?6 OR w.attempts >= w.max_attempts) THEN 0 ELSE w.attempts END,
 		last_error = ?4, lease_owner = '', lease_expires_at = NULL, requeued = false
 	WHERE (w.kind, w.scope_type, w.scope_id) = (?0, ?1, ?2) AND w.lease_expires_at IS NOT NULL AND w.lease_token = ?3
-	RETURNING w.kind, w.state
+	RETURNING w.state
 )
 SELECT state FROM upd`
 

@@ -125,10 +125,9 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 			once.Do(func() { close(all) })
 		}
 	}
-	var proc engine.Processor = engine.ProcessorFunc(func(context.Context, engine.Item) engine.Outcome {
-		passed(1)
-		return engine.Done()
-	})
+	// A plain Processor unless batches are asked for: the engine gives a
+	// BatchProcessor its items in batches.
+	var proc engine.Processor = engine.ProcessorFunc(benchBatch(passed).Process)
 	if o.passItems > 1 {
 		proc = benchBatch(passed)
 	}
