@@ -35,16 +35,12 @@ func TestOnlyThePublisherNotifies(t *testing.T) {
 	}
 	require.Empty(t, notifying, "files with statements calling pg_notify")
 
-	dsn, _ := pgtest.Schema(t)
-	db, err := Open(t.Context(), dsn)
-	require.NoError(t, err)
-	t.Cleanup(db.Close)
+	db, _ := openSchemaDB(t)
 	require.NoError(t, db.MigrateUp(t.Context()))
-	var funcs []string
 	rows, err := db.pool.Query(t.Context(), `SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 		WHERE n.nspname = current_schema() AND p.prosrc LIKE '%pg_notify%'`)
 	require.NoError(t, err)
-	funcs, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	funcs, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	require.Empty(t, funcs, "functions of the migrated schema that call pg_notify")
 }
@@ -54,10 +50,7 @@ func TestOnlyThePublisherNotifies(t *testing.T) {
 // hears every channel and payload once its sender is idle.
 func TestPublisherDeliversEveryNotice(t *testing.T) {
 	t.Parallel()
-	dsn, _ := pgtest.Schema(t)
-	db, err := Open(t.Context(), dsn)
-	require.NoError(t, err)
-	t.Cleanup(db.Close)
+	db, dsn := openSchemaDB(t)
 	listener, err := pgx.Connect(t.Context(), dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = listener.Close(context.Background()) })
@@ -90,10 +83,7 @@ func TestPublisherDeliversEveryNotice(t *testing.T) {
 // nested InTx (which joins the outer one); at once outside a transaction.
 func TestAfterCommit(t *testing.T) {
 	t.Parallel()
-	dsn, _ := pgtest.Schema(t)
-	db, err := Open(t.Context(), dsn)
-	require.NoError(t, err)
-	t.Cleanup(db.Close)
+	db, _ := openSchemaDB(t)
 	var ran []string
 	hook := func(name string) func() { return func() { ran = append(ran, name) } }
 
@@ -116,4 +106,15 @@ func TestAfterCommit(t *testing.T) {
 
 	db.afterCommit(t.Context(), hook("no transaction"))
 	require.Equal(t, []string{"outer", "nested", "no transaction"}, ran)
+}
+
+// openSchemaDB opens a DB on a fresh schema of its own, closed when the
+// test ends, and returns it with its DSN.
+func openSchemaDB(t *testing.T) (*DB, string) {
+	t.Helper()
+	dsn, _ := pgtest.Schema(t)
+	db, err := Open(t.Context(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	return db, dsn
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
@@ -18,10 +17,7 @@ import (
 func TestQueueAckByTupleId(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	dsn, _ := pgtest.Schema(t)
-	db, err := Open(ctx, dsn)
-	require.NoError(t, err)
-	t.Cleanup(db.Close)
+	db, _ := openSchemaDB(t)
 	require.NoError(t, db.MigrateUp(ctx))
 	q := NewQueue(db, ports.SystemClock)
 	t.Cleanup(q.Close)

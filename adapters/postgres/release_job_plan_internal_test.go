@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
@@ -21,13 +20,10 @@ import (
 // matching jobs: no index has the status.)
 func TestJobListPlans(t *testing.T) {
 	t.Parallel()
-	dsn, _ := pgtest.Schema(t)
 	ctx := t.Context()
-	db, err := Open(ctx, dsn)
-	require.NoError(t, err)
-	t.Cleanup(db.Close)
+	db, _ := openSchemaDB(t)
 	require.NoError(t, db.MigrateUp(ctx))
-	_, err = db.idb(ctx).NewRaw(`INSERT INTO release_jobs (id, idempotency_key, release_id, target_key, deployment_id, environment_id,
+	_, err := db.idb(ctx).NewRaw(`INSERT INTO release_jobs (id, idempotency_key, release_id, target_key, deployment_id, environment_id,
 		resource_id, version_id, job_agent_id, status, active, created_at, doc, version, updated_at)
 	SELECT 'j' || i, 'k' || i, 'r' || i, 'd' || (i % 50) || ':e:r' || i, 'd' || (i % 50), 'e' || (i % 3), 'r' || i, 'v' || (i % 500),
 		'a' || (i % 20), CASE WHEN i % 10 = 0 THEN 'pending' ELSE 'successful' END, i % 10 = 0,
