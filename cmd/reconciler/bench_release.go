@@ -79,7 +79,7 @@ The last line is JSON:
 	intRangeVar(f, &o.workers, "workers", 1, 1, 64, "engines running the chain (like separate processes)")
 	intRangeVar(f, &o.concurrency, "concurrency", 64, 1, 4096, "passes in flight per kind and engine")
 	durationRangeVar(f, &o.timeout, "timeout", 2*time.Minute, time.Second, 24*time.Hour, "longest the timed phase may run")
-	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phase to this file")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phase to this file (with --processes, one per worker process: FILE.<n>procs.<i>)")
 	f.StringVar(&processes, "processes", "", "run the chain in worker processes instead, once per count of this comma-separated list (e.g. 1,2; needs --dsn)")
 	f.StringVar(&o.workerBin, "worker-bin", "", "the reconciler binary the worker processes run (default this one)")
 	_ = f.MarkHidden("worker-bin")

@@ -148,8 +148,12 @@ func startReleaseWorkers(ctx context.Context, bin, dsn string, o benchReleaseOpt
 	w := &releaseWorkers{ids: make(chan string, 4096)}
 	ready := make(chan error, n)
 	for i := range n {
-		cmd := exec.CommandContext(ctx, bin, "bench", "release-worker", "--dsn", dsn,
-			"--concurrency", strconv.Itoa(o.concurrency), "--owner", fmt.Sprintf("bench-worker-%d", i))
+		args := []string{"bench", "release-worker", "--dsn", dsn,
+			"--concurrency", strconv.Itoa(o.concurrency), "--owner", fmt.Sprintf("bench-worker-%d", i)}
+		if o.cpuProfile != "" {
+			args = append(args, "--cpuprofile", workerProfilePath(o.cpuProfile, n, i))
+		}
+		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Stderr = os.Stderr
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 		cmd.WaitDelay = 30 * time.Second
@@ -195,6 +199,12 @@ func startReleaseWorkers(ctx context.Context, bin, dsn string, o benchReleaseOpt
 	return w, nil
 }
 
+// workerProfilePath names the CPU profile of worker i of a run with n
+// worker processes: path with ".<n>procs.<i>" added.
+func workerProfilePath(path string, n, i int) string {
+	return fmt.Sprintf("%s.%dprocs.%d", path, n, i)
+}
+
 // await counts the distinct job ids the workers dispatched until want were
 // or timeout passed.
 func (w *releaseWorkers) await(ctx context.Context, want int, timeout time.Duration) (int, bool) {
@@ -238,7 +248,7 @@ func (w *releaseWorkers) stop() []float64 {
 // agent accepts every job and prints its id on standard output ("ready"
 // first), until SIGTERM.
 func newBenchReleaseWorkerCmd() *cobra.Command {
-	var dsn, owner string
+	var dsn, owner, cpuProfile string
 	var concurrency int
 	cmd := &cobra.Command{
 		Use:    "release-worker",
@@ -269,6 +279,13 @@ func newBenchReleaseWorkerCmd() *cobra.Command {
 			}
 			e := engine.New(be.queue, engine.Options{Owner: owner, Logger: quiet, PollInterval: 50 * time.Millisecond})
 			ch.Register(e, concurrency)
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			fmt.Fprintln(out, "ready")
 			if err := out.Flush(); err != nil {
 				return err
@@ -294,5 +311,6 @@ func newBenchReleaseWorkerCmd() *cobra.Command {
 	dsnFlag(f, &dsn)
 	f.StringVar(&owner, "owner", "", "lease owner name (default bench-worker-PID)")
 	intRangeVar(f, &concurrency, "concurrency", 64, 1, 4096, "passes in flight per kind")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	return cmd
 }

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -52,12 +57,15 @@ func TestBenchRelease(t *testing.T) {
 
 // TestBenchReleaseProcesses: with --processes 1,2 the chain runs in that
 // many worker processes, every target gets its job each time, and each run
-// prints its JSON line with the workers' peak RSS.
+// prints its JSON line with the workers' peak RSS; --cpuprofile writes one
+// CPU profile per worker process.
 func TestBenchReleaseProcesses(t *testing.T) {
 	t.Parallel()
 	bin, err := buildBinary()
 	require.NoError(t, err)
-	res := runCLI(t, "", "bench", "release", "--targets", "200", "--processes", "1,2", "--worker-bin", bin, "--dsn", pgtest.DSN(t))
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	res := runCLI(t, "", "bench", "release", "--targets", "200", "--processes", "1,2", "--worker-bin", bin, "--dsn", pgtest.DSN(t),
+		"--cpuprofile", prof)
 	require.NoError(t, res.err, res.stderr)
 	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
 	require.Len(t, lines, 2, res.stdout)
@@ -73,7 +81,24 @@ func TestBenchReleaseProcesses(t *testing.T) {
 			require.LessOrEqual(t, r, got["worker_max_rss_mb"])
 		}
 		requireServerFigures(t, "postgres", "target", 200, got)
+		for w := range want {
+			requireProfile(t, fmt.Sprintf("%s.%dprocs.%d", prof, want, w))
+		}
 	}
+}
+
+// requireProfile requires path to hold a profile as runtime/pprof writes
+// them: a gzipped protocol buffer, not empty.
+func requireProfile(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	require.NoError(t, err, "%s is gzipped", path)
+	body, err := io.ReadAll(zr)
+	require.NoError(t, err, path)
+	require.NotEmpty(t, body, path)
 }
 
 // TestBenchReleaseBadFlags: non-positive sizes are usage errors.
