@@ -160,6 +160,23 @@ type JobCreateParams struct {
 	MaxActiveInEnvironment int
 }
 
+// JobCreated is one result of Jobs.JobCreateMany: what JobCreate returns
+// for its create.
+type JobCreated struct {
+	Row     JobRow
+	Created bool
+	Err     error
+}
+
+// JobCreateEach is JobCreateMany one create at a time on s.
+func JobCreateEach(ctx context.Context, s Jobs, creates []JobCreateParams) []JobCreated {
+	out := make([]JobCreated, len(creates))
+	for i, p := range creates {
+		out[i].Row, out[i].Created, out[i].Err = s.JobCreate(ctx, p)
+	}
+	return out
+}
+
 // JobUpdateParams is one compare-and-swap write of JobUpdateMany.
 type JobUpdateParams struct {
 	Job             release.Job
@@ -465,6 +482,12 @@ type Jobs interface {
 	// different release, or the job id being taken, is ErrConflict; a full
 	// environment (p.MaxActiveInEnvironment) is ErrLimitReached.
 	JobCreate(ctx context.Context, p JobCreateParams) (JobRow, bool, error)
+	// JobCreateMany is JobCreate of each of creates in order, in one call:
+	// result i is what JobCreate(creates[i]) returns (a later create sees
+	// the earlier ones); a failed create does not stop the others.
+	// Postgres inserts a call's uncapped creates in one statement on its
+	// normal path.
+	JobCreateMany(ctx context.Context, creates []JobCreateParams) []JobCreated
 	// JobUpdate writes job if the stored version is expectedVersion and
 	// returns the new version.
 	JobUpdate(ctx context.Context, job release.Job, expectedVersion int64) (int64, error)

@@ -264,6 +264,12 @@ func (s *ReleaseStore) JobUpdate(ctx context.Context, job release.Job, expected 
 	return cur.Version, nil
 }
 
+// JobCreateMany runs JobCreate on each create in order: in memory a call
+// costs nothing to save.
+func (s *ReleaseStore) JobCreateMany(ctx context.Context, creates []ports.JobCreateParams) []ports.JobCreated {
+	return ports.JobCreateEach(ctx, s, creates)
+}
+
 // JobUpdateMany runs JobUpdate on each update in order.
 func (s *ReleaseStore) JobUpdateMany(ctx context.Context, updates []ports.JobUpdateParams) ([]int64, []error) {
 	versions, errs := make([]int64, len(updates)), make([]error, len(updates))

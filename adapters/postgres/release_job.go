@@ -154,6 +154,119 @@ func (s *ReleaseStore) JobCreate(ctx context.Context, p ports.JobCreateParams) (
 	return ports.JobRow{}, false, fmt.Errorf("%s: id already taken: %w", op, ports.ErrConflict)
 }
 
+// sqlJobCreateMany is sqlJobCreate for many jobs, inserted in the call's
+// order; it returns the id and release version of each job it inserted.
+const sqlJobCreateMany = `
+INSERT INTO release_jobs (id, idempotency_key, release_id, target_key, deployment_id, environment_id, resource_id,
+	version_id, job_agent_id, external_id, status, active, created_at, doc, version, updated_at)
+SELECT p.id, p.key, r.id, r.target_key, p.deployment_id, p.environment_id, p.resource_id, r.version_id, p.agent,
+	p.external_id, p.status, p.active, p.created_at, p.doc::jsonb, 1, ?13::timestamptz
+FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::text[], ?4::text[], ?5::text[], ?6::text[], ?7::text[],
+	?8::boolean[], ?9::timestamptz[], ?10::text[], ?11::text[], ?12::text[]) WITH ORDINALITY
+	AS p(id, key, deployment_id, environment_id, resource_id, agent, external_id, status, active, created_at, doc,
+		release_id, target_key, ord)
+JOIN release_releases r ON r.id = p.release_id AND r.target_key = p.target_key
+ORDER BY p.ord
+ON CONFLICT DO NOTHING
+RETURNING id, version_id`
+
+// JobCreateMany implements ports.Jobs: the valid uncapped creates of a
+// call in one statement (sqlJobCreateMany); a create it did not insert (a
+// taken key or id, a missing release) goes through JobCreate, which
+// returns the job already created or explains. A call with a capped
+// create, or naming one id or key twice, runs one create at a time.
+func (s *ReleaseStore) JobCreateMany(ctx context.Context, creates []ports.JobCreateParams) []ports.JobCreated {
+	out := make([]ports.JobCreated, len(creates))
+	if len(creates) < 2 {
+		return ports.JobCreateEach(ctx, s, creates)
+	}
+	var (
+		ids, keys, deps, envs, ress, agents, exts, statuses, docs, rels, targets []string
+		actives                                                                  []bool
+		created                                                                  []time.Time
+		idx                                                                      []int
+	)
+	jobs := make([]release.Job, len(creates))
+	seen := make(map[string]bool, 2*len(creates))
+	for i, p := range creates {
+		if p.MaxActiveInEnvironment > 0 && p.Job.Status.IsActive() {
+			return ports.JobCreateEach(ctx, s, creates)
+		}
+		if seen["i/"+p.Job.ID] || seen["k/"+p.IdempotencyKey] {
+			return ports.JobCreateEach(ctx, s, creates)
+		}
+		seen["i/"+p.Job.ID], seen["k/"+p.IdempotencyKey] = true, true
+		if ports.ValidateJobCreate(p) != nil {
+			continue
+		}
+		job, doc, err := relJob(p.Job)
+		if err != nil {
+			continue
+		}
+		t, _ := release.ParseTargetKey(job.TargetKey) // checked by Validate
+		jobs[i] = job
+		ids, keys, deps, envs, ress = append(ids, job.ID), append(keys, p.IdempotencyKey), append(deps, t.DeploymentID),
+			append(envs, t.EnvironmentID), append(ress, t.ResourceID)
+		agents, exts, statuses, actives = append(agents, job.JobAgentID), append(exts, job.ExternalID),
+			append(statuses, string(job.Status)), append(actives, job.Status.IsActive())
+		created, docs, rels, targets = append(created, job.CreatedAt), append(docs, doc), append(rels, job.ReleaseID),
+			append(targets, job.TargetKey)
+		idx = append(idx, i)
+	}
+	done := make([]bool, len(creates))
+	if len(idx) > 0 {
+		now := s.now()
+		at := make(map[string]int, len(idx))
+		for n, i := range idx {
+			at[ids[n]] = i
+		}
+		rows, err := s.db.hotQuery(ctx, hotText(sqlJobCreateMany), ids, keys, deps, envs, ress, agents, exts, statuses,
+			actives, created, docs, rels, targets, now)
+		if err == nil {
+			for rows.Next() {
+				var id, versionID string
+				if err = rows.Scan(&id, &versionID); err != nil {
+					break
+				}
+				i, ok := at[id]
+				if !ok {
+					err = fmt.Errorf("the insert returned job %s, which the call did not create", id)
+					break
+				}
+				p := creates[i]
+				out[i] = ports.JobCreated{Created: true, Row: ports.JobRow{Job: jobs[i], VersionID: versionID,
+					IdempotencyKey: p.IdempotencyKey, Version: 1, UpdatedAt: now}}
+				done[i] = true
+			}
+			if err == nil {
+				err = rows.Err()
+			}
+			rows.Close()
+		}
+		if err != nil {
+			for i, p := range creates {
+				out[i] = ports.JobCreated{Err: fmt.Errorf("create job %s: %w", p.Job.ID, err)}
+			}
+			return out
+		}
+		published := make(map[string]bool)
+		for i := range creates {
+			if j := &jobs[i]; done[i] && j.Status == release.JobPending && !published[j.JobAgentID] {
+				// Pull agents' takers in every process, once the jobs are committed.
+				agent := j.JobAgentID
+				published[agent] = true
+				s.db.afterCommit(ctx, func() { s.db.pub.publish(jobsChannel, agent) })
+			}
+		}
+	}
+	for i, p := range creates {
+		if !done[i] {
+			out[i].Row, out[i].Created, out[i].Err = s.JobCreate(ctx, p)
+		}
+	}
+	return out
+}
+
 // createCapped runs insert, inside the caller's transaction, only while
 // fewer than limit jobs of t's deployment are active in t's environment.
 // A transaction-scoped advisory lock per (deployment, environment)

@@ -43,6 +43,9 @@ type batch struct {
 	// desired are the decisions the items deferred (setDesired), written
 	// in one call once every item has run.
 	desired []pendingDesired
+	// creates are the jobs the items deferred (createJob), created in one
+	// call once every item has run.
+	creates []pendingCreate
 
 	// facts are the items' targets' facts, read for them all in one
 	// statement at the start of the transaction, each taken by the first
@@ -147,6 +150,9 @@ func (c *Chain) runBatch(ctx context.Context, items []engine.Item, one func(cont
 				return errItemFailed
 			}
 		}
+		if err := c.createJobs(bctx, b, outs); err != nil {
+			return err
+		}
 		if err := c.writeDesired(ctx, b, outs); err != nil {
 			return err
 		}
@@ -206,6 +212,46 @@ func (c *Chain) writeDesired(ctx context.Context, b *batch, outs []engine.Outcom
 		}
 	}
 	b.desired = b.desired[:0]
+	return nil
+}
+
+// pendingCreate is a job an item of a batch deferred (createJob).
+type pendingCreate struct {
+	i      int // the item's index in the batch
+	params ports.JobCreateParams
+	then   func(ctx context.Context, row ports.JobRow, err error) engine.Outcome
+}
+
+// createJobs creates the jobs the batch's items deferred in one store call
+// (ports.Jobs.JobCreateMany) and continues each item's pass with its
+// answer, in the batch (ctx is the batch's): the item's outcome is its
+// continuation's, kept no later than the wake-up the pass had asked for. A
+// failed continuation fails the batch, so that each item runs again alone.
+func (c *Chain) createJobs(ctx context.Context, b *batch, outs []engine.Outcome) error {
+	if len(b.creates) == 0 {
+		return nil
+	}
+	creates := b.creates
+	b.creates = nil
+	ps := make([]ports.JobCreateParams, len(creates))
+	for k, p := range creates {
+		ps[k] = p.params
+	}
+	res := c.Store.JobCreateMany(ctx, ps)
+	for k, p := range creates {
+		r := ports.JobCreated{Err: errors.New("the store returned no result for this create")}
+		if k < len(res) {
+			r = res[k]
+		}
+		if r.Err == nil && r.Created {
+			c.jobReached(&r.Row.Job)
+		}
+		b.cur = p.i
+		outs[p.i] = p.then(ctx, r.Row, r.Err).NoLaterThan(outs[p.i].At())
+		if failed(outs[p.i]) {
+			return errItemFailed
+		}
+	}
 	return nil
 }
 

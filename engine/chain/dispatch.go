@@ -200,8 +200,10 @@ func (c *Chain) dispatch(ctx context.Context, t release.ReleaseTarget, f *facts,
 		}
 	}
 	rt := c.routeOf(f)
-	if row == nil {
-		created, err := c.createJob(ctx, f, rel, r, rt, envCap)
+	if row != nil {
+		return c.handOverOrEnd(ctx, t, f, rel, row, rt, start)
+	}
+	return c.createJob(ctx, f, rel, r, rt, envCap, func(ctx context.Context, created ports.JobRow, err error) engine.Outcome {
 		if errors.Is(err, ports.ErrLimitReached) {
 			// Other targets filled the environment meanwhile; a finished
 			// job there wakes this target again.
@@ -211,8 +213,13 @@ func (c *Chain) dispatch(ctx context.Context, t release.ReleaseTarget, f *facts,
 		if err != nil {
 			return fail(fmt.Errorf("job dispatch of %s: %w", t, err))
 		}
-		row = &created
-	}
+		return c.handOverOrEnd(ctx, t, f, rel, &created, rt, start)
+	})
+}
+
+// handOverOrEnd hands a pending job to its agent (deferHandOver) or,
+// when it ended at creation (invalidJobAgent), moves the chain on.
+func (c *Chain) handOverOrEnd(ctx context.Context, t release.ReleaseTarget, f *facts, rel *release.Release, row *ports.JobRow, rt route, start time.Time) engine.Outcome {
 	if row.Status != release.JobPending {
 		// invalidJobAgent: nothing to hand over; the chain moves on.
 		c.log(ctx, true, KindJobDispatch, t.Key(), "job-"+string(row.Status), row.Message, start, slog.String("job", row.ID))
@@ -276,8 +283,12 @@ func superseded(jobs []ports.JobRow, rel *release.Release) bool {
 // when it names no usable agent; envCap > 0 caps the environment's active
 // jobs atomically (ports.ErrLimitReached). Its creation time is after the
 // target's newest job's, so the history's order is the order of creation
-// even when clocks step back or stand still.
-func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, r run, rt route, envCap int) (ports.JobRow, error) {
+// even when clocks step back or stand still. then continues the pass with
+// the store's answer: now, or, for an uncapped create in a batch of
+// several items, once the batch's creates are stored in one call
+// (createJobs); the pass's outcome is then's.
+func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, r run, rt route, envCap int,
+	then func(ctx context.Context, row ports.JobRow, err error) engine.Outcome) engine.Outcome {
 	dep := &f.Detail.Deployment
 	id, key := r.nextJob()
 	created := ports.StoredTime(c.Clock.Now())
@@ -296,10 +307,14 @@ func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, r
 		job.JobAgentConfig = release.MergeConfig(rt.agent.Config, dep.JobAgentConfig, rt.version.JobAgentConfig)
 		job.DispatchContext["version_tag"] = rt.version.Tag
 	}
-	row, isNew, err := c.Store.JobCreate(ctx, ports.JobCreateParams{Job: job, IdempotencyKey: key,
-		MaxActiveInEnvironment: envCap})
+	p := ports.JobCreateParams{Job: job, IdempotencyKey: key, MaxActiveInEnvironment: envCap}
+	if b := batchOf(ctx); b != nil && b.size > 1 && envCap == 0 {
+		b.creates = append(b.creates, pendingCreate{i: b.cur, params: p, then: then})
+		return engine.Done()
+	}
+	row, isNew, err := c.Store.JobCreate(ctx, p)
 	if err == nil && isNew {
 		c.jobReached(&row.Job)
 	}
-	return row, err
+	return then(ctx, row, err)
 }

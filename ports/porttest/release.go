@@ -107,6 +107,7 @@ func Jobs(t *testing.T, newStore ReleaseStoreFactory) {
 	t.Run("CreateRefused", func(t *testing.T) { relJobCreateRefused(setup(t)) })
 	t.Run("CreateConcurrent", func(t *testing.T) { relJobCreateConcurrent(setup(t)) })
 	t.Run("CreateEnvironmentCap", func(t *testing.T) { relJobCreateEnvironmentCap(setup(t)) })
+	t.Run("CreateMany", func(t *testing.T) { relJobCreateMany(t, newStore) })
 	t.Run("UpdateCompareAndSwap", func(t *testing.T) { relJobUpdateCAS(setup(t)) })
 	t.Run("UpdateMany", func(t *testing.T) { relJobUpdateMany(setup(t)) })
 	t.Run("UpdateConcurrent", func(t *testing.T) { relJobUpdateConcurrent(setup(t)) })

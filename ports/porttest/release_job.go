@@ -1,6 +1,7 @@
 package porttest
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -434,4 +435,82 @@ func relJobUpdateMany(t *testing.T, e *relEnv) {
 	versions, errs = e.s.JobUpdateMany(e.ctx, nil)
 	require.Empty(t, versions)
 	require.Empty(t, errs)
+}
+
+// relJobCreateMany: JobCreateMany creates a call's jobs as JobCreate
+// would, one create at a time (ports.JobCreateEach on a twin store with the
+// same world and clock): the same results and the same stored jobs, over
+// calls that create new jobs, retry a stored key (under its own and
+// another id), take a stored id, name a missing release, a release of
+// another target and an invalid job among good ones, name one key twice,
+// and cap the environment.
+func relJobCreateMany(t *testing.T, newStore ReleaseStoreFactory) {
+	t.Parallel()
+	env := func() (*relEnv, *relJobFixture) {
+		e := &relEnv{ctx: t.Context(), clock: NewFakeClock(relT0)}
+		e.s = newStore(t, ReleaseStoreDeps{Clock: e.clock})
+		return e, relJobWorld(t, e)
+	}
+	e, f := env()
+	twin, _ := env()
+	tA, tB, tC, tD := tgt(relD1, relE1, relR1), tgt(relD1, relE1, relR2), tgt(relD1, relE2, relR1), tgt(relD2, relE1, relR1)
+	create := func(id string, target release.ReleaseTarget, version string, status release.JobStatus, key string) ports.JobCreateParams {
+		j := relJob(id, f.release(target, version), status, relAt(10))
+		j.JobAgentConfig = map[string]any{"image": "api:" + version}
+		return ports.JobCreateParams{Job: j, IdempotencyKey: key}
+	}
+	missing := create("j-missing", tA, "v1", release.JobPending, "k-missing")
+	missing.Job.ReleaseID = "rel-none"
+	otherTarget := create("j-other", tA, "v1", release.JobPending, "k-other")
+	otherTarget.Job.TargetKey = tC.Key()
+	invalid := create("j-invalid", tA, "v1", "done", "k-invalid")
+	noKey := create("j-nokey", tA, "v1", release.JobPending, "")
+	capped := create("j-capped", tB, "v2", release.JobPending, "k-capped")
+	capped.MaxActiveInEnvironment = 1
+	calls := [][]ports.JobCreateParams{
+		{create("j1", tA, "v1", release.JobPending, "k1"), create("j2", tB, "v1", release.JobPending, "k2"),
+			create("j3", tC, "v1", release.JobInvalidJobAgent, "k3"), create("j4", tD, "v3", release.JobPending, "k4")},
+		// retries of stored keys, a taken id, refused creates among good ones
+		{create("j1", tA, "v1", release.JobPending, "k1"), create("j1-again", tB, "v1", release.JobPending, "k2"),
+			create("j3", tC, "v2", release.JobPending, "k3-new"), missing, create("j5", tA, "v2", release.JobPending, "k5"),
+			otherTarget, invalid, noKey, create("j6", tB, "v2", release.JobPending, "k6")},
+		// a key that names another release
+		{create("j7", tA, "v2", release.JobPending, "k1"), create("j8", tC, "v2", release.JobPending, "k8")},
+		// one key twice
+		{create("j9", tD, "v3", release.JobPending, "k9"), create("j10", tD, "v3", release.JobPending, "k9")},
+		// a capped create: e1 of d1 holds active jobs already
+		{create("j11", tC, "v2", release.JobPending, "k11"), capped},
+		{},
+	}
+	for n, creates := range calls {
+		e.clock.Advance(time.Minute)
+		twin.clock.Advance(time.Minute)
+		got := e.s.JobCreateMany(e.ctx, creates)
+		want := ports.JobCreateEach(twin.ctx, twin.s, creates)
+		require.Len(t, got, len(creates), "call %d", n)
+		for i := range creates {
+			require.Equal(t, want[i].Created, got[i].Created, "call %d, create %d", n, i)
+			require.Equal(t, want[i].Row, got[i].Row, "call %d, create %d", n, i)
+			if want[i].Err == nil {
+				require.NoError(t, got[i].Err, "call %d, create %d", n, i)
+				continue
+			}
+			require.Error(t, got[i].Err, "call %d, create %d: %v", n, i, want[i].Err)
+			for _, kind := range []error{release.ErrInvalid, ports.ErrNotFound, ports.ErrConflict, ports.ErrLimitReached} {
+				require.Equal(t, errors.Is(want[i].Err, kind), errors.Is(got[i].Err, kind), "call %d, create %d: %v, %v", n, i, want[i].Err, got[i].Err)
+			}
+		}
+		for _, target := range []release.ReleaseTarget{tA, tB, tC, tD} {
+			wr, err := twin.s.JobsByTarget(twin.ctx, target, 0)
+			require.NoError(t, err)
+			gr, err := e.s.JobsByTarget(e.ctx, target, 0)
+			require.NoError(t, err)
+			require.Equal(t, wr, gr, "call %d, jobs of %s", n, target)
+		}
+	}
+	// The calls above created, refused and returned jobs: the test covered
+	// each path.
+	rows, err := e.s.JobsByTarget(e.ctx, tA, 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"j5", "j1"}, relJobIDs(rows))
 }
