@@ -19,7 +19,10 @@ const maxStackPolicies = 16
 // Evaluate is pure and deterministic; in is copied, so the caller's Input is
 // never modified.
 func Evaluate(policies []Policy, in Input) Decision {
-	cx := evalContext{in: &in}
+	if !anyEnabled(policies) {
+		return Decision{Status: Allowed}
+	}
+	cx := evalContext{in: in}
 	var buf [maxStackPolicies]int
 	matched, bad := matchPolicies(policies, &cx, buf[:0])
 	if bad.Status == Denied {
@@ -48,7 +51,7 @@ func Evaluate(policies []Policy, in Input) Decision {
 // this version not deploying?". A policy whose selector fails to evaluate
 // appears as a Denied entry without a rule.
 func Explain(policies []Policy, in Input) []RuleVerdict {
-	cx := evalContext{in: &in}
+	cx := evalContext{in: in}
 	var out []RuleVerdict
 	matched, bad := matchPolicies(policies, &cx, nil)
 	if bad.Status == Denied {
@@ -75,7 +78,7 @@ func Explain(policies []Policy, in Input) []RuleVerdict {
 // one job) of the matching policies, concurrency first, and merges them as
 // Evaluate does.
 func EvaluateJob(policies []Policy, in Input) Decision {
-	cx := evalContext{in: &in}
+	cx := evalContext{in: in}
 	var buf [maxStackPolicies]int
 	matched, bad := matchPolicies(policies, &cx, buf[:0])
 	if bad.Status == Denied {
@@ -158,6 +161,17 @@ func matchPolicies(policies []Policy, cx *evalContext, idx []int) ([]int, RuleVe
 	return idx, RuleVerdict{}
 }
 
+// anyEnabled reports whether any of policies is enabled: with none,
+// nothing is evaluated (and no evaluation context is built).
+func anyEnabled(policies []Policy) bool {
+	for i := range policies {
+		if policies[i].Enabled {
+			return true
+		}
+	}
+	return false
+}
+
 func policyBefore(a, b *Policy) bool {
 	if a.Priority != b.Priority {
 		return a.Priority > b.Priority
@@ -168,7 +182,7 @@ func policyBefore(a, b *Policy) bool {
 // run evaluates one rule, honouring skips, and records what approval,
 // progression and window rules found for the gradual rollout.
 func (cx *evalContext) run(p *Policy, rule *Rule) RuleVerdict {
-	in := cx.in
+	in := &cx.in
 	rv := RuleVerdict{PolicyID: p.ID, RuleID: rule.ID, Type: rule.Spec.Type()}
 	if skipped(in, rule.ID) {
 		rv.Skipped = true
@@ -225,8 +239,9 @@ func skipped(in *Input, ruleID string) bool {
 // ID, then rule order). A policy whose selector fails to evaluate is left
 // out and its error returned, so callers fail closed as Evaluate does.
 func MatchingRules(policies []Policy, in Input, t RuleType) ([]Rule, error) {
-	cx := evalContext{in: &in}
-	matched, bad := matchPolicies(policies, &cx, nil)
+	cx := evalContext{in: in}
+	var buf [maxStackPolicies]int
+	matched, bad := matchPolicies(policies, &cx, buf[:0])
 	var err error
 	if bad.Status == Denied {
 		err = errors.New(bad.Message)
@@ -246,7 +261,7 @@ func MatchingRules(policies []Policy, in Input, t RuleType) ([]Rule, error) {
 // deciding in's target, in Evaluate's order: those whose selector matches,
 // and those whose selector fails to evaluate (they deny).
 func Matching(policies []Policy, in Input) []int {
-	cx := evalContext{in: &in}
+	cx := evalContext{in: in}
 	var idx []int
 	for i := range policies {
 		p := &policies[i]
@@ -268,7 +283,7 @@ func Matching(policies []Policy, in Input) []int {
 // selector matches every target), enabled or not; an evaluation error is
 // returned.
 func (p *Policy) AppliesTo(in Input) (bool, error) {
-	return p.matches(&evalContext{in: &in})
+	return p.matches(&evalContext{in: in})
 }
 
 // HasRule reports whether any enabled policy has a rule of type t, whatever
@@ -295,7 +310,7 @@ func HasRule(policies []Policy, t RuleType) bool {
 // caller enforces it where jobs are created (ports.JobCreateParams), since
 // one target's evaluation cannot see concurrent creates on other targets.
 func EnvironmentJobCap(policies []Policy, in Input) int {
-	cx := evalContext{in: &in}
+	cx := evalContext{in: in}
 	var buf [maxStackPolicies]int
 	matched, _ := matchPolicies(policies, &cx, buf[:0])
 	limit := 0

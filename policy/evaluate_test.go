@@ -255,3 +255,36 @@ func TestEvaluateProperty(t *testing.T) {
 		}
 	})
 }
+
+// TestEvaluationDoesNotCopyTheInputToTheHeap: the chain evaluates every
+// target's input on every pass, so what reads no selector allocates
+// nothing: the job cap and the matching rules of a type over policies
+// with a "true" selector, and Evaluate over no enabled policy.
+func TestEvaluationDoesNotCopyTheInputToTheHeap(t *testing.T) {
+	in := setup(t)
+	capped := []Policy{{ID: "p1", Name: "p1", Enabled: true, Selector: "true",
+		Rules: []Rule{{ID: "cap", Spec: Concurrency{MaxActivePerEnvironment: 3}}}}}
+	disabled := []Policy{{ID: "p2", Name: "p2", Selector: `environment.name == "prod"`,
+		Rules: []Rule{{ID: "cap", Spec: Concurrency{MaxActivePerEnvironment: 1}}}}}
+	for name, fn := range map[string]func(){
+		"EnvironmentJobCap": func() {
+			if EnvironmentJobCap(capped, in) != 3 {
+				t.Fatal("EnvironmentJobCap: want 3")
+			}
+		},
+		"MatchingRules": func() {
+			if rules, err := MatchingRules(capped, in, TypeRollback); err != nil || len(rules) != 0 {
+				t.Fatal("MatchingRules: want no rollback rule")
+			}
+		},
+		"Evaluate, no enabled policy": func() {
+			if Evaluate(disabled, in).Status != Allowed {
+				t.Fatal("Evaluate: want allowed")
+			}
+		},
+	} {
+		if n := testing.AllocsPerRun(20, fn); n != 0 {
+			t.Errorf("%s: %.0f allocations per run, want 0", name, n)
+		}
+	}
+}

@@ -136,7 +136,7 @@ func (in *Input) IsCandidate() bool {
 // and what the approval, progression and window gates found, for
 // gradualRollout.
 type evalContext struct {
-	in            *Input
+	in            Input
 	vars          map[string]any
 	approvalAt    time.Time
 	progressionAt time.Time
@@ -149,8 +149,10 @@ type evalContext struct {
 // version bound.
 func (cx *evalContext) targetVars() map[string]any {
 	if cx.vars == nil {
-		s := release.Subject{Deployment: &cx.in.Deployment, Environment: &cx.in.Environment,
-			Resource: &cx.in.Resource, Version: &cx.in.Version}
+		// The activation keeps its subjects: copies, so that the context
+		// (and its input) stays on its caller's stack.
+		d, e, r, v := cx.in.Deployment, cx.in.Environment, cx.in.Resource, cx.in.Version
+		s := release.Subject{Deployment: &d, Environment: &e, Resource: &r, Version: &v}
 		cx.vars = s.Vars()
 	}
 	return cx.vars

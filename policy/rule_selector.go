@@ -23,7 +23,7 @@ func (r VersionSelector) validate(path string) error {
 
 // Evaluate applies the rule to in.
 func (r VersionSelector) Evaluate(in *Input) Verdict {
-	return r.evaluate(in, &evalContext{in: in})
+	return r.evaluate(in, &evalContext{in: *in})
 }
 
 func (r VersionSelector) evaluate(in *Input, cx *evalContext) Verdict {
