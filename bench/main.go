@@ -98,7 +98,13 @@ func (o options) validate() error {
 func run(ctx context.Context, o options) error {
 	stamp := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e6)
 	schema, app := "cmp_"+stamp, "bench-"+o.system+"-"+stamp
-	admin, err := pgx.Connect(ctx, o.dsn)
+	// Parsed as a pool's DSN, like reconciler's, so pool settings
+	// (pool_max_conns) do not reach the server as run-time parameters.
+	cfg, err := pgxpool.ParseConfig(o.dsn)
+	if err != nil {
+		return fmt.Errorf("parse dsn: %w", err)
+	}
+	admin, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
@@ -110,10 +116,6 @@ func run(ctx context.Context, o options) error {
 	meter, err := benchstat.NewMeter(ctx, admin, app)
 	if err != nil {
 		return err
-	}
-	cfg, err := pgxpool.ParseConfig(o.dsn)
-	if err != nil {
-		return fmt.Errorf("parse dsn: %w", err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.ConnConfig.RuntimeParams["application_name"] = app

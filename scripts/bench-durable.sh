@@ -37,6 +37,9 @@ compare=${BENCH_COMPARE_BIN:-bin/bench-compare}
 # The same rollout with the chain in 1, then 2, worker processes (like serve
 # processes sharing the database), each line with the workers' peak RSS.
 "$reconciler" bench release --dsn "$dsn" --targets "$targets" --timeout 10m --processes 1,2
+# Again with each worker given its share of this machine (GOMAXPROCS and
+# pool_max_conns divided by the count), as processes sharing one host are.
+"$reconciler" bench release --dsn "$dsn" --targets "$targets" --timeout 10m --processes 1,2 --share-machine
 "$reconciler" bench workflow --dsn "$dsn" --items "$items" --timeout 10m
 # The pure scheduling pass over the 10,000 TaskRuns of bench workflow's
 # shape (no database): issue 19's 2 ms target.

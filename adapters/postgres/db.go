@@ -127,6 +127,10 @@ func (db *DB) Close() {
 	db.pool.Close()
 }
 
+// MaxConns is the most connections the pool opens (WithMaxConns, else the
+// DSN's pool_max_conns, else pgx's default).
+func (db *DB) MaxConns() int { return int(db.pool.Config().MaxConns) }
+
 // Ping checks that the server answers, for health checks.
 func (db *DB) Ping(ctx context.Context) error {
 	if err := db.pool.Ping(ctx); err != nil {

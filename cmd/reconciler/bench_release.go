@@ -33,6 +33,9 @@ type benchReleaseOptions struct {
 	// chain runs in this process, in o.workers engines).
 	processes []int
 	workerBin string
+	// share gives each of n worker processes 1/n of the machine
+	// (workerShare).
+	share bool
 }
 
 func newBenchReleaseCmd() *cobra.Command {
@@ -51,7 +54,14 @@ until a job of that version was dispatched on every target.
 --processes 1,2 the chain runs instead in that many worker processes (each
 an engine with the chain, as in serve, at --concurrency), the whole
 benchmark once per count, one JSON line each, with each worker's peak RSS
-(workers_rss_mb, the largest as worker_max_rss_mb).
+(workers_rss_mb, the largest as worker_max_rss_mb). Each worker sizes its
+Go runtime and its connection pool for the whole machine, as serve does by
+default; with --share-machine each of n workers gets 1/n of it instead, as
+n serve processes given their share of one host would: GOMAXPROCS of the
+CPUs / n (at least 1) and pool_max_conns of the default pool (the larger
+of 4 and the CPUs) / n (at least 2) unless the DSN sets it; the line says
+so (share_machine). Each line lists what the workers ran with, as each
+reported it: workers_gomaxprocs and workers_pool_max_conns.
 
 It runs in memory unless --dsn (or RECONCILER_DSN) names a PostgreSQL
 database; the benchmark uses its own schema there and drops it afterwards.
@@ -66,6 +76,9 @@ The last line is JSON:
 			var err error
 			if o.processes, err = parseProcesses(processes); err != nil {
 				return err
+			}
+			if o.share && len(o.processes) == 0 {
+				return usagef("--share-machine needs --processes")
 			}
 			if len(o.processes) > 0 {
 				return benchReleaseProcesses(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
@@ -83,6 +96,7 @@ The last line is JSON:
 	f.StringVar(&processes, "processes", "", "run the chain in worker processes instead, once per count of this comma-separated list (e.g. 1,2; needs --dsn)")
 	f.StringVar(&o.workerBin, "worker-bin", "", "the reconciler binary the worker processes run (default this one)")
 	_ = f.MarkHidden("worker-bin")
+	f.BoolVar(&o.share, "share-machine", false, "with --processes, give each of n worker processes 1/n of this machine's CPUs (GOMAXPROCS) and default connection pool (pool_max_conns)")
 	return cmd
 }
 

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,7 +96,8 @@ func benchReleaseInProcesses(ctx context.Context, stdout, stderr io.Writer, o be
 	if err := env.startTimed(ctx); err != nil {
 		return err
 	}
-	workers, err := startReleaseWorkers(ctx, bin, env.dsn, o, n)
+	share := workerShare(n, runtime.NumCPU(), env.dsn, o.share)
+	workers, err := startReleaseWorkers(ctx, bin, share.dsn, share.env, o, n)
 	if err != nil {
 		return err
 	}
@@ -124,6 +126,10 @@ func benchReleaseInProcesses(ctx context.Context, stdout, stderr io.Writer, o be
 		"seconds": round3(elapsed.Seconds()), "targets_per_sec": round1(perSec),
 		"worker_max_rss_mb": peak, "workers_rss_mb": rss,
 	}
+	if o.share {
+		line["share_machine"] = true
+	}
+	line["workers_gomaxprocs"], line["workers_pool_max_conns"] = workers.gomaxprocs, workers.maxConns
 	maps.Copy(line, figures)
 	if err := json.NewEncoder(stdout).Encode(line); err != nil {
 		return err
@@ -140,12 +146,36 @@ type releaseWorkers struct {
 	cmds []*exec.Cmd
 	ids  chan string
 	wg   sync.WaitGroup
+	// gomaxprocs and maxConns are what each worker said it runs with.
+	gomaxprocs, maxConns []int
 }
 
-// startReleaseWorkers starts n workers on dsn and waits until each is
-// ready.
-func startReleaseWorkers(ctx context.Context, bin, dsn string, o benchReleaseOptions, n int) (*releaseWorkers, error) {
-	w := &releaseWorkers{ids: make(chan string, 4096)}
+// machineShare is how each worker process of a run is started: its DSN
+// and its environment's additions.
+type machineShare struct {
+	dsn string
+	env []string
+}
+
+// workerShare is the share of each of n workers on a machine of cpus CPUs:
+// with share, GOMAXPROCS of cpus/n (at least 1) and a pool of pgx's
+// default (the larger of 4 and cpus) / n connections (at least 2) unless
+// dsn sizes its pool; else the machine's, as serve takes it by default.
+func workerShare(n, cpus int, dsn string, share bool) machineShare {
+	if !share {
+		return machineShare{dsn: dsn}
+	}
+	s := machineShare{dsn: dsn, env: []string{"GOMAXPROCS=" + strconv.Itoa(max(1, cpus/n))}}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		s.dsn = withParams(dsn, map[string]string{"pool_max_conns": strconv.Itoa(max(2, max(4, cpus)/n))})
+	}
+	return s
+}
+
+// startReleaseWorkers starts n workers on dsn, with env added to this
+// process's environment, and waits until each is ready.
+func startReleaseWorkers(ctx context.Context, bin, dsn string, env []string, o benchReleaseOptions, n int) (*releaseWorkers, error) {
+	w := &releaseWorkers{ids: make(chan string, 4096), gomaxprocs: make([]int, n), maxConns: make([]int, n)}
 	ready := make(chan error, n)
 	for i := range n {
 		args := []string{"bench", "release-worker", "--dsn", dsn,
@@ -155,6 +185,9 @@ func startReleaseWorkers(ctx context.Context, bin, dsn string, o benchReleaseOpt
 		}
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Stderr = os.Stderr
+		if len(env) > 0 {
+			cmd.Env = append(os.Environ(), env...)
+		}
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 		cmd.WaitDelay = 30 * time.Second
 		out, err := cmd.StdoutPipe()
@@ -176,8 +209,9 @@ func startReleaseWorkers(ctx context.Context, bin, dsn string, o benchReleaseOpt
 				line := sc.Text()
 				if first {
 					first = false
-					if line != "ready" {
-						ready <- fmt.Errorf("worker %d: want ready, got %q", i, line)
+					_, err := fmt.Sscanf(line, "ready %d %d", &w.gomaxprocs[i], &w.maxConns[i])
+					if err != nil {
+						ready <- fmt.Errorf("worker %d: want \"ready GOMAXPROCS MAXCONNS\", got %q", i, line)
 						return
 					}
 					ready <- nil
@@ -286,7 +320,8 @@ func newBenchReleaseWorkerCmd() *cobra.Command {
 				}
 				defer stop()
 			}
-			fmt.Fprintln(out, "ready")
+			// What it runs with, for the benchmark's line.
+			fmt.Fprintln(out, "ready", runtime.GOMAXPROCS(0), be.db.MaxConns())
 			if err := out.Flush(); err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -58,13 +59,16 @@ func TestBenchRelease(t *testing.T) {
 // TestBenchReleaseProcesses: with --processes 1,2 the chain runs in that
 // many worker processes, every target gets its job each time, and each run
 // prints its JSON line with the workers' peak RSS; --cpuprofile writes one
-// CPU profile per worker process.
+// CPU profile per worker process; a DSN with pool settings is taken as
+// serve takes it.
 func TestBenchReleaseProcesses(t *testing.T) {
 	t.Parallel()
 	bin, err := buildBinary()
 	require.NoError(t, err)
 	prof := filepath.Join(t.TempDir(), "cpu.pprof")
-	res := runCLI(t, "", "bench", "release", "--targets", "200", "--processes", "1,2", "--worker-bin", bin, "--dsn", pgtest.DSN(t),
+	// A pool setting in the DSN sizes each process's pool, as in serve.
+	dsn := withParams(pgtest.DSN(t), map[string]string{"pool_max_conns": "3"})
+	res := runCLI(t, "", "bench", "release", "--targets", "200", "--processes", "1,2", "--worker-bin", bin, "--dsn", dsn,
 		"--cpuprofile", prof)
 	require.NoError(t, res.err, res.stderr)
 	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
@@ -84,6 +88,53 @@ func TestBenchReleaseProcesses(t *testing.T) {
 		for w := range want {
 			requireProfile(t, fmt.Sprintf("%s.%dprocs.%d", prof, want, w))
 		}
+		require.Equal(t, []any{3.0, 3.0}[:want], got["workers_pool_max_conns"], "each worker's pool, from the DSN")
+		procs, ok := got["workers_gomaxprocs"].([]any)
+		require.True(t, ok, "workers_gomaxprocs: %v", got["workers_gomaxprocs"])
+		require.Len(t, procs, want)
+		require.NotContains(t, got, "share_machine")
+	}
+}
+
+// TestBenchReleaseShareMachine: with --share-machine each of n worker
+// processes runs with GOMAXPROCS of the CPUs / n and a pool of the
+// default's / n, as each reports it.
+func TestBenchReleaseShareMachine(t *testing.T) {
+	t.Parallel()
+	bin, err := buildBinary()
+	require.NoError(t, err)
+	res := runCLI(t, "", "bench", "release", "--targets", "100", "--processes", "2", "--share-machine", "--worker-bin", bin,
+		"--dsn", pgtest.DSN(t))
+	require.NoError(t, res.err, res.stderr)
+	got := lastJSONLine(t, res.stdout)
+	require.EqualValues(t, 100, got["targets"])
+	require.Equal(t, true, got["share_machine"])
+	cpus := runtime.NumCPU()
+	procs, conns := float64(max(1, cpus/2)), float64(max(2, max(4, cpus)/2))
+	require.Equal(t, []any{procs, procs}, got["workers_gomaxprocs"])
+	require.Equal(t, []any{conns, conns}, got["workers_pool_max_conns"])
+}
+
+// TestWorkerShare: the share of each of n workers, and a DSN that sizes
+// its pool keeps it.
+func TestWorkerShare(t *testing.T) {
+	const dsn = "postgres://u@h/db?sslmode=disable"
+	tests := []struct {
+		n, cpus int
+		dsn     string
+		share   bool
+		want    machineShare
+	}{
+		{2, 2, dsn, false, machineShare{dsn: dsn}},
+		{1, 2, dsn, true, machineShare{dsn: "postgres://u@h/db?pool_max_conns=4&sslmode=disable", env: []string{"GOMAXPROCS=2"}}},
+		{2, 2, dsn, true, machineShare{dsn: "postgres://u@h/db?pool_max_conns=2&sslmode=disable", env: []string{"GOMAXPROCS=1"}}},
+		{3, 2, dsn, true, machineShare{dsn: "postgres://u@h/db?pool_max_conns=2&sslmode=disable", env: []string{"GOMAXPROCS=1"}}},
+		{2, 16, dsn, true, machineShare{dsn: "postgres://u@h/db?pool_max_conns=8&sslmode=disable", env: []string{"GOMAXPROCS=8"}}},
+		{2, 2, dsn + "&pool_max_conns=5", true, machineShare{dsn: dsn + "&pool_max_conns=5", env: []string{"GOMAXPROCS=1"}}},
+		{2, 2, "host=h dbname=db", true, machineShare{dsn: "host=h dbname=db pool_max_conns=2", env: []string{"GOMAXPROCS=1"}}},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, workerShare(tt.n, tt.cpus, tt.dsn, tt.share), "%d workers, %d CPUs, %s, share %v", tt.n, tt.cpus, tt.dsn, tt.share)
 	}
 }
 
@@ -105,7 +156,7 @@ func requireProfile(t *testing.T, path string) {
 func TestBenchReleaseBadFlags(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--targets", "0"}, {"--workers", "-1"}, {"--timeout", "0s"},
-		{"--processes", "0"}, {"--processes", "1,x"}, {"--processes", "2"} /* needs --dsn */} {
+		{"--processes", "0"}, {"--processes", "1,x"}, {"--processes", "2"} /* needs --dsn */, {"--share-machine"} /* needs --processes */} {
 		res := runCLI(t, "", append([]string{"bench", "release"}, args...)...)
 		require.Equal(t, 2, res.code, "%v: %s", args, res.stderr)
 	}

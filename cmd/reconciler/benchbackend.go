@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilerhq/reconciler/internal/benchstat"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -34,7 +35,14 @@ func openBenchEnv(ctx context.Context, dsn string) (*benchEnv, func(), error) {
 	}
 	stamp := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e6)
 	schema, app := "bench_"+stamp, "reconciler-bench-"+stamp
-	admin, err := pgx.Connect(ctx, dsn)
+	// The DSN is serve's: parsed as a pool's, so that pool settings
+	// (pool_max_conns) configure the benchmark's pool and do not reach the
+	// server as run-time parameters.
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, nil, usagef("--dsn: %v", err)
+	}
+	admin, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open postgres: %w", err)
 	}
