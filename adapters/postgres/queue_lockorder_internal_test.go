@@ -33,25 +33,11 @@ func TestAckLocksRowsInKeyOrder(t *testing.T) {
 			ctx := t.Context()
 			dsn, schema := pgtest.Schema(t)
 			app := "ackorder-" + schema
-			open := func() *DB {
-				sep := " "
-				if strings.Contains(dsn, "://") {
-					sep = "&"
-				}
-				db, err := Open(ctx, dsn+sep+"application_name="+app)
-				require.NoError(t, err)
-				t.Cleanup(db.Close)
-				return db
+			sep := " "
+			if strings.Contains(dsn, "://") {
+				sep = "&"
 			}
-			db := open()
-			require.NoError(t, db.MigrateUp(ctx))
-			q := NewQueue(db, ports.SystemClock)
-			t.Cleanup(q.Close)
-			acker := q
-			if how == "by key" {
-				acker = NewQueue(open(), ports.SystemClock)
-				t.Cleanup(acker.Close)
-			}
+			db, q, acker := ackQueues(t, dsn+sep+"application_name="+app, how)
 
 			key := func(id string) ports.WorkKey { return ports.WorkKey{Kind: "k", ScopeType: "t", ScopeID: id} }
 			var filler []ports.EnqueueParams
@@ -105,4 +91,27 @@ func TestAckLocksRowsInKeyOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ackQueues opens a migrated DB on dsn with a Queue over it, and the Queue
+// that acks its leases: the same one ("by tuple id": it knows the tuple
+// ids its leases left), or one over a DB of its own ("by key").
+func ackQueues(t *testing.T, dsn, how string, opts ...Option) (*DB, *Queue, *Queue) {
+	t.Helper()
+	open := func() *DB {
+		db, err := Open(t.Context(), dsn, opts...)
+		require.NoError(t, err)
+		t.Cleanup(db.Close)
+		return db
+	}
+	db := open()
+	require.NoError(t, db.MigrateUp(t.Context()))
+	q := NewQueue(db, ports.SystemClock)
+	t.Cleanup(q.Close)
+	if how == "by tuple id" {
+		return db, q, q
+	}
+	acker := NewQueue(open(), ports.SystemClock)
+	t.Cleanup(acker.Close)
+	return db, q, acker
 }

@@ -246,7 +246,8 @@ func TestQueueAckRacingEnqueue(t *testing.T) {
 			require.Eventually(t, func() bool {
 				var n int
 				err := probe.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-					WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM reconcile_work_scope%'`).Scan(&n)
+					WHERE wait_event_type = 'Lock'
+						AND (query LIKE '%DELETE FROM reconcile_work_scope%' OR query LIKE '%reconcile_work_ack_delete%')`).Scan(&n)
 				return err == nil && n > 0
 			}, 10*time.Second, 5*time.Millisecond, "%s: the ack waits for the enqueue's row lock", tc.name)
 			return nil

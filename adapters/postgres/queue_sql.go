@@ -188,57 +188,33 @@ UNION ALL SELECT -1, kind FROM (SELECT DISTINCT kind FROM upd WHERE state = 'rea
 
 // sqlAckDelete deletes the items of acked leases that need nothing else
 // (see Queue.ackDelete). ?0..?4 are the arrays kind, scope_type, scope_id,
-// token, position, in key order. Each row is found by primary key in a
-// subquery the planner cannot flatten (so it never trades the key lookups
-// for a scan of the table, whatever it guesses of the arrays or of how
-// many rows are leased), locked in the arrays' order (ORDER BY before FOR
-// UPDATE: whatever join the planner picks, rows are locked in key order,
-// as by every batch statement; a join that read the table in its physical
-// order deadlocked with enqueues, which take their rows in key order), and
-// deleted by its tuple id: a row that another transaction changed since
-// this statement's snapshot (an enqueue during the lease, a heartbeat) has
-// a new tuple id, so it is left for the full ack, as is a lease no longer
-// held. The result is the positions deleted.
+// token, position, in key order. The function of migration 0018
+// (reconcile_work_ack_delete_keys) finds each row by primary key, never by
+// scanning the table whatever its statistics say, locks the rows in the
+// arrays' order (key order, as every batch statement takes them: an ack
+// that took them in the table's order deadlocked with enqueues), and
+// deletes each by its tuple id: a row that another transaction changed
+// since the statement's snapshot (an enqueue during the lease, a
+// heartbeat) has a new tuple id, so it is left for the full ack, as is a
+// lease no longer held. The result is the positions deleted.
 const sqlAckDelete = `
-WITH h AS (
-	SELECT r.ord, r.n, x.tid FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::bigint[], ?4::int[]) WITH ORDINALITY
-		AS r(kind, scope_type, scope_id, token, ord, n)
-	CROSS JOIN LATERAL (
-		SELECT v.ctid AS tid FROM reconcile_work_scope v
-		WHERE (v.kind, v.scope_type, v.scope_id) = (r.kind, r.scope_type, r.scope_id)
-			AND v.lease_token = r.token AND v.lease_expires_at IS NOT NULL AND NOT v.requeued
-		OFFSET 0
-	) x
-), lk AS (
-	SELECT w.ctid AS tid, h.ord FROM reconcile_work_scope w JOIN h ON w.ctid = h.tid
-	ORDER BY h.n
-	FOR UPDATE OF w
-), del AS (
-	DELETE FROM reconcile_work_scope w USING lk
-	WHERE w.ctid = lk.tid
-	RETURNING lk.ord
+WITH del AS (
+	SELECT d AS ord FROM reconcile_work_ack_delete_keys(?0::text[], ?1::text[], ?2::text[], ?3::bigint[], ?4::int[]) AS d
 )
 SELECT ord FROM del`
 
 // sqlAckDeleteByTid is sqlAckDelete for leases whose row's tuple id this
 // Queue knows from the lease (tidCache): ?0..?2 are the arrays tuple id,
-// token, position, in the leases' key order, and the rows are locked in
-// that order (ORDER BY before FOR UPDATE, as in sqlAckDelete). The row is
-// deleted only while it still holds that lease (its token, unique to the
-// lease; leased; no enqueue during it; the key was checked against the
-// lease's by the cache), as sqlAckDelete checks; a row changed since has
-// moved to another tuple id and is left for the full ack.
+// token, position, in the leases' key order. The function of migration
+// 0018 (reconcile_work_ack_delete_tids) reads each row by its tuple id,
+// locks them in the arrays' order and deletes each only while it still
+// holds that lease (its token, unique to the lease; leased; no enqueue
+// during it; the key was checked against the lease's by the cache), as
+// sqlAckDelete does; a row changed since has moved to another tuple id and
+// is left for the full ack.
 const sqlAckDeleteByTid = `
-WITH lk AS (
-	SELECT w.ctid AS tid, r.ord FROM unnest(?0::tid[], ?1::bigint[], ?2::int[]) WITH ORDINALITY AS r(tid, token, ord, n)
-	JOIN reconcile_work_scope w ON w.ctid = r.tid
-	WHERE w.lease_token = r.token AND w.lease_expires_at IS NOT NULL AND NOT w.requeued
-	ORDER BY r.n
-	FOR UPDATE OF w
-), del AS (
-	DELETE FROM reconcile_work_scope w USING lk
-	WHERE w.ctid = lk.tid
-	RETURNING lk.ord
+WITH del AS (
+	SELECT d AS ord FROM reconcile_work_ack_delete_tids(?0::tid[], ?1::bigint[], ?2::int[]) AS d
 )
 SELECT ord FROM del`
 
