@@ -119,8 +119,7 @@ func (s *ReleaseStore) JobCreate(ctx context.Context, p ports.JobCreateParams) (
 	}
 	if err == nil {
 		if job.Status == release.JobPending {
-			// Pull agents' takers in every process, once the job is committed.
-			s.db.afterCommit(ctx, func() { s.db.pub.publish(jobsChannel, job.JobAgentID) })
+			s.announcePending(ctx, job.JobAgentID)
 		}
 		return ports.JobRow{Job: job, VersionID: versionID, IdempotencyKey: p.IdempotencyKey, Version: 1, UpdatedAt: now}, true, nil
 	}
@@ -176,10 +175,10 @@ RETURNING id, version_id`
 // returns the job already created or explains. A call with a capped
 // create, or naming one id or key twice, runs one create at a time.
 func (s *ReleaseStore) JobCreateMany(ctx context.Context, creates []ports.JobCreateParams) []ports.JobCreated {
-	out := make([]ports.JobCreated, len(creates))
 	if len(creates) < 2 {
 		return ports.JobCreateEach(ctx, s, creates)
 	}
+	out := make([]ports.JobCreated, len(creates))
 	var (
 		ids, keys, deps, envs, ress, agents, exts, statuses, docs, rels, targets []string
 		actives                                                                  []bool
@@ -249,13 +248,11 @@ func (s *ReleaseStore) JobCreateMany(ctx context.Context, creates []ports.JobCre
 			}
 			return out
 		}
-		published := make(map[string]bool)
+		announced := make(map[string]bool)
 		for i := range creates {
-			if j := &jobs[i]; done[i] && j.Status == release.JobPending && !published[j.JobAgentID] {
-				// Pull agents' takers in every process, once the jobs are committed.
-				agent := j.JobAgentID
-				published[agent] = true
-				s.db.afterCommit(ctx, func() { s.db.pub.publish(jobsChannel, agent) })
+			if j := &jobs[i]; done[i] && j.Status == release.JobPending && !announced[j.JobAgentID] {
+				announced[j.JobAgentID] = true
+				s.announcePending(ctx, j.JobAgentID)
 			}
 		}
 	}
@@ -265,6 +262,13 @@ func (s *ReleaseStore) JobCreateMany(ctx context.Context, creates []ports.JobCre
 		}
 	}
 	return out
+}
+
+// announcePending wakes the takers of agent's pull jobs in every process
+// once ctx's transaction, if any, has committed the pending job created
+// in it.
+func (s *ReleaseStore) announcePending(ctx context.Context, agent string) {
+	s.db.afterCommit(ctx, func() { s.db.pub.publish(jobsChannel, agent) })
 }
 
 // createCapped runs insert, inside the caller's transaction, only while
