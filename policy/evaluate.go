@@ -106,9 +106,9 @@ func EvaluateJob(policies []Policy, in Input) Decision {
 		var v Verdict
 		switch t {
 		case TypeConcurrency:
-			v = Concurrency{}.evaluate(&in, &cx)
+			v = Concurrency{}.evaluate(&cx.in, &cx)
 		case TypeRetry:
-			v = MayCreateJob(nil, &in)
+			v = MayCreateJob(nil, &cx.in)
 		}
 		if !dec.merge(RuleVerdict{Type: t, Verdict: v}) {
 			return dec
@@ -318,7 +318,7 @@ func EnvironmentJobCap(policies []Policy, in Input) int {
 		for ri := range policies[pi].Rules {
 			rule := &policies[pi].Rules[ri]
 			c, ok := rule.Spec.(Concurrency)
-			if !ok || c.MaxActivePerEnvironment <= 0 || skipped(&in, rule.ID) {
+			if !ok || c.MaxActivePerEnvironment <= 0 || skipped(&cx.in, rule.ID) {
 				continue
 			}
 			if limit == 0 || c.MaxActivePerEnvironment < limit {
