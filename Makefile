@@ -75,7 +75,8 @@ image-check: ## docker build the image when a container builder answers (docker 
 	else echo "image-check: SKIPPED: no container builder here (docker info failed); the image was not built"; fi
 
 .PHONY: lint
-lint: ## gofmt, go vet and staticcheck
+lint: ## gofmt, go vet, staticcheck, and no tracked file over 1 MiB outside the allow-list
+	scripts/check-large-files.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
