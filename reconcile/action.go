@@ -67,6 +67,8 @@ type Patch struct {
 	TurnDone            *bool      `json:"turn_done,omitempty"`
 	KeepWarmUntil       *time.Time `json:"keep_warm_until,omitempty"`
 	PodHeld             *bool      `json:"pod_held,omitempty"`
+	PendingMessages     *int       `json:"pending_messages,omitempty"`
+	TurnMessages        *int       `json:"turn_messages,omitempty"`
 }
 
 // Transition moves the run along an edge, writing Patch in the same update.
@@ -171,9 +173,12 @@ type MarkStale struct {
 }
 
 // EnqueueTurn starts a persistent agent's turn: queued → provisioning.
+// Patch records how many pending messages the turn is for
+// (TurnMessages).
 type EnqueueTurn struct {
 	From   State  `json:"from"`
 	To     State  `json:"to"`
+	Patch  *Patch `json:"patch,omitempty"`
 	Reason string `json:"reason"`
 }
 

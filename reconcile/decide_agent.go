@@ -41,7 +41,8 @@ const (
 //     ("keep-warm"); always-on → Noop ("always-on"). No pod held → Noop
 //     ("idle").
 //     - queued: capacity full → RequeueSoon ("capacity-full"); else
-//     EnqueueTurn queued → provisioning ("turn-enqueued").
+//     EnqueueTurn queued → provisioning with TurnMessages=PendingMessages
+//     ("turn-enqueued").
 //     - provisioning: pod running or ready → running with TurnDone=false and
 //     TurnStartedAt=Now unless already set ("pod-running"); no pod yet →
 //     Noop ("awaiting-pod"); pod pending → Noop ("pod-pending"); pod
@@ -65,10 +66,13 @@ const (
 // the pod go (ReleasesPod), as does every move out of provisioning or
 // running.
 //
-// Turn success → idle with ConsecutiveFailures=0, TurnStartedAt zeroed and
+// Turn success → idle with PendingMessages reduced by TurnMessages (a
+// message that arrived during the turn stays pending and starts the next
+// one), TurnMessages=0, ConsecutiveFailures=0, TurnStartedAt zeroed and
 // PodHeld=false for on-demand (true otherwise); sticky also sets
 // KeepWarmUntil=Now+Settings.KeepWarm. Turn failure → ConsecutiveFailures+1,
-// TurnStartedAt zeroed and PodHeld=false (the failed turn's pod is let go),
+// TurnStartedAt and TurnMessages zeroed (every pending message waits for the
+// next turn) and PodHeld=false (the failed turn's pod is let go),
 // moving to idle, or to failed once the count reaches Settings.FailureLimit
 // (default 3); the count never exceeds the limit.
 func DecideAgent(s *AgentSnapshot) Action {
@@ -90,7 +94,9 @@ func DecideAgent(s *AgentSnapshot) Action {
 		if !w.Capacity.Available() {
 			return requeueSoon(w, "capacity-full")
 		}
-		return EnqueueTurn{From: AgentQueued, To: AgentProvisioning, Reason: "turn-enqueued"}
+		b := &agentPatchBuf{turnMessages: run.PendingMessages}
+		b.p = Patch{TurnMessages: &b.turnMessages}
+		return EnqueueTurn{From: AgentQueued, To: AgentProvisioning, Patch: &b.p, Reason: "turn-enqueued"}
 	case AgentProvisioning:
 		if w.Pod == nil {
 			return Noop{Reason: "awaiting-pod"}
@@ -212,13 +218,15 @@ type agentPatchBuf struct {
 	warmUntil time.Time
 	turnDone  bool
 	podHeld   bool
+	// pending and turnMessages are the inbox counts a turn's end writes.
+	pending, turnMessages int
 }
 
 // agentResetPatch is the patch of resume and restart: failures reset and
 // the turn clock zeroed; restart also clears TurnDone.
 func agentResetPatch(restart bool) *Patch {
 	b := &agentPatchBuf{}
-	b.p = Patch{ClearIntent: true, ConsecutiveFailures: &b.failures, TurnStartedAt: &b.startedAt}
+	b.p = Patch{ClearIntent: true, ConsecutiveFailures: &b.failures, TurnStartedAt: &b.startedAt, TurnMessages: &b.turnMessages}
 	if restart {
 		b.p.TurnDone = &b.turnDone
 	}
@@ -239,8 +247,9 @@ func agentTurnStarted(s *AgentSnapshot) Action {
 // agentTurnSucceeded returns a running agent whose turn halted to idle.
 func agentTurnSucceeded(s *AgentSnapshot) Action {
 	mode := agentLifecycle(&s.Settings)
-	b := &agentPatchBuf{podHeld: mode != LifecycleOnDemand}
-	b.p = Patch{ConsecutiveFailures: &b.failures, TurnStartedAt: &b.startedAt, PodHeld: &b.podHeld}
+	b := &agentPatchBuf{podHeld: mode != LifecycleOnDemand, pending: max(s.Run.PendingMessages-max(s.Run.TurnMessages, 0), 0)}
+	b.p = Patch{ConsecutiveFailures: &b.failures, TurnStartedAt: &b.startedAt, PodHeld: &b.podHeld,
+		PendingMessages: &b.pending, TurnMessages: &b.turnMessages}
 	if mode == LifecycleSticky {
 		b.warmUntil = s.Now.Add(s.Settings.KeepWarm.Or(0))
 		b.p.KeepWarmUntil = &b.warmUntil
@@ -260,6 +269,6 @@ func agentTurnFailed(s *AgentSnapshot, reason string) Action {
 	if b.failures >= limit {
 		b.failures, to = limit, AgentFailed
 	}
-	b.p = Patch{ConsecutiveFailures: &b.failures, TurnStartedAt: &b.startedAt, PodHeld: &b.podHeld}
+	b.p = Patch{ConsecutiveFailures: &b.failures, TurnStartedAt: &b.startedAt, PodHeld: &b.podHeld, TurnMessages: &b.turnMessages}
 	return Transition{From: s.Run.State, To: to, Patch: &b.p, Reason: reason}
 }

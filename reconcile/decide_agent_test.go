@@ -75,14 +75,14 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Run.Reconcile.Intent = IntentResume
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentFailed, To: AgentIdle, Reason: "intent-resume", Patch: &Patch{
-				ClearIntent: true, ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{})}}
+				ClearIntent: true, ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{}), TurnMessages: propPtr(0)}}
 		}},
 		{"resume returns a paused agent to idle", func(s *AgentSnapshot) {
 			s.Run.State = AgentPaused
 			s.Run.Reconcile.Intent = IntentResume
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentPaused, To: AgentIdle, Reason: "intent-resume", Patch: &Patch{
-				ClearIntent: true, ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{})}}
+				ClearIntent: true, ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{}), TurnMessages: propPtr(0)}}
 		}},
 		{"resume on a running agent is cleared", func(s *AgentSnapshot) {
 			running(LifecycleSticky)(s)
@@ -110,7 +110,7 @@ func TestDecideAgentRules(t *testing.T) {
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "intent-restart", Patch: &Patch{
 				ClearIntent: true, ConsecutiveFailures: propPtr(0), TurnDone: propPtr(false),
-				TurnStartedAt: propPtr(time.Time{})}}
+				TurnStartedAt: propPtr(time.Time{}), TurnMessages: propPtr(0)}}
 		}},
 		{"restart on an idle agent patches the reset in place", func(s *AgentSnapshot) {
 			s.Run.ConsecutiveFailures = 2
@@ -118,7 +118,7 @@ func TestDecideAgentRules(t *testing.T) {
 		}, func(*AgentSnapshot) Action {
 			return PatchStatus{Reason: "intent-restart", Patch: Patch{
 				ClearIntent: true, ConsecutiveFailures: propPtr(0), TurnDone: propPtr(false),
-				TurnStartedAt: propPtr(time.Time{})}}
+				TurnStartedAt: propPtr(time.Time{}), TurnMessages: propPtr(0)}}
 		}},
 		{"restart never revives an archived agent", func(s *AgentSnapshot) {
 			s.Run.State = AgentArchived
@@ -182,7 +182,7 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Pod = &Pod{Name: "p", Phase: PodUnknown, Since: s.Now.Add(-5 * time.Minute)}
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "pod-unknown-past-grace", Patch: &Patch{
-				ConsecutiveFailures: propPtr(1), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
+				ConsecutiveFailures: propPtr(1), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false), TurnMessages: propPtr(0)}}
 		}},
 		{"running with a pod unknown within its grace wakes at the grace's end", func(s *AgentSnapshot) {
 			s.Run.State = AgentRunning
@@ -196,12 +196,12 @@ func TestDecideAgentRules(t *testing.T) {
 			s.ReadErrors = []ReadError{{Source: SourceCapacity}}
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-timeout", Patch: &Patch{
-				ConsecutiveFailures: propPtr(1), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
+				ConsecutiveFailures: propPtr(1), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false), TurnMessages: propPtr(0)}}
 		}},
 		{"queued under capacity enqueues the turn", func(s *AgentSnapshot) {
 			s.Run.State = AgentQueued
 		}, func(*AgentSnapshot) Action {
-			return EnqueueTurn{From: AgentQueued, To: AgentProvisioning, Reason: "turn-enqueued"}
+			return EnqueueTurn{From: AgentQueued, To: AgentProvisioning, Patch: &Patch{TurnMessages: propPtr(0)}, Reason: "turn-enqueued"}
 		}},
 		{"queued at full capacity requeues soon", func(s *AgentSnapshot) {
 			s.Run.State = AgentQueued
@@ -236,7 +236,7 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Pod = &Pod{Name: "p", Phase: PodError, LastError: "ImagePullBackOff"}
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentProvisioning, To: AgentIdle, Reason: "pod-dead", Patch: &Patch{
-				ConsecutiveFailures: propPtr(2), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
+				ConsecutiveFailures: propPtr(2), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false), TurnMessages: propPtr(0)}}
 		}},
 		{"provisioning failures reaching the default limit of 3 fail the agent", func(s *AgentSnapshot) {
 			s.Run.State = AgentProvisioning
@@ -244,7 +244,7 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Pod = &Pod{Name: "p", Phase: PodError}
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentProvisioning, To: AgentFailed, Reason: "pod-dead", Patch: &Patch{
-				ConsecutiveFailures: propPtr(3), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
+				ConsecutiveFailures: propPtr(3), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false), TurnMessages: propPtr(0)}}
 		}},
 		{"running with the turn done on-demand goes idle and lets the pod go", func(s *AgentSnapshot) {
 			running(LifecycleOnDemand)(s)
@@ -252,7 +252,23 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Run.ConsecutiveFailures = 2
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-done", Patch: &Patch{
-				ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
+				ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false),
+				PendingMessages: propPtr(0), TurnMessages: propPtr(0)}}
+		}},
+		{"the turn's end reads only the messages it was started for; one sent during the turn stays pending", func(s *AgentSnapshot) {
+			running(LifecycleOnDemand)(s)
+			s.Run.TurnDone = true
+			s.Run.PendingMessages, s.Run.TurnMessages = 3, 2
+		}, func(*AgentSnapshot) Action {
+			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-done", Patch: &Patch{
+				ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false),
+				PendingMessages: propPtr(1), TurnMessages: propPtr(0)}}
+		}},
+		{"queued records the pending messages the turn is for", func(s *AgentSnapshot) {
+			s.Run.State = AgentQueued
+			s.Run.PendingMessages = 2
+		}, func(*AgentSnapshot) Action {
+			return EnqueueTurn{From: AgentQueued, To: AgentProvisioning, Patch: &Patch{TurnMessages: propPtr(2)}, Reason: "turn-enqueued"}
 		}},
 		{"running with the turn done sticky keeps the pod warm for keep_warm", func(s *AgentSnapshot) {
 			running(LifecycleSticky)(s)
@@ -260,7 +276,7 @@ func TestDecideAgentRules(t *testing.T) {
 		}, func(s *AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-done", Patch: &Patch{
 				ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(true),
-				KeepWarmUntil: propPtr(s.Now.Add(20 * time.Minute))}}
+				KeepWarmUntil: propPtr(s.Now.Add(20 * time.Minute)), PendingMessages: propPtr(0), TurnMessages: propPtr(0)}}
 		}},
 		{"running with the turn done always-on keeps the pod", func(s *AgentSnapshot) {
 			running(LifecycleAlwaysOn)(s)
@@ -268,7 +284,8 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Pod.Phase = PodTerminated
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-done", Patch: &Patch{
-				ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(true)}}
+				ConsecutiveFailures: propPtr(0), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(true),
+				PendingMessages: propPtr(0), TurnMessages: propPtr(0)}}
 		}},
 		{"running with a dead pod counts a failure", func(s *AgentSnapshot) {
 			running(LifecycleSticky)(s)
@@ -276,7 +293,7 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Pod.ExitCode = propPtr(137)
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "pod-dead", Patch: &Patch{
-				ConsecutiveFailures: propPtr(1), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
+				ConsecutiveFailures: propPtr(1), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false), TurnMessages: propPtr(0)}}
 		}},
 		{"running with a missing pod counts a failure up to the configured limit", func(s *AgentSnapshot) {
 			running(LifecycleOnDemand)(s)
@@ -285,14 +302,14 @@ func TestDecideAgentRules(t *testing.T) {
 			s.Settings.FailureLimit = 5
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentFailed, Reason: "pod-dead", Patch: &Patch{
-				ConsecutiveFailures: propPtr(5), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
+				ConsecutiveFailures: propPtr(5), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false), TurnMessages: propPtr(0)}}
 		}},
 		{"running past the default 1 h turn limit times out", func(s *AgentSnapshot) {
 			running(LifecycleOnDemand)(s)
 			s.Run.TurnStartedAt = s.Now.Add(-time.Hour - time.Second)
 		}, func(*AgentSnapshot) Action {
 			return Transition{From: AgentRunning, To: AgentIdle, Reason: "turn-timeout", Patch: &Patch{
-				ConsecutiveFailures: propPtr(1), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false)}}
+				ConsecutiveFailures: propPtr(1), TurnStartedAt: propPtr(time.Time{}), PodHeld: propPtr(false), TurnMessages: propPtr(0)}}
 		}},
 		{"running within the turn limit waits for the deadline", func(s *AgentSnapshot) {
 			running(LifecycleOnDemand)(s)

@@ -334,9 +334,14 @@ type AgentRun struct {
 	// Inbox keeps the newest messages sent to the agent (at most
 	// MaxInbox), oldest first; the last PendingMessages of them are unread.
 	// Decisions read only PendingMessages.
-	Inbox               []AgentMessage `json:"inbox,omitempty"`
-	ConsecutiveFailures int            `json:"consecutive_failures"`
-	TurnStartedAt       time.Time      `json:"turn_started_at,omitzero"`
+	Inbox []AgentMessage `json:"inbox,omitempty"`
+	// TurnMessages is how many of PendingMessages the current turn was
+	// started for (set when the turn is enqueued). A successful turn
+	// subtracts it from PendingMessages, so a message sent during the turn
+	// stays pending and starts the next turn.
+	TurnMessages        int       `json:"turn_messages,omitempty"`
+	ConsecutiveFailures int       `json:"consecutive_failures"`
+	TurnStartedAt       time.Time `json:"turn_started_at,omitzero"`
 	// TurnDone is set by the agent when its current turn halted successfully.
 	TurnDone      bool      `json:"turn_done"`
 	KeepWarmUntil time.Time `json:"keep_warm_until,omitzero"`

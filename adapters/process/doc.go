@@ -36,7 +36,8 @@
 // runs), and the exit once the run is in its running state, so an
 // observation never races the executor's compare-and-swap of the launch.
 // An exit 0 also reports the kind's "done" fact: review_done for a review,
-// turn_done (and pending_messages 0) for a persistent agent's turn; a
+// turn_done for a persistent agent's turn (the turn's end counts its
+// messages as read, so one sent during the turn starts the next); a
 // review's also carries the review draft: ReviewFile (the agent's
 // RECONCILER_REVIEW_FILE, at most MaxReview bytes, cut saying so) and the
 // verdict in ReviewEventFile.

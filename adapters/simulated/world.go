@@ -145,7 +145,7 @@ func (s *World) AgentLaunch(_ context.Context, p ports.AgentLaunchParams) error 
 		zero := 0
 		s.after(3, ports.RunObserveParams{Ref: ref, Pod: &reconcile.Pod{Name: pod, Phase: reconcile.PodTerminated, ExitCode: &zero}}, reconcile.StandaloneRunning)
 	case reconcile.KindPersistentAgent:
-		s.after(3, ports.RunObserveParams{Ref: ref, Patch: map[string]any{"turn_done": true, "pending_messages": 0}}, reconcile.AgentRunning)
+		s.after(3, ports.RunObserveParams{Ref: ref, Patch: map[string]any{"turn_done": true}}, reconcile.AgentRunning)
 	case reconcile.KindPRReview:
 		s.after(3, ports.RunObserveParams{Ref: ref, Patch: map[string]any{"review_done": true}}, reconcile.ReviewRunning)
 	}

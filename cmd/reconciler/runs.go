@@ -230,7 +230,7 @@ func newRunsMessageCmd() *cobra.Command {
 	var o releaseOpts
 	cmd := &cobra.Command{
 		Use:   "message persistent-agent/ID TEXT",
-		Short: "Send a message to a persistent agent: kept in its inbox, it starts a turn",
+		Short: "Send a message to a persistent agent: kept in its inbox, it starts a turn (the next one, if a turn is running)",
 		Args:  argsUsage(cobra.ExactArgs(2)),
 		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
 			ref, err := parseRunRef(args[0])

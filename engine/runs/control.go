@@ -258,7 +258,9 @@ func (c *Control) Intent(ctx context.Context, ref reconcile.RunRef, in reconcile
 
 // Message appends a message from by to a persistent agent's inbox (keeping
 // the newest reconcile.MaxInbox), counts it as pending and wakes the agent,
-// which starts a turn from idle. An archived agent refuses messages
+// which starts a turn from idle; a message sent while a turn runs stays
+// pending past that turn's end and starts the next one (the turn's end reads
+// only the messages it was enqueued for). An archived agent refuses messages
 // (ports.ErrConflict); other kinds take none (a *release.FieldError on
 // "kind").
 func (c *Control) Message(ctx context.Context, ref reconcile.RunRef, text, by string) (ports.RunRow, error) {

@@ -63,6 +63,12 @@ func mergePatch(dst, src *reconcile.Patch) {
 	if src.PodHeld != nil {
 		dst.PodHeld = src.PodHeld
 	}
+	if src.PendingMessages != nil {
+		dst.PendingMessages = src.PendingMessages
+	}
+	if src.TurnMessages != nil {
+		dst.TurnMessages = src.TurnMessages
+	}
 }
 
 func setIf[T any](dst *T, src *T) {
@@ -120,6 +126,8 @@ func patchedBody(snap reconcile.Snapshot, p *reconcile.Patch, ctl *reconcile.Rec
 		setIf(&r.TurnDone, p.TurnDone)
 		setIf(&r.KeepWarmUntil, p.KeepWarmUntil)
 		setIf(&r.PodHeld, p.PodHeld)
+		setIf(&r.PendingMessages, p.PendingMessages)
+		setIf(&r.TurnMessages, p.TurnMessages)
 		setIf(&r.Error, p.Error)
 		v = r
 	default:

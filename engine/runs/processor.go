@@ -373,6 +373,8 @@ func transitionPatch(a reconcile.Action) *reconcile.Patch {
 		return a.Patch
 	case reconcile.ResumeAgent:
 		return a.Patch
+	case reconcile.EnqueueTurn:
+		return a.Patch
 	}
 	return nil
 }

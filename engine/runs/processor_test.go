@@ -16,6 +16,7 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/simulated"
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/engine/runs"
+	"github.com/reconcilerhq/reconciler/internal/runobserve"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
@@ -97,7 +98,7 @@ func TestProcessorDrivesAgentTurn(t *testing.T) {
 	awaitState(t, b.store, ref, reconcile.AgentRunning)
 
 	// The turn halts successfully.
-	_, err = b.store.RunObserve(ctx, ports.RunObserveParams{Ref: ref, Patch: map[string]any{"turn_done": true, "pending_messages": 0}})
+	_, err = b.store.RunObserve(ctx, ports.RunObserveParams{Ref: ref, Patch: runobserve.DonePatch(reconcile.KindPersistentAgent)})
 	require.NoError(t, err)
 	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref)}))
 	row := awaitState(t, b.store, ref, reconcile.AgentIdle)
@@ -105,6 +106,39 @@ func TestProcessorDrivesAgentTurn(t *testing.T) {
 	require.NoError(t, json.Unmarshal(row.Body, &body))
 	require.Zero(t, body.ConsecutiveFailures)
 	require.Len(t, b.agents.Launches(), 1, "no second launch")
+}
+
+// TestMessageDuringTurnStartsTheNextTurn: a message sent while a turn runs
+// is not counted as read by that turn's end; it starts the next turn. (The
+// turn's end used to reset the pending count to 0, losing it.)
+func TestMessageDuringTurnStartsTheNextTurn(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t)
+	ctx := context.Background()
+	ctl := &runs.Control{Store: b.store, Queue: b.q, Clock: ports.SystemClock}
+	ref := createAgent(t, b.store, "a-mid-turn", reconcile.AgentIdle, reconcile.AgentRun{PendingMessages: 1})
+	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref)}))
+	run(t, b.eng)
+	awaitState(t, b.store, ref, reconcile.AgentProvisioning)
+	_, err := b.store.RunObserve(ctx, ports.RunObserveParams{Ref: ref, Pod: &reconcile.Pod{Name: "p", Phase: reconcile.PodReady}})
+	require.NoError(t, err)
+	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref)}))
+	awaitState(t, b.store, ref, reconcile.AgentRunning)
+
+	// A message arrives while the turn runs, then the turn ends.
+	_, err = ctl.Message(ctx, ref, "one more thing", "tester")
+	require.NoError(t, err)
+	_, err = b.store.RunObserve(ctx, ports.RunObserveParams{Ref: ref, Patch: runobserve.DonePatch(reconcile.KindPersistentAgent)})
+	require.NoError(t, err)
+	require.NoError(t, b.q.WorkEnqueue(ctx, ports.EnqueueParams{Key: runs.Key(ref)}))
+
+	// The next turn starts for it: a second launch, for one message.
+	row := awaitState(t, b.store, ref, reconcile.AgentProvisioning)
+	require.Len(t, b.agents.Launches(), 2, "the message sent during the turn launched a second one")
+	var body reconcile.AgentRun
+	require.NoError(t, json.Unmarshal(row.Body, &body))
+	require.Equal(t, 1, body.PendingMessages)
+	require.Equal(t, 1, body.TurnMessages)
 }
 
 func TestProcessorIntentClearedInSameWrite(t *testing.T) {

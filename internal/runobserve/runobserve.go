@@ -92,14 +92,15 @@ func Running(k reconcile.RunKind) func(reconcile.State) (bool, bool) {
 }
 
 // DonePatch is what an exit 0 reports besides the pod: the kind's "work
-// done" field (review_done for a review, turn_done and pending_messages 0
-// for a persistent agent's turn); nil for the other kinds.
+// done" field (review_done for a review, turn_done for a persistent agent's
+// turn; the turn's end, not the agent, counts its messages as read); nil for
+// the other kinds.
 func DonePatch(k reconcile.RunKind) map[string]any {
 	switch k {
 	case reconcile.KindPRReview:
 		return map[string]any{"review_done": true}
 	case reconcile.KindPersistentAgent:
-		return map[string]any{"turn_done": true, "pending_messages": 0}
+		return map[string]any{"turn_done": true}
 	}
 	return nil
 }
