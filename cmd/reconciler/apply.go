@@ -230,7 +230,7 @@ func newApplyCmd() *cobra.Command {
   spec: {name: Web, slug: web, resource_selector: 'resource.kind == "KubernetesCluster"'}
 
 The spec holds the object's fields as the API writes them (snake_case; unknown
-fields are refused). Versions are not declarative: push them with ` + "`reconciler version create`" + `.
+fields are refused). Versions are not declarative: push them with ` + "`reconciler versions create`" + `.
 
 -f takes a file, a directory (its *.yaml, *.yml and *.json files, by name) or -
 (stdin), and may be repeated; a file holds YAML documents separated by ---, or

@@ -110,36 +110,8 @@ or all) print with -o yaml as the documents ` + "`reconciler apply`" + ` takes u
 			}
 			return show(cmd, o.output, t, "TARGET\tDESIRED\tCURRENT\tACTIVE", func() [][]string { return targetRows([]api.TargetStatus{t}) })
 		})
-	var deployment string
-	versions := paged(sub("versions", "List a deployment's versions, newest first", cobra.NoArgs,
-		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
-			if deployment == "" {
-				return usagef("get versions: --deployment is required")
-			}
-			p, err := c.ListVersions(ctx, deployment, page)
-			if err != nil {
-				return err
-			}
-			defer nextPage(cmd, p.NextCursor)
-			return show(cmd, o.output, p, "ID\tTAG\tSTATUS\tCREATED", func() [][]string {
-				rows := make([][]string, 0, len(p.Items))
-				for _, v := range p.Items {
-					rows = append(rows, []string{v.ID, v.Tag, string(v.Status), ts(v.CreatedAt)})
-				}
-				return rows
-			})
-		}))
-	versions.Flags().StringVar(&deployment, "deployment", "", "the deployment (required)")
-	version := sub("version ID", "Read one deployment version", cobra.ExactArgs(1),
-		func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
-			v, err := c.GetVersion(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return show(cmd, o.output, v, "ID\tTAG\tSTATUS\tCREATED", func() [][]string {
-				return [][]string{{v.ID, v.Tag, string(v.Status), ts(v.CreatedAt)}}
-			})
-		})
+	versions := newVersionsListCmd("versions")
+	version := newVersionsGetCmd("version")
 	jobs := newJobsListCmd("jobs")
 	job := sub("job ID", "Read one job", cobra.ExactArgs(1),
 		func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {

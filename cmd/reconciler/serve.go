@@ -199,6 +199,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	routeKlog(log)
 	if o.insecureNoAuth && !loopback(o.listen) {
 		return usagef("--insecure-no-auth: refused on %q, which is not a loopback address (use 127.0.0.1:PORT or [::1]:PORT)", o.listen)
 	}
