@@ -137,7 +137,7 @@ func setup(t *testing.T) *fixture {
 
 // gated is the workflow template: an approval, then a job per region.
 var gated = map[string]any{
-	"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "gated"},
+	"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "gated"},
 	"spec": map[string]any{
 		"parameters": []any{
 			map[string]any{"name": "image", "type": "string", "required": true},

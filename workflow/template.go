@@ -2,8 +2,13 @@ package workflow
 
 import "github.com/reconcilerhq/reconciler/reconcile"
 
-// APIVersion is the only apiVersion a WorkflowTemplate document may carry.
-const APIVersion = "ctrlplane.dev/v1"
+// APIVersion is the apiVersion a WorkflowTemplate document carries.
+const APIVersion = "reconciler.dev/v1"
+
+// DeprecatedAPIVersion is the group templates carried before
+// reconciler.dev/v1 (another project's domain); still accepted, and
+// Template.Deprecations says so.
+const DeprecatedAPIVersion = "ctrlplane.dev/v1"
 
 // KindWorkflowTemplate is the only kind a template document may carry.
 const KindWorkflowTemplate = "WorkflowTemplate"
@@ -247,6 +252,15 @@ func (t *Template) Task(name string) *Task {
 		if t.Spec.Tasks[i].Name == name {
 			return &t.Spec.Tasks[i]
 		}
+	}
+	return nil
+}
+
+// Deprecations lists what the template says in a way that is still
+// accepted but should change (a deprecated apiVersion); empty when none.
+func (t *Template) Deprecations() []string {
+	if t.APIVersion == DeprecatedAPIVersion {
+		return []string{"apiVersion: " + DeprecatedAPIVersion + " is deprecated; use " + APIVersion}
 	}
 	return nil
 }

@@ -21,7 +21,12 @@ import (
 
 // APIVersion is the apiVersion every document carries (as workflow
 // templates do).
-const APIVersion = "ctrlplane.dev/v1"
+const APIVersion = "reconciler.dev/v1"
+
+// DeprecatedAPIVersion is the group documents carried before
+// reconciler.dev/v1 (another project's domain). It is still accepted, with
+// a warning in the response (Response.Warnings).
+const DeprecatedAPIVersion = "ctrlplane.dev/v1"
 
 // Document is one object of a declarative configuration. Spec holds the
 // object's fields as the API writes them (snake_case JSON), without its
@@ -246,7 +251,7 @@ func decodeDocument(d *Document) (*object, error) {
 	switch {
 	case d.APIVersion == "":
 		return nil, release.Invalid("apiVersion", "is required; want "+APIVersion)
-	case d.APIVersion != APIVersion:
+	case d.APIVersion != APIVersion && d.APIVersion != DeprecatedAPIVersion:
 		return nil, release.Invalid("apiVersion", fmt.Sprintf("unsupported apiVersion %q; want %q", d.APIVersion, APIVersion))
 	case d.Kind == "":
 		return nil, release.Invalid("kind", "is required; want one of "+strings.Join(KindNames(), ", "))
