@@ -276,16 +276,19 @@ func concurrently(n int, fn func() int) []int {
 
 // requireOneWins checks that exactly one status is ok and every other a
 // 409 conflict.
-func requireOneWins(t *testing.T, statuses []int, ok int) {
+func requireOneWins(t *testing.T, statuses []int, ok int, lose ...int) {
 	t.Helper()
+	if len(lose) == 0 {
+		lose = []int{http.StatusConflict}
+	}
 	wins := 0
 	for _, s := range statuses {
-		require.Contains(t, []int{ok, http.StatusConflict}, s)
+		require.Contains(t, append([]int{ok}, lose...), s)
 		if s == ok {
 			wins++
 		}
 	}
-	require.Equal(t, 1, wins, "one wins, the others are 409: %v", statuses)
+	require.Equal(t, 1, wins, "one wins, the others lose (%v): %v", lose, statuses)
 }
 
 // mustJSON encodes v.
