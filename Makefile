@@ -93,6 +93,11 @@ lint: ## gofmt, go vet, staticcheck, and no tracked file over 1 MiB outside the 
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 
+.PHONY: docs
+docs: ## Rewrite the generated references: docs/cli.md, docs/policies.md, docs/workflows.md and docs/openapi.json (tests fail when they are stale)
+	UPDATE_DOCS=1 $(GO) test -count=1 -run 'Reference' ./cmd/reconciler/ ./policy/ ./workflow/
+	UPDATE_OPENAPI=1 $(GO) test -count=1 -run OpenAPI ./api/
+
 .PHONY: golden
 golden: ## Rewrite the golden decisions in testdata/snapshots/golden
 	$(GO) test ./reconcile/ -run TestGoldenSnapshots -update

@@ -62,8 +62,10 @@ func TestApplyCLI(t *testing.T) {
 		require.Equal(t, 0, r.code, "%s: %v", k, r.err)
 		all.WriteString("---\n" + r.stdout)
 	}
-	r = as(ports.ScopeWrite, all.String(), "apply", "-f", "-")
+	// The policies among them need the approve scope, so admin applies.
+	r = as(ports.ScopeAdmin, all.String(), "apply", "-f", "-")
 	require.Equal(t, 0, r.code, "%v", r.err)
+	require.Contains(t, r.stdout, "policy/prod-gate unchanged\n")
 	require.NotContains(t, r.stdout, " created")
 	require.NotContains(t, r.stdout, " changed")
 	require.Contains(t, r.stdout, "deployment/web unchanged\n")

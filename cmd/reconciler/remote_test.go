@@ -21,12 +21,14 @@ import (
 )
 
 // apiServer serves the API over in-memory stores seeded with the demo
-// workspace, and returns its URL with a token per scope.
+// workspace, wired as serve wires its memory backend, and returns its URL
+// with a token per scope.
 func apiServer(t *testing.T) (string, map[ports.Scope]string) {
 	t.Helper()
 	ctx := t.Context()
 	clock := ports.SystemClock
-	releases, q, wfs, cat, tokens := memory.NewReleaseStore(clock), memory.NewQueue(clock), memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewTokens()
+	releases, q, wfs, tokens := memory.NewReleaseStore(clock), memory.NewQueue(clock), memory.NewWorkflowStore(), memory.NewTokens()
+	cat := releases.Catalog // as serve's memory backend: the policies the demo seeds are the API's
 	rt := newReleaseRuntime(releases, wfs, cat, q, clock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	t.Cleanup(rt.close)
 	fsys, where, err := demoFS("")
