@@ -3,6 +3,19 @@
 // the release store's simple kinds, and Apply makes the store match them,
 // all or nothing, reporting per object whether it was created, changed,
 // unchanged or (with prune) deleted.
+//
+// Invariants: All or nothing per call (one `ports.Transactor` transaction: a
+// dry run is the same transaction rolled back, without effects); every
+// document is decoded strictly and validated before anything is written, a
+// refusal is a `*release.FieldError` naming `documents[i].FIELD`; references
+// (parents, a deployment's job agent) resolve against the store plus the
+// input minus the pruned; environment progressions form no cycle; an
+// unchanged object is not written; prune deletes only systems, variable
+// sets, resources, environments and deployments of the given workspace whose
+// kind the input holds, children first, targets before their object, never
+// job agents or policies; `Get` prints what `Apply` takes back unchanged
+// (`TestApplyRoundTrip`, rapid); results in kind order (parents first), then
+// name
 package apply
 
 import (
