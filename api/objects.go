@@ -208,6 +208,11 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 		if err != nil {
 			return nil, s.fail(ctx, err)
 		}
+		if got.Version == 1 {
+			noteAudit(ctx, fmt.Sprintf("created %s %s", name, in.ID))
+		} else {
+			noteAudit(ctx, fmt.Sprintf("replaced %s %s at version %d, now %d", name, in.ID, want, got.Version))
+		}
 		return storedReply(got), nil
 	})
 	huma.Register(s.api, s.noContent(s.op("delete"+op, http.MethodDelete, path+"/{id}", "Delete a "+name+" (409 while others depend on it, 412 at a stale If-Match)", writeScope, tag)),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -148,6 +149,26 @@ or all) print with -o yaml as the documents ` + "`reconciler apply`" + ` takes u
 			_, err = io.WriteString(cmd.OutOrStdout(), statusText(&st))
 			return err
 		})
+	var af client.AuditFilter
+	audit := paged(sub("audit", "List the audit log: every write with who made it, from where, and what it changed, newest first", cobra.NoArgs,
+		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			p, err := c.ListAudit(ctx, af, page)
+			if err != nil {
+				return err
+			}
+			defer nextPage(cmd, p.NextCursor)
+			return show(cmd, o.output, p, "SEQ\tAT\tACTOR\tACTION\tOBJECT\tSUMMARY", func() [][]string {
+				rows := make([][]string, 0, len(p.Items))
+				for _, e := range p.Items {
+					rows = append(rows, []string{strconv.FormatInt(e.Seq, 10), ts(e.At), e.Actor, e.Action, e.Kind + "/" + e.ID, e.Summary})
+				}
+				return rows
+			})
+		}))
+	audit.Flags().StringVar(&af.Actor, "actor", "", "only this actor's writes (a token's name, local:USER)")
+	audit.Flags().StringVar(&af.Kind, "kind", "", "only writes of this kind (deployments, versions, catalog, ...)")
+	audit.Flags().StringVar(&af.ID, "id", "", "only writes of the object of this id")
+	cmd.AddCommand(audit)
 	targetOne.ValidArgsFunction = completeNames(&o, completeTargets)
 	workflowOne.ValidArgsFunction = completeNames(&o, completeWorkflows)
 	cmd.AddCommand(targets, targetOne, versions, version, jobs, job, workflows, workflowOne)

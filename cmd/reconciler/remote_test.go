@@ -39,7 +39,7 @@ func apiServer(t *testing.T) (string, map[ports.Scope]string) {
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(cat, catalog.Config{Validators: catalogValidators()}),
 		Releases: releases, Workflows: wfs, Queue: q, Tokens: tokens, Clock: clock,
 		Runs: &runs.Control{Store: memory.NewRunStore(clock), Queue: q, Clock: clock},
-		Tx:   memory.NewTransactor(releases, q), AgentConfig: agentConfigValidator()})
+		Tx:   memory.NewTransactor(releases, q), Audit: memory.NewAuditLog(), AgentConfig: agentConfigValidator()})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	out := map[ports.Scope]string{}

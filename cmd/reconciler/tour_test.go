@@ -36,4 +36,9 @@ func TestReadmeTour(t *testing.T) {
 	require.Contains(t, run("versions", "status", "web-v3").stdout, "prod-gate/approval")
 	run("approve", "web-v3", "prod")
 	require.NotContains(t, run("versions", "status", "web-v3", "--environment", "prod").stdout, "prod-gate/approval")
+	// Who did it is on record.
+	r = run("get", "audit", "--actor", "cli-admin")
+	require.Contains(t, r.stdout, "approveVersion")
+	require.Contains(t, r.stdout, "approved version web-v3 for environment prod")
+	require.Contains(t, r.stdout, "createVersion")
 }
