@@ -82,10 +82,11 @@ func auditKind(op *huma.Operation) string {
 	return ""
 }
 
-// auditID is the object the request's path names: its id, else its name,
-// else its key.
+// auditID is the object the request's path names: its name (a catalog
+// object's, whose path also holds a revision id), else its id, else its
+// key.
 func auditID(ctx huma.Context) string {
-	for _, p := range []string{"id", "name", "key"} {
+	for _, p := range []string{"name", "id", "key"} {
 		if v := ctx.Param(p); v != "" {
 			return v
 		}

@@ -297,7 +297,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		extra[api.Prefix+"/"] = apiSrv.Handler()
 		extra["/"] = console.New(console.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat, Releases: be.releases,
 			Workflows: be.workflows, Runs: be.runs, Queue: be.queue, Tokens: be.tokens, Clock: clock, Logger: log,
-			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh}).Handler()
+			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh, Audit: be.audit}).Handler()
 	}
 	if o.listen != "" {
 		var hook http.Handler
