@@ -48,6 +48,8 @@ func TestCatalogLifecycle(t *testing.T) {
 		rev := f.publish("gated", gated)
 		require.Equal(t, "published", rev["lifecycle"])
 		require.Equal(t, "user-approve", rev["approved_by"], "the approver is the caller")
+		require.Equal(t, "user-write", rev["created_by"], "the creator is the caller")
+		require.NotContains(t, rev, "edited_by", "nobody edited it")
 		base := "/api/v1/catalog/workflow-template/gated/revisions"
 
 		// A second draft: edit at a stale version is 409, reject needs a reason.
