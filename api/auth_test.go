@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +89,7 @@ func TestOpenAPIDocumentIsCommitted(t *testing.T) {
 
 // signed returns the headers of a report body on jobID signed at ts with
 // secret.
-func signed(secret, jobID string, ts time.Time, body []byte) []string {
-	return []string{api.TimestampHeader, strconv.FormatInt(ts.Unix(), 10), api.SignatureHeader, api.SignReport(secret, ts, jobID, body)}
+func signed(method, path, secret, subject string, ts time.Time, body []byte) []string {
+	path, _, _ = strings.Cut(path, "?")
+	return []string{api.TimestampHeader, strconv.FormatInt(ts.Unix(), 10), api.SignatureHeader, api.SignRequest(secret, ts, method, path, subject, body)}
 }

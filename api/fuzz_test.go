@@ -2,11 +2,16 @@ package api_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/api"
 )
@@ -224,4 +229,22 @@ func FuzzJobAgentPut(f *testing.F) {
 
 func FuzzWorkspacePut(f *testing.F) {
 	fuzzRoute(f, http.MethodPut, "/api/v1/workspaces/ws2", map[string]any{"id": "ws2", "name": "second"})
+}
+
+// FuzzParseSignature: a signature header is accepted only in its one
+// canonical spelling, so no two accepted headers carry the same MAC (a
+// replay cannot respell a used signature), and parsing never panics.
+func FuzzParseSignature(f *testing.F) {
+	good := api.SignRequest("secret", time.Unix(1_700_000_000, 0), http.MethodPost, "/api/v1/jobs/j/report", "j", []byte(`{}`))
+	for _, seed := range []string{good, good + "\u00a0", " " + good, strings.ToUpper(good), "sha256=", "sha256=zz", good[:len(good)-1], good + "0"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		mac, ok := api.ParseSignature(h)
+		if !ok {
+			return
+		}
+		require.Len(t, mac, 32)
+		require.Equal(t, "sha256="+hex.EncodeToString(mac), h, "only the canonical spelling is accepted")
+	})
 }

@@ -64,7 +64,7 @@ type takeOut struct {
 // sign with its report_secret over subject.
 func (s *Server) signedOp(id, path, summary, subject string) huma.Operation {
 	op := s.op(id, http.MethodPost, path, summary+"; with a token of scope agent, or signed with the agent's report_secret "+
-		"(headers "+TimestampHeader+": Unix seconds and "+SignatureHeader+": sha256=HEX of HMAC-SHA256(secret, TIMESTAMP."+subject+".BODY); "+
+		"(headers "+TimestampHeader+": Unix seconds and "+SignatureHeader+": sha256= and the 64 lowercase hex digits of HMAC-SHA256(secret, TIMESTAMP.POST.PATH."+subject+".BODY), PATH as sent, without the query; "+
 		"a signature is accepted once, within 5 minutes of its timestamp)", ports.ScopeAgent, "pull agents")
 	op.Security = append(op.Security, map[string][]string{securitySignature: {}})
 	op.Metadata[metaSigned] = true

@@ -16,11 +16,17 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// Signed job reports: an agent sends X-Reconciler-Timestamp (Unix seconds)
-// and X-Reconciler-Signature "sha256=" + hex(HMAC-SHA256(secret, timestamp
-// + "." + job id + "." + body)), where secret is the value of its job agent's
-// config.report_secret reference (env:NAME or file:/path, resolved by the
-// daemon's secret resolver; never stored resolved).
+// Signed agent requests (a report, a pull agent's take and heartbeat): an
+// agent sends X-Reconciler-Timestamp (Unix seconds) and
+// X-Reconciler-Signature "sha256=" + the 64 lowercase hex digits of
+// HMAC-SHA256(secret, TIMESTAMP + "." + METHOD + "." + PATH + "." + SUBJECT +
+// "." + BODY), where PATH is the request's path as sent (escaped, without
+// its query), SUBJECT
+// the job id (the agent's id for a take), and secret the value of its job
+// agent's config.report_secret reference (env:NAME or file:/path, resolved by
+// the daemon's secret resolver; never stored resolved). The header is taken
+// exactly as written: no other form of the same MAC is accepted, so a
+// signature cannot be replayed by respelling it.
 const (
 	TimestampHeader = "X-Reconciler-Timestamp"
 	SignatureHeader = "X-Reconciler-Signature"
@@ -32,15 +38,40 @@ const (
 	SignatureWindow = 5 * time.Minute
 )
 
-// SignReport returns the signature header value of a request body about
-// subject sent at ts: a report on (or a pull agent's heartbeat of) job
-// subject, or a pull agent's take of its next job with its agent id as
-// subject. The subject is signed too, so a signature is good for it only.
-func SignReport(secret string, ts time.Time, subject string, body []byte) string {
+// SignRequest returns the signature header value of a request (method,
+// path without query) with body about subject sent at ts: a report on (or a
+// pull agent's heartbeat of) job subject, or a pull agent's take of its next
+// job with its agent id as subject. Method, path and subject are signed
+// too, so a signature is good for that one request only.
+func SignRequest(secret string, ts time.Time, method, path, subject string, body []byte) string {
+	return signaturePrefix + hex.EncodeToString(requestMAC(secret, ts, method, path, subject, body))
+}
+
+// signaturePrefix starts every signature header value.
+const signaturePrefix = "sha256="
+
+func requestMAC(secret string, ts time.Time, method, path, subject string, body []byte) []byte {
 	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(strconv.FormatInt(ts.Unix(), 10) + "." + subject + "."))
+	m.Write([]byte(strconv.FormatInt(ts.Unix(), 10) + "." + method + "." + path + "." + subject + "."))
 	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+	return m.Sum(nil)
+}
+
+// ParseSignature decodes a signature header value: exactly "sha256=" and
+// 64 lowercase hex digits, nothing around them. It returns the MAC.
+func ParseSignature(h string) ([]byte, bool) {
+	hexPart, ok := strings.CutPrefix(h, signaturePrefix)
+	if !ok || len(hexPart) != 2*sha256.Size {
+		return nil, false
+	}
+	for i := 0; i < len(hexPart); i++ {
+		c := hexPart[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return nil, false
+		}
+	}
+	mac, err := hex.DecodeString(hexPart)
+	return mac, err == nil
 }
 
 // verifySignedReport checks a signed report on job: its agent's secret,
@@ -85,10 +116,20 @@ func (s *Server) verifyAgentSignature(ctx context.Context, agentID, subject, tsH
 		s.o.Logger.WarnContext(ctx, "api.report_secret", "agent", agent.Value.ID, "error", err)
 		return unauthorized("job agent " + agent.Value.ID + "'s report secret cannot be resolved")
 	}
-	if !hmac.Equal([]byte(SignReport(secret, ts, subject, raw)), []byte(strings.TrimSpace(sig))) {
+	if secret == "" {
+		return unauthorized("job agent " + agent.Value.ID + "'s report secret is empty: set it to a long random value")
+	}
+	mac, ok := ParseSignature(sig)
+	if !ok {
+		return unauthorized(SignatureHeader + " must be sha256= and 64 lowercase hex digits, nothing else")
+	}
+	p := principal(ctx)
+	if !hmac.Equal(requestMAC(secret, ts, p.method, p.path, subject, raw), mac) {
 		return unauthorized("bad signature")
 	}
-	fresh, err := s.o.Tokens.NonceClaim(ctx, "report:"+sig, now, ts.Add(SignatureWindow))
+	// The nonce is the MAC itself, so no spelling of the header makes a
+	// second use of one signature.
+	fresh, err := s.o.Tokens.NonceClaim(ctx, "report:"+agent.Value.ID+":"+hex.EncodeToString(mac), now, ts.Add(SignatureWindow))
 	if err != nil {
 		return Principal{}, s.fail(ctx, err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // ReportJobSigned reports on a job as its agent, signed with the agent's
-// report secret at time at (no token is sent): see api.SignReport.
+// report secret at time at (no token is sent): see api.SignRequest.
 func (c *Client) ReportJobSigned(ctx context.Context, id string, r api.JobReport, secret string, at time.Time) error {
 	raw, err := json.Marshal(r)
 	if err != nil {
@@ -21,6 +21,8 @@ func (c *Client) ReportJobSigned(ctx context.Context, id string, r api.JobReport
 	}
 	anon := *c
 	anon.token = ""
-	return anon.send(ctx, http.MethodPost, "/jobs/"+esc(id)+"/report", bytes.NewReader(raw), true, nil,
-		api.TimestampHeader, strconv.FormatInt(at.Unix(), 10), api.SignatureHeader, api.SignReport(secret, at, id, raw))
+	path := "/jobs/" + esc(id) + "/report"
+	return anon.send(ctx, http.MethodPost, path, bytes.NewReader(raw), true, nil,
+		api.TimestampHeader, strconv.FormatInt(at.Unix(), 10), api.SignatureHeader,
+		api.SignRequest(secret, at, http.MethodPost, c.base.EscapedPath()+api.Prefix+path, id, raw))
 }
