@@ -57,7 +57,9 @@ type stores struct {
 var backends = map[string]func(t testing.TB, clock ports.Clock) stores{
 	"memory": func(_ testing.TB, clock ports.Clock) stores {
 		rel, q := memory.NewReleaseStore(clock), memory.NewQueue(clock)
-		return stores{rel, q, memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewTokens(), memory.NewRunStore(clock), memory.NewTransactor(rel, q), memory.NewAuditLog()}
+		// The catalog is the release store's own, as serve wires it: the
+		// policies the chain evaluates are the API's.
+		return stores{rel, q, memory.NewWorkflowStore(), rel.Catalog, memory.NewTokens(), memory.NewRunStore(clock), memory.NewTransactor(rel, q), memory.NewAuditLog()}
 	},
 	"postgres": func(t testing.TB, clock ports.Clock) stores {
 		dsn, _ := pgtest.Schema(t)
@@ -68,11 +70,9 @@ var backends = map[string]func(t testing.TB, clock ports.Clock) stores{
 		require.NoError(t, db.MigrateUp(ctx))
 		q := postgres.NewQueue(db, clock)
 		t.Cleanup(q.Close)
-		cat := postgres.NewCatalog(db, clock)
-		t.Cleanup(cat.Close)
 		rs := postgres.NewReleaseStore(db, clock)
 		t.Cleanup(rs.Close)
-		return stores{rs, q, postgres.NewWorkflowStore(db), cat, postgres.NewTokens(db), postgres.NewRunStore(db, clock), db, postgres.NewAuditLog(db)}
+		return stores{rs, q, postgres.NewWorkflowStore(db), rs.Catalog, postgres.NewTokens(db), postgres.NewRunStore(db, clock), db, postgres.NewAuditLog(db)}
 	},
 }
 
