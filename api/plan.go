@@ -19,7 +19,7 @@ type VersionPlanTarget struct {
 	// once (its decision allows it and no force-deploy pins another).
 	Chosen bool `json:"chosen"`
 	// Decision and Verdicts are every rule's verdict on the version there.
-	Decision policy.Decision     `json:"decision"`
+	Decision policy.Decision      `json:"decision"`
 	Verdicts []policy.RuleVerdict `json:"verdicts"`
 	// Forced names the force-deploy pinning the target, when one does.
 	Forced string `json:"forced,omitempty"`
