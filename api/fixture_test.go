@@ -188,6 +188,14 @@ func (r response) json(t testing.TB) map[string]any {
 	return m
 }
 
+// jsonArray decodes the body as a JSON array.
+func (r response) jsonArray(t testing.TB) []any {
+	t.Helper()
+	var a []any
+	require.NoError(t, json.Unmarshal(r.body, &a), string(r.body))
+	return a
+}
+
 // problem checks an RFC 9457 answer of status and returns it.
 func (r response) problem(t testing.TB, status int) map[string]any {
 	t.Helper()

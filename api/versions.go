@@ -171,12 +171,16 @@ func (s *Server) registerVersions() {
 			VersionPath
 			Body ApprovalCreate
 		}) (*body[ApprovalResult], error) {
-			a := release.Approval{VersionID: in.ID, EnvironmentID: in.Body.EnvironmentID, User: principal(ctx).Name}
+			env, err := s.o.Chain.ResolveEnvironment(ctx, in.ID, in.Body.EnvironmentID)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			a := release.Approval{VersionID: in.ID, EnvironmentID: env, User: principal(ctx).Name}
 			added, err := s.o.Chain.Approve(ctx, a)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			list, err := s.o.Releases.ApprovalList(ctx, in.ID, in.Body.EnvironmentID)
+			list, err := s.o.Releases.ApprovalList(ctx, in.ID, env)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}

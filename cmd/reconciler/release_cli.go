@@ -279,23 +279,26 @@ func newApproveCmd() *cobra.Command {
 		Short: "Approve a version for an environment and re-evaluate its targets there",
 		Long: `approve records an approval of VERSION in ENVIRONMENT (anyApproval rules
 count distinct approvers) and enqueues desired-release for the version's targets
-in that environment. Approving twice keeps the first record. With --server it
+in that environment. ENVIRONMENT is an id or a name, resolved within the system
+of the version's deployment: a name of no environment there is exit 4, a name
+of several is exit 3, listing their ids. Approving twice keeps the first record. With --server it
 goes through the API (token scope approve) and the approver is the token's
 name; with --dsn it writes the database directly, and the approver is
 local:<operating-system user> ($USER), an offline action no token
 authenticated.
 
-Exit status: 0 recorded (or already), 2 invalid input, 4 no such version or
-environment, 5 unauthorized, 1 anything else.`,
+Exit status: 0 recorded (or already), 2 invalid input, 3 a name of several
+environments, 4 no such version or environment (in the version's system), 5
+unauthorized, 1 anything else.`,
 		Example: `  reconciler approve web-v1.4.2 prod --server http://127.0.0.1:8080 --token "$RECONCILER_TOKEN"
   reconciler approve web-v1.4.2 prod --dsn "$RECONCILER_DSN"`,
 		Args: argsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			report := func(who string, added bool) {
+			report := func(who, env string, added bool) {
 				if added {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s approved %s in %s\n", who, args[0], args[1])
+					fmt.Fprintf(cmd.OutOrStdout(), "%s approved %s in environment %s\n", who, args[0], env)
 				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s had already approved %s in %s\n", who, args[0], args[1])
+					fmt.Fprintf(cmd.OutOrStdout(), "%s had already approved %s in environment %s\n", who, args[0], env)
 				}
 			}
 			remote := func(ctx context.Context, c *client.Client) error {
@@ -303,17 +306,21 @@ environment, 5 unauthorized, 1 anything else.`,
 				if err != nil {
 					return err
 				}
-				report(a.Approval.User, a.Added)
+				report(a.Approval.User, a.Approval.EnvironmentID, a.Added)
 				return nil
 			}
 			return o.withRemote(cmd, remote, func() error {
 				return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
 					user := localPrincipal()
-					added, err := ch.Approve(ctx, release.Approval{VersionID: args[0], EnvironmentID: args[1], User: user})
+					env, err := ch.ResolveEnvironment(ctx, args[0], args[1])
 					if err != nil {
 						return err
 					}
-					report(user, added)
+					added, err := ch.Approve(ctx, release.Approval{VersionID: args[0], EnvironmentID: env, User: user})
+					if err != nil {
+						return err
+					}
+					report(user, env, added)
 					return nil
 				})
 			})
