@@ -53,6 +53,12 @@ func WithMaxConns(n int32) Option {
 	return func(o *openOptions) { o.pool.MaxConns = n }
 }
 
+// WithTracer traces every statement of the pool's connections with t (for
+// tests and tools that count or time statements).
+func WithTracer(t pgx.QueryTracer) Option {
+	return func(o *openOptions) { o.pool.ConnConfig.Tracer = t }
+}
+
 // WithConnectTimeout bounds each connection attempt by d, overriding the
 // DSN's connect_timeout and DefaultConnectTimeout; d <= 0 changes nothing.
 func WithConnectTimeout(d time.Duration) Option {

@@ -56,6 +56,9 @@ type batch struct {
 	// versions are the deployments' newest versions, read once per batch
 	// (candidates).
 	versions map[string]*versionPage
+	// progression are the deployments' progression facts, read once per
+	// batch (progressionOf).
+	progression map[string]*progression
 }
 
 // prefetch reads the facts of the items' targets in one statement.
