@@ -2,6 +2,7 @@ package chain_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -162,4 +163,34 @@ func TestExplainCostIsConstant(t *testing.T) {
 			require.Less(t, smallDev, small, "a target without a progression rule reads no progression facts")
 		})
 	}
+}
+
+// pending reports whether the queue holds key pending.
+func (h *harness) pending(key ports.WorkKey) bool {
+	h.t.Helper()
+	it, err := h.q.WorkGet(h.ctx, key)
+	if errors.Is(err, ports.ErrNotFound) {
+		return false
+	}
+	require.NoError(h.t, err)
+	return it.State == ports.WorkPending
+}
+
+// TestJobEndWakesOnlyDownstream: a job ending in dev wakes its own target
+// and one environment-wake of staging, whose progression reads dev; prod,
+// which reads staging, is not woken, and the two dev jobs share the wake.
+func TestJobEndWakesOnlyDownstream(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		progressionPolicies(h, false)
+		h.version("v1")
+		h.drain()
+		h.finish(release.JobSuccessful, "dev")
+		require.True(t, h.pending(chain.TargetKey(chain.KindDesiredRelease, target("dev", "c1"))))
+		require.True(t, h.pending(chain.EnvironmentKey("api", "staging")))
+		require.False(t, h.pending(chain.EnvironmentKey("api", "prod")), "prod reads staging, not dev")
+		require.False(t, h.pending(chain.TargetKey(chain.KindDesiredRelease, target("prod", "c1"))), "prod reads staging, not dev")
+		require.False(t, h.pending(chain.TargetKey(chain.KindDesiredRelease, target("staging", "c1"))), "woken through the environment's wake")
+		h.drain()
+		h.requireRunning("v1", "staging")
+	})
 }
