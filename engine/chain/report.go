@@ -33,7 +33,7 @@ func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 	if !r.Status.Valid() {
 		return fmt.Errorf("%s: %w", op, release.Invalid("status", "unknown job status "+string(r.Status)))
 	}
-	for range 5 {
+	for attempt := range 5 {
 		row, err := c.reportedJob(ctx, r)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
@@ -58,6 +58,9 @@ func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 		// lease (only a job that holds one, and only forward).
 		renew := r.Lease > 0 && !r.Status.IsTerminal() && row.Status.IsActive() && !row.LeaseUntil.IsZero() &&
 			at.Add(r.Lease).After(row.LeaseUntil)
+		if attempt == 0 && r.Lease > 0 && !r.Status.IsTerminal() {
+			c.Metrics.Renewal(engine.RenewalJob, jobRenewal(&row.Job, at, r.Lease), 1)
+		}
 		if same && !added && !renew {
 			return nil
 		}
@@ -104,6 +107,21 @@ func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 		return nil
 	}
 	return fmt.Errorf("%s: the job kept changing: %w", op, ports.ErrConflict)
+}
+
+// jobRenewal is the result of a job lease renewal at at (engine.Metrics.
+// Renewal): failed when the job no longer holds a lease to renew (it ended,
+// or its lease ran out), late when less than a third of the lease was
+// left, else ok.
+func jobRenewal(j *release.Job, at time.Time, lease time.Duration) string {
+	switch {
+	case !j.Status.IsActive() || j.LeaseUntil.IsZero() || at.After(j.LeaseUntil):
+		return engine.RenewalFailed
+	case at.After(j.LeaseUntil.Add(-lease / 3)):
+		return engine.RenewalLate
+	default:
+		return engine.RenewalOK
+	}
 }
 
 // mergeLinks adds a report's links to a job's: a new map, and whether any
