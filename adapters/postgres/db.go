@@ -45,8 +45,9 @@ type lane struct {
 
 // DefaultLaneConns are the connections a lane has of its own unless
 // WithLaneConns says otherwise: renewals and acks get 2, so that they
-// never wait behind passes holding every connection of the main pool.
-var DefaultLaneConns = map[ports.Lane]int32{ports.LaneRenewal: 2}
+// never wait behind passes holding every connection of the main pool, and
+// API reads 2, so that the API answers while passes hold it.
+var DefaultLaneConns = map[ports.Lane]int32{ports.LaneRenewal: 2, ports.LaneRead: 2}
 
 // on returns the bun, database/sql and pgx handles of ctx's lane.
 func (db *DB) on(ctx context.Context) (*bun.DB, *sql.DB, *pgxpool.Pool) {

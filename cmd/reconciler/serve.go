@@ -54,6 +54,7 @@ type serveOptions struct {
 	secretDirs     []string
 	insecureNoAuth bool
 	consoleRefresh time.Duration
+	apiReadWait    time.Duration
 	agents         agentOptions
 	code           codeHostOptions
 	logOut         io.Writer      // where the log goes; nil is standard error
@@ -174,6 +175,7 @@ cut to 16 characters) or json (one object a line).`,
 	f.StringArrayVar(&o.secretDirs, "secret-dir", nil, "directory workflow secrets referenced as file:/path may be read from; repeat for several")
 	agentFlags(f, &o.agents)
 	codeHostFlags(f, &o.code)
+	durationRangeVar(f, &o.apiReadWait, "api-read-wait", 2*time.Second, 100*time.Millisecond, time.Hour, "how long an API read (GET) may wait for the store, its wait for a connection of the read lane included; past it the API answers 503 with Retry-After")
 	durationRangeVar(f, &o.consoleRefresh, "console-refresh", console.DefaultRefresh, 100*time.Millisecond, time.Hour, "how often the web console's live parts (grid, target state, running workflows) poll")
 	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "serve the API without tokens (every caller is admin \"anonymous\"); only on a loopback --listen")
 	return cmd
@@ -287,7 +289,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
 			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, AgentConfig: agentConfigValidator(),
-			Pull: rt.pullService(be, clock)})
+			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
 				return err
