@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
@@ -50,6 +51,23 @@ func TestRenewalLaneNeverWaitsBehindWork(t *testing.T) {
 	res, err := q.WorkHeartbeat(ports.WithLane(ctx, ports.LaneRenewal), time.Minute, leases[0].Ref())
 	require.NoError(t, err)
 	require.NoError(t, res[0])
+
+	// The renewal lane's pool counts its acquires apart from the main pool's.
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(&postgres.PoolCollector{DB: db}))
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	acquires := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() == "reconciler_pool_acquires_total" {
+			for _, m := range f.GetMetric() {
+				acquires[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	require.GreaterOrEqual(t, acquires["renewal"], 1.0, "%v", acquires)
+	require.GreaterOrEqual(t, acquires["work"], 1.0, "%v", acquires)
+	require.Contains(t, acquires, "read")
 
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()

@@ -218,7 +218,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	metrics := registerMetrics(reg, be.queue, clock)
+	metrics := registerMetrics(reg, be.queue, clock, be.db)
 	eng := engine.New(be.queue, engine.Options{
 		Logger: log, LeaseDuration: o.lock, ShutdownTimeout: o.shutdownTimeout, Metrics: metrics.engine,
 	})
@@ -349,11 +349,12 @@ type serveMetrics struct {
 }
 
 // registerMetrics registers everything /metrics exports on reg: the Go
-// runtime and process collectors, the queue's state, the engine's
-// counters and the API's, which it returns for them to record.
-func registerMetrics(reg prometheus.Registerer, q ports.Queue, clock ports.Clock) serveMetrics {
+// runtime and process collectors, the queue's state, the database pools'
+// waits by lane (none when db is nil), the engine's counters and the
+// API's, which it returns for them to record.
+func registerMetrics(reg prometheus.Registerer, q ports.Queue, clock ports.Clock, db *postgres.DB) serveMetrics {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&engine.QueueCollector{Queue: q, Clock: clock})
+		&engine.QueueCollector{Queue: q, Clock: clock}, &postgres.PoolCollector{DB: db})
 	return serveMetrics{engine: engine.NewMetrics(reg), api: api.NewMetrics(reg)}
 }
 
