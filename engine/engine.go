@@ -259,6 +259,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
+// Owner is the name the engine leases under (Options.Owner).
+func (e *Engine) Owner() string { return e.opts.Owner }
+
 func (e *Engine) inFlight() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -98,7 +98,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.renewals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "reconciler_lease_renewals_total",
-		Help: "Lease renewals by kind (queue: work items' leases, renewed in batches; job: a job agent's lease on a job) and result: ok, late (it took more than a third of the lease) or failed (the call failed; the leases were not renewed).",
+		Help: "Lease renewals by kind (queue: work items' leases, renewed in batches; job: a job agent's lease on a job; liveness: the process's own liveness row) and result: ok, late (it took more than a third of the lease) or failed (the call failed; the leases were not renewed).",
 	}, []string{"kind", "result"})
 	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "reconciler_results_dropped_total",
@@ -165,8 +165,9 @@ func (k *kindMetrics) observe(out Outcome, d time.Duration) {
 
 // The kinds and results of Metrics.Renewal.
 const (
-	RenewalQueue = "queue"
-	RenewalJob   = "job"
+	RenewalQueue    = "queue"
+	RenewalJob      = "job"
+	RenewalLiveness = "liveness"
 
 	RenewalOK     = "ok"
 	RenewalLate   = "late"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -272,6 +273,18 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, secrets, testrunner.WithLease(o.lock))
 	defer rt.close()
 	rt.register(eng, o.concurrency)
+	// The process's liveness row: jobs its in-process agents run are
+	// never ended as lost while it beats. A random suffix keeps a
+	// restarted process (same host and pid, as pid 1 in a container) from
+	// passing for the one that died.
+	rt.chain.Owner, rt.chain.Liveness = eng.Owner()+"-"+rand.Text()[:8], be.liveness()
+	liveCtx, stopLive := context.WithCancel(ctx)
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		engine.KeepAlive(liveCtx, rt.chain.Liveness, rt.chain.Owner, o.lock, clock, log, metrics.engine)
+	}()
+	defer func() { stopLive(); <-liveDone }()
 	if releaseDemo {
 		if err := seedReleaseDemo(ctx, rt.chain, be.catalog, be.tx, demoRelease); err != nil {
 			return err

@@ -338,6 +338,7 @@ func (c *Chain) handOverAll(ctx context.Context, hs []handover, outs []engine.Ou
 				claim := h.row.Job
 				claim.StartedAt = now
 				claim.LeaseUntil = now.Add(ports.JobLeaseOf(c.Agents[h.rt.agent.Type]))
+				claim.LeaseOwner = c.Owner
 				v, err := c.Store.JobUpdate(ctx, claim, h.row.Version)
 				if errors.Is(err, ports.ErrConflict) {
 					h.skip, outs[h.i] = true, engine.RequeueAt(now) // it moved: recompute

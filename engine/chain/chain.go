@@ -75,6 +75,13 @@ type Chain struct {
 	// Metrics counts decisions, jobs and measurements (nil: none);
 	// Register takes the engine's when unset.
 	Metrics *engine.Metrics
+	// Owner names this process in Liveness: it is the LeaseOwner of the
+	// jobs its in-process agents run.
+	Owner string
+	// Liveness tells live processes from gone ones (nil: only job leases
+	// tell). A job whose owner is alive is never ended as lost; one whose
+	// owner's row lapsed is ended at once (timeOut).
+	Liveness ports.Liveness
 
 	batchOnce sync.Once
 	batcher   *engine.EnqueueBatcher
