@@ -58,3 +58,33 @@ func mayMatch(src string, s release.Subject) bool {
 	ok, err := prg.EvalBool(s.Vars())
 	return ok || err != nil
 }
+
+// Upstream returns the ids of the environments among envs that in's
+// target's environment-progression rules read: those, other than the
+// target's own and in its deployment's system, that the
+// DependsOnEnvironmentSelector of a rule of a policy matching the target
+// matches, as the rule evaluates it (environment and deployment bound; a
+// selector that fails to evaluate reads none). The states of the others
+// never reach a verdict, so their facts need not be read.
+func Upstream(policies []Policy, in Input, envs []release.Environment) []string {
+	rules, _ := MatchingRules(policies, in, TypeEnvironmentProgression)
+	var out []string
+	for k := range envs {
+		e := &envs[k]
+		if e.ID == in.Environment.ID || e.SystemID != in.Deployment.SystemID {
+			continue
+		}
+		for _, r := range rules {
+			prg, err := release.SelectorEnv.Compile(r.Spec.(EnvironmentProgression).DependsOnEnvironmentSelector)
+			if err != nil {
+				continue
+			}
+			s := release.Subject{Environment: e, Deployment: &in.Deployment}
+			if ok, err := prg.EvalBool(s.Vars()); err == nil && ok {
+				out = append(out, e.ID)
+				break
+			}
+		}
+	}
+	return out
+}

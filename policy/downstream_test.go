@@ -50,3 +50,37 @@ func TestDownstream(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstream: a target reads the environments its own progression rules
+// select, and no other.
+func TestUpstream(t *testing.T) {
+	dep := release.Deployment{ID: "api", SystemID: "sys", Name: "api"}
+	env := func(name string) release.Environment {
+		return release.Environment{ID: name, SystemID: "sys", Name: name}
+	}
+	envs := []release.Environment{env("dev"), env("staging"), env("prod"), {ID: "other", SystemID: "sys2", Name: "dev"}}
+	after := func(selector, upstream string) policy.Policy {
+		return policy.Policy{ID: selector + upstream, Enabled: true, Selector: selector, Rules: []policy.Rule{
+			{Spec: policy.EnvironmentProgression{DependsOnEnvironmentSelector: upstream}}}}
+	}
+	chain := []policy.Policy{after(`environment.name == "staging"`, `environment.name == "dev"`), after(`environment.name == "prod"`, `environment.name == "staging"`)}
+	tests := []struct {
+		name     string
+		policies []policy.Policy
+		target   string
+		want     []string
+	}{
+		{name: "no policies", target: "prod"},
+		{name: "staging reads dev", policies: chain, target: "staging", want: []string{"dev"}},
+		{name: "prod reads staging", policies: chain, target: "prod", want: []string{"staging"}},
+		{name: "dev reads nothing", policies: chain, target: "dev"},
+		{name: "never its own environment", policies: []policy.Policy{after("", "true")}, target: "prod", want: []string{"dev", "staging"}},
+		{name: "a failing selector reads nothing", policies: []policy.Policy{after("", `environment.metadata.missing == "x"`)}, target: "prod"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := policy.Input{Deployment: dep, Environment: env(tc.target)}
+			require.Equal(t, tc.want, policy.Upstream(tc.policies, in, envs))
+		})
+	}
+}

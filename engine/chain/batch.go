@@ -59,6 +59,8 @@ type batch struct {
 	// progression are the deployments' progression facts, read once per
 	// batch (progressionOf).
 	progression map[string]*progression
+	// targets are the target lists read once per batch (scopeTargets).
+	targets map[ports.TargetScope][]release.ReleaseTarget
 }
 
 // prefetch reads the facts of the items' targets in one statement.

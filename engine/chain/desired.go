@@ -375,7 +375,7 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 		// Rollout positions count the targets of the deployment in the
 		// target's environment.
 		scope := ports.TargetScope{DeploymentID: t.DeploymentID, EnvironmentID: t.EnvironmentID}
-		if in.DeploymentTargets, err = c.Store.TargetList(ctx, ports.TargetListParams{Scope: scope}); err != nil {
+		if in.DeploymentTargets, err = c.scopeTargets(ctx, scope); err != nil {
 			return err
 		}
 	}
@@ -404,6 +404,27 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 		}
 	}
 	return nil
+}
+
+// scopeTargets lists the targets in scope, read once per batch: every
+// target of an environment reads the same list (rollout positions).
+func (c *Chain) scopeTargets(ctx context.Context, scope ports.TargetScope) ([]release.ReleaseTarget, error) {
+	b := batchOf(ctx)
+	if b == nil {
+		return c.Store.TargetList(ctx, ports.TargetListParams{Scope: scope})
+	}
+	if ts, ok := b.targets[scope]; ok {
+		return ts, nil
+	}
+	ts, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: scope})
+	if err != nil {
+		return nil, err
+	}
+	if b.targets == nil {
+		b.targets = map[ports.TargetScope][]release.ReleaseTarget{}
+	}
+	b.targets[scope] = ts
+	return ts, nil
 }
 
 // resolveVariables resolves the deployment's variables for the target

@@ -10,18 +10,23 @@ import (
 
 // progression holds the environment-progression facts of one deployment,
 // read once and shared by every target that reads them: the system's
-// environments with the deployment's targets in each (one read each), and
-// per version the newest terminal job of every target (one JobsLatest
-// statement per version). A pass's batch keeps one per deployment, so the
-// facts cost O(1) statements per batch and version whatever the
+// environments (one read), and per upstream environment and version the
+// deployment's targets there with the newest terminal job of each (one
+// TargetList per environment and one JobsLatest statement per environment
+// and version). A pass's batch keeps one per deployment, so the facts cost
+// O(1) statements per batch, environment and version whatever the
 // deployment's size, where reading every target's job history cost one
-// statement per target for every target (quadratic).
+// statement per target for every target (quadratic). Each state's
+// progression counts are shared too (policy.NewEnvironmentState), so the
+// targets' evaluations count each environment once.
 type progression struct {
-	loaded    bool
-	envs      []release.Environment
-	targets   map[string][]release.ReleaseTarget // by environment id
-	byVersion map[string][]policy.EnvironmentState
+	envs    []release.Environment // nil until loaded
+	targets map[string][]release.ReleaseTarget
+	states  map[envVersion]policy.EnvironmentState
 }
+
+// envVersion keys an upstream environment's state for a version.
+type envVersion struct{ env, version string }
 
 // progressionOf is the progression facts of deploymentID: the batch's when
 // in a batch pass, else a fresh one (one target's read, e.g. explain).
@@ -41,58 +46,81 @@ func progressionOf(ctx context.Context, deploymentID string) *progression {
 	return p
 }
 
-// environments returns the upstream state for version v of f's
-// deployment: each environment of the system with the deployment's targets
-// in it, each with its newest terminal job of v (none when it has none).
-// The result is never nil.
+// environments returns the system's environments for version versionID
+// as f's target's progression rules read them: the upstream ones
+// (policy.Upstream) with the deployment's targets there, each with its
+// newest terminal job of the version; the others, which no rule of the
+// target reads, without targets. The result is never nil.
 func (p *progression) environments(ctx context.Context, c *Chain, f *facts, versionID string) ([]policy.EnvironmentState, error) {
-	if out, ok := p.byVersion[versionID]; ok {
-		return out, nil
-	}
 	depID := f.Detail.Deployment.ID
-	if !p.loaded {
+	if p.envs == nil {
 		envs, err := ports.ListAll(ctx, c.Store.Environments(), f.Detail.System.ID)
 		if err != nil {
 			return nil, err
 		}
-		targets, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: depID}})
-		if err != nil {
-			return nil, err
-		}
-		p.targets = map[string][]release.ReleaseTarget{}
-		for _, t := range targets {
-			p.targets[t.EnvironmentID] = append(p.targets[t.EnvironmentID], t)
-		}
+		p.envs = make([]release.Environment, 0, len(envs))
 		for _, e := range envs {
 			p.envs = append(p.envs, e.Value)
 		}
-		p.loaded = true
 	}
-	jobs, err := c.Store.JobsLatest(ctx, ports.JobsLatestParams{DeploymentID: depID, VersionID: versionID, Statuses: ports.TerminalJobStatuses()})
+	upstream := map[string]bool{}
+	for _, id := range policy.Upstream(f.policies, f.base, p.envs) {
+		upstream[id] = true
+	}
+	out := make([]policy.EnvironmentState, 0, len(p.envs))
+	for _, e := range p.envs {
+		if !upstream[e.ID] {
+			out = append(out, policy.EnvironmentState{Environment: e})
+			continue
+		}
+		es, err := p.state(ctx, c, depID, e, versionID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, es)
+	}
+	return out, nil
+}
+
+// state is upstream environment e's state for the version, read once.
+func (p *progression) state(ctx context.Context, c *Chain, depID string, e release.Environment, versionID string) (policy.EnvironmentState, error) {
+	key := envVersion{e.ID, versionID}
+	if es, ok := p.states[key]; ok {
+		return es, nil
+	}
+	targets, ok := p.targets[e.ID]
+	if !ok {
+		var err error
+		if targets, err = c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: depID, EnvironmentID: e.ID}}); err != nil {
+			return policy.EnvironmentState{}, err
+		}
+		if p.targets == nil {
+			p.targets = map[string][]release.ReleaseTarget{}
+		}
+		p.targets[e.ID] = targets
+	}
+	jobs, err := c.Store.JobsLatest(ctx, ports.JobsLatestParams{DeploymentID: depID, EnvironmentID: e.ID, VersionID: versionID, Statuses: ports.TerminalJobStatuses()})
 	if err != nil {
-		return nil, err
+		return policy.EnvironmentState{}, err
 	}
 	newest := make(map[string]*ports.JobRow, len(jobs))
 	for i := range jobs {
 		newest[jobs[i].TargetKey] = &jobs[i]
 	}
-	out := make([]policy.EnvironmentState, 0, len(p.envs))
-	for _, e := range p.envs {
-		es := policy.EnvironmentState{Environment: e}
-		for _, t := range p.targets[e.ID] {
-			ts := policy.TargetState{Target: t}
-			if j := newest[t.Key()]; j != nil {
-				ts.Jobs = []policy.JobRecord{j.Record()}
-			}
-			es.Targets = append(es.Targets, ts)
+	states := make([]policy.TargetState, 0, len(targets))
+	for _, t := range targets {
+		ts := policy.TargetState{Target: t}
+		if j := newest[t.Key()]; j != nil {
+			ts.Jobs = []policy.JobRecord{j.Record()}
 		}
-		out = append(out, es)
+		states = append(states, ts)
 	}
-	if p.byVersion == nil {
-		p.byVersion = map[string][]policy.EnvironmentState{}
+	es := policy.NewEnvironmentState(e, states)
+	if p.states == nil {
+		p.states = map[envVersion]policy.EnvironmentState{}
 	}
-	p.byVersion[versionID] = out
-	return out, nil
+	p.states[key] = es
+	return es, nil
 }
 
 // readsProgression reports whether an environment-progression rule applies
