@@ -65,6 +65,18 @@ chart-check: ## helm lint and helm template of deploy/helm/reconciler (builds he
 	$(HELM) template reconciler $(CHART) --set database.existingSecret=reconciler-database \
 	  --set serviceMonitor.enabled=true --set 'secretEnv[0].name=RECONCILER_SECRET_GITHUB_TOKEN,secretEnv[0].secretName=gh,secretEnv[0].key=token' >/dev/null
 	@if $(HELM) template reconciler $(CHART) >/dev/null 2>&1; then echo "chart-check: rendered without database.existingSecret"; exit 1; fi
+	@# No Kubernetes part enabled: no account, no token.
+	@out=$$($(HELM) template reconciler $(CHART) --set database.existingSecret=db); \
+	  if echo "$$out" | grep -qE 'kind: (ServiceAccount|Role)$$|automountServiceAccountToken: true'; then echo "chart-check: an account or token without a Kubernetes part"; exit 1; fi
+	@# The kubernetes runtime and job agent: a ServiceAccount, a namespaced Role (pods; jobs) and its binding, the token mounted in serve's pods only.
+	@out=$$($(HELM) template reconciler $(CHART) --namespace rec --set database.existingSecret=db \
+	    --set kubernetes.runtime.enabled=true --set kubernetes.runtime.image=agent:1 --set kubernetes.jobAgent.enabled=true --set kubernetes.namespace=agents); \
+	  for want in 'kind: ServiceAccount' 'kind: Role' 'kind: RoleBinding' 'namespace: agents' 'serviceAccountName: reconciler' \
+	      'automountServiceAccountToken: true' 'resources: \[pods\]' 'verbs: \[get, list, watch, create, delete\]' 'resources: \[jobs\]' \
+	      'value: kubernetes' 'value: "agents"'; do \
+	    echo "$$out" | grep -q -- "$$want" || { echo "chart-check: the kubernetes render lacks $$want"; exit 1; }; done; \
+	  if echo "$$out" | grep -q 'kind: ClusterRole'; then echo "chart-check: a cluster-wide role"; exit 1; fi; \
+	  if echo "$$out" | sed -n '/name: reconciler-migrate/,$$p' | grep -q 'automountServiceAccountToken: true'; then echo "chart-check: the migration job mounts the token"; exit 1; fi
 	@echo "chart-check: helm $(HELM_VERSION) lint and template ok"
 
 .PHONY: image-check
@@ -80,6 +92,11 @@ lint: ## gofmt, go vet, staticcheck, and no tracked file over 1 MiB outside the 
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
+
+.PHONY: docs
+docs: ## Rewrite the generated references: docs/cli.md, docs/policies.md, docs/workflows.md and docs/openapi.json (tests fail when they are stale)
+	UPDATE_DOCS=1 $(GO) test -count=1 -run 'Reference' ./cmd/reconciler/ ./policy/ ./workflow/
+	UPDATE_OPENAPI=1 $(GO) test -count=1 -run OpenAPI ./api/
 
 .PHONY: golden
 golden: ## Rewrite the golden decisions in testdata/snapshots/golden

@@ -104,14 +104,14 @@ func (s *Server) registerCatalog() {
 			Body RevisionCreate
 		}) (*body[ports.Revision], error) {
 			return s.revision(s.o.Catalog.Create(ctx, catalog.CreateParams{Kind: in.Kind, Name: in.Name, Content: in.Body.Content,
-				From: in.Body.From, Labels: in.Body.Labels, Annotations: in.Body.Annotations}))(ctx)
+				From: in.Body.From, Labels: in.Body.Labels, Annotations: in.Body.Annotations, By: principal(ctx).Name}))(ctx)
 		})
 	huma.Register(s.api, s.op("editRevision", http.MethodPut, base+"/{id}", "Replace a draft's content (409 on a stale version or a held lock)", ports.ScopeWrite, "catalog"),
 		func(ctx context.Context, in *struct {
 			RevisionPath
 			Body RevisionEdit
 		}) (*body[ports.Revision], error) {
-			return s.revision(s.o.Catalog.Edit(ctx, catalog.EditParams{Ref: in.ref(), Version: in.Body.Version, Content: in.Body.Content}))(ctx)
+			return s.revision(s.o.Catalog.Edit(ctx, catalog.EditParams{Ref: in.ref(), Version: in.Body.Version, Content: in.Body.Content, By: principal(ctx).Name}))(ctx)
 		})
 	change := func(id, verb, summary string, scope ports.Scope, do func(context.Context, catalog.Change) (ports.Revision, error)) {
 		huma.Register(s.api, s.op(id, http.MethodPost, base+"/{id}/"+verb, summary, scope, "catalog"),

@@ -51,12 +51,13 @@ type stores struct {
 	tokens    ports.Tokens
 	runs      ports.RunStore
 	tx        ports.Transactor
+	audit     ports.AuditLog
 }
 
 var backends = map[string]func(t testing.TB, clock ports.Clock) stores{
 	"memory": func(_ testing.TB, clock ports.Clock) stores {
 		rel, q := memory.NewReleaseStore(clock), memory.NewQueue(clock)
-		return stores{rel, q, memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewTokens(), memory.NewRunStore(clock), memory.NewTransactor(rel, q)}
+		return stores{rel, q, memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewTokens(), memory.NewRunStore(clock), memory.NewTransactor(rel, q), memory.NewAuditLog()}
 	},
 	"postgres": func(t testing.TB, clock ports.Clock) stores {
 		dsn, _ := pgtest.Schema(t)
@@ -71,7 +72,7 @@ var backends = map[string]func(t testing.TB, clock ports.Clock) stores{
 		t.Cleanup(cat.Close)
 		rs := postgres.NewReleaseStore(db, clock)
 		t.Cleanup(rs.Close)
-		return stores{rs, q, postgres.NewWorkflowStore(db), cat, postgres.NewTokens(db), postgres.NewRunStore(db, clock), db}
+		return stores{rs, q, postgres.NewWorkflowStore(db), cat, postgres.NewTokens(db), postgres.NewRunStore(db, clock), db, postgres.NewAuditLog(db)}
 	},
 }
 
@@ -123,7 +124,7 @@ func setup(t testing.TB, backend string) *fixture {
 	f.server = api.New(api.Options{Chain: f.chain, Flows: flows, Catalog: catalog.New(st.catalog, catalog.Config{}),
 		Releases: st.releases, Workflows: st.workflows, Queue: st.queue, Tokens: st.tokens, Secrets: secrets{}, Clock: clock, Logger: log,
 		Runs:         &runs.Control{Store: st.runs, Queue: st.queue, Clock: clock},
-		MaxBodyBytes: 64 << 10, Tx: st.tx,
+		MaxBodyBytes: 64 << 10, Tx: st.tx, Audit: st.audit,
 		Pull: &pull.Service{Store: st.releases, Taker: st.releases.(ports.JobTaker), Tx: st.tx, Queue: st.queue,
 			Reporter: f.chain, Clock: clock, Poll: 20 * time.Millisecond}})
 	f.http = httptest.NewServer(f.server.Handler())
@@ -276,16 +277,19 @@ func concurrently(n int, fn func() int) []int {
 
 // requireOneWins checks that exactly one status is ok and every other a
 // 409 conflict.
-func requireOneWins(t *testing.T, statuses []int, ok int) {
+func requireOneWins(t *testing.T, statuses []int, ok int, lose ...int) {
 	t.Helper()
+	if len(lose) == 0 {
+		lose = []int{http.StatusConflict}
+	}
 	wins := 0
 	for _, s := range statuses {
-		require.Contains(t, []int{ok, http.StatusConflict}, s)
+		require.Contains(t, append([]int{ok}, lose...), s)
 		if s == ok {
 			wins++
 		}
 	}
-	require.Equal(t, 1, wins, "one wins, the others are 409: %v", statuses)
+	require.Equal(t, 1, wins, "one wins, the others lose (%v): %v", lose, statuses)
 }
 
 // mustJSON encodes v.

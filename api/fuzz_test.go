@@ -189,7 +189,7 @@ func FuzzApply(f *testing.F) {
 		for k, v := range meta {
 			m[k] = v
 		}
-		return map[string]any{"apiVersion": "ctrlplane.dev/v1", "kind": kind, "metadata": m, "spec": spec}
+		return map[string]any{"apiVersion": "reconciler.dev/v1", "kind": kind, "metadata": m, "spec": spec}
 	}
 	fuzzRoute(f, http.MethodPost, "/api/v1/apply",
 		map[string]any{"dry_run": true, "documents": []any{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -86,7 +87,19 @@ func etag(v int64) string { return `"` + strconv.FormatInt(v, 10) + `"` }
 // stored is an object with its ETag header.
 type stored[T any] struct {
 	ETag string `header:"ETag"`
-	Body ports.Stored[T]
+	Body Object[T]
+}
+
+// storedReply is v with its ETag.
+func storedReply[T any](v ports.Stored[T]) *stored[T] {
+	return &stored[T]{ETag: etag(v.Version), Body: Object[T](v)}
+}
+
+// staleVersion is the 412 of a write whose If-Match (or object_version)
+// names a version other than the stored one (RFC 9110, 13.1.1).
+func staleVersion(kind, id string, want, cur int64) error {
+	return huma.NewError(http.StatusPreconditionFailed, fmt.Sprintf("%s %q is at version %d, not %d: read it again", kind, id, cur, want),
+		&huma.ErrorDetail{Location: "header.If-Match", Message: fmt.Sprintf("the stored version is %d", cur), Value: want})
 }
 
 func registerKind[T any](s *Server, k objectKind[T]) {
@@ -111,7 +124,7 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 			Parent    string `query:"parent" doc:"only the objects of this parent id"`
 			Workspace string `query:"workspace" doc:"only the objects of this workspace (directly or through their system)"`
 			PageParams
-		}) (*body[Page[ports.Stored[T]]], error) {
+		}) (*body[Page[Object[T]]], error) {
 			if in.Parent != "" && k.kind.ParentKind == "" {
 				return nil, huma.Error400BadRequest(k.kind.Plural+" have no parent", &huma.ErrorDetail{Location: "query.parent", Message: k.kind.Plural + " are top-level"})
 			}
@@ -125,10 +138,11 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 				}
 				return nil, s.fail(ctx, err)
 			}
-			if p.Items == nil {
-				p.Items = []ports.Stored[T]{}
+			items := make([]Object[T], len(p.Items))
+			for i, it := range p.Items {
+				items[i] = Object[T](it)
 			}
-			return reply(Page[ports.Stored[T]]{Items: p.Items, NextCursor: p.Continue}), nil
+			return reply(Page[Object[T]]{Items: items, NextCursor: p.Continue}), nil
 		})
 	huma.Register(s.api, s.op("get"+op, http.MethodGet, path+"/{id}", "Read a "+name+" with its version (also its ETag)", ports.ScopeRead, tag),
 		func(ctx context.Context, in *ObjectPath) (*stored[T], error) {
@@ -136,19 +150,23 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			return &stored[T]{ETag: etag(v.Version), Body: v}, nil
+			return storedReply(v), nil
 		})
-	put := s.op("put"+op, http.MethodPut, path+"/{id}", "Create or replace a "+name+": with If-Match only at that version (else 409), "+
-		"without it whatever is stored; writing the stored content again changes nothing", writeScope, tag)
+	put := s.op("put"+op, http.MethodPut, path+"/{id}", "Create or replace a "+name+": with If-Match (or the body's object_version) only at that version (else 412), "+
+		"without either whatever is stored; writing the stored content again changes nothing. The body may be what a GET returned, edited", writeScope, tag)
 	put.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
-		"application/json": {Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[T](), true, name)}}}
+		"application/json": {Schema: objectSchema[T](s.api.OpenAPI().Components.Schemas, false)}}}
 	huma.Register(s.api, put, func(ctx context.Context, in *struct {
 		ObjectPath
 		IfMatch string `header:"If-Match" doc:"the version read; absent: create, or replace whatever is stored"`
 		RawBody []byte
 	}) (*stored[T], error) {
+		raw, bodyVersion, err := stripObjectFields(in.RawBody)
+		if err != nil {
+			return nil, err
+		}
 		var v T
-		if err := strictjson.Decode(in.RawBody, &v); err != nil {
+		if err := strictjson.Decode(raw, &v); err != nil {
 			return nil, decodeProblem(err)
 		}
 		if id := k.kind.ID(&v); id != in.ID {
@@ -158,29 +176,46 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 		if err != nil {
 			return nil, err
 		}
+		if !conditional && bodyVersion > 0 {
+			want, conditional = bodyVersion, true
+		}
 		objs := k.objects(ctx)
-		if !conditional {
-			cur, err := objs.Get(ctx, in.ID)
-			switch {
-			case err == nil:
-				want = cur.Version
-				if reflect.DeepEqual(normalized(cur.Value), normalized(v)) {
-					return &stored[T]{ETag: etag(cur.Version), Body: cur}, nil // idempotent
-				}
-			case !errors.Is(err, ports.ErrNotFound):
-				return nil, s.fail(ctx, err)
+		cur, err := objs.Get(ctx, in.ID)
+		switch {
+		case err == nil:
+			if conditional && cur.Version != want {
+				return nil, staleVersion(name, in.ID, want, cur.Version)
 			}
+			want = cur.Version
+			if reflect.DeepEqual(normalized(cur.Value), normalized(v)) {
+				return storedReply(cur), nil // idempotent
+			}
+		case !errors.Is(err, ports.ErrNotFound):
+			return nil, s.fail(ctx, err)
+		case conditional && want > 0:
+			return nil, huma.NewError(http.StatusPreconditionFailed, fmt.Sprintf("%s %q does not exist, so it is at no version %d", name, in.ID, want),
+				&huma.ErrorDetail{Location: "header.If-Match", Message: "no stored object", Value: want})
 		}
 		if _, err := objs.Put(ctx, v, want); err != nil {
+			if errors.Is(err, ports.ErrConflict) && conditional {
+				if now, gerr := objs.Get(ctx, in.ID); gerr == nil && now.Version != want {
+					return nil, staleVersion(name, in.ID, want, now.Version) // written meanwhile
+				}
+			}
 			return nil, s.fail(ctx, err)
 		}
 		got, err := objs.Get(ctx, in.ID)
 		if err != nil {
 			return nil, s.fail(ctx, err)
 		}
-		return &stored[T]{ETag: etag(got.Version), Body: got}, nil
+		if got.Version == 1 {
+			noteAudit(ctx, fmt.Sprintf("created %s %s", name, in.ID))
+		} else {
+			noteAudit(ctx, fmt.Sprintf("replaced %s %s at version %d, now %d", name, in.ID, want, got.Version))
+		}
+		return storedReply(got), nil
 	})
-	huma.Register(s.api, s.noContent(s.op("delete"+op, http.MethodDelete, path+"/{id}", "Delete a "+name+" (409 while others depend on it, or at a stale If-Match)", writeScope, tag)),
+	huma.Register(s.api, s.noContent(s.op("delete"+op, http.MethodDelete, path+"/{id}", "Delete a "+name+" (409 while others depend on it, 412 at a stale If-Match)", writeScope, tag)),
 		func(ctx context.Context, in *struct {
 			ObjectPath
 			IfMatch string `header:"If-Match" doc:"the version read; absent: whatever is stored"`
@@ -194,10 +229,15 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			if !conditional {
-				want = cur.Version
+			if conditional && cur.Version != want {
+				return nil, staleVersion(name, in.ID, want, cur.Version)
 			}
-			if err := objs.Delete(ctx, in.ID, want); err != nil {
+			if err := objs.Delete(ctx, in.ID, cur.Version); err != nil {
+				if errors.Is(err, ports.ErrConflict) && !errors.Is(err, ports.ErrInUse) {
+					if now, gerr := objs.Get(ctx, in.ID); gerr == nil && now.Version != cur.Version && conditional {
+						return nil, staleVersion(name, in.ID, want, now.Version)
+					}
+				}
 				return nil, s.fail(ctx, err)
 			}
 			return nil, nil

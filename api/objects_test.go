@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -15,21 +16,21 @@ func TestObjects(t *testing.T) {
 		res := f.do(http.MethodPut, "/api/v1/deployments/api", "write", api)
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		require.Equal(t, `"1"`, res.header.Get("ETag"))
-		require.EqualValues(t, 1, res.json(t)["version"])
+		require.EqualValues(t, 1, res.json(t)["object_version"])
 		require.Equal(t, http.StatusOK, f.do(http.MethodGet, "/api/v1/targets/api:prod:r1", "read", nil).status, "targets recomputed")
 
 		// Idempotent: the same content changes nothing.
 		res = f.do(http.MethodPut, "/api/v1/deployments/api", "write", api)
 		require.Equal(t, `"1"`, res.header.Get("ETag"))
-		// Replace at the version read; a stale one is 409.
+		// Replace at the version read; a stale one is 412.
 		api["name"] = "API v2"
-		f.do(http.MethodPut, "/api/v1/deployments/api", "write", api, "If-Match", `"7"`).problem(t, http.StatusConflict)
+		f.do(http.MethodPut, "/api/v1/deployments/api", "write", api, "If-Match", `"7"`).problem(t, http.StatusPreconditionFailed)
 		res = f.do(http.MethodPut, "/api/v1/deployments/api", "write", api, "If-Match", `"1"`)
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		require.Equal(t, `"2"`, res.header.Get("ETag"))
 		res = f.do(http.MethodGet, "/api/v1/deployments/api", "read", nil)
 		require.Equal(t, `"2"`, res.header.Get("ETag"))
-		require.Equal(t, "API v2", res.json(t)["value"].(map[string]any)["name"])
+		require.Equal(t, "API v2", res.json(t)["name"])
 
 		// Bad input names the field and changes nothing.
 		api["colour"] = "red"
@@ -68,10 +69,10 @@ func TestObjects(t *testing.T) {
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		m := res.json(t)
 		require.Len(t, m["items"], 1)
-		require.Equal(t, "api", m["items"].([]any)[0].(map[string]any)["value"].(map[string]any)["id"])
+		require.Equal(t, "api", m["items"].([]any)[0].(map[string]any)["id"])
 		res = f.do(http.MethodGet, "/api/v1/deployments?parent=sys&limit=1&cursor="+m["next_cursor"].(string), "read", nil)
 		m = res.json(t)
-		require.Equal(t, "web", m["items"].([]any)[0].(map[string]any)["value"].(map[string]any)["id"])
+		require.Equal(t, "web", m["items"].([]any)[0].(map[string]any)["id"])
 		require.Empty(t, m["next_cursor"])
 		f.do(http.MethodGet, "/api/v1/deployments?cursor=zzz", "read", nil).problem(t, http.StatusBadRequest)
 		f.do(http.MethodGet, "/api/v1/job-agents?parent=x", "read", nil).problem(t, http.StatusBadRequest)
@@ -86,7 +87,7 @@ func TestObjects(t *testing.T) {
 
 		// Delete: refused while others depend on it, else gone.
 		f.do(http.MethodDelete, "/api/v1/job-agents/ext", "write", nil).problem(t, http.StatusConflict)
-		f.do(http.MethodDelete, "/api/v1/policies/p2", "approve", nil, "If-Match", `"9"`).problem(t, http.StatusConflict)
+		f.do(http.MethodDelete, "/api/v1/policies/p2", "approve", nil, "If-Match", `"9"`).problem(t, http.StatusPreconditionFailed)
 		f.do(http.MethodDelete, "/api/v1/policies/p2", "write", nil).problem(t, http.StatusForbidden)
 		require.Equal(t, http.StatusNoContent, f.do(http.MethodDelete, "/api/v1/policies/p2", "approve", nil).status)
 		f.do(http.MethodDelete, "/api/v1/policies/p2", "approve", nil).problem(t, http.StatusNotFound)
@@ -102,7 +103,42 @@ func TestObjectsConcurrentReplace(t *testing.T) {
 			env := map[string]any{"id": "dev", "system_id": "sys", "name": "dev", "resource_selector": "true", "metadata": map[string]any{"raced": "yes"}}
 			return f.do(http.MethodPut, "/api/v1/environments/dev", "write", env, "If-Match", `"1"`).status
 		})
-		requireOneWins(t, statuses, http.StatusOK)
+		requireOneWins(t, statuses, http.StatusOK, http.StatusPreconditionFailed)
+	})
+}
+
+// TestObjectGetEditPut: what a GET returns is the object itself (with
+// object_version and updated_at beside its fields, the version also the
+// ETag), and PUT takes it back edited, as it is: its object_version is the
+// precondition, so a stale copy is 412 and changes nothing.
+func TestObjectGetEditPut(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		res := f.do(http.MethodGet, "/api/v1/environments/dev", "read", nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		got := res.json(t)
+		require.Equal(t, "dev", got["id"])
+		require.Equal(t, res.header.Get("ETag"), fmt.Sprintf("%q", fmt.Sprint(got["object_version"])))
+		require.NotEmpty(t, got["updated_at"])
+		require.NotContains(t, got, "value")
+
+		got["name"] = "development"
+		put := f.do(http.MethodPut, "/api/v1/environments/dev", "write", got)
+		require.Equal(t, http.StatusOK, put.status, string(put.body))
+		require.Equal(t, "development", put.json(t)["name"])
+		require.EqualValues(t, got["object_version"].(float64)+1, put.json(t)["object_version"])
+
+		// The copy read before that write is stale now: 412 with its version
+		// named, and nothing changes.
+		got["name"] = "stale"
+		f.do(http.MethodPut, "/api/v1/environments/dev", "write", got).problem(t, http.StatusPreconditionFailed)
+		require.Equal(t, "development", f.do(http.MethodGet, "/api/v1/environments/dev", "read", nil).json(t)["name"])
+		// A header wins over the body's version; a bad body version is 422.
+		got["object_version"] = "soon"
+		require.Contains(t, locations(f.do(http.MethodPut, "/api/v1/environments/dev", "write", got).problem(t, http.StatusUnprocessableEntity)), "body.object_version")
+		// If-Match on what does not exist is 412, not a create.
+		f.do(http.MethodPut, "/api/v1/environments/ghost", "write", map[string]any{"id": "ghost", "system_id": "sys", "name": "ghost"}, "If-Match", `"3"`).problem(t, http.StatusPreconditionFailed)
+		f.do(http.MethodGet, "/api/v1/environments/ghost", "read", nil).problem(t, http.StatusNotFound)
 	})
 }
 
@@ -120,7 +156,7 @@ func TestVariableSets(t *testing.T) {
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		items := res.json(t)["items"].([]any)
 		require.Len(t, items, 1)
-		require.Equal(t, "eu", items[0].(map[string]any)["value"].(map[string]any)["values"].(map[string]any)["region"].(map[string]any)["literal"])
+		require.Equal(t, "eu", items[0].(map[string]any)["values"].(map[string]any)["region"].(map[string]any)["literal"])
 
 		vs["selector"] = "environment.name =="
 		require.Contains(t, locations(f.do(http.MethodPut, "/api/v1/variable-sets/prod-vars", "write", vs).problem(t, http.StatusUnprocessableEntity)), "body.selector")

@@ -72,6 +72,9 @@ type Options struct {
 	// transaction with it; nil: Releases when it is a ports.Transactor,
 	// else none (the write and its enqueues are then not atomic).
 	Tx ports.Transactor
+	// Audit records every write the API accepts (GET /api/v1/audit reads
+	// it); nil records none (writes are still logged as "audit" lines).
+	Audit ports.AuditLog
 	// AgentConfig checks a job agent's config by its type at apply; nil
 	// accepts any.
 	AgentConfig apply.AgentConfigValidator
@@ -131,7 +134,8 @@ func New(o Options) *Server {
 	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[policy.Rule](), reflect.TypeFor[PolicyRule]())
 	s := &Server{o: o, mux: mux}
 	s.api = humago.New(mux, cfg)
-	s.api.UseMiddleware(s.authenticate)
+	s.api.UseMiddleware(s.authenticate, s.auditWrites)
+	s.registerAudit()
 	s.registerVersions()
 	s.registerTargets()
 	s.registerJobs()

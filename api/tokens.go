@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -49,6 +50,7 @@ func (s *Server) registerTokens() {
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
+			noteAudit(ctx, fmt.Sprintf("created token %s (%s) with scopes %v", t.ID, t.Name, t.Scopes))
 			return reply(TokenCreated{Token: t, Secret: secret}), nil
 		})
 	huma.Register(s.api, s.op("listTokens", http.MethodGet, "/tokens", "List API tokens by id, revoked and expired ones included (never a secret or its hash)", ports.ScopeAdmin, "tokens"),

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -144,6 +145,7 @@ func (s *Server) registerVersions() {
 					a = got
 				}
 			}
+			noteAudit(ctx, fmt.Sprintf("approved version %s for environment %s (added: %t)", in.ID, a.EnvironmentID, added))
 			return reply(ApprovalResult{Approval: a, Added: added}), nil
 		})
 	huma.Register(s.api, s.op("listApprovals", http.MethodGet, "/versions/{id}/approvals", "List a version's approvals", ports.ScopeRead, "versions"),
@@ -181,6 +183,7 @@ func (s *Server) registerVersions() {
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
+			noteAudit(ctx, fmt.Sprintf("force-deployed version %s (environment %q, resource %q, reason %q; skip %s)", in.ID, sk.EnvironmentID, sk.ResourceID, sk.Reason, got.ID))
 			return reply(got), nil
 		})
 	huma.Register(s.api, s.op("listForceDeploys", http.MethodGet, "/versions/{id}/force-deploys", "List a version's force-deploys", ports.ScopeRead, "versions"),

@@ -86,6 +86,7 @@ func (s *Server) registerWorkflows() {
 			if err := s.o.Flows.Approve(ctx, in.ID, in.Run, principal(ctx).Name); err != nil {
 				return nil, s.fail(ctx, err)
 			}
+			noteAudit(ctx, "approved task run "+in.Run+" of workflow "+in.ID)
 			return nil, nil
 		})
 }

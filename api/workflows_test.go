@@ -15,7 +15,7 @@ import (
 
 // gated is a workflow template: an approval, then a job on agent ext.
 var gated = map[string]any{
-	"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "gated"},
+	"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "gated"},
 	"spec": map[string]any{
 		"parameters": []any{map[string]any{"name": "image", "type": "string", "required": true}},
 		"tasks": []any{
@@ -48,6 +48,8 @@ func TestCatalogLifecycle(t *testing.T) {
 		rev := f.publish("gated", gated)
 		require.Equal(t, "published", rev["lifecycle"])
 		require.Equal(t, "user-approve", rev["approved_by"], "the approver is the caller")
+		require.Equal(t, "user-write", rev["created_by"], "the creator is the caller")
+		require.NotContains(t, rev, "edited_by", "nobody edited it")
 		base := "/api/v1/catalog/workflow-template/gated/revisions"
 
 		// A second draft: edit at a stale version is 409, reject needs a reason.
@@ -164,7 +166,7 @@ func TestCatalogRefusesNUL(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, f *fixture) {
 		bad := map[string]any{
-			"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "nul"},
+			"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "nul"},
 			"spec": map[string]any{"tasks": []any{map[string]any{"name": "a", "type": "job", "jobAgentRef": "ext", "config": map[string]any{"image": "web\x00:2"}}}},
 		}
 		base := "/api/v1/catalog/workflow-template/nul/revisions"
@@ -175,7 +177,7 @@ func TestCatalogRefusesNUL(t *testing.T) {
 		require.NotContains(t, string(res.body), `"nul"`, "a refused create stores nothing")
 
 		good := map[string]any{
-			"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "nul"},
+			"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "nul"},
 			"spec": map[string]any{"tasks": []any{map[string]any{"name": "a", "type": "job", "jobAgentRef": "ext", "config": map[string]any{"image": "web:2"}}}},
 		}
 		res = f.do(http.MethodPost, base, "write", map[string]any{"content": good})

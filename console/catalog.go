@@ -85,6 +85,8 @@ type catalogObjectView struct {
 	Diff      *diffView
 	// FromID and ToID are the revisions picked for the diff.
 	FromID, ToID string
+	// History is the audit log of the object's writes, newest first.
+	History []ports.AuditEntry
 }
 
 // catalogObject lists an object's revisions and, with ?from=ID&to=ID,
@@ -133,6 +135,7 @@ func (s *Server) catalogObject(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Diff = d
 	}
+	v.History = s.history(r, "catalog", name)
 	s.render(w, r, "object", string(kind)+" "+name, "catalog", v)
 }
 

@@ -225,6 +225,15 @@ func TestCSRF(t *testing.T) {
 	res = c.post("/versions/web-v1/approve", url.Values{"environment_id": {"prod"}, "next": {"/targets/web:prod:r1"}}, "X-CSRF-Token", token)
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	require.Equal(t, []string{"user-admin"}, f.approvalsOf("web-v1", "prod"))
+
+	// Only the accepted approval is on record, with who and what.
+	entries, err := f.audit.AuditList(f.ctx, ports.AuditListParams{})
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the refused posts left no record")
+	require.Equal(t, "user-admin", entries[0].Actor)
+	require.Equal(t, "console /versions/{id}/approve", entries[0].Action)
+	require.Equal(t, "web-v1", entries[0].ID)
+	require.Equal(t, "environment_id=prod", entries[0].Summary)
 }
 
 // TestApproveAndForceDeploy: the target page's buttons approve a version
@@ -361,6 +370,12 @@ func TestCatalogActions(t *testing.T) {
 	require.Equal(t, revision.Published, got.Lifecycle)
 	require.Equal(t, "user-admin", got.ApprovedBy)
 	require.Equal(t, 2, got.Revision)
+	// The object's page shows who proposed and approved it, newest first;
+	// the refused posts are not there.
+	page = c.page("/catalog/workflow-template/gated")
+	require.Contains(t, page, `<h2 id="history-h">History</h2>`)
+	require.Equal(t, 2, strings.Count(page, "data-audit="), page)
+	require.Less(t, strings.Index(page, "/approve</code>"), strings.Index(page, "/propose</code>"))
 }
 
 // TestRedrive: an admin redrives a dead-lettered item from the operations

@@ -93,6 +93,8 @@ type fixture struct {
 	console *console.Server
 	// tokenStore holds the tokens.
 	tokenStore ports.Tokens
+	// audit records the console's changes.
+	audit ports.AuditLog
 }
 
 func setup(t *testing.T) *fixture {
@@ -112,8 +114,9 @@ func setup(t *testing.T) *fixture {
 	f.chain.Register(f.eng, 1)
 	f.flows.Register(f.eng, 1)
 	f.cat = catalog.New(cat, catalog.Config{})
+	f.audit = memory.NewAuditLog()
 	f.console = console.New(console.Options{Chain: f.chain, Flows: f.flows, Catalog: f.cat, Releases: f.rel, Workflows: f.wfs,
-		Runs: f.runs, Queue: f.queue, Tokens: tokens, Clock: clock, Logger: log})
+		Runs: f.runs, Queue: f.queue, Tokens: tokens, Clock: clock, Logger: log, Audit: f.audit})
 	f.srv = httptest.NewServer(f.console.Handler())
 	t.Cleanup(f.srv.Close)
 	for _, s := range ports.Scopes {
@@ -137,7 +140,7 @@ func setup(t *testing.T) *fixture {
 
 // gated is the workflow template: an approval, then a job per region.
 var gated = map[string]any{
-	"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "gated"},
+	"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "gated"},
 	"spec": map[string]any{
 		"parameters": []any{
 			map[string]any{"name": "image", "type": "string", "required": true},

@@ -59,6 +59,9 @@ type Options struct {
 	InsecurePrincipal string
 	// Refresh is how often live parts poll; zero means DefaultRefresh.
 	Refresh time.Duration
+	// Audit records every change made from the console, as the API records
+	// its writes; nil records none (they are still logged as audit lines).
+	Audit ports.AuditLog
 }
 
 // Server is the console: New builds it, Handler serves it.

@@ -174,7 +174,9 @@ func (s *Server) action(scope ports.Scope, h http.HandlerFunc) http.HandlerFunc 
 			s.problem(w, r, http.StatusForbidden, "token "+sess.token.ID+" lacks scope "+string(scope))
 			return
 		}
-		h(w, r)
+		sw := &statusWriter{ResponseWriter: w}
+		h(sw, r)
+		s.auditAction(r, sess.Name, sw.status())
 	}
 }
 

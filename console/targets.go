@@ -334,6 +334,8 @@ type versionsView struct {
 	Deployment release.Deployment
 	Versions   []placement
 	Cut        bool
+	// History is the audit log of the deployment's writes, newest first.
+	History []ports.AuditEntry
 }
 
 // versions lists a deployment's versions, newest first, and where each
@@ -392,6 +394,7 @@ func (s *Server) versions(w http.ResponseWriter, r *http.Request) {
 			v.Versions[i].Desired = append(v.Versions[i].Desired, t.Key())
 		}
 	}
+	v.History = s.history(r, "deployments", d.Value.ID)
 	s.render(w, r, "versions", "Versions of "+d.Value.Name, "grid", v)
 }
 

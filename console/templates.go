@@ -35,10 +35,10 @@ func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
 	for _, f := range files {
 		name := strings.TrimSuffix(path.Base(f), ".html")
-		if name == "layout" {
+		if name == "layout" || strings.HasPrefix(name, "_") { // the layout and partials (_NAME) go into every page
 			continue
 		}
-		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", f))
+		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html", f))
 	}
 	return pages
 }

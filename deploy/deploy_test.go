@@ -119,6 +119,16 @@ func TestChartPromises(t *testing.T) {
 	require.True(t, strings.HasPrefix(tpl["servicemonitor.yaml"], "{{- if .Values.serviceMonitor.enabled }}"))
 	require.Contains(t, tpl["_helpers.tpl"], "secretKeyRef", "the DSN and the tokens come from Secrets")
 	require.NotContains(t, all, "kind: Secret", "the chart stores no secret of its own")
+	// In-cluster credentials only when a Kubernetes part is enabled, in one
+	// namespace (make chart-check renders both ways).
+	require.True(t, strings.HasPrefix(tpl["rbac.yaml"], `{{- if include "reconciler.kubeAccess" . }}`))
+	require.NotContains(t, all, "ClusterRole", "namespaced permissions only")
+	require.Contains(t, tpl["migrate-job.yaml"], "automountServiceAccountToken: false", "the migration never gets a token")
+	for _, path := range []string{"kubernetes.runtime.enabled", "kubernetes.jobAgent.enabled"} {
+		v, ok := lookup(values, path)
+		require.True(t, ok, path)
+		require.Equal(t, false, v, "%s is off by default", path)
+	}
 }
 
 func TestDockerfile(t *testing.T) {

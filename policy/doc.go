@@ -40,4 +40,9 @@
 //   - Deployment windows are computed on the wall clock of their time zone
 //     and give the same answer as iterating the RRULE from its DTSTART,
 //     though they iterate from a recent period start.
+//
+// Invariants of Choose: Reads the stream only up to the first allowed
+// version; only ready, non-excluded versions are chosen, and paused ones
+// where the target already runs them; keeps the newest reasons and the
+// earliest time a pending verdict may change
 package policy

@@ -8,8 +8,11 @@ import (
 // Policy is a named, prioritised set of rules applying to the release
 // targets its selector matches.
 type Policy struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
+	// ID names the policy (metadata.name in a document).
+	ID string `json:"id"`
+	// Name is the policy's display name.
+	Name string `json:"name"`
+	// Description says what the policy is for.
 	Description string `json:"description,omitempty"`
 	// Selector is a CEL expression over deployment, environment and
 	// resource choosing the targets the policy applies to. Unlike resource
@@ -18,9 +21,11 @@ type Policy struct {
 	Selector string `json:"selector,omitempty"`
 	// Priority orders policies: higher first (ties by ID). Rules of the
 	// same type run in policy priority order.
-	Priority int    `json:"priority"`
-	Enabled  bool   `json:"enabled"`
-	Rules    []Rule `json:"rules"`
+	Priority int `json:"priority"`
+	// Enabled policies apply; a disabled one is kept but ignored.
+	Enabled bool `json:"enabled"`
+	// Rules are the policy's rules, each {"id", "type", ...its fields}.
+	Rules []Rule `json:"rules"`
 }
 
 // Decode strictly decodes a policy from JSON and validates it.

@@ -16,6 +16,7 @@ import (
 //     approval (each user counts once, at their earliest approval).
 //   - Otherwise: Pending with no Until (a new approval re-evaluates).
 type AnyApproval struct {
+	// MinApprovals is how many distinct users must approve the version for the environment (0: none).
 	MinApprovals int `json:"min_approvals"`
 }
 

@@ -16,6 +16,7 @@ import (
 //     so the engine wakes up when the cooldown ends.)
 //   - Otherwise: Allowed.
 type VersionCooldown struct {
+	// IntervalSeconds is the least time between the reference version's creation and the next version's release.
 	IntervalSeconds int64 `json:"interval_seconds"`
 }
 

@@ -15,14 +15,17 @@ import (
 //   - Otherwise: Pending with no Until (the dependency's job completion
 //     re-evaluates).
 type DeploymentDependency struct {
+	// DependsOn selects the deployment and versions the target waits for.
 	DependsOn DependsOn `json:"depends_on"`
 }
 
 // DependsOn selects the deployment depended on and the versions of it that
 // satisfy the dependency.
 type DependsOn struct {
+	// DeploymentSelector is CEL over `deployment` choosing the deployment depended on.
 	DeploymentSelector string `json:"deployment_selector"`
-	VersionSelector    string `json:"version_selector,omitempty"`
+	// VersionSelector is CEL over `version` and `deployment` its latest successful version must meet (empty: any).
+	VersionSelector string `json:"version_selector,omitempty"`
 }
 
 // Type is TypeDeploymentDependency.

@@ -19,7 +19,9 @@ import (
 // Without any concurrency rule, EvaluateJob still applies the default of one
 // active job per target.
 type Concurrency struct {
-	MaxActivePerTarget      int `json:"max_active_per_target,omitempty"`
+	// MaxActivePerTarget caps the target's active jobs (default 1).
+	MaxActivePerTarget int `json:"max_active_per_target,omitempty"`
+	// MaxActivePerEnvironment caps the active jobs of the deployment in the environment (0: no cap).
 	MaxActivePerEnvironment int `json:"max_active_per_environment,omitempty"`
 }
 
@@ -82,11 +84,16 @@ var DefaultRetryStatuses = []release.JobStatus{release.JobFailure, release.JobIn
 // release wanted again after another one ran starts a fresh budget. See
 // MayCreateJob.
 type Retry struct {
-	MaxRetries        int                 `json:"max_retries"`
-	RetryOnStatuses   []release.JobStatus `json:"retry_on_statuses,omitempty"`
-	BackoffSeconds    int64               `json:"backoff_seconds,omitempty"`
-	BackoffStrategy   BackoffStrategy     `json:"backoff_strategy,omitempty"`
-	MaxBackoffSeconds int64               `json:"max_backoff_seconds,omitempty"`
+	// MaxRetries is how many jobs may follow a release's first one.
+	MaxRetries int `json:"max_retries"`
+	// RetryOnStatuses are the job statuses retried (default DefaultRetryStatuses).
+	RetryOnStatuses []release.JobStatus `json:"retry_on_statuses,omitempty"`
+	// BackoffSeconds is the wait before a retry (0: none).
+	BackoffSeconds int64 `json:"backoff_seconds,omitempty"`
+	// BackoffStrategy is linear (the default) or exponential.
+	BackoffStrategy BackoffStrategy `json:"backoff_strategy,omitempty"`
+	// MaxBackoffSeconds caps an exponential backoff (0: no cap).
+	MaxBackoffSeconds int64 `json:"max_backoff_seconds,omitempty"`
 }
 
 // Type is TypeRetry.

@@ -31,12 +31,18 @@ import (
 //   - No upstream passes: Pending; Until is the earliest soak end among
 //     environments that only wait for soak, zero when none.
 type EnvironmentProgression struct {
-	DependsOnEnvironmentSelector string              `json:"depends_on_environment_selector"`
-	MinimumSuccessPercentage     float64             `json:"minimum_success_percentage,omitempty"`
-	SuccessStatuses              []release.JobStatus `json:"success_statuses,omitempty"`
-	MinimumSoakTime              reconcile.Duration  `json:"minimum_soak_time,omitempty"`
-	MaximumAge                   reconcile.Duration  `json:"maximum_age,omitempty"`
-	RequireVerificationPassed    bool                `json:"require_verification_passed,omitempty"`
+	// DependsOnEnvironmentSelector is CEL over `environment` (and `deployment`) choosing the upstream environments.
+	DependsOnEnvironmentSelector string `json:"depends_on_environment_selector"`
+	// MinimumSuccessPercentage is the share of an upstream environment's targets that must have succeeded (0 still needs one).
+	MinimumSuccessPercentage float64 `json:"minimum_success_percentage,omitempty"`
+	// SuccessStatuses are the job statuses that count as success (default [successful]).
+	SuccessStatuses []release.JobStatus `json:"success_statuses,omitempty"`
+	// MinimumSoakTime is how long after the latest upstream success the version may proceed (e.g. "30m").
+	MinimumSoakTime reconcile.Duration `json:"minimum_soak_time,omitempty"`
+	// MaximumAge, when set, is how old the latest upstream success may be.
+	MaximumAge reconcile.Duration `json:"maximum_age,omitempty"`
+	// RequireVerificationPassed counts a success only when its verification passed (not merely absent).
+	RequireVerificationPassed bool `json:"require_verification_passed,omitempty"`
 }
 
 // Type is TypeEnvironmentProgression.

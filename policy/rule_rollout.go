@@ -43,6 +43,7 @@ const (
 //   - Now before start + offset: Pending until then. Otherwise Allowed,
 //     SatisfiedAt = start + offset.
 type GradualRollout struct {
+	// RolloutType is linear or linear-normalized.
 	RolloutType RolloutType `json:"rollout_type"`
 	// TimeScaleInterval is in seconds.
 	TimeScaleInterval int64 `json:"time_scale_interval"`

@@ -11,6 +11,7 @@ import (
 //   - false: Denied.
 //   - The expression fails to evaluate: Denied, with the error.
 type VersionSelector struct {
+	// Selector is the CEL condition a version must meet (over version, deployment, environment and resource).
 	Selector string `json:"selector"`
 }
 

@@ -26,9 +26,12 @@ const maxWindowMinutes = 366 * 24 * 60
 //
 // An invalid RRULE or time zone is refused by validation, never ignored.
 type DeploymentWindow struct {
-	RRule           string `json:"rrule"`
-	DurationMinutes int    `json:"duration_minutes"`
-	Timezone        string `json:"timezone,omitempty"`
+	// RRule is the RFC 5545 recurrence whose occurrences open a window (a DTSTART line optional).
+	RRule string `json:"rrule"`
+	// DurationMinutes is how long each window lasts (1 to 527040).
+	DurationMinutes int `json:"duration_minutes"`
+	// Timezone is the IANA zone of the recurrence's wall clock (UTC when empty).
+	Timezone string `json:"timezone,omitempty"`
 	// AllowWindow selects allow (true, the default) or deny semantics.
 	AllowWindow *bool `json:"allow_window,omitempty"`
 }

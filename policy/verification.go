@@ -16,6 +16,7 @@ var ResultEnv = expr.MustEnv("result")
 // not a gate: the verification step measures each metric and judges it with
 // EvaluateMeasurements.
 type Verification struct {
+	// Metrics are measured after each successful job; all must pass.
 	Metrics []MetricSpec `json:"metrics"`
 }
 
@@ -43,10 +44,14 @@ func (r Verification) validate(path string) error {
 // MetricSpec is one verification metric: measured Count times, every
 // IntervalSeconds, through Provider; each result judged by the conditions.
 type MetricSpec struct {
-	Name            string   `json:"name"`
-	Provider        Provider `json:"provider"`
-	IntervalSeconds int64    `json:"interval_seconds"`
-	Count           int      `json:"count"`
+	// Name names the metric in the job's measurements.
+	Name string `json:"name"`
+	// Provider is where the measurements come from.
+	Provider Provider `json:"provider"`
+	// IntervalSeconds is the time between measurements.
+	IntervalSeconds int64 `json:"interval_seconds"`
+	// Count is how many measurements are taken.
+	Count int `json:"count"`
 	// SuccessCondition is CEL over `result`; true marks a success.
 	SuccessCondition string `json:"success_condition"`
 	// FailureCondition is CEL over `result`; true marks a failure. Without
@@ -65,7 +70,9 @@ type MetricSpec struct {
 // Provider names a measurement source (datadog, http, terraformCloud, ...)
 // and its configuration.
 type Provider struct {
-	Type   string         `json:"type"`
+	// Type is the provider (datadog, prometheus, http, terraformCloud; docs/agents.md lists their configs).
+	Type string `json:"type"`
+	// Config is the provider's configuration.
 	Config map[string]any `json:"config,omitempty"`
 }
 

@@ -47,7 +47,11 @@ type Revision struct {
 	// Version is the compare-and-swap token: every write bumps it.
 	Version int64 `json:"version"`
 	// ApprovedBy names who approved the publication; empty until then.
-	ApprovedBy  string    `json:"approved_by,omitempty"`
+	ApprovedBy string `json:"approved_by,omitempty"`
+	// CreatedBy names who created the revision; EditedBy who last changed
+	// its content (empty until an edit).
+	CreatedBy   string    `json:"created_by,omitempty"`
+	EditedBy    string    `json:"edited_by,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	PublishedAt time.Time `json:"published_at,omitzero"`
@@ -76,6 +80,9 @@ type CatalogUpdateParams struct {
 	// ApprovedBy is recorded when the write publishes (Proposed →
 	// Published), where it is required; other writes ignore it.
 	ApprovedBy string
+	// EditedBy is recorded when the write changes the content; other
+	// writes ignore it.
+	EditedBy string
 }
 
 // CatalogListParams filters a listing; zero fields match everything.

@@ -11,7 +11,7 @@ import (
 )
 
 const benchTemplate = `
-apiVersion: ctrlplane.dev/v1
+apiVersion: reconciler.dev/v1
 kind: WorkflowTemplate
 metadata: {name: bench}
 spec:
@@ -110,7 +110,7 @@ func BenchmarkSchedulePass10kNewWork(b *testing.B) {
 // a list matrix of n items, maxParallel 500.
 func benchShape(tb testing.TB, n int) workflow.ScheduleInput {
 	tpl, err := workflow.Load([]byte(`
-apiVersion: ctrlplane.dev/v1
+apiVersion: reconciler.dev/v1
 kind: WorkflowTemplate
 metadata: {name: bench}
 spec:

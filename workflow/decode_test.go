@@ -56,7 +56,7 @@ func TestSeedTemplateLoadsAsWritten(t *testing.T) {
 
 func TestUnknownFieldNamesPathLineAndSuggestion(t *testing.T) {
 	t.Parallel()
-	src := `apiVersion: ctrlplane.dev/v1
+	src := `apiVersion: reconciler.dev/v1
 kind: WorkflowTemplate
 metadata: {name: x}
 spec:
@@ -84,7 +84,7 @@ spec:
 
 func TestDecodeProblemsAreAllReported(t *testing.T) {
 	t.Parallel()
-	src := `apiVersion: ctrlplane.dev/v1
+	src := `apiVersion: reconciler.dev/v1
 kind: WorkflowTemplate
 metadata: {name: x, colour: red}
 spec:
@@ -135,7 +135,7 @@ func TestSyntaxErrors(t *testing.T) {
 
 func TestJSONTemplateWithTabs(t *testing.T) {
 	t.Parallel()
-	src := "{\n\t\"apiVersion\": \"ctrlplane.dev/v1\",\n\t\"kind\": \"WorkflowTemplate\",\n\t\"metadata\": {\"name\": \"j\"},\n" +
+	src := "{\n\t\"apiVersion\": \"reconciler.dev/v1\",\n\t\"kind\": \"WorkflowTemplate\",\n\t\"metadata\": {\"name\": \"j\"},\n" +
 		"\t\"spec\": {\"tasks\": [{\"name\": \"a\", \"type\": \"wait\", \"wait\": {\"duration\": 30}, \"bogus\": true}]}\n}"
 	ps := problemsOf(t, src)
 	require.Len(t, ps, 1)
@@ -164,7 +164,7 @@ func TestYAML11BooleanKeysAreFlagged(t *testing.T) {
 // TestParseRefusesSecondDocument: a YAML stream with two documents is a
 // syntax problem at the second one's line, not a silently ignored tail.
 func TestParseRefusesSecondDocument(t *testing.T) {
-	_, err := workflow.Parse([]byte("apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\n---\nmetadata: {name: x}\n"))
+	_, err := workflow.Parse([]byte("apiVersion: reconciler.dev/v1\nkind: WorkflowTemplate\n---\nmetadata: {name: x}\n"))
 	var inv *workflow.InvalidError
 	require.ErrorAs(t, err, &inv)
 	require.Len(t, inv.Problems, 1)
@@ -176,7 +176,7 @@ func TestParseRefusesSecondDocument(t *testing.T) {
 // still decodes: the semantic problems after it are reported too.
 func TestBadDurationDoesNotHideLaterProblems(t *testing.T) {
 	t.Parallel()
-	src := `apiVersion: ctrlplane.dev/v1
+	src := `apiVersion: reconciler.dev/v1
 kind: WorkflowTemplate
 metadata: {name: x}
 spec:

@@ -25,7 +25,7 @@ func fuzzSeeds(f *testing.F) {
 // the templates in testdata. Run with `make fuzz`.
 func FuzzLoadTemplate(f *testing.F) {
 	fuzzSeeds(f)
-	f.Add([]byte(`{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"x"},"spec":{"tasks":[{"name":"a","type":"wait","wait":{"duration":"1s"}}]}}`))
+	f.Add([]byte(`{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"x"},"spec":{"tasks":[{"name":"a","type":"wait","wait":{"duration":"1s"}}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tpl, err := Load(data)
 		if err != nil {

@@ -21,7 +21,7 @@ import (
 // a fan-in task depending on all of them.
 func largeTemplate(n int) []byte {
 	var b strings.Builder
-	b.WriteString("apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: large}\nspec:\n  tasks:\n")
+	b.WriteString("apiVersion: reconciler.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: large}\nspec:\n  tasks:\n")
 	b.WriteString("    - {name: t0, type: job, jobAgentRef: runner, config: {out: x}}\n")
 	chain := n / 2
 	for i := 1; i < chain; i++ {

@@ -28,11 +28,18 @@ type Selector struct {
 // where OP is equals, not-equals, contains, starts-with, ends-with or regex.
 // Not negates the condition.
 type Condition struct {
-	Type       string      `json:"type"`
-	Key        string      `json:"key,omitempty"`
-	Operator   string      `json:"operator"`
-	Value      string      `json:"value,omitempty"`
-	Not        bool        `json:"not,omitempty"`
+	// Type is kind, name, identifier, metadata or comparison.
+	Type string `json:"type"`
+	// Key is the metadata key a metadata condition reads.
+	Key string `json:"key,omitempty"`
+	// Operator is equals, not-equals, contains, starts-with, ends-with or
+	// regex; and or or for a comparison.
+	Operator string `json:"operator"`
+	// Value is what the field is compared with.
+	Value string `json:"value,omitempty"`
+	// Not negates the condition.
+	Not bool `json:"not,omitempty"`
+	// Conditions are a comparison's operands.
 	Conditions []Condition `json:"conditions,omitempty"`
 }
 

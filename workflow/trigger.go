@@ -57,8 +57,11 @@ const (
 // {{event.path}} takes the value's type, references inside text are
 // written as text.
 type Hook struct {
-	Event      EventType      `json:"event"`
-	Filter     string         `json:"filter,omitempty"`
+	// Event is release.created, job.failed or verification.failed.
+	Event EventType `json:"event"`
+	// Filter is CEL over `event`; a hook whose filter is false does not start.
+	Filter string `json:"filter,omitempty"`
+	// Parameters are the workflow's parameters; values may use {{event.…}}.
 	Parameters map[string]any `json:"parameters,omitempty"`
 }
 

@@ -12,7 +12,7 @@ import (
 // triggerDoc is a one-task template with the given spec lines (hooks,
 // schedule...) after its parameters; the spec lines start at line 8.
 func triggerDoc(spec string) string {
-	return "apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: t}\nspec:\n" +
+	return "apiVersion: reconciler.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: t}\nspec:\n" +
 		"  parameters:\n    - {name: tag, type: string}\n    - {name: shards, type: matrix, source: {kind: list, items: [1]}}\n" +
 		spec + "\n  tasks:\n    - {name: a, type: wait, wait: {duration: 1}}\n"
 }

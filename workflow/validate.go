@@ -87,7 +87,7 @@ func (v *validator) param(name string) *Parameter {
 func (v *validator) header() {
 	t := v.t
 	switch t.APIVersion {
-	case APIVersion:
+	case APIVersion, DeprecatedAPIVersion:
 	case "":
 		v.ps.add("apiVersion", "required; want %q", APIVersion)
 	default:

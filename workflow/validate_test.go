@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/workflow"
 )
 
 // doc builds a template from YAML parameter and task list items.
 func doc(params, tasks string) string {
 	var b strings.Builder
-	b.WriteString("apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: t}\nspec:\n")
+	b.WriteString("apiVersion: reconciler.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: t}\nspec:\n")
 	if params != "" {
 		b.WriteString("  parameters:\n")
 		for _, l := range strings.Split(strings.TrimSpace(params), "\n") {
@@ -166,10 +168,10 @@ func TestValidateScopeID(t *testing.T) {
 		{"{name: deploy, scopeId: api}", "only system and deployment templates"},
 		{"{name: deploy, scope: workspace, scopeId: api}", "only system and deployment templates"},
 	} {
-		ps := problemsOf(t, "apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: "+tc.meta+"\nspec: {tasks: [{name: a, type: wait, wait: {duration: 1s}}]}\n")
+		ps := problemsOf(t, "apiVersion: reconciler.dev/v1\nkind: WorkflowTemplate\nmetadata: "+tc.meta+"\nspec: {tasks: [{name: a, type: wait, wait: {duration: 1s}}]}\n")
 		require.Contains(t, findProblem(t, ps, "metadata.scopeId").Message, tc.want, tc.meta)
 	}
-	ps := problemsOf(t, "apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: deploy, scope: deployment, scopeId: api}\nspec: {tasks: [{name: a, type: wait, wait: {duration: 1s}}]}\n")
+	ps := problemsOf(t, "apiVersion: reconciler.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: deploy, scope: deployment, scopeId: api}\nspec: {tasks: [{name: a, type: wait, wait: {duration: 1s}}]}\n")
 	require.Empty(t, ps)
 }
 
@@ -219,4 +221,17 @@ func TestValidTemplates(t *testing.T) {
 			require.Empty(t, problemsOf(t, doc(tc.params, tc.tasks)))
 		})
 	}
+}
+
+// TestDeprecatedAPIVersion: a template of the old group still loads, and
+// says it is deprecated; the current group says nothing.
+func TestDeprecatedAPIVersion(t *testing.T) {
+	t.Parallel()
+	src := "apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: old}\nspec:\n  tasks:\n    - name: a\n      type: wait\n      wait: {duration: 1s}\n"
+	tpl, err := workflow.Load([]byte(src))
+	require.NoError(t, err)
+	require.Equal(t, []string{"apiVersion: ctrlplane.dev/v1 is deprecated; use reconciler.dev/v1"}, tpl.Deprecations())
+	tpl, err = workflow.Load([]byte(strings.Replace(src, "ctrlplane.dev", "reconciler.dev", 1)))
+	require.NoError(t, err)
+	require.Empty(t, tpl.Deprecations())
 }

@@ -14,4 +14,15 @@
 // and follows it instead of syncing again.
 //
 // Credentials come only from the SecretResolver (tokenRef), per request.
+//
+// Invariants: Dispatch finds the run it already started by the job's
+// correlation key before starting one; their followers hold a lease on each
+// job (`--lock`, renewed every third of it), and a job whose lease ran out
+// (its process died) is resumed by whichever `serve` claims it
+// (`JobResumer`): followed by its recorded external id, never started again,
+// or by the key when none was recorded (passes `porttest.JobAgent`'s resume
+// cases: a new agent, one external run, one outcome); bad config or an
+// unreadable credential ends the job `invalidJobAgent` naming the field;
+// credentials only through `SecretResolver`, per request; reports only along
+// `JobEdges`, one terminal
 package argocd

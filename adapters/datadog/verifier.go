@@ -15,6 +15,11 @@
 // metric's provider.config.address (default DefaultAddress, the US1
 // site); there is no process-wide default. Keys come only from the
 // SecretResolver, per request.
+//
+// Invariants: Results are JSON-like and keep what was measured (query,
+// window, values); bad config names `provider.config.<key>`; keys only
+// through `SecretResolver`; a Datadog metric's site is its own
+// `provider.config.address` (default US1, no process-wide setting)
 package datadog
 
 import (

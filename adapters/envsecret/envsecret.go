@@ -7,6 +7,11 @@
 // RECONCILER_SECRET_), so a template cannot ask for an arbitrary variable
 // of the daemon such as its database DSN; files must lie under the
 // configured directories. Ciphertext references are not supported here.
+//
+// Invariants: Only names with the configured prefix (`RECONCILER_SECRET_`)
+// and files under the configured directories; errors name the reference,
+// never a value; passes `porttest.SecretResolver` with env and with file
+// secrets
 package envsecret
 
 import (

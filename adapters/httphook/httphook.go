@@ -1,4 +1,8 @@
 // Package httphook is the net/http implementation of ports.Webhook.
+//
+// Invariants: Any response is returned (2xx or not); bodies capped at 1 MiB;
+// the request's idempotency key goes in `Idempotency-Key`; passes
+// `porttest.Webhook` against an httptest server
 package httphook
 
 import (

@@ -13,6 +13,11 @@
 // so a stored measurement says what was measured; the request's own
 // headers (which may carry credentials) are not kept. A probe is tried
 // once: its answer, a 5xx too, is the measurement.
+//
+// Invariants: Results are JSON-like and keep what was measured (query,
+// window, values); bad config names `provider.config.<key>`; keys only
+// through `SecretResolver`; a Datadog metric's site is its own
+// `provider.config.address` (default US1, no process-wide setting)
 package httpprobe
 
 import (

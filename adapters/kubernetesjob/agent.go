@@ -17,6 +17,12 @@
 // deleted, or being deleted, → cancelled. Credentials: the kubeconfig is
 // a secret reference resolved through the SecretResolver (default: the
 // in-cluster config), never logged or stored.
+//
+// Invariants: The Job's name is the job's correlation key, so a retried
+// create finds it (`AlreadyExists`) and a Job of that name carrying another
+// job's id is refused; sensitive variables never reach the Job's spec; a Job
+// deleted or being deleted reports `cancelled`, a failed one the last failed
+// pod's reason; the kubeconfig only through `SecretResolver`
 package kubernetesjob
 
 import (

@@ -60,7 +60,7 @@ func (c *Catalog) CatalogCreate(ctx context.Context, rev ports.Revision) (ports.
 			&revision.TransitionError{From: revision.Absent, To: rev.Lifecycle, Op: revision.OpCreate})
 	}
 	stored := copyRevision(&rev)
-	stored.Lifecycle, stored.Revision, stored.Version, stored.ApprovedBy = revision.Draft, 0, 1, ""
+	stored.Lifecycle, stored.Revision, stored.Version, stored.ApprovedBy, stored.EditedBy = revision.Draft, 0, 1, "", ""
 	stored.PublishedAt = time.Time{}
 
 	c.mu.Lock()
@@ -186,8 +186,8 @@ func (c *Catalog) CatalogUpdate(ctx context.Context, p ports.CatalogUpdateParams
 		obj.open = ""
 	}
 	r.Lifecycle = to
-	if content != nil {
-		r.Content = content
+	if u.ContentChanged {
+		r.Content, r.EditedBy = content, p.EditedBy
 	}
 	if p.Labels != nil {
 		r.Labels = labels

@@ -54,7 +54,7 @@ const catalogLockClass = 0x63617461
 // content reads back byte for byte.
 const catalogColumns = `kind, name, id, number, lifecycle, content::text AS content,
 	labels::text AS labels, annotations::text AS annotations, version, approved_by,
-	created_at, updated_at, published_at`
+	created_by, edited_by, created_at, updated_at, published_at`
 
 // catalogRow is one row of catalog_revisions as read.
 type catalogRow struct {
@@ -68,6 +68,8 @@ type catalogRow struct {
 	Annotations string             `bun:"annotations"`
 	Version     int64              `bun:"version"`
 	ApprovedBy  string             `bun:"approved_by"`
+	CreatedBy   string             `bun:"created_by"`
+	EditedBy    string             `bun:"edited_by"`
 	CreatedAt   time.Time          `bun:"created_at"`
 	UpdatedAt   time.Time          `bun:"updated_at"`
 	PublishedAt sql.NullTime       `bun:"published_at"`
@@ -78,6 +80,7 @@ func (m *catalogRow) revision() (ports.Revision, error) {
 	r := ports.Revision{
 		Kind: m.Kind, Name: m.Name, ID: m.ID, Revision: m.Number, Lifecycle: m.Lifecycle,
 		Content: json.RawMessage(m.Content), Version: m.Version, ApprovedBy: m.ApprovedBy,
+		CreatedBy: m.CreatedBy, EditedBy: m.EditedBy,
 		CreatedAt: runUTC(m.CreatedAt), UpdatedAt: runUTC(m.UpdatedAt),
 	}
 	if m.PublishedAt.Valid {
@@ -147,10 +150,10 @@ func (c *Catalog) CatalogCreate(ctx context.Context, rev ports.Revision) (ports.
 		}
 		var rows []catalogRow
 		err := idb.NewRaw(`INSERT INTO catalog_revisions
-			(kind, name, id, number, lifecycle, content, labels, annotations, version, created_at, updated_at)
-			VALUES (?, ?, ?, 0, ?, ?::json, ?::jsonb, ?::jsonb, 1, ?, ?)
+			(kind, name, id, number, lifecycle, content, labels, annotations, version, created_by, created_at, updated_at)
+			VALUES (?, ?, ?, 0, ?, ?::json, ?::jsonb, ?::jsonb, 1, ?, ?, ?)
 			ON CONFLICT DO NOTHING RETURNING `+catalogColumns,
-			ref.Kind, ref.Name, ref.ID, revision.Draft, string(rev.Content), labels, annotations, now, now,
+			ref.Kind, ref.Name, ref.ID, revision.Draft, string(rev.Content), labels, annotations, rev.CreatedBy, now, now,
 		).Scan(ctx, &rows)
 		if err != nil {
 			return err
@@ -289,7 +292,7 @@ func (c *Catalog) CatalogUpdate(ctx context.Context, p ports.CatalogUpdateParams
 		next := cur
 		next.Lifecycle = to
 		if u.ContentChanged {
-			next.Content = p.Content
+			next.Content, next.EditedBy = p.Content, p.EditedBy
 		}
 		if p.Labels != nil {
 			next.Labels = p.Labels
@@ -348,10 +351,10 @@ func (c *Catalog) write(ctx context.Context, next ports.Revision, now time.Time)
 	var rows []catalogRow
 	err = c.db.idb(ctx).NewRaw(`UPDATE catalog_revisions SET
 			lifecycle = ?, number = ?, content = ?::json, labels = ?::jsonb, annotations = ?::jsonb,
-			approved_by = ?, published_at = ?, version = version + 1, updated_at = ?
+			approved_by = ?, edited_by = ?, published_at = ?, version = version + 1, updated_at = ?
 		WHERE kind = ? AND name = ? AND id = ? RETURNING `+catalogColumns,
 		next.Lifecycle, next.Revision, string(next.Content), labels, annotations,
-		next.ApprovedBy, published, now, next.Kind, next.Name, next.ID,
+		next.ApprovedBy, next.EditedBy, published, now, next.Kind, next.Name, next.ID,
 	).Scan(ctx, &rows)
 	if err != nil {
 		return ports.Revision{}, err

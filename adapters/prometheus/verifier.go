@@ -13,6 +13,11 @@
 //
 // so a stored measurement says what was measured. A range query result
 // (matrix) or a string is refused: a metric wants a number.
+//
+// Invariants: Results are JSON-like and keep what was measured (query,
+// window, values); bad config names `provider.config.<key>`; keys only
+// through `SecretResolver`; a Datadog metric's site is its own
+// `provider.config.address` (default US1, no process-wide setting)
 package prometheus
 
 import (

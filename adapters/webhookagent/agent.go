@@ -17,6 +17,17 @@
 // Receivers check deliveries with Verify, which refuses a bad signature
 // and a timestamp outside the replay window. The secret comes only from
 // the SecretResolver (secretRef).
+//
+// Invariants: Dispatch finds the run it already started by the job's
+// correlation key before starting one; their followers hold a lease on each
+// job (`--lock`, renewed every third of it), and a job whose lease ran out
+// (its process died) is resumed by whichever `serve` claims it
+// (`JobResumer`): followed by its recorded external id, never started again,
+// or by the key when none was recorded (passes `porttest.JobAgent`'s resume
+// cases: a new agent, one external run, one outcome); bad config or an
+// unreadable credential ends the job `invalidJobAgent` naming the field;
+// credentials only through `SecretResolver`, per request; reports only along
+// `JobEdges`, one terminal
 package webhookagent
 
 import (

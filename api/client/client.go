@@ -4,7 +4,7 @@
 // Invariants: every call sends the bearer token it was built with (none
 // when empty); ids are path-escaped; a non-2xx answer is returned as a
 // *Error carrying the RFC 9457 problem, matched with errors.Is against
-// ports.ErrNotFound (404), ports.ErrConflict (409), release.ErrInvalid
+// ports.ErrNotFound (404), ports.ErrConflict (409; 412, a stale version), release.ErrInvalid
 // (400, 413, 422) and ErrUnauthorized (401, 403).
 package client
 
@@ -90,7 +90,7 @@ func (e *Error) Is(target error) bool {
 	switch e.Status {
 	case http.StatusNotFound:
 		return target == ports.ErrNotFound
-	case http.StatusConflict:
+	case http.StatusConflict, http.StatusPreconditionFailed:
 		return target == ports.ErrConflict
 	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
 		return target == release.ErrInvalid

@@ -29,24 +29,32 @@ var (
 
 // GetObject reads one object with its version.
 func GetObject[T any](ctx context.Context, c *Client, k Kind[T], id string) (ports.Stored[T], error) {
-	return get[ports.Stored[T]](ctx, c, "/"+k.path+"/"+esc(id))
+	o, err := get[api.Object[T]](ctx, c, "/"+k.path+"/"+esc(id))
+	return ports.Stored[T](o), err
 }
 
 // ListObjects lists a page of objects (parent "": all).
 func ListObjects[T any](ctx context.Context, c *Client, k Kind[T], parent string, p Page) (api.Page[ports.Stored[T]], error) {
-	return get[api.Page[ports.Stored[T]]](ctx, c, "/"+k.path+p.pairs("parent", parent))
+	pg, err := get[api.Page[api.Object[T]]](ctx, c, "/"+k.path+p.pairs("parent", parent))
+	out := api.Page[ports.Stored[T]]{Items: make([]ports.Stored[T], len(pg.Items)), NextCursor: pg.NextCursor}
+	for i, o := range pg.Items {
+		out.Items[i] = ports.Stored[T](o)
+	}
+	return out, err
 }
 
 // PutObject creates or replaces an object whose id is id; version > 0
-// replaces only the object stored at that version (If-Match), 0 whatever
-// is stored. It returns the stored object.
+// replaces only the object stored at that version (If-Match; a stale one
+// is a 412, errors.Is ports.ErrConflict), 0 whatever is stored. It returns
+// the stored object.
 func PutObject[T any](ctx context.Context, c *Client, k Kind[T], id string, v T, version int64) (ports.Stored[T], error) {
-	var out ports.Stored[T]
+	var out api.Object[T]
 	var h []string
 	if version > 0 {
 		h = []string{"If-Match", strconv.Quote(strconv.FormatInt(version, 10))}
 	}
-	return out, c.do(ctx, http.MethodPut, "/"+k.path+"/"+esc(id), v, &out, h...)
+	err := c.do(ctx, http.MethodPut, "/"+k.path+"/"+esc(id), v, &out, h...)
+	return ports.Stored[T](out), err
 }
 
 // DeleteObject deletes an object; version > 0 only at that version.

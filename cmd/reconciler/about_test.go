@@ -36,8 +36,8 @@ func TestReadBuildInfo(t *testing.T) {
 }
 
 // TestVersionFlagAndAbout: --version prints the build on one line, about
-// reports it (also as JSON), and the `version` command group for
-// deployment versions still works.
+// reports it (also as JSON), and the `versions` command group creates
+// deployment versions.
 func TestVersionFlagAndAbout(t *testing.T) {
 	t.Parallel()
 	want := currentBuild()
@@ -55,9 +55,9 @@ func TestVersionFlagAndAbout(t *testing.T) {
 	res = runCLI(t, "", "about", "extra")
 	require.Equal(t, 2, res.code)
 
-	res = runCLI(t, "", "version", "create", "--help")
+	res = runCLI(t, "", "versions", "create", "--help")
 	require.Equal(t, 0, res.code, res.stderr)
-	require.Contains(t, res.stdout, "reconciler version create")
+	require.Contains(t, res.stdout, "reconciler versions create")
 }
 
 // TestCompletion: cobra's generator writes a completion script for bash,
@@ -110,8 +110,9 @@ func TestNameCompletionFromTheAPI(t *testing.T) {
 	require.Equal(t, ":5\n", res.stdout, "no API: nothing offered, an error directive, no file names")
 }
 
-// TestVersionCommandPrintsTheBuild: `reconciler version` alone prints the
-// same line as --version; its subcommands stay the deployment-version ones.
+// TestVersionCommandPrintsTheBuild: `reconciler version` prints the same
+// line as --version and nothing else; given the old deployment-version
+// subcommand it is bad input pointing at `versions`.
 func TestVersionCommandPrintsTheBuild(t *testing.T) {
 	t.Parallel()
 	res := runCLI(t, "", "version")
@@ -120,5 +121,8 @@ func TestVersionCommandPrintsTheBuild(t *testing.T) {
 	require.Equal(t, flag.stdout, res.stdout)
 	require.True(t, strings.HasPrefix(res.stdout, "reconciler "), res.stdout)
 	res = runCLI(t, "", "version", "extra")
-	require.Equal(t, 2, res.code, "an argument that is no subcommand is bad input")
+	require.Equal(t, 2, res.code, "an argument is bad input")
+	res = runCLI(t, "", "version", "create", "web", "v1")
+	require.Equal(t, 2, res.code)
+	require.ErrorContains(t, res.err, "reconciler versions create")
 }

@@ -230,7 +230,7 @@ func newApplyCmd() *cobra.Command {
   spec: {name: Web, slug: web, resource_selector: 'resource.kind == "KubernetesCluster"'}
 
 The spec holds the object's fields as the API writes them (snake_case; unknown
-fields are refused). Versions are not declarative: push them with ` + "`reconciler version create`" + `.
+fields are refused). Versions are not declarative: push them with ` + "`reconciler versions create`" + `.
 
 -f takes a file, a directory (its *.yaml, *.yml and *.json files, by name) or -
 (stdin), and may be repeated; a file holds YAML documents separated by ---, or
@@ -277,6 +277,9 @@ meanwhile, or one still in use would be pruned), 4 not found, 5 unauthorized.`,
 				if err != nil {
 					return m.place(err)
 				}
+				for _, w := range resp.Warnings {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", m.placeText(w))
+				}
 				return printApplied(cmd.OutOrStdout(), resp)
 			})(cmd, nil)
 		},
@@ -306,4 +309,20 @@ func printApplied(w io.Writer, resp apply.Response) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// placeText puts the file, line and object into a server warning that
+// starts with "documents[i].FIELD: "; other text passes.
+func (m *manifest) placeText(w string) string {
+	loc, msg, ok := strings.Cut(w, ": ")
+	g := docFieldRe.FindStringSubmatch(loc)
+	if !ok || g == nil {
+		return w
+	}
+	i, _ := strconv.Atoi(g[1])
+	if i >= len(m.sources) {
+		return w
+	}
+	src, doc := m.sources[i], m.docs[i]
+	return fmt.Sprintf("%s:%d: %s %q: %s: %s", src.file, nodeLine(src.node, g[2]), doc.Kind, doc.Metadata.Name, shownField(g[2]), msg)
 }

@@ -14,20 +14,20 @@ import (
 func TestApplyCLIOnDSN(t *testing.T) {
 	t.Setenv("RECONCILER_DSN", "")
 	dsn, _ := pgtest.Schema(t)
-	docs := `apiVersion: ctrlplane.dev/v1
+	docs := `apiVersion: reconciler.dev/v1
 kind: Workspace
 metadata: {name: acme}
 ---
-apiVersion: ctrlplane.dev/v1
+apiVersion: reconciler.dev/v1
 kind: System
 metadata: {name: shop, workspace: acme}
 ---
-apiVersion: ctrlplane.dev/v1
+apiVersion: reconciler.dev/v1
 kind: Environment
 metadata: {name: dev, system: shop}
 spec: {resource_selector: "true"}
 ---
-apiVersion: ctrlplane.dev/v1
+apiVersion: reconciler.dev/v1
 kind: Policy
 metadata: {name: gate}
 spec: {enabled: true, rules: [{id: a, type: anyApproval, min_approvals: 1}]}

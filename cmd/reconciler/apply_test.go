@@ -19,13 +19,13 @@ import (
 )
 
 const shopStaging = `# a comment before the first document
-apiVersion: ctrlplane.dev/v1
+apiVersion: reconciler.dev/v1
 kind: Environment
 metadata: {name: qa, system: shop}
 spec:
   resource_selector: 'resource.kind == "KubernetesCluster"'
 ---
-apiVersion: ctrlplane.dev/v1
+apiVersion: reconciler.dev/v1
 kind: Deployment
 metadata:
   name: api
@@ -62,8 +62,10 @@ func TestApplyCLI(t *testing.T) {
 		require.Equal(t, 0, r.code, "%s: %v", k, r.err)
 		all.WriteString("---\n" + r.stdout)
 	}
-	r = as(ports.ScopeWrite, all.String(), "apply", "-f", "-")
+	// The policies among them need the approve scope, so admin applies.
+	r = as(ports.ScopeAdmin, all.String(), "apply", "-f", "-")
 	require.Equal(t, 0, r.code, "%v", r.err)
+	require.Contains(t, r.stdout, "policy/prod-gate unchanged\n")
 	require.NotContains(t, r.stdout, " created")
 	require.NotContains(t, r.stdout, " changed")
 	require.Contains(t, r.stdout, "deployment/web unchanged\n")
@@ -90,7 +92,7 @@ func TestApplyCLI(t *testing.T) {
 	require.Contains(t, r.err.Error(), file+`:15: Deployment "api": spec.slug:`)
 	r = as(ports.ScopeRead, "", "get", "deployment", "api", "-o", "yaml")
 	require.Contains(t, r.stdout, "name: API\n", "the refused apply changed nothing")
-	r = as(ports.ScopeWrite, "apiVersion: ctrlplane.dev/v1\nkind: Deployment\nmetadata: {name: x, system: shop}\nspec: {slug: x}\ncolour: red\n", "apply", "-f", "-")
+	r = as(ports.ScopeWrite, "apiVersion: reconciler.dev/v1\nkind: Deployment\nmetadata: {name: x, system: shop}\nspec: {slug: x}\ncolour: red\n", "apply", "-f", "-")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.err.Error(), "stdin:5: colour")
 	require.Equal(t, 2, as(ports.ScopeWrite, "", "apply").code, "-f is required")
@@ -187,7 +189,7 @@ func TestReleaseDemoOnPostgresIsIdempotent(t *testing.T) {
 func TestApplyPlacesAProblemWhoseFieldHasALineBreak(t *testing.T) {
 	t.Parallel()
 	m := &manifest{}
-	require.NoError(t, m.add("f.yaml", []byte("apiVersion: ctrlplane.dev/v1\nkind: System\nmetadata: {name: shop, workspace: acme}\nspec: {name: Shop}\n")))
+	require.NoError(t, m.add("f.yaml", []byte("apiVersion: reconciler.dev/v1\nkind: System\nmetadata: {name: shop, workspace: acme}\nspec: {name: Shop}\n")))
 	problem := &client.Error{Status: 422, Title: "Unprocessable Entity"}
 	problem.Errors = append(problem.Errors, struct {
 		Message  string `json:"message"`

@@ -35,6 +35,8 @@ type backend struct {
 	workflows ports.WorkflowStore
 	// tokens stores the API's tokens (hashed) and signed reports' nonces.
 	tokens ports.Tokens
+	// audit records every write the API accepts.
+	audit ports.AuditLog
 	// tx makes writes of the release store and queue enqueues
 	// all-or-nothing (ports.Transactor).
 	tx    ports.Transactor
@@ -56,6 +58,7 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 			catalog:   releases.Catalog,
 			workflows: memory.NewWorkflowStore(),
 			tokens:    memory.NewTokens(),
+			audit:     memory.NewAuditLog(),
 			close:     func() {},
 		}, nil
 	}
@@ -80,6 +83,7 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 		catalog:   cat,
 		workflows: postgres.NewWorkflowStore(db),
 		tokens:    postgres.NewTokens(db),
+		audit:     postgres.NewAuditLog(db),
 		tx:        db,
 		db:        db,
 		// The release store (its catalog lock pool, its take listener) closes before the DB.

@@ -178,8 +178,8 @@ func TestBadInputCampaign(t *testing.T) {
 		{args: []string{"healthcheck", "--url", "ftp://x"}, names: "--url"},
 		{args: []string{"jobs", "report", "j1", "--status", "bogus", "--dsn", dsn}, names: "status"},
 		// Names, ids and fields.
-		{args: []string{"version", "create", "web", ansi, "--dsn", dsn}, names: "tag"},
-		{args: []string{"version", "create", "web", strings.Repeat("v", 2000), "--dsn", dsn}, names: "tag"},
+		{args: []string{"versions", "create", "web", ansi, "--dsn", dsn}, names: "tag"},
+		{args: []string{"versions", "create", "web", strings.Repeat("v", 2000), "--dsn", dsn}, names: "tag"},
 		{args: []string{"approve", ansi, "prod", "--dsn", dsn}, names: "version_id"},
 		{args: []string{"explain", "no-colons", "--dsn", dsn}, names: "no-colons"},
 		{args: []string{"workflow", "run", tmpl, "--param", "no-equals", "--dsn", dsn}, names: "--param"},

@@ -80,7 +80,7 @@ func benchTemplate(items, maxParallel int) ([]byte, error) {
 		list[i] = fmt.Sprintf("item-%05d", i)
 	}
 	return json.Marshal(map[string]any{
-		"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "bench"},
+		"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "bench"},
 		"spec": map[string]any{
 			"parameters": []any{map[string]any{"name": "items", "type": "matrix", "source": map[string]any{"kind": "list", "items": list}}},
 			"tasks": []any{map[string]any{"name": "run", "type": "job", "jobAgentRef": "runner",

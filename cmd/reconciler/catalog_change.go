@@ -48,7 +48,7 @@ draft: creating a second is a conflict.
 				}
 			}
 			return o.run(cmd, obj, func(ctx context.Context, s *catalogSession) error {
-				r, err := s.svc.Create(ctx, catalog.CreateParams{Kind: obj.Kind, Name: obj.Name, Content: content, From: from})
+				r, err := s.svc.Create(ctx, catalog.CreateParams{Kind: obj.Kind, Name: obj.Name, Content: content, From: from, By: localPrincipal()})
 				if err != nil {
 					return err
 				}
@@ -111,7 +111,7 @@ written. The document is checked as create checks it.
 				if err != nil {
 					return err
 				}
-				r, err := s.svc.Edit(ctx, catalog.EditParams{Ref: d.Ref(), Version: version, Content: content})
+				r, err := s.svc.Edit(ctx, catalog.EditParams{Ref: d.Ref(), Version: version, Content: content, By: localPrincipal()})
 				if err != nil {
 					return err
 				}

@@ -165,6 +165,12 @@ func writeRevision(out io.Writer, r ports.Revision) error {
 	fmt.Fprintf(w, "lifecycle:\t%s\n", r.Lifecycle)
 	fmt.Fprintf(w, "version:\t%d\n", r.Version)
 	fmt.Fprintf(w, "id:\t%s\n", r.ID)
+	if r.CreatedBy != "" {
+		fmt.Fprintf(w, "created by:\t%s\n", r.CreatedBy)
+	}
+	if r.EditedBy != "" {
+		fmt.Fprintf(w, "edited by:\t%s\n", r.EditedBy)
+	}
 	if r.ApprovedBy != "" {
 		fmt.Fprintf(w, "approved by:\t%s\n", r.ApprovedBy)
 	}

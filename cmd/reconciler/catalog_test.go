@@ -19,7 +19,7 @@ import (
 )
 
 // deployYAML is a valid workflow template named deploy.
-const deployYAML = `apiVersion: ctrlplane.dev/v1
+const deployYAML = `apiVersion: reconciler.dev/v1
 kind: WorkflowTemplate
 metadata:
   name: deploy
@@ -35,13 +35,13 @@ spec:
 `
 
 // deployJSON is deployYAML written as JSON.
-const deployJSON = `{"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": {"name": "deploy"},
+const deployJSON = `{"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": {"name": "deploy"},
  "spec": {"tasks": [{"name": "build", "type": "wait", "wait": {"duration": 1}},
    {"name": "ship", "type": "wait", "wait": {"duration": 1}, "dependencies": ["build"]}]}}`
 
 // cycleYAML is a template with a dependency cycle (line 10) and an unknown
 // task type (line 16).
-const cycleYAML = `apiVersion: ctrlplane.dev/v1
+const cycleYAML = `apiVersion: reconciler.dev/v1
 kind: WorkflowTemplate
 metadata:
   name: deploy
@@ -613,7 +613,7 @@ func TestCatalogCLIRefusesNUL(t *testing.T) {
 	t.Parallel()
 	c := setupCatalog(t)
 	yamlDoc := func(image string) string {
-		return "apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: nul}\nspec:\n  tasks:\n    - name: a\n      type: job\n      jobAgentRef: ci\n      config: {image: " + image + "}\n"
+		return "apiVersion: reconciler.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: nul}\nspec:\n  tasks:\n    - name: a\n      type: job\n      jobAgentRef: ci\n      config: {image: " + image + "}\n"
 	}
 	const want = "content.spec.tasks[0].config.image: must not contain a NUL character"
 	for _, bad := range []string{yamlDoc(`"web\0:2"`), strings.ReplaceAll(deployJSON, `"name": "ship"`, `"name": "ship", "config": {"x": "a\u0000"}`)} {

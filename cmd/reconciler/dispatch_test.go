@@ -36,7 +36,7 @@ func sendsByJob(log *procLog) map[string][]string {
 // fastJobsTemplate is a workflow of 20 parallel millisecond jobs (5 to
 // 25 ms) and one after them: their reports race the pass that is still
 // dispatching their siblings.
-const fastJobsTemplate = `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"fast"},"spec":{
+const fastJobsTemplate = `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"fast"},"spec":{
 	"parameters":[{"name":"delays","type":"matrix","source":{"kind":"list","items":
 		["5ms","10ms","15ms","20ms","25ms","5ms","10ms","15ms","20ms","25ms","5ms","10ms","15ms","20ms","25ms","5ms","10ms","15ms","20ms","25ms"]}}],
 	"tasks":[

@@ -33,7 +33,7 @@ func TestFlagRanges(t *testing.T) {
 		{args: []string{"bench", "release", "--targets", "0"}, want: `"--targets" flag: out of range`},
 		{args: []string{"bench", "workflow", "--items", "-5"}, want: `"--items" flag: out of range`},
 		{args: []string{"bench", "worker", "--lock", "1ms"}, want: `"--lock" flag: out of range`},
-		{args: []string{"version", "force-deploy", "v1", "--expires", "-1h"}, want: `"--expires" flag: out of range`},
+		{args: []string{"versions", "force-deploy", "v1", "--expires", "-1h"}, want: `"--expires" flag: out of range`},
 		{args: []string{"explain", "a:b:c", "--limit", "-1"}, want: `"--limit" flag: out of range: want 0 to 10000`},
 		{args: []string{"migrate", "down", "--steps", "-2"}, want: `"--steps" flag: out of range`},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -110,36 +111,8 @@ or all) print with -o yaml as the documents ` + "`reconciler apply`" + ` takes u
 			}
 			return show(cmd, o.output, t, "TARGET\tDESIRED\tCURRENT\tACTIVE", func() [][]string { return targetRows([]api.TargetStatus{t}) })
 		})
-	var deployment string
-	versions := paged(sub("versions", "List a deployment's versions, newest first", cobra.NoArgs,
-		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
-			if deployment == "" {
-				return usagef("get versions: --deployment is required")
-			}
-			p, err := c.ListVersions(ctx, deployment, page)
-			if err != nil {
-				return err
-			}
-			defer nextPage(cmd, p.NextCursor)
-			return show(cmd, o.output, p, "ID\tTAG\tSTATUS\tCREATED", func() [][]string {
-				rows := make([][]string, 0, len(p.Items))
-				for _, v := range p.Items {
-					rows = append(rows, []string{v.ID, v.Tag, string(v.Status), ts(v.CreatedAt)})
-				}
-				return rows
-			})
-		}))
-	versions.Flags().StringVar(&deployment, "deployment", "", "the deployment (required)")
-	version := sub("version ID", "Read one deployment version", cobra.ExactArgs(1),
-		func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
-			v, err := c.GetVersion(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return show(cmd, o.output, v, "ID\tTAG\tSTATUS\tCREATED", func() [][]string {
-				return [][]string{{v.ID, v.Tag, string(v.Status), ts(v.CreatedAt)}}
-			})
-		})
+	versions := newVersionsListCmd("versions")
+	version := newVersionsGetCmd("version")
 	jobs := newJobsListCmd("jobs")
 	job := sub("job ID", "Read one job", cobra.ExactArgs(1),
 		func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
@@ -176,6 +149,26 @@ or all) print with -o yaml as the documents ` + "`reconciler apply`" + ` takes u
 			_, err = io.WriteString(cmd.OutOrStdout(), statusText(&st))
 			return err
 		})
+	var af client.AuditFilter
+	audit := paged(sub("audit", "List the audit log: every write with who made it, from where, and what it changed, newest first", cobra.NoArgs,
+		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			p, err := c.ListAudit(ctx, af, page)
+			if err != nil {
+				return err
+			}
+			defer nextPage(cmd, p.NextCursor)
+			return show(cmd, o.output, p, "SEQ\tAT\tACTOR\tACTION\tOBJECT\tSUMMARY", func() [][]string {
+				rows := make([][]string, 0, len(p.Items))
+				for _, e := range p.Items {
+					rows = append(rows, []string{strconv.FormatInt(e.Seq, 10), ts(e.At), e.Actor, e.Action, e.Kind + "/" + e.ID, e.Summary})
+				}
+				return rows
+			})
+		}))
+	audit.Flags().StringVar(&af.Actor, "actor", "", "only this actor's writes (a token's name, local:USER)")
+	audit.Flags().StringVar(&af.Kind, "kind", "", "only writes of this kind (deployments, versions, catalog, ...)")
+	audit.Flags().StringVar(&af.ID, "id", "", "only writes of the object of this id")
+	cmd.AddCommand(audit)
 	targetOne.ValidArgsFunction = completeNames(&o, completeTargets)
 	workflowOne.ValidArgsFunction = completeNames(&o, completeWorkflows)
 	cmd.AddCommand(targets, targetOne, versions, version, jobs, job, workflows, workflowOne)

@@ -48,7 +48,7 @@ func TestInputsAreCapped(t *testing.T) {
 // catalog create does, naming where it starts.
 func TestOneYAMLDocument(t *testing.T) {
 	t.Setenv("RECONCILER_DSN", "")
-	src := "apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: x}\nspec:\n" +
+	src := "apiVersion: reconciler.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: x}\nspec:\n" +
 		"  tasks:\n    - {name: a, type: wait, wait: {duration: 1s}}\n---\nkind: Other\n"
 	res := runCLI(t, src, "workflow", "validate", "-")
 	require.Equal(t, 2, res.code, "%v", res.err)

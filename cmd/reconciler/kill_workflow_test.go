@@ -25,7 +25,7 @@ func fanTemplate(t *testing.T, delay string) string {
 		items[i] = fmt.Sprint(i)
 	}
 	file := filepath.Join(t.TempDir(), "fan.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(`apiVersion: ctrlplane.dev/v1
+	require.NoError(t, os.WriteFile(file, []byte(`apiVersion: reconciler.dev/v1
 kind: WorkflowTemplate
 metadata: {name: fan}
 spec:

@@ -1,6 +1,24 @@
 // Command reconciler runs the reconciliation engine, replays recorded
 // decisions and administers its store. Run `reconciler --help` for the
 // subcommands.
+//
+// Invariants: Config: flag > `RECONCILER_*` > default; every duration and
+// number flag has a range, checked as it is set (the error names the one
+// flag or variable); one exit-status table (`exitStatus`: 0 ok, 1 error, 2
+// bad input, 3 conflict, 4 not found, 5 unauthorized, 6 database not
+// migrated); every file or stdin it reads is capped at 4 MiB (`readInput`);
+// `TestBadInputCampaign` runs every command with an unknown flag, an
+// unparsable value for each number, duration and boolean flag, surplus
+// arguments, and bad files, choices and names: each exits 2 naming the flag,
+// argument or field, none echoes an escape raw, and the database they were
+// pointed at is unchanged row for row; commands that only read (`explain`,
+// `workflow status`, `catalog list`/`get`) never migrate and exit 6 on an
+// unmigrated database; `--insecure-no-auth` only on a loopback listener;
+// client-only commands on `--dsn` serve the API in the process; every
+// `--dsn` command that records a principal records `localPrincipal()`,
+// `local:<operating-system user>` (no free-text `--user`/`--by`); a stand-in
+// (the demo world, the recording code host) is logged (WARN) and shown in
+// `/readyz?verbose`
 package main
 
 import (

@@ -88,18 +88,36 @@ func releaseExit(err error) error {
 	return err
 }
 
-// newVersionCmd groups the deployment-version commands.
+// newVersionCmd prints the build, as --version does.
 func newVersionCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return &cobra.Command{
 		Use:   "version",
-		Short: "Print reconciler's version; create deployment versions (create, force-deploy)",
-		Long: `version alone prints this binary's version, as --version does (` + "`reconciler about`" + `
-tells more). Its subcommands create deployment versions, the start of the
-release chain.`,
-		Args: argsUsage(cobra.NoArgs),
+		Short: "Print reconciler's version (reconciler about tells more)",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("version prints this binary's version and takes no arguments; deployment versions are `reconciler versions %s`", args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := fmt.Fprintf(cmd.OutOrStdout(), "reconciler %s\n", currentBuild())
 			return err
+		},
+	}
+}
+
+// newVersionsCmd groups the deployment-version commands.
+func newVersionsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "versions",
+		Short: "Deployment versions: create, list, get, status, force-deploy",
+		Long: `versions creates and reads deployment versions, the start of the release
+chain: create pushes one, list and get read them, status shows every rule's
+verdict on a version for each target of its deployment, force-deploy pins one
+whatever the policies say.`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error {
+			return usagef("versions: want a subcommand (create, list, get, status, force-deploy)")
 		},
 	}
 	var o releaseOpts
@@ -115,8 +133,8 @@ writes the database directly.
 
 Exit status: 0 created, 2 invalid input, 3 the id exists, 4 no such
 deployment, 5 unauthorized, 1 anything else.`,
-		Example: `  reconciler version create web v1.4.2 --server http://127.0.0.1:8080 --token "$RECONCILER_TOKEN"
-  reconciler version create web v1.4.2 --dsn "$RECONCILER_DSN"`,
+		Example: `  reconciler versions create web v1.4.2 --server http://127.0.0.1:8080 --token "$RECONCILER_TOKEN"
+  reconciler versions create web v1.4.2 --dsn "$RECONCILER_DSN"`,
 		Args: argsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			remote := func(ctx context.Context, c *client.Client) error {
@@ -149,7 +167,7 @@ deployment, 5 unauthorized, 1 anything else.`,
 	create.Flags().StringVar(&id, "id", "", "version id (default DEPLOYMENT-TAG)")
 	create.Flags().StringVar(&name, "name", "", "human-readable name")
 	create.Flags().StringVar(&status, "status", string(release.VersionReady), "building, ready, paused, rejected or failed")
-	cmd.AddCommand(create, newForceDeployCmd())
+	cmd.AddCommand(create, newVersionsListCmd("list"), newVersionsGetCmd("get"), newVersionsStatusCmd(), newForceDeployCmd())
 	return cmd
 }
 
@@ -174,8 +192,8 @@ authenticated.
 
 Exit status: 0 forced, 2 invalid input, 4 no such version, 5 unauthorized,
 1 anything else.`,
-		Example: `  reconciler version force-deploy web-v1.4.1 --environment prod --reason "roll back" --server http://127.0.0.1:8080
-  reconciler version force-deploy web-v1.4.1 --environment prod --dsn "$RECONCILER_DSN" --user alice`,
+		Example: `  reconciler versions force-deploy web-v1.4.1 --environment prod --reason "roll back" --server http://127.0.0.1:8080
+  reconciler versions force-deploy web-v1.4.1 --environment prod --dsn "$RECONCILER_DSN" --user alice`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			remote := func(ctx context.Context, c *client.Client) error {

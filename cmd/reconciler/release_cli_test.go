@@ -44,7 +44,7 @@ func requireExit(t *testing.T, err error, code int, contains string) {
 	require.ErrorContains(t, err, contains)
 }
 
-// TestReleaseCLI drives version create, approve and explain against a
+// TestReleaseCLI drives versions create, approve and explain against a
 // Postgres schema holding the demo workspace.
 func TestReleaseCLI(t *testing.T) {
 	t.Setenv("RECONCILER_DSN", "")
@@ -63,18 +63,18 @@ func TestReleaseCLI(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, seedReleaseDemo(seedCtx, ch, be.catalog, be.tx, w))
 
-	out, err := runRoot(t, "version", "create", "web", "v9", "--dsn", dsn)
+	out, err := runRoot(t, "versions", "create", "web", "v9", "--dsn", dsn)
 	require.NoError(t, err)
 	require.Contains(t, out, "created version web-v9 (v9) of web")
 	it, err := be.queue.WorkGet(ctx, chain.TargetKey(chain.KindDesiredRelease, mustTarget(t, "web:prod:eu-1")))
 	require.NoError(t, err, "the new version enqueued desired-release for the deployment's targets")
 	require.Equal(t, ports.WorkPending, it.State)
 
-	_, err = runRoot(t, "version", "create", "web", "v9", "--dsn", dsn)
+	_, err = runRoot(t, "versions", "create", "web", "v9", "--dsn", dsn)
 	requireExit(t, err, 3, "already exists")
-	_, err = runRoot(t, "version", "create", "nope", "v1", "--dsn", dsn)
+	_, err = runRoot(t, "versions", "create", "nope", "v1", "--dsn", dsn)
 	requireExit(t, err, 4, "not found")
-	_, err = runRoot(t, "version", "create", "web", "v10", "--status", "shiny", "--dsn", dsn)
+	_, err = runRoot(t, "versions", "create", "web", "v10", "--status", "shiny", "--dsn", dsn)
 	requireExit(t, err, 2, "status")
 
 	out, err = runRoot(t, "approve", "web-v9", "prod", "--dsn", dsn)
@@ -102,16 +102,16 @@ func TestReleaseCLI(t *testing.T) {
 	require.Contains(t, out, "after-staging")
 	require.Contains(t, out, "converged: no, runs nothing yet;", "explain never says all is well before the target runs its desired release")
 
-	out, err = runRoot(t, "version", "force-deploy", "web-v9", "--environment", "prod", "--resource", "eu-1",
+	out, err = runRoot(t, "versions", "force-deploy", "web-v9", "--environment", "prod", "--resource", "eu-1",
 		"--reason", "hotfix", "--expires", "1h", "--dsn", dsn)
 	require.NoError(t, err)
 	require.Contains(t, out, "force-deployed web-v9")
 	out, err = runRoot(t, "explain", "web:prod:eu-1", "--dsn", dsn)
 	require.NoError(t, err)
 	require.Contains(t, out, "forced: force-deployed v9 by local:bob: hotfix")
-	_, err = runRoot(t, "version", "force-deploy", "web-v404", "--dsn", dsn)
+	_, err = runRoot(t, "versions", "force-deploy", "web-v404", "--dsn", dsn)
 	requireExit(t, err, 4, "not found")
-	_, err = runRoot(t, "version", "force-deploy", "web-v9", "--expires", "-1h", "--dsn", dsn)
+	_, err = runRoot(t, "versions", "force-deploy", "web-v9", "--expires", "-1h", "--dsn", dsn)
 	requireExit(t, err, 2, "expires")
 
 	_, err = runRoot(t, "explain", "web-prod", "--dsn", dsn)
@@ -124,7 +124,7 @@ func TestReleaseCLI(t *testing.T) {
 // error that says what to set.
 func TestReleaseCLINoDSN(t *testing.T) {
 	t.Setenv("RECONCILER_DSN", "")
-	for _, args := range [][]string{{"version", "create", "web", "v1"}, {"version", "force-deploy", "v"}, {"approve", "v", "prod"}, {"explain", "a:b:c"}} {
+	for _, args := range [][]string{{"versions", "create", "web", "v1"}, {"versions", "force-deploy", "v"}, {"approve", "v", "prod"}, {"explain", "a:b:c"}} {
 		_, err := runRoot(t, args...)
 		requireExit(t, err, 2, "RECONCILER_DSN")
 	}

@@ -118,7 +118,7 @@ func (o *releaseOpts) apiClient(cmd *cobra.Command) (*client.Client, func(), err
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, be.catalogConfig()),
 		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens,
 		Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: ports.SystemClock}, Clock: ports.SystemClock,
-		Insecure: true, InsecurePrincipal: localPrincipal(), Tx: be.tx, AgentConfig: agentConfigValidator(),
+		Insecure: true, InsecurePrincipal: localPrincipal(), Tx: be.tx, Audit: be.audit, AgentConfig: agentConfigValidator(),
 		Pull: rt.pullService(be, ports.SystemClock)})
 	c, err := client.New("http://in-process", "", client.WithHTTPClient(&http.Client{Transport: handlerTransport{srv.Handler()}}))
 	if err != nil {

@@ -21,12 +21,14 @@ import (
 )
 
 // apiServer serves the API over in-memory stores seeded with the demo
-// workspace, and returns its URL with a token per scope.
+// workspace, wired as serve wires its memory backend, and returns its URL
+// with a token per scope.
 func apiServer(t *testing.T) (string, map[ports.Scope]string) {
 	t.Helper()
 	ctx := t.Context()
 	clock := ports.SystemClock
-	releases, q, wfs, cat, tokens := memory.NewReleaseStore(clock), memory.NewQueue(clock), memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewTokens()
+	releases, q, wfs, tokens := memory.NewReleaseStore(clock), memory.NewQueue(clock), memory.NewWorkflowStore(), memory.NewTokens()
+	cat := releases.Catalog // as serve's memory backend: the policies the demo seeds are the API's
 	rt := newReleaseRuntime(releases, wfs, cat, q, clock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	t.Cleanup(rt.close)
 	fsys, where, err := demoFS("")
@@ -37,7 +39,7 @@ func apiServer(t *testing.T) (string, map[ports.Scope]string) {
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(cat, catalog.Config{Validators: catalogValidators()}),
 		Releases: releases, Workflows: wfs, Queue: q, Tokens: tokens, Clock: clock,
 		Runs: &runs.Control{Store: memory.NewRunStore(clock), Queue: q, Clock: clock},
-		Tx:   memory.NewTransactor(releases, q), AgentConfig: agentConfigValidator()})
+		Tx:   memory.NewTransactor(releases, q), Audit: memory.NewAuditLog(), AgentConfig: agentConfigValidator()})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	out := map[ports.Scope]string{}
@@ -57,17 +59,17 @@ func TestCLIThroughAPI(t *testing.T) {
 	as := func(s ports.Scope, args ...string) cliResult {
 		return runCLI(t, "", append(args, "--server", url, "--token", tok[s])...)
 	}
-	r := as(ports.ScopeWrite, "version", "create", "web", "v9")
+	r := as(ports.ScopeWrite, "versions", "create", "web", "v9")
 	require.Equal(t, 0, r.code, r.stderr+r.stdout)
 	require.Contains(t, r.stdout, "created version web-v9 (v9) of web")
-	require.Equal(t, 3, as(ports.ScopeWrite, "version", "create", "web", "v9").code, "the id exists")
-	require.Equal(t, 4, as(ports.ScopeWrite, "version", "create", "nope", "v1").code)
-	r = as(ports.ScopeWrite, "version", "create", "web", "v10", "--status", "shipped")
+	require.Equal(t, 3, as(ports.ScopeWrite, "versions", "create", "web", "v9").code, "the id exists")
+	require.Equal(t, 4, as(ports.ScopeWrite, "versions", "create", "nope", "v1").code)
+	r = as(ports.ScopeWrite, "versions", "create", "web", "v10", "--status", "shipped")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.err.Error(), "body.status")
-	require.Equal(t, 5, as(ports.ScopeRead, "version", "create", "web", "v11").code, "a scope it lacks")
-	require.Equal(t, 5, runCLI(t, "", "version", "create", "web", "v11", "--server", url, "--token", "rcn_bogus").code)
-	require.Equal(t, 2, runCLI(t, "", "version", "create", "web", "v11", "--server", url).code, "--server needs a token")
+	require.Equal(t, 5, as(ports.ScopeRead, "versions", "create", "web", "v11").code, "a scope it lacks")
+	require.Equal(t, 5, runCLI(t, "", "versions", "create", "web", "v11", "--server", url, "--token", "rcn_bogus").code)
+	require.Equal(t, 2, runCLI(t, "", "versions", "create", "web", "v11", "--server", url).code, "--server needs a token")
 	require.Equal(t, 1, runCLI(t, "", "get", "targets", "--server", "http://127.0.0.1:1", "--token", "x").code, "unreachable")
 
 	r = as(ports.ScopeApprove, "approve", "web-v9", "prod")
@@ -75,7 +77,7 @@ func TestCLIThroughAPI(t *testing.T) {
 	require.Equal(t, "cli-approve approved web-v9 in prod\n", r.stdout, "the approver is the token's name")
 	require.Equal(t, 2, as(ports.ScopeApprove, "approve", "web-v9", "prod", "--user", "mallory").code, "no free-text approver")
 	require.Equal(t, 4, as(ports.ScopeApprove, "approve", "web-v404", "prod").code)
-	r = as(ports.ScopeApprove, "version", "force-deploy", "web-v9", "--environment", "prod", "--expires", "1h")
+	r = as(ports.ScopeApprove, "versions", "force-deploy", "web-v9", "--environment", "prod", "--expires", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
 
 	r = as(ports.ScopeRead, "explain", "web:prod:eu-1", "-o", "yaml")

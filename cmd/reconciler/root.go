@@ -16,8 +16,8 @@ func newRootCmd() *cobra.Command {
 			"or to the database directly with --dsn (offline and admin use).\n\n" + exitHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		// --version prints the build; `version` is the deployment-version
-		// command group.
+		// --version and `version` print the build; `versions` is the
+		// deployment-version command group.
 		Version: currentBuild().String(),
 	}
 	root.SetVersionTemplate("reconciler {{.Version}}\n")
@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(),
 		newCatalogCmd(),
 		newVersionCmd(),
+		newVersionsCmd(),
 		newApproveCmd(),
 		newWorkflowCmd(),
 		newExplainCmd(),

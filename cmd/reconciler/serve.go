@@ -202,6 +202,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	routeKlog(log)
 	if o.insecureNoAuth && !loopback(o.listen) {
 		return usagef("--insecure-no-auth: refused on %q, which is not a loopback address (use 127.0.0.1:PORT or [::1]:PORT)", o.listen)
 	}
@@ -301,7 +302,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		cat := catalog.New(be.catalog, be.catalogConfig())
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
-			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, AgentConfig: agentConfigValidator(),
+			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: agentConfigValidator(),
 			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
@@ -311,7 +312,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		extra[api.Prefix+"/"] = apiSrv.Handler()
 		extra["/"] = console.New(console.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat, Releases: be.releases,
 			Workflows: be.workflows, Runs: be.runs, Queue: be.queue, Tokens: be.tokens, Clock: clock, Logger: log,
-			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh}).Handler()
+			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh, Audit: be.audit}).Handler()
 	}
 	if o.listen != "" {
 		var hook http.Handler

@@ -66,6 +66,11 @@ Exit status: 0 valid, 2 problems found or unreadable.`,
 				return usageError{err}
 			}
 			out := cmd.OutOrStdout()
+			if t != nil {
+				for _, w := range t.Deprecations() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: %s\n", args[0], w)
+				}
+			}
 			if output == "json" {
 				res := map[string]any{"valid": inv == nil, "problems": []workflow.Problem{}}
 				if inv != nil {

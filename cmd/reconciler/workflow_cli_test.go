@@ -35,7 +35,7 @@ func TestWorkflowValidateCLI(t *testing.T) {
 		require.Contains(t, out, "valid WorkflowTemplate", f)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	require.NoError(t, os.WriteFile(bad, []byte("apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: x}\nspec:\n"+
+	require.NoError(t, os.WriteFile(bad, []byte("apiVersion: reconciler.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: x}\nspec:\n"+
 		"  tasks:\n    - {name: a, type: wait, wait: {duration: 1s}, dependencies: [b]}\n    - {name: b, type: wait, wait: {duration: 1s}, dependencies: [a], colour: red}\n"), 0o600))
 	out, err := runRoot(t, "workflow", "validate", bad)
 	requireExit(t, err, 2, "problems")
@@ -54,7 +54,7 @@ func TestWorkflowValidateCLI(t *testing.T) {
 	requireExit(t, err, 2, "no such file")
 }
 
-const cliTemplate = `apiVersion: ctrlplane.dev/v1
+const cliTemplate = `apiVersion: reconciler.dev/v1
 kind: WorkflowTemplate
 metadata: {name: ship}
 spec:
@@ -178,7 +178,7 @@ func TestWorkflowRunMatrixFromStore(t *testing.T) {
 		require.NoError(t, err)
 	}
 	file := filepath.Join(t.TempDir(), "fan.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(`apiVersion: ctrlplane.dev/v1
+	require.NoError(t, os.WriteFile(file, []byte(`apiVersion: reconciler.dev/v1
 kind: WorkflowTemplate
 metadata: {name: fan}
 spec:
@@ -215,7 +215,7 @@ func TestWorkflowValidateCLITriggers(t *testing.T) {
 	require.Contains(t, out, "starts on job.failed, on verification.failed")
 
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	require.NoError(t, os.WriteFile(bad, []byte("apiVersion: ctrlplane.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: x}\nspec:\n"+
+	require.NoError(t, os.WriteFile(bad, []byte("apiVersion: reconciler.dev/v1\nkind: WorkflowTemplate\nmetadata: {name: x}\nspec:\n"+
 		"  hooks:\n    - event: job.failed\n      filter: event.job.status\n  schedule: '0 3 * * 9'\n  timezone: Europe/Nowhere\n"+
 		"  tasks:\n    - {name: a, type: wait, wait: {duration: 1s}}\n"), 0o600))
 	out, err = runRoot(t, "workflow", "validate", bad)

@@ -112,6 +112,9 @@ type Result struct {
 type Response struct {
 	DryRun  bool     `json:"dry_run,omitempty"`
 	Results []Result `json:"results"`
+	// Warnings name what was accepted but should change (a deprecated
+	// apiVersion), each with the document it is in.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // errDryRun rolls a dry run's transaction back.
@@ -151,7 +154,12 @@ func (a *Applier) Apply(ctx context.Context, req Request) (Response, error) {
 	}
 	objs := make([]*object, 0, len(req.Documents))
 	seen := map[key]int{}
+	var warnings []string
 	for i := range req.Documents {
+		if req.Documents[i].APIVersion == DeprecatedAPIVersion {
+			warnings = append(warnings, fmt.Sprintf("%s.apiVersion: %s is deprecated; use %s",
+				release.Index("documents", i), DeprecatedAPIVersion, APIVersion))
+		}
 		o, err := decodeDocument(&req.Documents[i])
 		if err != nil {
 			return Response{}, docError(i, err)
@@ -200,6 +208,7 @@ func (a *Applier) Apply(ctx context.Context, req Request) (Response, error) {
 	if err != nil && !errors.Is(err, errDryRun) {
 		return Response{}, err
 	}
+	resp.Warnings = warnings
 	return resp, nil
 }
 

@@ -181,6 +181,29 @@ func TestApplyCreatesChangesAndIsIdempotent(t *testing.T) {
 	})
 }
 
+// TestApplyDeprecatedAPIVersion: documents of the old group
+// (ctrlplane.dev/v1) are applied like reconciler.dev/v1 ones, each with a
+// warning naming it; the current group has none; another is refused.
+func TestApplyDeprecatedAPIVersion(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, e *env) {
+		docs := shop("old")
+		docs[0].APIVersion = apply.DeprecatedAPIVersion
+		r, err := e.a.Apply(t.Context(), apply.Request{Documents: docs})
+		require.NoError(t, err)
+		require.Contains(t, actions(r), "Workspace/old created")
+		require.Equal(t, []string{"documents[0].apiVersion: ctrlplane.dev/v1 is deprecated; use reconciler.dev/v1"}, r.Warnings)
+
+		r, err = e.a.Apply(t.Context(), apply.Request{Documents: shop("old")})
+		require.NoError(t, err)
+		require.Empty(t, r.Warnings)
+
+		docs[0].APIVersion = "example.com/v1"
+		_, err = e.a.Apply(t.Context(), apply.Request{Documents: docs})
+		require.ErrorContains(t, err, "unsupported apiVersion")
+	})
+}
+
 func TestApplyDryRunChangesNothing(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, e *env) {

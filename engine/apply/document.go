@@ -3,6 +3,19 @@
 // the release store's simple kinds, and Apply makes the store match them,
 // all or nothing, reporting per object whether it was created, changed,
 // unchanged or (with prune) deleted.
+//
+// Invariants: All or nothing per call (one `ports.Transactor` transaction: a
+// dry run is the same transaction rolled back, without effects); every
+// document is decoded strictly and validated before anything is written, a
+// refusal is a `*release.FieldError` naming `documents[i].FIELD`; references
+// (parents, a deployment's job agent) resolve against the store plus the
+// input minus the pruned; environment progressions form no cycle; an
+// unchanged object is not written; prune deletes only systems, variable
+// sets, resources, environments and deployments of the given workspace whose
+// kind the input holds, children first, targets before their object, never
+// job agents or policies; `Get` prints what `Apply` takes back unchanged
+// (`TestApplyRoundTrip`, rapid); results in kind order (parents first), then
+// name
 package apply
 
 import (
@@ -21,7 +34,12 @@ import (
 
 // APIVersion is the apiVersion every document carries (as workflow
 // templates do).
-const APIVersion = "ctrlplane.dev/v1"
+const APIVersion = "reconciler.dev/v1"
+
+// DeprecatedAPIVersion is the group documents carried before
+// reconciler.dev/v1 (another project's domain). It is still accepted, with
+// a warning in the response (Response.Warnings).
+const DeprecatedAPIVersion = "ctrlplane.dev/v1"
 
 // Document is one object of a declarative configuration. Spec holds the
 // object's fields as the API writes them (snake_case JSON), without its
@@ -246,7 +264,7 @@ func decodeDocument(d *Document) (*object, error) {
 	switch {
 	case d.APIVersion == "":
 		return nil, release.Invalid("apiVersion", "is required; want "+APIVersion)
-	case d.APIVersion != APIVersion:
+	case d.APIVersion != APIVersion && d.APIVersion != DeprecatedAPIVersion:
 		return nil, release.Invalid("apiVersion", fmt.Sprintf("unsupported apiVersion %q; want %q", d.APIVersion, APIVersion))
 	case d.Kind == "":
 		return nil, release.Invalid("kind", "is required; want one of "+strings.Join(KindNames(), ", "))

@@ -16,7 +16,7 @@ import (
 // config maps key to value.
 func nulTemplate(key, value string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{
-		"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate",
+		"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate",
 		"metadata": map[string]any{"name": "x"},
 		"spec":     map[string]any{"tasks": []any{map[string]any{"name": "a", "type": "job", "jobAgentRef": "ci", "config": map[string]any{key: value}}}},
 	})

@@ -110,7 +110,7 @@ func (p *Policies) Put(ctx context.Context, v policy.Policy, expectedVersion int
 	}
 	var pub ports.Revision
 	err = p.s.policyWrite(ctx, obj.Name, func(ctx context.Context) error {
-		d, err := p.s.store.CatalogCreate(ctx, ports.Revision{Kind: obj.Kind, Name: obj.Name, ID: p.s.newID(), Content: content})
+		d, err := p.s.store.CatalogCreate(ctx, ports.Revision{Kind: obj.Kind, Name: obj.Name, ID: p.s.newID(), Content: content, CreatedBy: p.by})
 		if err != nil {
 			return err
 		}

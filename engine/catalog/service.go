@@ -84,6 +84,8 @@ type CreateParams struct {
 	// Labels and Annotations are the draft's metadata.
 	Labels      map[string]string
 	Annotations map[string]string
+	// By names who creates the draft (recorded as its CreatedBy).
+	By string
 }
 
 // Change names a revision and the version the caller last read.
@@ -97,6 +99,8 @@ type EditParams struct {
 	Ref     ports.RevisionRef
 	Version int64
 	Content json.RawMessage
+	// By names who edits it (recorded as its EditedBy).
+	By string
 }
 
 // ApproveParams publishes a proposed revision.
@@ -164,7 +168,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (ports.Revision, e
 	}
 	rev, err := s.store.CatalogCreate(ctx, ports.Revision{
 		Kind: obj.Kind, Name: obj.Name, ID: s.newID(), Lifecycle: revision.Draft,
-		Content: content, Labels: p.Labels, Annotations: p.Annotations,
+		Content: content, Labels: p.Labels, Annotations: p.Annotations, CreatedBy: p.By,
 	})
 	if err != nil {
 		return fail(err)
@@ -178,7 +182,7 @@ func (s *Service) Edit(ctx context.Context, p EditParams) (ports.Revision, error
 		if err := revision.CheckContentChange(d.Lifecycle); err != nil {
 			return err
 		}
-		d.Content = p.Content
+		d.Content, d.EditedBy = p.Content, p.By
 		return nil
 	})
 }
@@ -372,7 +376,7 @@ func (s *Service) change(ctx context.Context, op string, c Change, mutate func(d
 	}
 	up := ports.CatalogUpdateParams{
 		Ref: c.Ref, ExpectedVersion: c.Version, Lifecycle: d.Lifecycle,
-		Labels: d.Labels, Annotations: d.Annotations, ApprovedBy: d.ApprovedBy,
+		Labels: d.Labels, Annotations: d.Annotations, ApprovedBy: d.ApprovedBy, EditedBy: d.EditedBy,
 	}
 	if contentChanged {
 		up.Content = d.Content

@@ -86,6 +86,25 @@ func TestCreateIsDraftWithoutNumber(t *testing.T) {
 	requireSame(t, s, r)
 }
 
+// TestCreatorAndEditorAreRecorded: a draft records who created it and who
+// last changed its content; a lifecycle change keeps both.
+func TestCreatorAndEditorAreRecorded(t *testing.T) {
+	s, _ := setup(t, schemaOnly)
+	ctx := t.Context()
+	r, err := s.Create(ctx, catalog.CreateParams{Kind: revision.KindPolicy, Name: "authored", Content: doc(1), By: "ana"})
+	require.NoError(t, err)
+	require.Equal(t, "ana", r.CreatedBy)
+	require.Empty(t, r.EditedBy)
+	r, err = s.Edit(ctx, catalog.EditParams{Ref: r.Ref(), Version: r.Version, Content: doc(2), By: "bo"})
+	require.NoError(t, err)
+	require.Equal(t, "bo", r.EditedBy)
+	r, err = s.Propose(ctx, at(r))
+	require.NoError(t, err)
+	require.Equal(t, "ana", r.CreatedBy)
+	require.Equal(t, "bo", r.EditedBy)
+	requireSame(t, s, r)
+}
+
 func TestCreateOneOpenDraft(t *testing.T) {
 	s, _ := setup(t, schemaOnly)
 	ctx := t.Context()

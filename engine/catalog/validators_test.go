@@ -15,7 +15,7 @@ import (
 // template returns a workflow template named deploy whose task b depends
 // on deps.
 func template(deps string) json.RawMessage {
-	return json.RawMessage(`{"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": {"name": "deploy"},
+	return json.RawMessage(`{"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": {"name": "deploy"},
  "spec": {"tasks": [{"name": "a", "type": "wait", "wait": {"duration": 1}, "dependencies": ["b"]},
    {"name": "b", "type": "wait", "wait": {"duration": 1}, "dependencies": [` + deps + `]}]}}`)
 }

@@ -1,5 +1,75 @@
-// Package chain is the release chain: the controllers that move a release
-// target from "a version exists" to "a job ran and was verified" (Chain).
+// Package chain is the release chain: desired-release →
+// job-dispatch → job-verification-metric (job-eligibility is still
+// registered for items enqueued by older versions; job-dispatch runs the job
+// gates itself), one stateless controller per kind, the three target-scoped
+// ones batched (`runBatch`), plus `SyncTargets`, `CreateVersion`, `Approve`,
+// `ForceDeploy`, `Explain` and `ReportJob` (agents' reports)
+//
+// Invariants: The policies evaluated are the latest published revision of
+// each catalog policy, never a draft or proposed one; a release keeps the
+// policy revisions of the decision that created it, and `Explain` names them
+// beside those applying now; every pass re-reads through the release store's
+// ports (one `TargetFactsGet` per target; a batch pass reads its targets'
+// facts in one `TargetFactsGetMany` and a deployment's first page of
+// versions once, each target's facts taken by its first read only) and
+// recomputes; handoff only by enqueueing (insert-then-lease); a batch pass
+// runs its items in target-key order in one store transaction
+// (`ports.Transactor`; the PostgreSQL queue joins it) together with their
+// follow-up enqueues, so a batch commits once; a batch pass's decisions and
+// their releases are written in one store call when the store is a
+// `ports.DesiredBatcher` (the PostgreSQL store: one statement; the
+// conformance suite checks it writes what `ReleaseUpsert` then `DesiredSet`
+// would, write by write); a batch pass's uncapped job creates are made in
+// one `JobCreateMany` call once its items have run (the PostgreSQL store:
+// one `INSERT … SELECT FROM unnest(…)`; the conformance suite checks it
+// creates what `JobCreate` would, create by create), each item's pass then
+// going on with its job; a capped create is made at once, alone, under the
+// store's per-environment lock; when an item fails the transaction rolls
+// back and each item runs again alone; jobs are handed to agents only after
+// the transaction that created them committed, and the agents' answers of a
+// batch are recorded in one more transaction (compare-and-swap each, written
+// together by `JobUpdateMany`); releases are content-addressed; a target
+// whose newest job is not of its desired release gets a job for it whatever
+// ran before (a job is created once per (release, run, attempt) key, a run
+// being the release's consecutive jobs at the head of the target's history,
+// and retries count within the run) and is dispatched once per job id (a
+// `JobLeaser`'s job is claimed, its start time written, before it is sent
+// and never sent again; it holds the agent's lease (`LeaseUntil`, from the
+// agent's acceptance, renewed by its non-terminal reports, and its owner,
+// the process's liveness name): if its process dies (its liveness row
+// lapses, or, without one, the lease runs out) the target's job-dispatch
+// pass ends the job as lost, with no job timeout needed, unless its agent is a `JobResumer`
+// (an external run: `reclaim`): then the pass claims it anew, its lease
+// renewed by a CAS write in the pass's transaction so one process wins, and
+// after the commit hands it to `ResumeJob`, recording what the run did
+// meanwhile (a job past its deployment's timeout times out instead); a pull
+// agent's job whose taker's lease ran out is left for its next taker until
+// its last hand-out's did, and a report naming a hand-out other than the
+// job's is refused, `ErrConflict`); a job created but never handed over for
+// a release no longer desired is cancelled; a paused version stays on the
+// targets already running it and reaches no other; the rollback rule never
+// returns to a version that is no longer a candidate (rejected); once no
+// event is pending, every target's newest successful job is for its desired
+// release (`TestConvergenceProperty`); `Explain` reports a target converged
+// only while its newest job is a successful job of its desired release whose
+// verification is neither running nor failed; job creation for a target is
+// serialized by its per-target work key and re-checks the job gates; a
+// per-environment cap is enforced atomically by the store at job creation
+// (`MaxActiveInEnvironment`), so targets racing in one environment never
+// exceed it; a force-deployed version skips version gates but never job
+// gates; a version whose job triggered a rollback rule is never chosen again
+// for that target; a job still active past its deployment's
+// `job_timeout_seconds` is ended as a failure by the target's job-dispatch
+// pass (requeued for the deadline) and its agent's `JobCanceler` is asked to
+// stop it, so a job whose agent died cannot hold its target; a deployment
+// with a `workflow_template` routes its jobs to the `workflow` agent;
+// `ResyncSource` puts every target's desired-release and job-dispatch items
+// and each running verification in the periodic sweep; `CreateVersion` and
+// `Approve` validate their input before any lookup, so no error quotes a raw
+// id (a version's deployment and tag are checked before its id, often
+// derived from them); an ended job wakes its target and, through one
+// `environment-wake` item each, only the environments whose progression
+// rules may read its own (`policy.Downstream`)
 //
 // # Lost means the owner is gone
 //

@@ -5,6 +5,50 @@
 // and executes what was dispatched through the ports: jobs through
 // ports.JobAgent, measurements through ports.Verifier, requests through
 // ports.Webhook; approval tasks wait for Approve, wait tasks for time.
+//
+// Invariants: A workflow id given to `Start` is at most 128 bytes of
+// letters, digits, `.`, `_`, `-` (`ValidateID`: never a `/`, which job ids
+// use as separator); every write is a CAS batch checked against
+// `TaskRunEdges`/`WorkflowEdges`; a lost CAS recomputes; a TaskRun is
+// created once per (task, matrix index) id; a job or webhook request is
+// recorded in its TaskRun's `Delivery` (outbox: key = job id =
+// `Idempotency-Key`, from workflow, TaskRun and attempt) in the pass's CAS
+// write before it is sent, and only the pass whose write stored it sends it,
+// so a fast report can no longer make a pass send again; a pass reads the
+// workflow, its report inbox and its TaskRuns in one transaction (the
+// TaskRuns from the controller's copy while the store's `TaskRunWrites`
+// count is the copy's), applies the inbox, schedules, and writes the
+// TaskRuns, the workflow and the removal of the reports it applied in one
+// transaction; what the agents answered is written for all of a pass's sends
+// in one CAS batch in one transaction (over the pass's copy first, read
+// again after a lost batch, one by one after two more); agents' reports
+// (terminal ones and `JobLeaser` lease renewals) only go into the workflow's
+// inbox (`ReportsAdd`, an insert that locks no TaskRun), concurrent ones in
+// one batch (`engine.Coalescer`) with one wake-up enqueue per workflow with
+// a terminal report, in one transaction, so only passes and approvals write
+// TaskRuns and no two multi-row TaskRun writes can wait on each other; a
+// report applies only to a running run of its attempt (a renewal only to a
+// leased job, beyond its lease), and a pass applies the inbox before judging
+// any lease; the store's transaction is used when it is a `ports.Transactor`
+// (the PostgreSQL one; the queue joins it); a send interrupted by a crash is
+// sent again under the same key, except a `JobLeaser`'s job, whose lease
+// decides (it runs from the agent's acceptance of the send; it runs out: the
+// attempt fails as lost, unless the agent is a `JobResumer`: the pass renews
+// the lease in its CAS write and hands the job, with its external id and
+// first record time, to `ResumeJob`); a report of another attempt is
+// ignored; stored state holds secrets only as `${secret:NAME}`, revealed
+// through `SecretResolver` at the moment of sending; a job the workflow no
+// longer wants (cancelled, timed out) is handed to its agent's
+// `JobCanceler`; `ResyncSource` puts every unfinished workflow in the
+// periodic sweep; an event starts at most one workflow per template and a
+// scheduled time one, across processes (the id derives from them; a taken id
+// is a no-op), from the template's latest published revision; events are
+// marked done only after their workflows started (at least once); a fire
+// missed while nothing ran starts at most once, within
+// `startingDeadlineSeconds`; `forbid` records a skipped fire as a Cancelled
+// workflow, so no later pass starts it; every pass that finds a workflow
+// finished re-reports its release job (and re-cancels a cancelled one's
+// jobs), so a crash only delays them
 package flow
 
 import (

@@ -46,7 +46,7 @@ func TestReportBeforeJobRecorded(t *testing.T) {
 	require.NoError(t, err)
 	eng := engine.New(q, engine.Options{Clock: clock, Logger: log, Owner: "test"})
 	c.Register(eng, 1)
-	tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
+	tmpl := `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
 		{"name":"one","type":"job","jobAgentRef":"a","config":{"n":1}},
 		{"name":"two","type":"job","jobAgentRef":"a","config":{"n":"{{tasks.one.outputs.n}}"},"dependencies":["one"]}]}}`
 	w, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
@@ -71,7 +71,7 @@ func TestStartRefusesBadInput(t *testing.T) {
 	_, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(`{"kind":"WorkflowTemplate","spec":{"tasks":[{"name":"a","type":"nope"}]}}`)})
 	var inv *workflow.InvalidError
 	require.ErrorAs(t, err, &inv)
-	tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{
+	tmpl := `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{
 		"parameters":[{"name":"n","type":"number","required":true},{"name":"mode","type":"string","enum":["a","b"]}],
 		"tasks":[{"name":"w","type":"wait","wait":{"duration":"1s"}}]}}`
 	_, err = c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl), Parameters: map[string]any{"mode": "c"}})

@@ -40,7 +40,7 @@ func TestReportsGoThroughTheInbox(t *testing.T) {
 			ctx := t.Context()
 			c, eng, clock := setupController(t, open)
 			useAgent(t, c, "q", quietLeaser{})
-			tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
+			tmpl := `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
 				{"name":"a","type":"job","jobAgentRef":"q"},
 				{"name":"b","type":"job","jobAgentRef":"q","dependencies":["a"],"config":{"n":"{{tasks.a.outputs.n}}"}}]}}`
 			_, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
@@ -122,7 +122,7 @@ func TestConcurrentReportsShareWrites(t *testing.T) {
 			for i := range items {
 				items[i] = fmt.Sprintf(`"i%d"`, i)
 			}
-			tmpl := fmt.Sprintf(`{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{
+			tmpl := fmt.Sprintf(`{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{
 				"parameters":[{"name":"items","type":"matrix","source":{"kind":"list","items":[%s]}}],
 				"tasks":[{"name":"a","type":"job","jobAgentRef":"q","matrix":"{{workflow.parameters.items}}"}]}}`, join(items))
 			_, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})

@@ -77,7 +77,7 @@ func TestJobSentOnceWhenAReportWinsTheRace(t *testing.T) {
 			c, eng, _ := setupController(t, open)
 			agent := &racingAgent{c: c, fast: "b", sends: map[string]int{}}
 			useAgent(t, c, "r", agent)
-			tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
+			tmpl := `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
 				{"name":"a","type":"job","jobAgentRef":"r","config":{"name":"a"}},
 				{"name":"b","type":"job","jobAgentRef":"r","config":{"name":"b"}},
 				{"name":"c","type":"job","jobAgentRef":"r","config":{"name":"c"}}]}}`
@@ -145,7 +145,7 @@ func TestWebhookRecordedBeforeSentWithIdempotencyKey(t *testing.T) {
 			c, eng, clock := setupController(t, open)
 			hook := &recordingHook{store: c.Store}
 			c.Webhooks = hook
-			tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
+			tmpl := `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
 				{"name":"hook","type":"webhook","retryStrategy":{"limit":1},"webhook":{"url":"http://hooks.example/deploy","body":{"a":1}}}]}}`
 			_, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
 			require.NoError(t, err)
@@ -195,7 +195,7 @@ func TestJobLeaseStartsWhenSent(t *testing.T) {
 			ctx := t.Context()
 			c, eng, clock := setupController(t, open)
 			useAgent(t, c, "s", &slowLeaser{clock: clock, took: 15 * time.Second})
-			tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
+			tmpl := `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
 				{"name":"a","type":"job","jobAgentRef":"s"}]}}`
 			_, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
 			require.NoError(t, err)

@@ -151,7 +151,7 @@ func (w *releaseWorld) publish(obj, doc string) ports.Revision {
 // shipTemplate is a two-task template: deploy, then smoke over every
 // environment of the system; marker tells revisions apart.
 func shipTemplate(meta, marker string) string {
-	return `{"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": ` + meta + `,
+	return `{"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": ` + meta + `,
  "spec": {"parameters": [
    {"name": "image", "type": "string", "required": true},
    {"name": "replicas", "type": "number"},

@@ -59,7 +59,7 @@ func TestJobOfAResumerIsResumedNotLost(t *testing.T) {
 			c, eng, clock := setupController(t, open)
 			agent := &resumingLeaser{}
 			useAgent(t, c, "r", agent)
-			tmpl := `{"apiVersion":"ctrlplane.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
+			tmpl := `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
 				{"name":"a","type":"job","jobAgentRef":"r"}]}}`
 			_, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl)})
 			require.NoError(t, err)

@@ -30,7 +30,7 @@ func hookTemplate(name, meta, spec string) string {
 	if meta == "" {
 		meta = `{"name": "` + name + `"}`
 	}
-	return `{"apiVersion": "ctrlplane.dev/v1", "kind": "WorkflowTemplate", "metadata": ` + meta + `,
+	return `{"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": ` + meta + `,
  "spec": {"parameters": [{"name": "tag", "type": "string"}, {"name": "why", "type": "string", "default": ""}],
   "tasks": [{"name": "hold", "type": "wait", "wait": {"duration": "240h"}}]` + spec + `}}`
 }

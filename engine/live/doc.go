@@ -19,4 +19,11 @@
 // A delete of a deployment, environment or resource enqueues nothing: the
 // store refuses it while the object has targets. Writes that touch no
 // target (workspaces, systems, job agents) enqueue nothing.
+//
+// Invariants: In the write's transaction (`ports.Transactor`): a policy →
+// the targets its old or new selector matches (enabled); a deployment,
+// environment or resource → its targets recomputed, every one it has now
+// enqueued; a variable set → the targets whose resolved variables change; a
+// version status → its deployment's targets; a failed enqueue undoes the
+// write
 package live

@@ -2,6 +2,12 @@
 // of job agents (job_agent_config) and verification providers
 // (provider.config). Every refusal is a *release.FieldError naming the
 // field by its full path, so the CLI and the API can point at it.
+//
+// Invariants: One start per job id in a process; reports follow `JobEdges`,
+// at most one terminal; a follower's watch ends with it; with a `Lease` a
+// follower renews its job's lease every third of it until the run ends or a
+// renewal is refused as invalid (the job ended elsewhere); `Resume` keeps
+// one follower per job in a process and starts following again once it ended
 package configmap
 
 import (

@@ -8,6 +8,9 @@
 // Close and JobLease from it; its Dispatch hands its start function to
 // Start, its ResumeJob (ports.JobResumer) a function that finds the run by
 // the job's external id to Resume.
+//
+// Invariants: Adapters share code only through it (they never import each
+// other); an agent's `Type` and `Close` are the base's
 package jobagent
 
 import (

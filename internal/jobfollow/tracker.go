@@ -11,6 +11,12 @@
 // each follower renews its job's lease (ports.JobLeaser) until the run
 // ends, so that when its process dies the lease runs out and another
 // process resumes following (Resume, ports.JobResumer).
+//
+// Invariants: One start per job id in a process; reports follow `JobEdges`,
+// at most one terminal; a follower's watch ends with it; with a `Lease` a
+// follower renews its job's lease every third of it until the run ends or a
+// renewal is refused as invalid (the job ended elsewhere); `Resume` keeps
+// one follower per job in a process and starts following again once it ended
 package jobfollow
 
 import (

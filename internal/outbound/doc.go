@@ -14,4 +14,9 @@
 //   - every error is an *Error naming the adapter, the call and the HTTP
 //     status (0 when no response came), never a request header, so a
 //     credential sent in a header cannot leak into a log.
+//
+// Invariants: Per-attempt timeout; retries on 429/5xx/transport errors
+// (non-idempotent calls on 429 only) honouring `Retry-After`; response cap;
+// per-host concurrency limit; errors name adapter, call and status, never a
+// header
 package outbound

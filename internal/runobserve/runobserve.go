@@ -4,6 +4,11 @@
 // to (the launch's own move landed; the run is running before its exit is
 // written), so it never races the executor's compare-and-swap of the
 // launch, and an exit 0 carries the kind's "work done" fact.
+//
+// Invariants: An observation is written only once the run is in the state it
+// belongs to, or dropped after the wait (logged); a write to a run that is
+// gone ends its observer; `Keys` holds at most its size (`DefaultKeys`),
+// newest kept, and of concurrent claims of one key one wins
 package runobserve
 
 import (

@@ -2,6 +2,9 @@
 // the one rule every decoder of user files (workflow templates, catalog
 // documents, the demo workspace) applies: a second document is refused,
 // never silently ignored.
+//
+// Invariants: Exactly one document: a second one is refused with its line,
+// never ignored
 package yamldoc
 
 import (

@@ -143,8 +143,9 @@ func catalogCreateGet(t *testing.T, ctx context.Context, s ports.Catalog) {
 		Content:     json.RawMessage(`{"rules":[{"expr":"x > 1"}],  "b": {"c": null}}`),
 		Labels:      map[string]string{"team": "infra"},
 		Annotations: map[string]string{"note": "first cut"},
+		CreatedBy:   "ana",
 		// Ignored by the store:
-		Revision: 7, Version: 9, ApprovedBy: "mallory",
+		Revision: 7, Version: 9, ApprovedBy: "mallory", EditedBy: "mallory",
 	}
 	got, err := s.CatalogCreate(ctx, in)
 	require.NoError(t, err)
@@ -153,6 +154,8 @@ func catalogCreateGet(t *testing.T, ctx context.Context, s ports.Catalog) {
 	require.Equal(t, 0, got.Revision, "a draft has no number")
 	require.Equal(t, int64(1), got.Version)
 	require.Empty(t, got.ApprovedBy)
+	require.Equal(t, "ana", got.CreatedBy, "the creator is kept")
+	require.Empty(t, got.EditedBy, "nobody edited it yet")
 	require.JSONEq(t, string(in.Content), string(got.Content))
 	require.Equal(t, string(in.Content), string(got.Content), "content is kept byte for byte")
 	require.Equal(t, in.Labels, got.Labels)
@@ -408,12 +411,18 @@ func catalogDraftEditable(t *testing.T, ctx context.Context, s ports.Catalog) {
 	for _, l := range []revision.Lifecycle{revision.Draft, revision.Proposed} {
 		r := catalogReach(t, ctx, s, "editable-"+string(l), l)
 		got, err := s.CatalogUpdate(ctx, ports.CatalogUpdateParams{
-			Ref: r.Ref(), ExpectedVersion: r.Version, Content: json.RawMessage(`{"spec":{"n":5}}`),
+			Ref: r.Ref(), ExpectedVersion: r.Version, Content: json.RawMessage(`{"spec":{"n":5}}`), EditedBy: "bo",
 		})
 		require.NoError(t, err, l)
 		require.Equal(t, `{"spec":{"n":5}}`, string(got.Content))
 		require.Equal(t, l, got.Lifecycle)
 		require.Equal(t, 0, got.Revision)
+		require.Equal(t, "bo", got.EditedBy, "an edit records its author")
+		// A write that leaves the content alone keeps the last editor.
+		kept, err := s.CatalogUpdate(ctx, ports.CatalogUpdateParams{Ref: r.Ref(), ExpectedVersion: got.Version,
+			Labels: map[string]string{"x": "1"}, EditedBy: "cy"})
+		require.NoError(t, err, l)
+		require.Equal(t, "bo", kept.EditedBy)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/reconcilerhq/reconciler/workflow/scenario"
 )
 
-const tpl = `apiVersion: ctrlplane.dev/v1
+const tpl = `apiVersion: reconciler.dev/v1
 kind: WorkflowTemplate
 metadata: {name: t}
 spec:
@@ -58,7 +58,7 @@ func TestLoadErrors(t *testing.T) {
 		"both templates":   {"templateFile: ../templates/t.yaml\ntemplate: {kind: x}\nexpect: {phase: Succeeded}", "not both"},
 		"bad outcome":      {"templateFile: ../templates/t.yaml\noutcomes: {a: explode}\nexpect: {phase: Succeeded}", `unknown outcome "explode"`},
 		"unknown field":    {"templateFile: ../templates/t.yaml\nexpectt: {}", "unknown field"},
-		"invalid template": {"template: {apiVersion: ctrlplane.dev/v1, kind: WorkflowTemplate, metadata: {name: x}, spec: {tasks: [{name: a, type: job}]}}\nexpect: {phase: Succeeded}", "jobAgentRef"},
+		"invalid template": {"template: {apiVersion: reconciler.dev/v1, kind: WorkflowTemplate, metadata: {name: x}, spec: {tasks: [{name: a, type: job}]}}\nexpect: {phase: Succeeded}", "jobAgentRef"},
 		"missing file":     {"templateFile: ../nope.yaml\nexpect: {phase: Succeeded}", "templateFile"},
 	}
 	for name, tc := range cases {

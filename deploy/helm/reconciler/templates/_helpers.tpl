@@ -53,15 +53,45 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
       name: {{ required "secretEnv[].secretName" .secretName }}
       key: {{ required "secretEnv[].key" .key }}
 {{- end }}
+{{- if .Values.kubernetes.runtime.enabled }}
+- name: RECONCILER_RUNTIME
+  value: kubernetes
+- name: RECONCILER_KUBE_NAMESPACE
+  value: {{ include "reconciler.kubeNamespace" . | quote }}
+{{- with .Values.kubernetes.runtime.image }}
+- name: RECONCILER_KUBE_IMAGE
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
 {{- range $k, $v := .Values.env }}
 - name: {{ $k }}
   value: {{ $v | quote }}
 {{- end }}
 {{- end -}}
 
+{{/* Whether serve needs in-cluster credentials. */}}
+{{- define "reconciler.kubeAccess" -}}
+{{- if or .Values.kubernetes.runtime.enabled .Values.kubernetes.jobAgent.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* The namespace the Kubernetes parts work in. */}}
+{{- define "reconciler.kubeNamespace" -}}
+{{ .Values.kubernetes.namespace | default .Release.Namespace }}
+{{- end -}}
+
+{{/* serve's account: the chart's ServiceAccount with its token when a
+Kubernetes part is enabled, no token otherwise. */}}
+{{- define "reconciler.serverAccount" -}}
+{{- if include "reconciler.kubeAccess" . }}
+serviceAccountName: {{ include "reconciler.fullname" . }}
+automountServiceAccountToken: true
+{{- else }}
+automountServiceAccountToken: false
+{{- end }}
+{{- end -}}
+
 {{/* The pod's security context and scheduling. */}}
 {{- define "reconciler.podSpec" -}}
-automountServiceAccountToken: false
 securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
 {{- with .Values.imagePullSecrets }}
