@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -54,6 +55,7 @@ type serveOptions struct {
 	secretDirs     []string
 	insecureNoAuth bool
 	consoleRefresh time.Duration
+	apiReadWait    time.Duration
 	agents         agentOptions
 	code           codeHostOptions
 	logOut         io.Writer      // where the log goes; nil is standard error
@@ -174,6 +176,7 @@ cut to 16 characters) or json (one object a line).`,
 	f.StringArrayVar(&o.secretDirs, "secret-dir", nil, "directory workflow secrets referenced as file:/path may be read from; repeat for several")
 	agentFlags(f, &o.agents)
 	codeHostFlags(f, &o.code)
+	durationRangeVar(f, &o.apiReadWait, "api-read-wait", 2*time.Second, 100*time.Millisecond, time.Hour, "how long an API read (GET) may wait for the store, its wait for a connection of the read lane included; past it the API answers 503 with Retry-After")
 	durationRangeVar(f, &o.consoleRefresh, "console-refresh", console.DefaultRefresh, 100*time.Millisecond, time.Hour, "how often the web console's live parts (grid, target state, running workflows) poll")
 	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "serve the API without tokens (every caller is admin \"anonymous\"); only on a loopback --listen")
 	return cmd
@@ -217,7 +220,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	metrics := registerMetrics(reg, be.queue, clock)
+	metrics := registerMetrics(reg, be.queue, clock, be.db)
 	eng := engine.New(be.queue, engine.Options{
 		Logger: log, LeaseDuration: o.lock, ShutdownTimeout: o.shutdownTimeout, Metrics: metrics.engine,
 	})
@@ -271,6 +274,18 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, secrets, testrunner.WithLease(o.lock))
 	defer rt.close()
 	rt.register(eng, o.concurrency)
+	// The process's liveness row: jobs its in-process agents run are
+	// never ended as lost while it beats. A random suffix keeps a
+	// restarted process (same host and pid, as pid 1 in a container) from
+	// passing for the one that died.
+	rt.chain.Owner, rt.chain.Liveness = eng.Owner()+"-"+rand.Text()[:8], be.liveness()
+	liveCtx, stopLive := context.WithCancel(ctx)
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		engine.KeepAlive(liveCtx, rt.chain.Liveness, rt.chain.Owner, o.lock, clock, log, metrics.engine)
+	}()
+	defer func() { stopLive(); <-liveDone }()
 	if releaseDemo {
 		if err := seedReleaseDemo(ctx, rt.chain, be.catalog, be.tx, demoRelease); err != nil {
 			return err
@@ -288,7 +303,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
 			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: agentConfigValidator(),
-			Pull: rt.pullService(be, clock)})
+			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
 				return err
@@ -348,11 +363,12 @@ type serveMetrics struct {
 }
 
 // registerMetrics registers everything /metrics exports on reg: the Go
-// runtime and process collectors, the queue's state, the engine's
-// counters and the API's, which it returns for them to record.
-func registerMetrics(reg prometheus.Registerer, q ports.Queue, clock ports.Clock) serveMetrics {
+// runtime and process collectors, the queue's state, the database pools'
+// waits by lane (none when db is nil), the engine's counters and the
+// API's, which it returns for them to record.
+func registerMetrics(reg prometheus.Registerer, q ports.Queue, clock ports.Clock, db *postgres.DB) serveMetrics {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&engine.QueueCollector{Queue: q, Clock: clock})
+		&engine.QueueCollector{Queue: q, Clock: clock}, &postgres.PoolCollector{DB: db})
 	return serveMetrics{engine: engine.NewMetrics(reg), api: api.NewMetrics(reg)}
 }
 
