@@ -32,6 +32,9 @@ type fakeArgo struct {
 	wfs       map[string]*wf
 	submits   []map[string]any
 	stops     []string
+	fields    []string // the fields parameter of each GET
+	// stopRace makes a Workflow complete just before a stop reaches it.
+	stopRace bool
 }
 
 func newFakeArgo(t *testing.T) *fakeArgo {
@@ -97,6 +100,7 @@ func (f *fakeArgo) handle(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`{"metadata":`))
 			return
 		}
+		f.fields = append(f.fields, r.URL.Query().Get("fields"))
 		switch x.Status.Phase {
 		case "":
 			x.Status.Phase = "Pending"
@@ -111,6 +115,15 @@ func (f *fakeArgo) handle(w http.ResponseWriter, r *http.Request) {
 		x, ok := f.wfs[name]
 		if !ok {
 			jobagenttest.WriteJSON(w, http.StatusNotFound, map[string]any{"code": 5, "message": "not found"})
+			return
+		}
+		if f.stopRace {
+			x.Status.Phase = "Succeeded"
+		}
+		if x.Status.Phase == "Succeeded" || x.Status.Phase == "Failed" || x.Status.Phase == "Error" {
+			// Argo Server's answer (it maps the error to Internal).
+			jobagenttest.WriteJSON(w, http.StatusInternalServerError, map[string]any{"code": 2,
+				"message": "cannot shutdown a completed workflow: workflow: " + name + ", namespace: ci"})
 			return
 		}
 		f.stops = append(f.stops, name)
@@ -208,6 +221,53 @@ func TestCancelStopsTheWorkflow(t *testing.T) {
 	require.Contains(t, f.Requests, "PUT /api/v1/workflows/"+res.ExternalID+"/stop")
 	f.Mu.Unlock()
 	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-x", ExternalID: "ci/other", Agent: d.Agent}))
+}
+
+// Cancelling a completed Workflow is no error and makes one call: its
+// phase is read first (issue 31, defect 6); polls ask only for the fields
+// read.
+func TestCancelOfACompletedWorkflowIsDoneInOneCall(t *testing.T) {
+	t.Parallel()
+	f := newFakeArgo(t)
+	rep := jobagenttest.NewReports()
+	a := newAgent(t, rep, jobagenttest.FastOptions())
+	d := porttest.JobAgentDispatch(Type, "job-1", f.config())
+	res, err := a.Dispatch(t.Context(), d)
+	require.NoError(t, err)
+	require.Equal(t, release.JobSuccessful, rep.Terminal(t).Status)
+	f.Mu.Lock()
+	f.Requests = nil
+	f.Mu.Unlock()
+	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-1", ExternalID: res.ExternalID, Agent: d.Agent, Reason: "timed out"}))
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	require.Equal(t, []string{"GET /api/v1/workflows/" + res.ExternalID}, f.Requests)
+	require.Empty(t, f.stops)
+	require.NotEmpty(t, f.fields)
+	for _, fl := range f.fields {
+		require.Equal(t, "metadata.name,metadata.labels,status.phase,status.message,status.progress", fl)
+	}
+}
+
+// A stop racing the Workflow's completion gets Argo Server's 500 "cannot
+// shutdown a completed workflow": that is done, not an error retried.
+func TestStopRefusedAsCompletedIsDone(t *testing.T) {
+	t.Parallel()
+	f := newFakeArgo(t)
+	o := jobagenttest.FastOptions()
+	o.MinPoll = time.Hour
+	a := newAgent(t, jobagenttest.NewReports(), o)
+	d := porttest.JobAgentDispatch(Type, "job-1", f.config())
+	res, err := a.Dispatch(t.Context(), d)
+	require.NoError(t, err)
+	f.Mu.Lock()
+	f.stopRace = true
+	f.Requests = nil
+	f.Mu.Unlock()
+	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-1", ExternalID: res.ExternalID, Agent: d.Agent}))
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	require.Equal(t, []string{"GET /api/v1/workflows/" + res.ExternalID, "PUT /api/v1/workflows/" + res.ExternalID + "/stop"}, f.Requests)
 }
 
 func TestRetriesMalformedAndBadConfig(t *testing.T) {
