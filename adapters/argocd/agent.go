@@ -397,7 +397,9 @@ func (a *Agent) sync(ctx context.Context, cfg config, app *application, key stri
 		body["project"] = cfg.project
 	}
 	_, err = a.HTTP.DoJSON(ctx, outbound.Request{Call: "sync application", Method: http.MethodPost,
-		URL: cfg.server + "/api/v1/applications/" + url.PathEscape(cfg.application) + "/sync", Header: h}.JSON(body), nil)
+		URL: cfg.server + "/api/v1/applications/" + url.PathEscape(cfg.application) + "/sync", Header: h,
+		Transient: []int{http.StatusConflict}}.JSON(body), nil) // 409: another operation is in progress
+
 	return err
 }
 

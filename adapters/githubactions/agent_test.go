@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
@@ -340,4 +341,31 @@ func TestWebhookTakesAFormDeliveryLikeAJSONOne(t *testing.T) {
 	require.Equal(t, release.JobSuccessful, rep.Next(t).Status)
 	require.Equal(t, http.StatusAccepted, send("application/json", []byte(event), Sign(secret, []byte(event))))
 	require.Equal(t, release.JobSuccessful, rep.Next(t).Status)
+}
+
+// One classification of GitHub's answers (issue 31): a rate-limited 403
+// backs off and is retried; a refusal that will not change (404, 422) ends
+// the job invalid with GitHub's message instead of being retried every
+// pass.
+func TestRateLimitedIsRetriedAndRefusalEndsTheJob(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	f.Faults = []int{http.StatusForbidden} // with Retry-After: GitHub's secondary rate limit
+	rep := jobagenttest.NewReports()
+	a := newAgent(t, rep, fastOptions())
+	_, err := a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
+	require.NoError(t, err)
+	require.Equal(t, release.JobSuccessful, rep.Next(t).Status)
+
+	for _, status := range []int{http.StatusNotFound, http.StatusUnprocessableEntity} {
+		f.Mu.Lock()
+		f.Faults = []int{status}
+		f.Mu.Unlock()
+		id := "job-" + strconv.Itoa(status)
+		res, err := a.Dispatch(t.Context(), dispatchOf(id, f.config()))
+		require.NoError(t, err, status)
+		require.Equal(t, release.JobInvalidJobAgent, res.Status, status)
+		require.Contains(t, res.Message, strconv.Itoa(status)+" "+http.StatusText(status))
+		require.Contains(t, res.Message, "try later", "the vendor's message")
+	}
 }
