@@ -99,21 +99,6 @@ func TestCancelJobCancelsAPlanningRun(t *testing.T) {
 	f.Mu.Unlock()
 }
 
-func TestDispatchRetriedAfterACrashFindsTheRun(t *testing.T) {
-	t.Parallel()
-	f := newFakeTFC(t)
-	o := jobagenttest.FastOptions()
-	o.MinPoll = time.Hour
-	first := newAgent(t, jobagenttest.NewReports(), o)
-	r1, err := first.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
-	require.NoError(t, err)
-	first.Close()
-	r2, err := newAgent(t, jobagenttest.NewReports(), o).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
-	require.NoError(t, err)
-	require.Equal(t, r1.ExternalID, r2.ExternalID)
-	require.Equal(t, 1, f.createdCount())
-}
-
 func TestRetriesMalformedAndBadConfig(t *testing.T) {
 	t.Parallel()
 	f := newFakeTFC(t)
@@ -193,10 +178,16 @@ func TestRunsAwaitingADecisionNeedAction(t *testing.T) {
 	require.Equal(t, release.JobInProgress, stateOf(config{}, forced).Status, "force_canceled is no run status: nothing maps it")
 }
 
-// A retried dispatch finds its run however many runs came after it (the
-// newest 50 alone missed it and a second run was started).
-func TestDispatchRetriedFindsItsRunBehindManyOthers(t *testing.T) {
+// A dispatch retried after a crash finds its run, however many runs came
+// after it (the newest 50 alone missed it and a second run was started).
+func TestDispatchRetriedAfterACrashFindsTheRun(t *testing.T) {
 	t.Parallel()
+	for _, others := range []int{0, 60} {
+		dispatchRetriedFindsTheRun(t, others)
+	}
+}
+
+func dispatchRetriedFindsTheRun(t *testing.T, others int) {
 	f := newFakeTFC(t)
 	o := jobagenttest.FastOptions()
 	o.MinPoll = time.Hour
@@ -205,7 +196,7 @@ func TestDispatchRetriedFindsItsRunBehindManyOthers(t *testing.T) {
 	require.NoError(t, err)
 	first.Close()
 	f.Mu.Lock()
-	for i := range 60 { // runs started since, by others
+	for i := range others { // runs started since, by others
 		id := fmt.Sprintf("run-x%d", i)
 		run := &runData{ID: id, Type: "runs"}
 		run.Attributes.Status, run.Attributes.Message = "applied", "queued manually"
