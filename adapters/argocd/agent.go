@@ -382,11 +382,11 @@ func (a *Agent) sync(ctx context.Context, cfg config, app *application, key stri
 	case cfg.revision == "":
 	case len(app.Spec.Sources) > 0:
 		pos := targets(cfg, app)
-		revs := make([]string, len(pos))
-		for i := range pos {
-			revs[i] = cfg.revision
+		revs, positions := make([]string, len(pos)), make([]string, len(pos))
+		for i, p := range pos {
+			revs[i], positions[i] = cfg.revision, strconv.Itoa(p) // int64: a string in proto JSON
 		}
-		body["revisions"], body["sourcePositions"] = revs, pos
+		body["revisions"], body["sourcePositions"] = revs, positions
 	default:
 		body["revision"] = cfg.revision
 	}

@@ -258,7 +258,7 @@ func TestMultiSourceAndHelmParametersArePatchedWhole(t *testing.T) {
 		},
 		"destination": map[string]any{"namespace": "shop"}}}, f.patches[0])
 	require.Equal(t, []any{"v1.2.3"}, f.syncs[0]["revisions"])
-	require.Equal(t, []any{float64(1)}, f.syncs[0]["sourcePositions"])
+	require.Equal(t, []any{"1"}, f.syncs[0]["sourcePositions"])
 	require.NotContains(t, f.syncs[0], "revision")
 	require.Equal(t, []any{map[string]any{"name": "image.tag", "value": "v1.2.3", "forceString": true},
 		map[string]any{"name": "replicas", "value": "1"}},

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/contract"
 	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 )
@@ -59,7 +60,8 @@ func newFakeArgoCD(t *testing.T, apps ...string) *fakeArgoCD {
 			params: []any{map[string]any{"name": "replicas", "value": "1"}}}
 	}
 	f.Server = jobagenttest.NewServer(t, jobagenttest.ServerOptions{Authorized: jobagenttest.Bearer(token),
-		Unauthorized: map[string]any{"error": "invalid session", "code": 16}, FaultBody: map[string]any{"error": "try later", "code": 14}}, f.handle)
+		Unauthorized: map[string]any{"error": "invalid session", "code": 16}, FaultBody: map[string]any{"error": "try later", "code": 14},
+		Definition: "testdata/argo-cd.swagger.json"}, f.handle)
 	return f
 }
 
@@ -80,18 +82,18 @@ func (f *fakeArgoCD) handle(w http.ResponseWriter, r *http.Request) {
 	if !ok && r.URL.Query().Get("project") == "" {
 		// Argo CD cannot tell a missing application from a forbidden one
 		// without the project: it answers 403.
-		http.Error(w, `{"error":"permission denied","code":7}`, http.StatusForbidden)
+		writeError(w, http.StatusForbidden, `{"error":"permission denied","code":7}`)
 		return
 	}
 	if !ok {
-		http.Error(w, fmt.Sprintf(`{"error":"applications.argoproj.io \"%s\" not found","code":5}`, name), http.StatusNotFound)
+		writeError(w, http.StatusNotFound, fmt.Sprintf(`{"error":"applications.argoproj.io \"%s\" not found","code":5}`, name))
 		return
 	}
 	var body map[string]any
 	if r.Method == http.MethodPost || r.Method == http.MethodPatch {
 		b, _ := io.ReadAll(r.Body)
 		if err := json.Unmarshal(b, &body); err != nil || body["name"] != name {
-			http.Error(w, `{"error":"bad request","code":3}`, http.StatusBadRequest)
+			writeError(w, http.StatusBadRequest, `{"error":"bad request","code":3}`)
 			return
 		}
 	}
@@ -99,6 +101,7 @@ func (f *fakeArgoCD) handle(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && sub == "":
 		if f.malformed {
 			f.malformed = false
+			w.Header().Set(contract.OffContract, "malformed on purpose")
 			_, _ = w.Write([]byte(`{"metadata": `))
 			return
 		}
@@ -106,7 +109,7 @@ func (f *fakeArgoCD) handle(w http.ResponseWriter, r *http.Request) {
 		jobagenttest.WriteJSON(w, http.StatusOK, f.render(name, app))
 	case r.Method == http.MethodPatch && sub == "":
 		if body["patchType"] != "merge" {
-			http.Error(w, `{"error":"unsupported patch type","code":3}`, http.StatusBadRequest)
+			writeError(w, http.StatusBadRequest, `{"error":"unsupported patch type","code":3}`)
 			return
 		}
 		var p struct {
@@ -125,7 +128,7 @@ func (f *fakeArgoCD) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		patch, _ := body["patch"].(string)
 		if err := json.Unmarshal([]byte(patch), &p); err != nil {
-			http.Error(w, `{"error":"bad patch","code":3}`, http.StatusBadRequest)
+			writeError(w, http.StatusBadRequest, `{"error":"bad patch","code":3}`)
 			return
 		}
 		if s := p.Spec.Source; s != nil {
@@ -151,7 +154,7 @@ func (f *fakeArgoCD) handle(w http.ResponseWriter, r *http.Request) {
 		jobagenttest.WriteJSON(w, http.StatusOK, f.render(name, app))
 	case r.Method == http.MethodPost && sub == "sync":
 		if app.operation != nil || app.phase == "Running" {
-			http.Error(w, `{"error":"another operation is already in progress","code":9}`, http.StatusConflict)
+			writeError(w, http.StatusConflict, `{"error":"another operation is already in progress","code":9}`)
 			return
 		}
 		var op operation
@@ -164,7 +167,7 @@ func (f *fakeArgoCD) handle(w http.ResponseWriter, r *http.Request) {
 		jobagenttest.WriteJSON(w, http.StatusOK, f.render(name, app))
 	case r.Method == http.MethodDelete && sub == "operation":
 		if app.phase != "Running" && app.operation == nil {
-			http.Error(w, `{"error":"Unable to terminate operation. No operation is in progress","code":9}`, http.StatusConflict)
+			writeError(w, http.StatusConflict, `{"error":"Unable to terminate operation. No operation is in progress","code":9}`)
 			return
 		}
 		app.terminated = true
@@ -172,6 +175,13 @@ func (f *fakeArgoCD) handle(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// writeError answers code with Argo CD's JSON error body.
+func writeError(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(body))
 }
 
 // step moves a sync one step.
