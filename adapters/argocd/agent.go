@@ -103,12 +103,6 @@ type operationState struct {
 	} `json:"syncResult"`
 }
 
-// helmParameter is one Helm parameter of an Application's source.
-type helmParameter struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
-
 // hasKey reports whether op carries the correlation key.
 func (op *operation) hasKey(key string) bool {
 	if op == nil {
