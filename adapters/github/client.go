@@ -236,7 +236,7 @@ func (c *Client) request(ctx context.Context, call, method, path string, body []
 		h.Set("Content-Type", "application/json")
 	}
 	return outbound.Request{Call: call, Method: method, URL: c.cfg.BaseURL + path, Header: h, Body: body,
-		Idempotent: method == http.MethodGet || method == http.MethodPut}, nil
+		Idempotent: method == http.MethodGet || method == http.MethodPut, KeepsRateLimit: true}, nil
 }
 
 // waitLimit holds a call while the rate limit is spent, up to MaxWait.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -288,4 +289,32 @@ func TestWebhookWakesThePullRequestsOfSignedDeliveries(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 	require.Empty(t, got, "refused deliveries wake nothing")
+}
+
+// GitHub's default content type is a form whose payload field holds the
+// JSON, signed over the raw form body (issue 31, defect 7).
+func TestWebhookTakesAFormDeliveryLikeAJSONOne(t *testing.T) {
+	t.Parallel()
+	secret := []byte("hook-secret")
+	var got []PREvent
+	h := Webhook{Secret: secret, OnPR: func(_ context.Context, e PREvent) { got = append(got, e) }}
+	send := func(contentType string, body []byte, sig string) int {
+		req := httptest.NewRequest(http.MethodPost, "/webhooks/github", bytes.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("X-GitHub-Event", "pull_request")
+		req.Header.Set("X-Hub-Signature-256", sig)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	pr := `{"action":"synchronize","pull_request":{"number":7,"html_url":"https://github.com/o/r/pull/7"},"repository":{"full_name":"o/r"}}`
+	form := []byte("payload=" + url.QueryEscape(pr))
+	require.Equal(t, http.StatusUnauthorized, send("application/x-www-form-urlencoded", form, Sign(secret, []byte(pr))),
+		"the signature is over the raw form body")
+	require.Equal(t, http.StatusBadRequest, send("application/x-www-form-urlencoded", []byte("x=1"), Sign(secret, []byte("x=1"))))
+	require.Empty(t, got)
+	require.Equal(t, http.StatusNoContent, send("application/x-www-form-urlencoded", form, Sign(secret, form)))
+	require.Equal(t, http.StatusNoContent, send("application/json", []byte(pr), Sign(secret, []byte(pr))))
+	want := PREvent{Event: "pull_request", Repo: "o/r", Number: 7, URL: "https://github.com/o/r/pull/7"}
+	require.Equal(t, []PREvent{want, want}, got)
 }
