@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -54,6 +55,7 @@ type serveOptions struct {
 	secretDirs     []string
 	insecureNoAuth bool
 	consoleRefresh time.Duration
+	http           httpOptions
 	agents         agentOptions
 	code           codeHostOptions
 	logOut         io.Writer      // where the log goes; nil is standard error
@@ -172,6 +174,7 @@ cut to 16 characters) or json (one object a line).`,
 	f.StringVar(&o.demoDir, "demo-dir", "", "load the release demo from this directory's release.yaml (default: testdata/demo, built in); with --dsn it applies it")
 	f.StringVar(&o.secretPrefix, "secret-prefix", envsecret.DefaultPrefix, "workflow secrets referenced as env:NAME must have names with this prefix")
 	f.StringArrayVar(&o.secretDirs, "secret-dir", nil, "directory workflow secrets referenced as file:/path may be read from; repeat for several")
+	httpFlags(f, &o.http)
 	agentFlags(f, &o.agents)
 	codeHostFlags(f, &o.code)
 	durationRangeVar(f, &o.consoleRefresh, "console-refresh", console.DefaultRefresh, 100*time.Millisecond, time.Hour, "how often the web console's live parts (grid, target state, running workflows) poll")
@@ -202,6 +205,15 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	routeKlog(log)
 	if o.insecureNoAuth && !loopback(o.listen) {
 		return usagef("--insecure-no-auth: refused on %q, which is not a loopback address (use 127.0.0.1:PORT or [::1]:PORT)", o.listen)
+	}
+	if err := o.http.check(); err != nil {
+		return err
+	}
+	var tlsCert *certReloader
+	if o.http.tlsCertFile != "" {
+		if tlsCert, err = newCertReloader(o.http.tlsCertFile, o.http.tlsKeyFile, log); err != nil {
+			return err
+		}
 	}
 	clock := ports.SystemClock
 	be, err := openBackend(ctx, o.dsn, o.migrate, clock, postgres.WithConnectTimeout(o.connectTimeout),
@@ -288,7 +300,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
 			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: agentConfigValidator(),
-			Pull: rt.pullService(be, clock)})
+			Pull: rt.pullService(be, clock), LongPolls: o.http.maxLongPolls})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
 				return err
@@ -297,7 +309,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		extra[api.Prefix+"/"] = apiSrv.Handler()
 		extra["/"] = console.New(console.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat, Releases: be.releases,
 			Workflows: be.workflows, Runs: be.runs, Queue: be.queue, Tokens: be.tokens, Clock: clock, Logger: log,
-			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh, Audit: be.audit}).Handler()
+			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh, Audit: be.audit, SecureCookie: o.http.secureCookies()}).Handler()
 	}
 	if o.listen != "" {
 		var hook http.Handler
@@ -306,11 +318,15 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		}
 		mountWebhooks(extra, githubActionsWebhooks{agents: be.releases.JobAgents(), secrets: secrets, report: rt.report}, hook)
 	}
-	srv, err := startHTTP(log, "listening", o.listen, newHTTPHandler(be, reg, extra, world))
+	handler := newHTTPHandler(be, reg, extra, world)
+	if o.insecureNoAuth {
+		handler = insecureGuard(handler)
+	}
+	srv, err := startHTTP(log, "listening", o.listen, o.http.server(handler, false), tlsCert)
 	if err != nil {
 		return err
 	}
-	admin, err := startHTTP(log, "admin listening", o.adminListen, newAdminHandler())
+	admin, err := startHTTP(log, "admin listening", o.adminListen, o.http.server(newAdminHandler(), true), nil)
 	if err != nil {
 		if srv != nil {
 			_ = srv.Close()
@@ -376,9 +392,10 @@ func newHTTPHandler(be *backend, reg *prometheus.Registry, extra map[string]http
 	return mux
 }
 
-// startHTTP serves h on addr in the background and logs msg with the bound
-// address; an empty addr serves nothing (nil server).
-func startHTTP(log *slog.Logger, msg, addr string, h http.Handler) (*http.Server, error) {
+// startHTTP runs srv on addr in the background (over TLS with cert when
+// it is not nil) and logs msg with the bound address; an empty addr
+// serves nothing (nil server).
+func startHTTP(log *slog.Logger, msg, addr string, srv *http.Server, cert *certReloader) (*http.Server, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -386,7 +403,10 @@ func startHTTP(log *slog.Logger, msg, addr string, h http.Handler) (*http.Server
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	if cert != nil {
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cert.GetCertificate}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "addr", addr, "error", err)
