@@ -69,24 +69,31 @@ func (s *Server) verifyAgentSignature(ctx context.Context, agentID, subject, tsH
 	if ts.Before(now.Add(-SignatureWindow)) || ts.After(now.Add(SignatureWindow)) {
 		return unauthorized("signature timestamp is outside the " + SignatureWindow.String() + " window")
 	}
+	// An unknown agent, one that does not sign and a wrong signature get
+	// the same answer, so agent ids cannot be enumerated without a secret;
+	// the log says which it was.
+	badSignature := func(why string) (Principal, error) {
+		s.o.Logger.DebugContext(ctx, "api.signature", "agent", agentID, "reason", why)
+		return unauthorized("bad signature")
+	}
 	if s.o.Secrets == nil {
-		return unauthorized("job agent " + agentID + " does not sign requests")
+		return badSignature("signed requests are off")
 	}
 	agent, err := s.o.Releases.JobAgents().Get(ctx, agentID)
 	if err != nil {
-		return unauthorized("job agent " + agentID + " does not sign requests")
+		return badSignature("no such job agent")
 	}
 	ref, _ := agent.Value.Config[ReportSecretKey].(string)
 	if ref == "" {
-		return unauthorized("job agent " + agent.Value.ID + " has no " + ReportSecretKey)
+		return badSignature("the agent has no " + ReportSecretKey)
 	}
 	secret, err := s.o.Secrets.Resolve(ctx, release.SecretRef{Ref: ref})
 	if err != nil {
 		s.o.Logger.WarnContext(ctx, "api.report_secret", "agent", agent.Value.ID, "error", err)
-		return unauthorized("job agent " + agent.Value.ID + "'s report secret cannot be resolved")
+		return unauthorized("bad signature")
 	}
 	if !hmac.Equal([]byte(SignReport(secret, ts, subject, raw)), []byte(strings.TrimSpace(sig))) {
-		return unauthorized("bad signature")
+		return badSignature("the signature does not match")
 	}
 	fresh, err := s.o.Tokens.NonceClaim(ctx, "report:"+sig, now, ts.Add(SignatureWindow))
 	if err != nil {
