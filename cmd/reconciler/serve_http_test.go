@@ -214,3 +214,31 @@ func TestHTTPOptionsCheck(t *testing.T) {
 	}
 	require.False(t, httpOptions{publicURL: "http://127.0.0.1:8080"}.secureCookies())
 }
+
+// TestAgentUserAndEnvFlags: --agent-user resolves a name or UID[:GID] and
+// refuses root and bad groups; --agent-env NAME passes serve's own NAME
+// through and is refused when it is not set.
+func TestAgentUserAndEnvFlags(t *testing.T) {
+	if os.Geteuid() != 0 {
+		_, err := agentCredential("65534")
+		require.ErrorContains(t, err, "must run as root")
+	} else {
+		for spec, want := range map[string][2]uint32{"65534": {65534, 65534}, "65534:100": {65534, 100}} {
+			c, err := agentCredential(spec)
+			require.NoError(t, err, spec)
+			require.Equal(t, want, [2]uint32{c.Uid, c.Gid}, spec)
+		}
+		for spec, why := range map[string]string{"0": "is root", "65534:staff": "must be a number", "no-such-user-x": "--agent-user"} {
+			_, err := agentCredential(spec)
+			var ue usageError
+			require.ErrorAs(t, err, &ue, spec)
+			require.ErrorContains(t, err, why, spec)
+		}
+	}
+	t.Setenv("RECONCILER_TEST_PASS", "through")
+	c, err := agentOptions{env: []string{"RECONCILER_TEST_PASS", "MODE=fast"}, workRoot: t.TempDir(), stopGrace: time.Second, heartbeat: time.Second}.config()
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"RECONCILER_TEST_PASS": "through", "MODE": "fast"}, c.Env)
+	_, err = agentOptions{env: []string{"RECONCILER_TEST_UNSET_X"}, workRoot: t.TempDir(), stopGrace: time.Second, heartbeat: time.Second}.config()
+	require.ErrorContains(t, err, "RECONCILER_TEST_UNSET_X")
+}
