@@ -92,7 +92,9 @@ Agents of the four run kinds run as local processes (the process runtime;
 the demo simulates them instead and says so): --agent-command with its
 --agent-arg list starts in <--agent-workdir>/<kind>/<id> with only PATH,
 RECONCILER_RUN_KIND/ID/PURPOSE/TRIGGER/WORKDIR, --agent-env and
---agent-secret variables; its output goes to agent.log there. Its start,
+--agent-secret variables (never serve's own environment); with
+--agent-user (serve running as root) it runs as that user, out of reach
+of serve's /proc/<pid>/environ; its output goes to agent.log there. Its start,
 heartbeat and exit are recorded on the run, which is woken at once; a
 release sends SIGTERM, then SIGKILL after --agent-stop-grace. A repo
 agent also gets RECONCILER_REPO and RECONCILER_BRANCH (reconciler/<id>).
@@ -132,10 +134,21 @@ API: /api/v1 (OpenAPI at /api/v1/openapi.json). Every call needs
 Authorization: Bearer TOKEN with the scope it names. In memory, serve prints a
 fresh admin token at start on standard output; with --dsn, create tokens with
 ` + "`reconciler token create --dsn DSN`" + `. --insecure-no-auth serves without
-tokens and is refused unless --listen is a loopback address.
+tokens and is refused unless --listen is a loopback address; it then also
+refuses a request whose Host is not a loopback name (DNS rebinding) and an
+API write that is not JSON or comes from another site.
+
+Listener: --read-header-timeout, --read-timeout, --write-timeout (a pull
+agent's waiting take gets its wait on top) and --idle-timeout bound slow
+and idle clients; --max-long-polls caps the waiting takes of one token or
+agent (429 with Retry-After beyond). --tls-cert-file/--tls-key-file serve
+TLS (the pair is re-read when it changes); behind a TLS proxy, give
+--public-url https://... so the console's cookie is Secure. See
+docs/security.md.
 
 Web console: / on --listen (log in with a token; actions need the scope the
-API asks for: approve, write, admin). Its live parts poll every
+API asks for: approve, write, admin). A login opens a session token of its
+own (12h at most) that logout revokes. Its live parts poll every
 --console-refresh.
 
 Profiling: /debug/pprof only on the separate --admin-listen listener (off by
