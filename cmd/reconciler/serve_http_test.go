@@ -242,3 +242,27 @@ func TestAgentUserAndEnvFlags(t *testing.T) {
 	_, err = agentOptions{env: []string{"RECONCILER_TEST_UNSET_X"}, workRoot: t.TempDir(), stopGrace: time.Second, heartbeat: time.Second}.config()
 	require.ErrorContains(t, err, "RECONCILER_TEST_UNSET_X")
 }
+
+// TestServeLongPollOutlivesWriteTimeout: a pull agent's take waiting
+// longer than --write-timeout still gets its answer (204 when no job
+// came): the long-poll route moves its own write deadline.
+func TestServeLongPollOutlivesWriteTimeout(t *testing.T) {
+	t.Parallel()
+	addr := hardenedServe(t, httpOptions{readHeaderTimeout: time.Second, readTimeout: time.Second,
+		writeTimeout: 200 * time.Millisecond, idleTimeout: time.Second}, true)
+	put, err := http.NewRequestWithContext(t.Context(), http.MethodPut, "http://"+addr+"/api/v1/job-agents/ext",
+		strings.NewReader(`{"id":"ext","name":"ext","type":"pull"}`))
+	require.NoError(t, err)
+	put.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(put)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	require.Less(t, res.StatusCode, 300, string(b))
+
+	res, err = http.Post("http://"+addr+"/api/v1/job-agents/ext/jobs/next?wait=1s", "application/json", strings.NewReader(`{"taker":"t"}`))
+	require.NoError(t, err, "the connection was not cut at the write timeout")
+	b, _ = io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusNoContent, res.StatusCode, string(b))
+}
