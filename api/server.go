@@ -85,6 +85,10 @@ type Options struct {
 	// Pull serves pull agents' takes, heartbeats and reports (api/pull.go);
 	// nil answers them 404.
 	Pull *pull.Service
+	// LongPolls caps the long-polls (takes with ?wait) one caller (token,
+	// or signing agent) may hold open at once, 429 beyond; zero means
+	// DefaultLongPolls.
+	LongPolls int
 }
 
 // PolicyRule documents the JSON shape of a policy rule (policy.Rule): its
@@ -102,6 +106,8 @@ type Server struct {
 	mux *http.ServeMux
 	// live is the store object writes go through; nil without a queue.
 	live *live.Store
+	// polls counts open long-polls by caller.
+	polls *longPolls
 }
 
 // New builds the API over o and registers every operation.
@@ -114,6 +120,9 @@ func New(o Options) *Server {
 	}
 	if o.Clock == nil {
 		o.Clock = ports.SystemClock
+	}
+	if o.LongPolls <= 0 {
+		o.LongPolls = DefaultLongPolls
 	}
 	mux := http.NewServeMux()
 	cfg := huma.DefaultConfig("reconciler API", "1")
@@ -132,9 +141,9 @@ func New(o Options) *Server {
 	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[reconcile.Settings](), reflect.TypeFor[RunSettings]())
 	// policy.Rule has its own JSON shape (id, type and the type's fields).
 	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[policy.Rule](), reflect.TypeFor[PolicyRule]())
-	s := &Server{o: o, mux: mux}
+	s := &Server{o: o, mux: mux, polls: &longPolls{open: map[string]int{}, max: o.LongPolls}}
 	s.api = humago.New(mux, cfg)
-	s.api.UseMiddleware(s.authenticate, s.auditWrites)
+	s.api.UseMiddleware(s.authenticate, s.longPoll, s.auditWrites)
 	s.registerAudit()
 	s.registerVersions()
 	s.registerTargets()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +57,7 @@ type serveOptions struct {
 	insecureNoAuth bool
 	consoleRefresh time.Duration
 	apiReadWait    time.Duration
+	http           httpOptions
 	agents         agentOptions
 	code           codeHostOptions
 	logOut         io.Writer      // where the log goes; nil is standard error
@@ -92,7 +94,9 @@ Agents of the four run kinds run as local processes (the process runtime;
 the demo simulates them instead and says so): --agent-command with its
 --agent-arg list starts in <--agent-workdir>/<kind>/<id> with only PATH,
 RECONCILER_RUN_KIND/ID/PURPOSE/TRIGGER/WORKDIR, --agent-env and
---agent-secret variables; its output goes to agent.log there. Its start,
+--agent-secret variables (never serve's own environment); with
+--agent-user (serve running as root) it runs as that user, out of reach
+of serve's /proc/<pid>/environ; its output goes to agent.log there. Its start,
 heartbeat and exit are recorded on the run, which is woken at once; a
 release sends SIGTERM, then SIGKILL after --agent-stop-grace. A repo
 agent also gets RECONCILER_REPO and RECONCILER_BRANCH (reconciler/<id>).
@@ -132,10 +136,21 @@ API: /api/v1 (OpenAPI at /api/v1/openapi.json). Every call needs
 Authorization: Bearer TOKEN with the scope it names. In memory, serve prints a
 fresh admin token at start on standard output; with --dsn, create tokens with
 ` + "`reconciler token create --dsn DSN`" + `. --insecure-no-auth serves without
-tokens and is refused unless --listen is a loopback address.
+tokens and is refused unless --listen is a loopback address; it then also
+refuses a request whose Host is not a loopback name (DNS rebinding) and an
+API write that is not JSON or comes from another site.
+
+Listener: --read-header-timeout, --read-timeout, --write-timeout (a pull
+agent's waiting take gets its wait on top) and --idle-timeout bound slow
+and idle clients; --max-long-polls caps the waiting takes of one token or
+agent (429 with Retry-After beyond). --tls-cert-file/--tls-key-file serve
+TLS (the pair is re-read when it changes); behind a TLS proxy, give
+--public-url https://... so the console's cookie is Secure. See
+docs/security.md.
 
 Web console: / on --listen (log in with a token; actions need the scope the
-API asks for: approve, write, admin). Its live parts poll every
+API asks for: approve, write, admin). A login opens a session token of its
+own (12h at most) that logout revokes. Its live parts poll every
 --console-refresh.
 
 Profiling: /debug/pprof only on the separate --admin-listen listener (off by
@@ -174,6 +189,7 @@ cut to 16 characters) or json (one object a line).`,
 	f.StringVar(&o.demoDir, "demo-dir", "", "load the release demo from this directory's release.yaml (default: testdata/demo, built in); with --dsn it applies it")
 	f.StringVar(&o.secretPrefix, "secret-prefix", envsecret.DefaultPrefix, "workflow secrets referenced as env:NAME must have names with this prefix")
 	f.StringArrayVar(&o.secretDirs, "secret-dir", nil, "directory workflow secrets referenced as file:/path may be read from; repeat for several")
+	httpFlags(f, &o.http)
 	agentFlags(f, &o.agents)
 	codeHostFlags(f, &o.code)
 	durationRangeVar(f, &o.apiReadWait, "api-read-wait", 2*time.Second, 100*time.Millisecond, time.Hour, "how long an API read (GET) may wait for the store, its wait for a connection of the read lane included; past it the API answers 503 with Retry-After")
@@ -205,6 +221,15 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	routeKlog(log)
 	if o.insecureNoAuth && !loopback(o.listen) {
 		return usagef("--insecure-no-auth: refused on %q, which is not a loopback address (use 127.0.0.1:PORT or [::1]:PORT)", o.listen)
+	}
+	if err := o.http.check(); err != nil {
+		return err
+	}
+	var tlsCert *certReloader
+	if o.http.tlsCertFile != "" {
+		if tlsCert, err = newCertReloader(o.http.tlsCertFile, o.http.tlsKeyFile, log); err != nil {
+			return err
+		}
 	}
 	clock := ports.SystemClock
 	be, err := openBackend(ctx, o.dsn, o.migrate, clock, postgres.WithConnectTimeout(o.connectTimeout),
@@ -303,7 +328,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
 			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: agentConfigValidator(),
-			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait})
+			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait, LongPolls: o.http.maxLongPolls})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
 				return err
@@ -312,7 +337,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		extra[api.Prefix+"/"] = apiSrv.Handler()
 		extra["/"] = console.New(console.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat, Releases: be.releases,
 			Workflows: be.workflows, Runs: be.runs, Queue: be.queue, Tokens: be.tokens, Clock: clock, Logger: log,
-			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh, Audit: be.audit}).Handler()
+			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh, Audit: be.audit, SecureCookie: o.http.secureCookies()}).Handler()
 	}
 	if o.listen != "" {
 		var hook http.Handler
@@ -321,11 +346,15 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		}
 		mountWebhooks(extra, githubActionsWebhooks{agents: be.releases.JobAgents(), secrets: secrets, report: rt.report}, hook)
 	}
-	srv, err := startHTTP(log, "listening", o.listen, newHTTPHandler(be, reg, extra, world))
+	handler := newHTTPHandler(be, reg, extra, world)
+	if o.insecureNoAuth {
+		handler = insecureGuard(handler)
+	}
+	srv, err := startHTTP(log, "listening", o.listen, o.http.server(handler, false), tlsCert)
 	if err != nil {
 		return err
 	}
-	admin, err := startHTTP(log, "admin listening", o.adminListen, newAdminHandler())
+	admin, err := startHTTP(log, "admin listening", o.adminListen, o.http.server(newAdminHandler(), true), nil)
 	if err != nil {
 		if srv != nil {
 			_ = srv.Close()
@@ -392,9 +421,10 @@ func newHTTPHandler(be *backend, reg *prometheus.Registry, extra map[string]http
 	return mux
 }
 
-// startHTTP serves h on addr in the background and logs msg with the bound
-// address; an empty addr serves nothing (nil server).
-func startHTTP(log *slog.Logger, msg, addr string, h http.Handler) (*http.Server, error) {
+// startHTTP runs srv on addr in the background (over TLS with cert when
+// it is not nil) and logs msg with the bound address; an empty addr
+// serves nothing (nil server).
+func startHTTP(log *slog.Logger, msg, addr string, srv *http.Server, cert *certReloader) (*http.Server, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -402,7 +432,10 @@ func startHTTP(log *slog.Logger, msg, addr string, h http.Handler) (*http.Server
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	if cert != nil {
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cert.GetCertificate}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "addr", addr, "error", err)
