@@ -56,3 +56,32 @@ func TestGateLiftNeedsApprove(t *testing.T) {
 		require.Equal(t, "prod ", res.json(t)["name"])
 	})
 }
+
+// TestPolicyRevisionPlan: a draft of prod-gate that selects dev instead of
+// prod shows, before anyone approves it, that publishing it would move the
+// approval from web:prod:r1 to web:dev:r1.
+func TestPolicyRevisionPlan(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		res := f.do(http.MethodPost, "/api/v1/catalog/policy/prod-gate/revisions", "write", map[string]any{"content": map[string]any{
+			"id": "prod-gate", "name": "prod gate", "selector": `environment.name == "dev"`, "priority": 0, "enabled": true,
+			"rules": []any{map[string]any{"id": "approval", "type": "anyApproval", "min_approvals": 1}}}})
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		id := res.json(t)["id"].(string)
+		res = f.do(http.MethodGet, "/api/v1/catalog/policy/prod-gate/revisions/"+id+"/plan", "read", nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		var d struct {
+			Targets []struct {
+				Key           string
+				Starts, Stops []struct{ Policy, Rule string }
+			}
+		}
+		require.NoError(t, json.Unmarshal(res.body, &d))
+		require.Len(t, d.Targets, 2, string(res.body))
+		require.Equal(t, "web:dev:r1", d.Targets[0].Key)
+		require.Equal(t, "approval", d.Targets[0].Starts[0].Rule)
+		require.Equal(t, "web:prod:r1", d.Targets[1].Key)
+		require.Equal(t, "prod-gate", d.Targets[1].Stops[0].Policy)
+		f.do(http.MethodGet, "/api/v1/catalog/policy/prod-gate/revisions/nope/plan", "read", nil).problem(t, http.StatusNotFound)
+	})
+}

@@ -14,8 +14,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/policy/plan"
 	"github.com/reconcilerhq/reconciler/ports"
 )
@@ -123,4 +125,32 @@ func Check(ctx context.Context, p Params, write func(ctx context.Context) error)
 		return plan.Diff{}, err
 	}
 	return d, nil
+}
+
+// Publishing is the decision diff of publishing p (a proposed revision of
+// policy p.ID) over the facts as they are: p replaces the policy's
+// published revision (a disabled p removes it). Its rules carry revision 0,
+// as it has no number until it is published. Nothing is written.
+func Publishing(ctx context.Context, tx ports.Transactor, s ports.ReleaseStore, p policy.Policy) (plan.Diff, error) {
+	var before plan.Facts
+	read := func(ctx context.Context) error {
+		var err error
+		before, err = Read(ctx, s)
+		return err
+	}
+	var err error
+	if tx != nil {
+		err = tx.InTx(ctx, read)
+	} else {
+		err = read(ctx)
+	}
+	if err != nil {
+		return plan.Diff{}, err
+	}
+	after := before
+	after.Policies = slices.DeleteFunc(slices.Clone(before.Policies), func(x plan.Policy) bool { return x.Policy.ID == p.ID })
+	if p.Enabled {
+		after.Policies = append(after.Policies, plan.Policy{Policy: p})
+	}
+	return plan.Compute(before, after)
 }
