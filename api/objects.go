@@ -196,7 +196,11 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 			return nil, huma.NewError(http.StatusPreconditionFailed, fmt.Sprintf("%s %q does not exist, so it is at no version %d", name, in.ID, want),
 				&huma.ErrorDetail{Location: "header.If-Match", Message: "no stored object", Value: want})
 		}
-		if _, err := objs.Put(ctx, v, want); err != nil {
+		put := func(ctx context.Context) error { _, err := objs.Put(ctx, v, want); return err }
+		if k.writeScope != ports.ScopeApprove {
+			put = s.gatedWrite(put)
+		}
+		if err := put(ctx); err != nil {
 			if errors.Is(err, ports.ErrConflict) && conditional {
 				if now, gerr := objs.Get(ctx, in.ID); gerr == nil && now.Version != want {
 					return nil, staleVersion(name, in.ID, want, now.Version) // written meanwhile
@@ -232,7 +236,11 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 			if conditional && cur.Version != want {
 				return nil, staleVersion(name, in.ID, want, cur.Version)
 			}
-			if err := objs.Delete(ctx, in.ID, cur.Version); err != nil {
+			del := func(ctx context.Context) error { return objs.Delete(ctx, in.ID, cur.Version) }
+			if k.writeScope != ports.ScopeApprove {
+				del = s.gatedWrite(del)
+			}
+			if err := del(ctx); err != nil {
 				if errors.Is(err, ports.ErrConflict) && !errors.Is(err, ports.ErrInUse) {
 					if now, gerr := objs.Get(ctx, in.ID); gerr == nil && now.Version != cur.Version && conditional {
 						return nil, staleVersion(name, in.ID, want, now.Version)

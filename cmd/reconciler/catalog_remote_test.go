@@ -110,6 +110,13 @@ func TestCatalogThroughAPI(t *testing.T) {
 			pub := get()
 			require.Equal(t, revision.Published, pub.Lifecycle)
 			require.Equal(t, "cli-approve", pub.ApprovedBy, "the approver is the token's name")
+			r = as(ports.ScopeRead, "", "plan", "policy/gate")
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Regexp(t, `^plan`, r.stdout)
+			r = as(ports.ScopeRead, "", "plan", "policy/gate", "-o", "json")
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Contains(t, r.stdout, `"targets"`)
+			require.Equal(t, 2, as(ports.ScopeRead, "", "plan", "workflow-template/x").code, "only policies")
 
 			r = as(ports.ScopeRead, "", "get", "policy/gate", "--revision", "1", "-o", "content")
 			require.Equal(t, 0, r.code, r.stderr)
