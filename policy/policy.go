@@ -52,8 +52,8 @@ func (p *Policy) Validate() error {
 }
 
 func (p *Policy) validateFields() error {
-	if p.ID == "" {
-		return release.Invalid("id", "is required")
+	if err := release.CheckObjectID("id", p.ID); err != nil {
+		return err
 	}
 	if p.Name == "" {
 		return release.Invalid("name", "is required")
