@@ -203,6 +203,11 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	if o.insecureNoAuth && !loopback(o.listen) {
 		return usagef("--insecure-no-auth: refused on %q, which is not a loopback address (use 127.0.0.1:PORT or [::1]:PORT)", o.listen)
 	}
+	for _, dir := range o.secretDirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return usagef("--secret-dir %q: not a directory that can be read", dir)
+		}
+	}
 	clock := ports.SystemClock
 	be, err := openBackend(ctx, o.dsn, o.migrate, clock, postgres.WithConnectTimeout(o.connectTimeout),
 		postgres.WithLockWaitNotice(func(pid int) {
