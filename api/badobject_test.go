@@ -80,3 +80,16 @@ func problemText(p map[string]any) string {
 	}
 	return b.String()
 }
+
+// TestBadRunAndWorkflowStarts: a repo run depending on an unknown run and
+// a workflow at a negative revision are refused, naming the field
+// (issue 29).
+func TestBadRunAndWorkflowStarts(t *testing.T) {
+	f := setup(t, "memory")
+	p := f.do(http.MethodPost, "/api/v1/runs", "write", map[string]any{"kind": "repo", "id": "r1", "repo": "acme/api", "depends_on": []string{"nosuch"}}).
+		problem(t, http.StatusUnprocessableEntity)
+	require.Contains(t, problemText(p), `"nosuch" does not exist`)
+	require.Contains(t, locations(p), "body.depends_on[0]")
+	p = f.do(http.MethodPost, "/api/v1/workflows", "write", map[string]any{"template": "x", "revision": -1}).problem(t, http.StatusUnprocessableEntity)
+	require.Contains(t, locations(p), "body.revision")
+}
