@@ -93,3 +93,14 @@ func TestBadRunAndWorkflowStarts(t *testing.T) {
 	p = f.do(http.MethodPost, "/api/v1/workflows", "write", map[string]any{"template": "x", "revision": -1}).problem(t, http.StatusUnprocessableEntity)
 	require.Contains(t, locations(p), "body.revision")
 }
+
+// TestPolicyWithoutPriority: priority is optional (0), so a policy PUT
+// without it reports its real error (issue 29).
+func TestPolicyWithoutPriority(t *testing.T) {
+	f := setup(t, "memory")
+	p := f.do(http.MethodPut, "/api/v1/policies/p1", "admin", `{"id":"p1","name":"p","selector":"nosuch(","enabled":true,"rules":[]}`).
+		problem(t, http.StatusUnprocessableEntity)
+	require.Equal(t, []string{"body.selector"}, locations(p))
+	res := f.do(http.MethodPut, "/api/v1/policies/p1", "admin", `{"id":"p1","name":"p","enabled":true,"rules":[]}`)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+}

@@ -19,9 +19,9 @@ type Policy struct {
 	// selectors, an empty Selector applies to EVERY target: a policy only
 	// restricts, so applying it broadly is the safe default.
 	Selector string `json:"selector,omitempty"`
-	// Priority orders policies: higher first (ties by ID). Rules of the
+	// Priority orders policies: higher first (ties by ID); absent is 0. Rules of the
 	// same type run in policy priority order.
-	Priority int `json:"priority"`
+	Priority int `json:"priority" required:"false"`
 	// Enabled policies apply; a disabled one is kept but ignored.
 	Enabled bool `json:"enabled"`
 	// Rules are the policy's rules, each {"id", "type", ...its fields}.
