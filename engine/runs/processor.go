@@ -92,7 +92,7 @@ const maxWaitReason = 300
 // says so (a retry loop records it once). A lost race changes nothing:
 // the next pass decides again.
 func (p *Processor) noteWaiting(ctx context.Context, row ports.RunRow, a reconcile.Action, cause error) {
-	reason := fmt.Sprintf("%s could not be applied: %v", a.Type(), cause)
+	reason := strings.ReplaceAll(fmt.Sprintf("%s could not be applied: %v", a.Type(), cause), "\x00", "")
 	if len(reason) > maxWaitReason {
 		reason = strings.ToValidUTF8(reason[:maxWaitReason], "") + "…"
 	}
