@@ -245,9 +245,9 @@ func (o *catalogOpts) run(cmd *cobra.Command, obj revision.Object, fn func(ctx c
 		return remoteExit(obj, fn(cmd.Context(), s))
 	}
 	if o.dsn == "" {
-		return usagef("catalog %s: no database: the catalog is stored in PostgreSQL; set --dsn or RECONCILER_DSN "+
-			"(e.g. postgres://user@localhost:5432/reconciler). There is no in-memory catalog for these commands: "+
-			"it would vanish when the command exits", cmd.Name())
+		return noDatabase("catalog "+cmd.Name(), "the catalog is stored in PostgreSQL; set --dsn or RECONCILER_DSN "+
+			"(e.g. postgres://user@localhost:5432/reconciler); there is no in-memory catalog for these commands: "+
+			"it would vanish when the command exits")
 	}
 	ctx := cmd.Context()
 	// Reads never migrate: list and get on an unmigrated database say so.

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/adapters/argocd"
@@ -82,20 +85,33 @@ func (in *integrations) close() {
 	}
 }
 
-// agentConfigValidator is apply's check of a job agent's config by its
-// type: the external agents' validators, the pull agents' and the test
-// runner's; other types (workflow) take any config.
+// agentConfigValidator is every write path's check of a job agent's config
+// by its type: the external agents' validators, the pull agents' and the
+// test runner's; the workflow type takes any config; any other type is
+// refused, naming "type", since serve runs no agent of it.
 func agentConfigValidator() apply.AgentConfigValidator {
 	return func(typ string, cfg map[string]any) error {
-		if typ == testrunner.Type {
+		switch {
+		case typ == testrunner.Type:
 			return testrunner.ValidateConfig(cfg)
-		}
-		if release.IsPullAgentType(typ) {
+		case release.IsPullAgentType(typ):
 			return pull.ValidateConfig(cfg)
+		case typ == release.WorkflowAgentType:
+			return nil
 		}
 		if v, ok := agentConfigValidators[typ]; ok {
 			return v(cfg)
 		}
-		return nil
+		return release.Invalid("type", fmt.Sprintf("unknown job agent type %q; want one of %s", typ, strings.Join(agentTypes(), ", ")))
 	}
+}
+
+// agentTypes are the job agent types serve runs, sorted.
+func agentTypes() []string {
+	types := []string{testrunner.Type, release.PullAgentType, release.APIAgentType, release.WorkflowAgentType}
+	for t := range agentConfigValidators {
+		types = append(types, t)
+	}
+	slices.Sort(types)
+	return types
 }

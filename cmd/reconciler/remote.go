@@ -109,7 +109,7 @@ func (o *releaseOpts) apiClient(cmd *cobra.Command) (*client.Client, func(), err
 	if c, err := o.remote(); c != nil || err != nil {
 		return c, func() {}, err
 	}
-	be, err := o.open(cmd, "set --server (a running `reconciler serve`) or --dsn")
+	be, err := o.open(cmd, "set --dsn or RECONCILER_DSN")
 	if err != nil {
 		return nil, nil, err
 	}

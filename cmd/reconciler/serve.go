@@ -231,6 +231,11 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 			return err
 		}
 	}
+	for _, dir := range o.secretDirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return usagef("--secret-dir %q: not a directory that can be read", dir)
+		}
+	}
 	clock := ports.SystemClock
 	be, err := openBackend(ctx, o.dsn, o.migrate, clock, postgres.WithConnectTimeout(o.connectTimeout),
 		postgres.WithLockWaitNotice(func(pid int) {

@@ -136,7 +136,7 @@ func (a *JobAgent) Validate() error {
 }
 
 func (a *JobAgent) validateFields() error {
-	if err := checkID("id", a.ID); err != nil {
+	if err := CheckObjectID("id", a.ID); err != nil {
 		return err
 	}
 	if err := checkRequired("name", a.Name); err != nil {
