@@ -11,7 +11,7 @@ import (
 )
 
 // Liveness is the PostgreSQL ports.Liveness: the process_liveness table of
-// migration 0023, one row per process. Its statements run on the renewal
+// migration 0020, one row per process. Its statements run on the renewal
 // lane (ports.LaneRenewal), so a beat never waits behind passes.
 type Liveness struct {
 	db *DB
