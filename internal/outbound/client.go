@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 )
 
 // Defaults of Options.
@@ -44,8 +46,14 @@ type Options struct {
 	MaxBody int64
 	// PerHost caps the requests in flight to one host.
 	PerHost int
-	// Transport sends the requests; nil means http.DefaultTransport.
+	// Transport sends the requests; nil means Guard's transport.
 	Transport http.RoundTripper
+	// Guard decides which addresses the requests may reach when Transport
+	// is nil; nil refuses loopback, private, link-local and the other
+	// addresses netguard names, so a user-chosen URL cannot reach the
+	// daemon's own network. serve passes --outbound-allow; tests against a
+	// server on this machine pass netguard.Loopback.
+	Guard *netguard.Guard
 }
 
 // Client sends an adapter's requests. It is goroutine-safe.
@@ -84,7 +92,7 @@ func New(o Options) *Client {
 	}
 	t := o.Transport
 	if t == nil {
-		t = http.DefaultTransport
+		t = o.Guard.Transport()
 	}
 	return &Client{o: o, http: &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse // a redirect is an answer, not followed with our credentials
