@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/adapters/github/githubtest"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -40,7 +41,7 @@ func setup(t *testing.T, edit func(c *Config)) *bundle {
 	t.Helper()
 	fake := githubtest.New("tok-123")
 	t.Cleanup(fake.Close)
-	cfg := Config{BaseURL: fake.URL, Token: release.SecretRef{Ref: "env:GH"}, MergeMethod: "squash"}
+	cfg := Config{Guard: netguard.Loopback, BaseURL: fake.URL, Token: release.SecretRef{Ref: "env:GH"}, MergeMethod: "squash"}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -227,7 +228,7 @@ func TestTokenComesFromTheResolverAndNeverFromErrors(t *testing.T) {
 	require.ErrorContains(t, err, "status 401: Bad credentials")
 	require.NotContains(t, err.Error(), "tok-123")
 
-	c, err := New(Config{BaseURL: b.fake.URL, Token: release.SecretRef{Ref: "env:MISSING"}}, secrets{})
+	c, err := New(Config{Guard: netguard.Loopback, BaseURL: b.fake.URL, Token: release.SecretRef{Ref: "env:MISSING"}}, secrets{})
 	require.NoError(t, err)
 	n := len(b.fake.Requests())
 	_, err = c.PRGet(context.Background(), url)

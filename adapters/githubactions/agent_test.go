@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -368,4 +369,33 @@ func TestRateLimitedIsRetriedAndRefusalEndsTheJob(t *testing.T) {
 		require.Contains(t, res.Message, strconv.Itoa(status)+" "+http.StatusText(status))
 		require.Contains(t, res.Message, "try later", "the vendor's message")
 	}
+}
+
+// TestDefaultGuardKeepsTheTokenOffLoopback: with serve's default outbound
+// guard (no --outbound-allow), an agent whose baseURL a write token pointed
+// at an address on the daemon's own machine sends nothing there: the
+// listener never sees the token, and the job ends invalid saying which
+// address was refused and which flag would allow it. (Issue 28, finding 1:
+// a listener on 127.0.0.1 received Authorization: Bearer <the secret>.)
+func TestDefaultGuardKeepsTheTokenOffLoopback(t *testing.T) {
+	t.Parallel()
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	o := fastOptions()
+	o.HTTP.Guard = nil // serve's default
+	rep := jobagenttest.NewReports()
+	a := newAgent(t, rep, o)
+	cfg := map[string]any{"owner": "o", "repo": "r", "workflowFile": "deploy.yml", "tokenRef": "env:RECONCILER_SECRET_GH", "baseURL": srv.URL}
+	res, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-canary", cfg))
+	if err == nil {
+		final := rep.Terminal(t)
+		require.Contains(t, final.Message, "--outbound-allow", "%+v", res)
+	} else {
+		require.ErrorContains(t, err, "--outbound-allow")
+	}
+	require.Zero(t, got.Load(), "the token never reached the listener")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -134,7 +135,7 @@ func TestVerifierReadsTheJobsRun(t *testing.T) {
 	cfg := map[string]any{"address": f.URL, "tokenRef": "env:RECONCILER_SECRET_TFC"}
 	req := porttest.MeasureRequestFor(Type, cfg, 1)
 	req.Job.ExternalID = res.ExternalID
-	v := NewVerifier(testSecrets, outbound.Options{Backoff: time.Millisecond})
+	v := NewVerifier(testSecrets, outbound.Options{Guard: netguard.Loopback, Backoff: time.Millisecond})
 	got, err := v.Measure(t.Context(), req)
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"run_id": "run-100", "status": "planning", "has_changes": false}, got)

@@ -161,7 +161,7 @@ func TestReleaseDemoOnPostgresIsIdempotent(t *testing.T) {
 	be, err := openBackend(t.Context(), dsn, true, ports.SystemClock)
 	require.NoError(t, err)
 	t.Cleanup(be.close)
-	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, ports.SystemClock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, ports.SystemClock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	t.Cleanup(rt.close)
 	fsys, where, err := demoFS("")
 	require.NoError(t, err)

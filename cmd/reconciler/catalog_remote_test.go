@@ -32,7 +32,7 @@ func catalogAPIServer(t *testing.T, store string) (string, map[ports.Scope]strin
 	be, err := openBackend(ctx, dsn, true, clock)
 	require.NoError(t, err)
 	t.Cleanup(be.close)
-	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	t.Cleanup(rt.close)
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()}),
 		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Clock: clock,

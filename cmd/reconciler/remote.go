@@ -114,7 +114,7 @@ func (o *releaseOpts) apiClient(cmd *cobra.Command) (*client.Client, func(), err
 		return nil, nil, err
 	}
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, ports.SystemClock,
-		slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, be.catalogConfig()),
 		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens,
 		Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: ports.SystemClock}, Clock: ports.SystemClock,

@@ -60,6 +60,7 @@ type serveOptions struct {
 	http           httpOptions
 	agents         agentOptions
 	code           codeHostOptions
+	outbound       outboundOptions
 	logOut         io.Writer      // where the log goes; nil is standard error
 	opened         func(*backend) // tests: called once the backend is open (to issue tokens)
 }
@@ -192,6 +193,7 @@ cut to 16 characters) or json (one object a line).`,
 	httpFlags(f, &o.http)
 	agentFlags(f, &o.agents)
 	codeHostFlags(f, &o.code)
+	outboundFlags(f, &o.outbound)
 	durationRangeVar(f, &o.apiReadWait, "api-read-wait", 2*time.Second, 100*time.Millisecond, time.Hour, "how long an API read (GET) may wait for the store, its wait for a connection of the read lane included; past it the API answers 503 with Retry-After")
 	durationRangeVar(f, &o.consoleRefresh, "console-refresh", console.DefaultRefresh, 100*time.Millisecond, time.Hour, "how often the web console's live parts (grid, target state, running workflows) poll")
 	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "serve the API without tokens (every caller is admin \"anonymous\"); only on a loopback --listen")
@@ -223,6 +225,9 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		return usagef("--insecure-no-auth: refused on %q, which is not a loopback address (use 127.0.0.1:PORT or [::1]:PORT)", o.listen)
 	}
 	if err := o.http.check(); err != nil {
+		return err
+	}
+	if err := o.outbound.check(); err != nil {
 		return err
 	}
 	var tlsCert *certReloader
@@ -257,7 +262,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	cfg := reconcile.Config{Concurrency: o.concurrency, LockDuration: o.lock, ResyncInterval: o.resyncInterval,
 		StallThreshold: o.stallThreshold, MaxAutoResumes: o.maxAutoResumes, UnknownPodGrace: o.unknownPodGrace}
 	secrets := envsecret.Resolver{Prefix: o.secretPrefix, Dirs: o.secretDirs}
-	gh, err := newGitHubHost(ctx, o.code, be.runs, be.queue, secrets, clock, log)
+	gh, err := newGitHubHost(ctx, o.code, be.runs, be.queue, secrets, clock, log, o.outbound.guard)
 	if err != nil {
 		return err
 	}
@@ -301,7 +306,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots, Metrics: eng.Metrics(),
 		}, engine.KindOptions{Concurrency: o.concurrency})
 	}
-	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, secrets, testrunner.WithLease(o.lock))
+	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, secrets, o.outbound.guard, testrunner.WithLease(o.lock))
 	defer rt.close()
 	rt.register(eng, o.concurrency)
 	// The process's liveness row: jobs its in-process agents run are

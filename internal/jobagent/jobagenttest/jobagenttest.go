@@ -15,6 +15,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/internal/contract"
 	"github.com/reconcilerhq/reconciler/internal/jobagent"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
 )
@@ -24,7 +25,7 @@ const Wait = 10 * time.Second
 
 // FastOptions poll every few milliseconds and retry after one.
 func FastOptions() jobagent.Options {
-	return jobagent.Options{MinPoll: 5 * time.Millisecond, MaxPoll: 20 * time.Millisecond, HTTP: outbound.Options{Backoff: time.Millisecond}}
+	return jobagent.Options{MinPoll: 5 * time.Millisecond, MaxPoll: 20 * time.Millisecond, HTTP: outbound.Options{Guard: netguard.Loopback, Backoff: time.Millisecond}}
 }
 
 // Reports is a ports.JobReporter that keeps every report and hands each
