@@ -20,7 +20,7 @@ import (
 func TestCodeHostConformance(t *testing.T) {
 	t.Parallel()
 	porttest.CodeHost(t, func(t *testing.T) porttest.CodeHostFixture {
-		fake := githubtest.New("tok-suite")
+		fake := githubtest.New(t, "tok-suite")
 		t.Cleanup(fake.Close)
 		c, err := New(Config{Guard: netguard.Loopback, BaseURL: fake.URL, Token: release.SecretRef{Ref: "env:GH"}}, secrets{"env:GH": "tok-suite"})
 		require.NoError(t, err)
@@ -60,7 +60,7 @@ func TestCodeHostConformance(t *testing.T) {
 func TestPullRequestsConformance(t *testing.T) {
 	t.Parallel()
 	porttest.PullRequests(t, func(t *testing.T) porttest.PullRequestsFixture {
-		fake := githubtest.New("tok-suite")
+		fake := githubtest.New(t, "tok-suite")
 		t.Cleanup(fake.Close)
 		c, err := New(Config{Guard: netguard.Loopback, BaseURL: fake.URL, Token: release.SecretRef{Ref: "env:GH"}}, secrets{"env:GH": "tok-suite"})
 		require.NoError(t, err)

@@ -39,7 +39,7 @@ type bundle struct {
 
 func setup(t *testing.T, edit func(c *Config)) *bundle {
 	t.Helper()
-	fake := githubtest.New("tok-123")
+	fake := githubtest.New(t, "tok-123")
 	t.Cleanup(fake.Close)
 	cfg := Config{Guard: netguard.Loopback, BaseURL: fake.URL, Token: release.SecretRef{Ref: "env:GH"}, MergeMethod: "squash"}
 	if edit != nil {

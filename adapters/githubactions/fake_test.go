@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reconcilerhq/reconciler/adapters/github/githubtest"
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/contract"
 	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
@@ -61,7 +63,12 @@ func newFakeGitHub(t *testing.T) *fakeGitHub {
 			return r.Header.Get("Authorization") == "Bearer "+token && r.Header.Get("Accept") == "application/vnd.github+json" &&
 				r.Header.Get("X-GitHub-Api-Version") == "2022-11-28"
 		},
-		Unauthorized: map[string]any{"message": "Bad credentials"}, FaultBody: map[string]any{"message": "try later"}}, f.handle)
+		Unauthorized: map[string]any{"message": "Bad credentials"}, FaultBody: map[string]any{"message": "try later"},
+		Definition: "../github/githubtest/api.github.com.json", Fill: true, AllowStatus: githubtest.AnyRoute,
+		// The description types created as a date-time, though GitHub
+		// takes (and documents) search syntax: ">=2026-01-02T15:04:05Z";
+		// the fake checks that form itself.
+		WaiveQuery: map[string][]string{"/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs": {"created"}}}, f.handle)
 	return f
 }
 
@@ -97,12 +104,12 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request) {
 			var err error
 			since, err = time.Parse(time.RFC3339, strings.TrimPrefix(v, ">="))
 			if err != nil || !strings.HasPrefix(v, ">=") {
-				http.Error(w, `{"message":"Invalid created filter"}`, http.StatusUnprocessableEntity)
+				jobagenttest.WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Invalid created filter"})
 				return
 			}
 		}
 		if perPage < 1 || perPage > 100 || page < 1 {
-			http.Error(w, `{"message":"Invalid page"}`, http.StatusUnprocessableEntity)
+			jobagenttest.WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Invalid page"})
 			return
 		}
 		runs := []fakeRun{}
@@ -118,13 +125,13 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request) {
 		var body map[string]any
 		b, _ := io.ReadAll(r.Body)
 		if err := json.Unmarshal(b, &body); err != nil || r.Header.Get("Content-Type") != "application/json" {
-			http.Error(w, `{"message":"Problems parsing JSON"}`, http.StatusBadRequest)
+			jobagenttest.WriteJSON(w, http.StatusBadRequest, map[string]any{"message": "Problems parsing JSON"})
 			return
 		}
 		inputs, _ := body["inputs"].(map[string]any)
 		key, _ := inputs["reconciler_job"].(string)
 		if body["ref"] == nil || key == "" {
-			http.Error(w, `{"message":"Required input 'reconciler_job' not provided"}`, http.StatusUnprocessableEntity)
+			jobagenttest.WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Required input 'reconciler_job' not provided"})
 			return
 		}
 		f.dispatches = append(f.dispatches, body)
@@ -140,11 +147,12 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseInt(strings.TrimPrefix(path, "runs/"), 10, 64)
 		fr, ok := f.runs[id]
 		if err != nil || !ok {
-			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+			jobagenttest.WriteJSON(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
 			return
 		}
 		if f.malformed {
 			f.malformed = false
+			w.Header().Set(contract.OffContract, "malformed on purpose")
 			_, _ = w.Write([]byte(`<html>oops`))
 			return
 		}
@@ -162,9 +170,9 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request) {
 		fr, ok := f.runs[id]
 		switch {
 		case !ok:
-			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+			jobagenttest.WriteJSON(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
 		case fr.Status == "completed":
-			http.Error(w, `{"message":"Cannot cancel a workflow run that is completed."}`, http.StatusConflict)
+			jobagenttest.WriteJSON(w, http.StatusConflict, map[string]any{"message": "Cannot cancel a workflow run that is completed."})
 		default:
 			f.cancels = append(f.cancels, id)
 			fr.Status, fr.Conclusion = "completed", "cancelled"

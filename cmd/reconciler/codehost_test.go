@@ -85,7 +85,7 @@ func (l *lockedBuffer) moves(t *testing.T, id string) []string {
 // against a fake GitHub whose newly opened pull requests get checks.
 func setupGitHubWorld(t *testing.T, checks githubtest.CheckRun, approve bool) (processWorld, *githubtest.Server, *lockedBuffer) {
 	t.Helper()
-	fake := githubtest.New("tok")
+	fake := githubtest.New(t, "tok")
 	t.Cleanup(fake.Close)
 	fake.Opened = func(pr githubtest.PR) {
 		fake.SetChecks(pr.HeadSHA, checks)
@@ -149,7 +149,7 @@ func TestRepoRunEndToEndCIFailsNeedsAttention(t *testing.T) {
 // review; the run submits it on GitHub, on the commit it reviewed.
 func TestReviewRunPostsTheAgentsReview(t *testing.T) {
 	t.Parallel()
-	fake := githubtest.New("tok")
+	fake := githubtest.New(t, "tok")
 	t.Cleanup(fake.Close)
 	url := fake.AddPR(githubtest.PR{Number: 5, Owner: "o", Repo: "r", HeadSHA: "abc"})
 	w := setupWorld(t, `printf 'Looks good.' > "$RECONCILER_REVIEW_FILE"; echo APPROVE > review-event`, io.Discard,
@@ -177,7 +177,7 @@ func TestReviewRunPostsTheAgentsReview(t *testing.T) {
 // run's PR observed at once.
 func TestWebhookRefreshesTheRunOfItsPR(t *testing.T) {
 	t.Parallel()
-	fake := githubtest.New("tok")
+	fake := githubtest.New(t, "tok")
 	t.Cleanup(fake.Close)
 	url := fake.AddPR(githubtest.PR{Number: 1, Owner: "o", Repo: "r", HeadSHA: "s"})
 	fake.SetChecks("s", githubtest.CheckRun{Status: "completed", Conclusion: "failure"})

@@ -27,7 +27,7 @@ import (
 func serveRepoRun(t *testing.T, checks githubtest.CheckRun, approve bool, want reconcile.State) ([]string, *githubtest.Server) {
 	t.Helper()
 	bin, dsn, token := dsnWithRunsToken(t)
-	fake := githubtest.New("gh-token")
+	fake := githubtest.New(t, "gh-token")
 	t.Cleanup(fake.Close)
 	fake.Opened = func(pr githubtest.PR) {
 		fake.SetChecks(pr.HeadSHA, checks)

@@ -1,9 +1,13 @@
 // Package githubtest is a fake GitHub REST API for tests: the endpoints
 // the github adapter uses (repository, pull requests, merge, reviews,
-// check runs), served by httptest, recording every request.
+// check runs), served by httptest, recording every request. Every request
+// it receives and every answer it sends is checked against GitHub's
+// published REST API description (api.github.com.json, see NOTICE).
 package githubtest
 
 import (
+	_ "embed"
+
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +16,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/reconcilerhq/reconciler/internal/contract"
 )
+
+// Definition is GitHub's published REST API description, trimmed to the
+// operations the github code host and the github-actions agent call.
+//
+//go:embed api.github.com.json
+var Definition []byte
 
 // Request is one recorded request.
 type Request struct {
@@ -58,8 +70,15 @@ type Server struct {
 	Opened func(pr PR)
 }
 
-// New starts a fake accepting token.
-func New(token string) *Server {
+// AnyRoute are the statuses GitHub answers on any route although its
+// description lists them on few: bad credentials, a refusal or rate limit
+// (403, 429), a missing resource, a validation failure, and server errors.
+var AnyRoute = []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusUnprocessableEntity,
+	http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable}
+
+// New starts a fake accepting token; t fails when it ends if an exchange
+// broke GitHub's definition.
+func New(t contract.TB, token string) *Server {
 	s := &Server{Token: token, prs: map[int]*PR{}, checks: map[string][]CheckRun{}, reviews: map[int][]Review{}, limitLeft: -1}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /repos/{owner}/{repo}", s.getRepo)
@@ -70,7 +89,12 @@ func New(token string) *Server {
 	mux.HandleFunc("GET /repos/{owner}/{repo}/pulls/{n}/reviews", s.listReviews)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/pulls/{n}/reviews", s.postReview)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/commits/{sha}/check-runs", s.listChecks)
-	s.Server = httptest.NewServer(s.auth(mux))
+	c, err := contract.Parse("githubtest/api.github.com.json", Definition)
+	if err != nil {
+		panic(err) // the embedded definition is fixed
+	}
+	c.FillResponses().AllowStatus(AnyRoute...).FailOnViolations(t)
+	s.Server = httptest.NewServer(c.Wrap(s.auth(mux)))
 	return s
 }
 
@@ -333,7 +357,11 @@ func (s *Server) listChecks(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	runs := []map[string]any{}
 	for _, c := range s.checks[r.PathValue("sha")] {
-		runs = append(runs, map[string]any{"status": c.Status, "conclusion": c.Conclusion})
+		var conclusion any // null until the run completes, as GitHub answers
+		if c.Conclusion != "" {
+			conclusion = c.Conclusion
+		}
+		runs = append(runs, map[string]any{"status": c.Status, "conclusion": conclusion})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(runs), "check_runs": runs})
 }

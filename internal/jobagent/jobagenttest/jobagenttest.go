@@ -99,6 +99,17 @@ type ServerOptions struct {
 	// receives and every response it sends is checked against it, and the
 	// test fails naming each exchange outside it (internal/contract).
 	Definition string
+	// Fill completes each JSON answer to the definition's schema
+	// (contract.Checker.FillResponses): the fake states only what its
+	// tests read.
+	Fill bool
+	// AllowStatus are statuses the vendor answers on any route though its
+	// definition lists them on few (contract.Checker.AllowStatus).
+	AllowStatus []int
+	// WaiveQuery names, by the definition's path, query parameters left
+	// out of the check because the definition types them wrongly; the
+	// fake checks them itself (contract.Checker.WaiveQuery).
+	WaiveQuery map[string][]string
 }
 
 // Server is the common part of a fake API: an httptest server that, under
@@ -143,7 +154,13 @@ func NewServer(t *testing.T, o ServerOptions, handler http.HandlerFunc) *Server 
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.FailOnViolations(t)
+		if o.Fill {
+			c.FillResponses()
+		}
+		for path, names := range o.WaiveQuery {
+			c.WaiveQuery(path, names...)
+		}
+		c.AllowStatus(o.AllowStatus...).FailOnViolations(t)
 		h = c.Wrap(h)
 	}
 	srv := httptest.NewServer(h)
