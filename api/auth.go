@@ -39,6 +39,9 @@ type Principal struct {
 	// Signed is set for a report whose signature the handler still has to
 	// check (it needs the body).
 	Signed bool
+	// SignedMethod and SignedPath are a signed request's method and
+	// escaped URL path, which its signature covers.
+	SignedMethod, SignedPath string
 }
 
 type principalKey struct{}
@@ -92,7 +95,8 @@ func (s *Server) authenticate(ctx huma.Context, next func(huma.Context)) {
 	scope, _ := op.Metadata[metaScope].(ports.Scope)
 	auth := ctx.Header("Authorization")
 	if signed, _ := op.Metadata[metaSigned].(bool); signed && auth == "" && ctx.Header(SignatureHeader) != "" && !s.o.Insecure {
-		next(huma.WithValue(ctx, principalKey{}, Principal{Signed: true}))
+		u := ctx.URL()
+		next(huma.WithValue(ctx, principalKey{}, Principal{Signed: true, SignedMethod: ctx.Method(), SignedPath: u.EscapedPath()}))
 		return
 	}
 	p, status, msg := s.principalOf(ctx.Context(), auth, scope)

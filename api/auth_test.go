@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"testing"
@@ -86,8 +87,13 @@ func TestOpenAPIDocumentIsCommitted(t *testing.T) {
 	require.Contains(t, res.json(t)["openapi"], "3.1")
 }
 
-// signed returns the headers of a report body on jobID signed at ts with
-// secret.
-func signed(secret, jobID string, ts time.Time, body []byte) []string {
-	return []string{api.TimestampHeader, strconv.FormatInt(ts.Unix(), 10), api.SignatureHeader, api.SignReport(secret, ts, jobID, body)}
+// signed returns the headers of a POST of body to target (a path, with
+// or without a query) signed at ts with secret.
+func signed(secret, target string, ts time.Time, body []byte) []string {
+	u, err := url.Parse(target)
+	if err != nil {
+		panic(err)
+	}
+	return []string{api.TimestampHeader, strconv.FormatInt(ts.Unix(), 10),
+		api.SignatureHeader, api.SignRequest(secret, ts, http.MethodPost, u.EscapedPath(), body)}
 }

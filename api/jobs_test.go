@@ -82,17 +82,26 @@ func TestJobReports(t *testing.T) {
 		body, err := json.Marshal(map[string]any{"status": "successful", "message": "deployed"})
 		require.NoError(t, err)
 		now := f.clock.Now()
-		stale := f.do(http.MethodPost, path, "", body, signed(agentSecret, id, now.Add(-6*time.Minute), body)...).problem(t, http.StatusUnauthorized)
+		stale := f.do(http.MethodPost, path, "", body, signed(agentSecret, path, now.Add(-6*time.Minute), body)...).problem(t, http.StatusUnauthorized)
 		require.Contains(t, stale["detail"], "window")
-		f.do(http.MethodPost, path, "", body, signed("wrong", id, now, body)...).problem(t, http.StatusUnauthorized)
-		f.do(http.MethodPost, "/api/v1/jobs/nope/report", "", body, signed(agentSecret, id, now, body)...).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodPost, path, "", body, signed("wrong", path, now, body)...).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodPost, "/api/v1/jobs/nope/report", "", body, signed(agentSecret, path, now, body)...).problem(t, http.StatusUnauthorized)
 		tampered := []byte(`{"status":"failure","message":"deployed"}`)
-		f.do(http.MethodPost, path, "", tampered, signed(agentSecret, id, now, body)...).problem(t, http.StatusUnauthorized)
-		f.do(http.MethodPost, path, "", body, signed(agentSecret, "another-job", now, body)...).problem(t, http.StatusUnauthorized)
-		res = f.do(http.MethodPost, path, "", body, signed(agentSecret, id, now, body)...)
+		f.do(http.MethodPost, path, "", tampered, signed(agentSecret, path, now, body)...).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodPost, path, "", body, signed(agentSecret, "/api/v1/jobs/another-job/report", now, body)...).problem(t, http.StatusUnauthorized)
+		res = f.do(http.MethodPost, path, "", body, signed(agentSecret, path, now, body)...)
 		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
-		replay := f.do(http.MethodPost, path, "", body, signed(agentSecret, id, now, body)...).problem(t, http.StatusUnauthorized)
+		replay := f.do(http.MethodPost, path, "", body, signed(agentSecret, path, now, body)...).problem(t, http.StatusUnauthorized)
 		require.Contains(t, replay["detail"], "already used")
+		// The same MAC in another spelling is no new signature (issue 28).
+		for _, suffix := range []string{"\u00a0", "\u0085", "\u2003", " ", "\t"} {
+			h := signed(agentSecret, path, now, body)
+			h[3] += suffix
+			f.do(http.MethodPost, path, "", body, h...).problem(t, http.StatusUnauthorized)
+		}
+		upper := signed(agentSecret, path, now, body)
+		upper[3] = "sha256=" + strings.ToUpper(upper[3][len("sha256="):])
+		f.do(http.MethodPost, path, "", body, upper...).problem(t, http.StatusUnauthorized)
 
 		res = f.do(http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id), "read", nil)
 		job = res.json(t)

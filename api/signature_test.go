@@ -1,0 +1,81 @@
+package api_test
+
+import (
+	"crypto/hmac"
+	"encoding/hex"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/api"
+)
+
+const goodSig = "sha256=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// TestParseSignature: only "sha256=" and 64 lowercase hex digits pass.
+func TestParseSignature(t *testing.T) {
+	t.Parallel()
+	mac, err := api.ParseSignature(goodSig)
+	require.NoError(t, err)
+	require.Len(t, mac, 32)
+	for name, bad := range map[string]string{
+		"empty":           "",
+		"no prefix":       strings.TrimPrefix(goodSig, "sha256="),
+		"upper prefix":    "SHA256=" + goodSig[7:],
+		"upper hex":       strings.ToUpper(goodSig[:8]) + goodSig[8:],
+		"short":           goodSig[:len(goodSig)-1],
+		"long":            goodSig + "0",
+		"trailing space":  goodSig + " ",
+		"leading space":   " " + goodSig,
+		"trailing nbsp":   goodSig + "\u00a0",
+		"trailing nel":    goodSig + "\u0085",
+		"trailing emsp":   goodSig + "\u2003",
+		"trailing tab":    goodSig + "\t",
+		"trailing crlf":   goodSig + "\r\n",
+		"non-hex":         goodSig[:len(goodSig)-1] + "g",
+		"sha1":            "sha1=" + goodSig[7:47],
+		"two signatures":  goodSig + "," + goodSig,
+		"prefix repeated": "sha256=" + goodSig,
+	} {
+		_, err := api.ParseSignature(bad)
+		require.Error(t, err, name)
+		require.Contains(t, err.Error(), api.SignatureHeader, name)
+	}
+}
+
+// FuzzParseSignature: whatever the header, no panic; what parses is 32
+// bytes and renders back to the very same header (one spelling per MAC).
+func FuzzParseSignature(f *testing.F) {
+	f.Add(goodSig)
+	f.Add(goodSig + "\u00a0")
+	f.Add("sha256=")
+	f.Add(strings.ToUpper(goodSig))
+	f.Fuzz(func(t *testing.T, v string) {
+		mac, err := api.ParseSignature(v)
+		if err != nil {
+			return
+		}
+		if len(mac) != 32 || "sha256="+hex.EncodeToString(mac) != v {
+			t.Fatalf("%q parsed to %x", v, mac)
+		}
+	})
+}
+
+// TestSignRequestCoversMethodAndPath: the same body and time signed for
+// another method or path gives another MAC.
+func TestSignRequestCoversMethodAndPath(t *testing.T) {
+	t.Parallel()
+	at, body := time.Unix(1_700_000_000, 0), []byte(`{}`)
+	base := api.SignRequest("k", at, http.MethodPost, "/api/v1/jobs/a/report", body)
+	for _, other := range []string{
+		api.SignRequest("k", at, http.MethodPut, "/api/v1/jobs/a/report", body),
+		api.SignRequest("k", at, http.MethodPost, "/api/v1/jobs/b/report", body),
+		api.SignRequest("k", at, http.MethodPost, "/api/v1/job-agents/x/jobs/a/report", body),
+		api.SignRequest("k", at.Add(time.Second), http.MethodPost, "/api/v1/jobs/a/report", body),
+	} {
+		require.False(t, hmac.Equal([]byte(base), []byte(other)))
+	}
+}
