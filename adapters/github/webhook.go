@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	deliveryid "github.com/reconcilerhq/reconciler/internal/delivery"
 )
 
 // maxDelivery caps a webhook delivery's body.
@@ -30,11 +32,12 @@ type PREvent struct {
 // and calls OnPR for every pull request a pull_request,
 // pull_request_review, check_suite or check_run delivery names, so the runs
 // following it are observed again at once. Other events are acknowledged
-// and ignored. A wake-up is idempotent, so a replayed delivery only causes
-// one more observation.
+// and ignored. With Deliveries set, a verified delivery is taken once by
+// its X-GitHub-Delivery id (deliveryid.Admit: 200 for a replay).
 type Webhook struct {
-	Secret []byte
-	OnPR   func(ctx context.Context, e PREvent)
+	Secret     []byte
+	OnPR       func(ctx context.Context, e PREvent)
+	Deliveries deliveryid.Claim
 }
 
 // delivery is the part of a payload the receiver reads.
@@ -79,6 +82,9 @@ func (h Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !h.verify(r.Header.Get("X-Hub-Signature-256"), body) {
 		http.Error(w, "X-Hub-Signature-256 missing or wrong", http.StatusUnauthorized)
+		return
+	}
+	if !deliveryid.Admit(w, r, h.Deliveries) {
 		return
 	}
 	event := r.Header.Get("X-GitHub-Event")

@@ -304,7 +304,8 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		if gh != nil && gh.hook != nil && !demo {
 			hook = gh.hook
 		}
-		mountWebhooks(extra, githubActionsWebhooks{agents: be.releases.JobAgents(), secrets: secrets, report: rt.report}, hook)
+		mountWebhooks(extra, githubActionsWebhooks{agents: be.releases.JobAgents(), secrets: secrets, report: rt.report,
+			deliveries: deliveryClaims(be.tokens, clock)}, hook)
 	}
 	srv, err := startHTTP(log, "listening", o.listen, newHTTPHandler(be, reg, extra, world))
 	if err != nil {

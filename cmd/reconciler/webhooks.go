@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/reconcilerhq/reconciler/adapters/github"
 	"github.com/reconcilerhq/reconciler/adapters/githubactions"
 	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/internal/delivery"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -30,6 +34,10 @@ const (
 // check.
 func mountWebhooks(extra map[string]http.Handler, actions githubActionsWebhooks, hook http.Handler) {
 	extra[githubActionsWebhookPath] = actions
+	if w, ok := hook.(github.Webhook); ok && actions.deliveries != nil {
+		w.Deliveries = actions.deliveries
+		hook = w
+	}
 	if hook != nil {
 		extra[githubWebhookPath] = http.MaxBytesHandler(hook, 1<<20+1)
 	}
@@ -45,6 +53,22 @@ type githubActionsWebhooks struct {
 	agents  ports.Objects[release.JobAgent]
 	secrets ports.SecretResolver
 	report  ports.JobReporter
+	// deliveries remembers delivery ids, for both webhooks (nil: none).
+	deliveries delivery.Claim
+}
+
+// deliveryClaims remembers GitHub delivery ids in tokens' nonces for
+// delivery.Window, so every process sharing the store takes a delivery
+// once.
+func deliveryClaims(tokens ports.Tokens, clock ports.Clock) delivery.Claim {
+	return func(ctx context.Context, id string) (bool, error) {
+		now := clock.Now()
+		ok, err := tokens.NonceClaim(ctx, "github-delivery:"+id, now, now.Add(delivery.Window))
+		if err != nil {
+			return false, fmt.Errorf("claim delivery %s: %w", id, err)
+		}
+		return ok, nil
+	}
 }
 
 // ServeHTTP handles one delivery.
@@ -68,5 +92,5 @@ func (h githubActionsWebhooks) ServeHTTP(w http.ResponseWriter, r *http.Request)
 		http.Error(w, "job agent "+id+" has no webhookSecretRef in its config", http.StatusNotFound)
 		return
 	}
-	githubactions.WebhookHandler{AgentID: id, SecretRef: ref, Secrets: h.secrets, Reporter: h.report}.ServeHTTP(w, r)
+	githubactions.WebhookHandler{AgentID: id, SecretRef: ref, Secrets: h.secrets, Reporter: h.report, Deliveries: h.deliveries}.ServeHTTP(w, r)
 }
