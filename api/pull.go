@@ -69,10 +69,15 @@ func (s *Server) signedOp(id, path, summary string) huma.Operation {
 	return op
 }
 
-// checkSigned verifies a signed request's signature by agentID; a
-// bearer-authenticated request passes.
+// checkSigned verifies that the request acts as job agent agentID: a
+// signed one by the agent's signature, a bearer one by a token bound to
+// the agent (ports.Token.ActsFor; admin acts for every agent).
 func (s *Server) checkSigned(ctx context.Context, agentID string, h SignedHeaders, raw []byte) error {
-	if !principal(ctx).Signed {
+	p := principal(ctx)
+	if !p.Signed {
+		if !p.Token.ActsFor(agentID) {
+			return huma.Error403Forbidden("this token does not act for job agent " + agentID + " (token create --scope agent --agent " + agentID + ")")
+		}
 		return nil
 	}
 	_, err := s.verifyAgentSignature(ctx, agentID, h.Timestamp, h.Signature, raw)

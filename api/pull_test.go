@@ -91,7 +91,8 @@ func TestPullTakeHeartbeatReport(t *testing.T) {
 		require.Contains(t, locations(p), "query.wait")
 		p = f.do(http.MethodPost, takePath("ext", "0s"), "agent", map[string]any{}).problem(t, http.StatusUnprocessableEntity)
 		require.Contains(t, locations(p), "body.taker")
-		f.do(http.MethodPost, takePath("nope", "0s"), "agent", map[string]any{"taker": "h"}).problem(t, http.StatusNotFound)
+		f.do(http.MethodPost, takePath("nope", "0s"), "admin", map[string]any{"taker": "h"}).problem(t, http.StatusNotFound)
+		f.do(http.MethodPost, takePath("nope", "0s"), "agent", map[string]any{"taker": "h"}).problem(t, http.StatusForbidden)
 		p = f.do(http.MethodPost, takePath("gha", "0s"), "agent", map[string]any{"taker": "h"}).problem(t, http.StatusNotFound)
 		require.Contains(t, p["detail"], "not a pull agent")
 		require.Equal(t, "pending", f.jobField(id, "status"))
@@ -278,5 +279,33 @@ func TestPullConcurrentTakers(t *testing.T) {
 			require.Equal(t, 1, n, "job %s taken %d times", id, n)
 			require.Equal(t, "inProgress", f.jobField(id, "status"))
 		}
+	})
+}
+
+// TestAgentTokenBound: an agent token acts only for the job agents it is
+// bound to, on the taker routes and on POST /jobs/{id}/report, and a
+// taken pull job is not reported around its take (issue 28, finding 3).
+func TestAgentTokenBound(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
+		id := f.activeJob("web:dev:r1")
+		report := "/api/v1/jobs/" + url.PathEscape(id) + "/report"
+		success := map[string]any{"status": "successful"}
+		f.do(http.MethodPost, takePath("ext", "0s"), "agent-elsewhere", map[string]any{"taker": "h"}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, report, "agent-elsewhere", success).problem(t, http.StatusForbidden)
+		require.Equal(t, "pending", f.jobField(id, "status"), "an unrelated agent token takes and reports nothing")
+
+		res := f.do(http.MethodPost, takePath("ext", "0s"), "agent", map[string]any{"taker": "h"})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		f.do(http.MethodPost, beatPath("ext", id), "agent-elsewhere", map[string]any{"hand_out": 1}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, reportPath("ext", id), "agent-elsewhere", map[string]any{"hand_out": 1, "status": "successful"}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, report, "agent-elsewhere", success).problem(t, http.StatusForbidden)
+		p := f.do(http.MethodPost, report, "agent", success).problem(t, http.StatusForbidden)
+		require.Contains(t, p["detail"], "taken")
+		require.NotEqual(t, "successful", f.jobField(id, "status"), "no forged success")
+		res = f.do(http.MethodPost, reportPath("ext", id), "agent", map[string]any{"hand_out": 1, "status": "successful"})
+		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
+		require.Equal(t, "successful", f.jobField(id, "status"))
 	})
 }
