@@ -287,7 +287,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		cat := catalog.New(be.catalog, be.catalogConfig())
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
-			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: agentConfigValidator(),
+			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: withHMACKeys(agentConfigValidator(), secrets),
 			Pull: rt.pullService(be, clock)})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {

@@ -151,3 +151,21 @@ func TestGitHubDeliveriesTakenOnce(t *testing.T) {
 	require.Equal(t, http.StatusOK, send(two, "/api/v1/webhooks/github", "pull_request", "d-2", pr, prSig))
 	require.Equal(t, 1, wakes)
 }
+
+// TestEmptyHMACKeyRefusedAtApply: a job agent whose report_secret or
+// webhookSecretRef resolves to an empty key is refused when applied
+// (issue 28); one that resolves to a key passes.
+func TestEmptyHMACKeyRefusedAtApply(t *testing.T) {
+	t.Setenv("RECONCILER_SECRET_EMPTY", "")
+	t.Setenv("RECONCILER_SECRET_KEY", "k")
+	v := withHMACKeys(agentConfigValidator(), envsecret.Resolver{})
+	for typ, key := range map[string]string{release.PullAgentType: "report_secret", githubactions.Type: "webhookSecretRef"} {
+		cfg := map[string]any{key: "env:RECONCILER_SECRET_EMPTY"}
+		if typ == githubactions.Type {
+			cfg = map[string]any{"owner": "acme", "repo": "api", "workflowFile": "deploy.yml", "tokenRef": "env:RECONCILER_SECRET_GH", key: "env:RECONCILER_SECRET_EMPTY"}
+		}
+		require.ErrorContains(t, v(typ, cfg), "job_agent_config."+key, typ)
+		cfg[key] = "env:RECONCILER_SECRET_KEY"
+		require.NoError(t, v(typ, cfg), typ)
+	}
+}
