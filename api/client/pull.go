@@ -24,12 +24,12 @@ func (c *Client) NextJob(ctx context.Context, agentID, taker string, wait time.D
 	return t, true, nil
 }
 
-// HeartbeatJob renews the lease of hand-out handOut of job jobID of pull
-// agent agentID; a job handed out again or ended is an *Error of status
-// 409.
-func (c *Client) HeartbeatJob(ctx context.Context, agentID, jobID string, handOut int) (api.Heartbeat, error) {
+// HeartbeatJob renews the lease of hand-out handOut (with the take's
+// Taken.TakeToken) of job jobID of pull agent agentID; a job handed out
+// again or ended is an *Error of status 409, another take token 403.
+func (c *Client) HeartbeatJob(ctx context.Context, agentID, jobID string, handOut int, takeToken string) (api.Heartbeat, error) {
 	return post[api.Heartbeat](ctx, c, http.MethodPost, "/job-agents/"+esc(agentID)+"/jobs/"+esc(jobID)+"/heartbeat",
-		api.HeartbeatRequest{HandOut: handOut})
+		api.HeartbeatRequest{HandOut: handOut, TakeToken: takeToken})
 }
 
 // ReportTakenJob reports on job jobID that pull agent agentID's taker
