@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
@@ -317,6 +319,36 @@ func TestAgentTokenBound(t *testing.T) {
 		require.NotEqual(t, "successful", f.jobField(id, "status"), "no forged success")
 		res := f.do(http.MethodPost, reportPath("ext", id), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken, "status": "successful"})
 		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
+		require.Equal(t, "successful", f.jobField(id, "status"))
+	})
+}
+
+// TestClientSignedPullCalls: the Go client takes, heartbeats and reports
+// as a pull agent signed with its report secret, no token sent; a wrong
+// key is refused (issue 31).
+func TestClientSignedPullCalls(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
+		id := f.activeJob("web:dev:r1")
+		c, err := client.New(f.http.URL, "")
+		require.NoError(t, err)
+		now := f.clock.Now
+		_, _, err = c.NextJobSigned(f.ctx, client.Signer{Secret: "wrong", Now: now}, "ext", "signed-host", 0)
+		require.ErrorIs(t, err, client.ErrUnauthorized)
+		_, _, err = c.NextJobSigned(f.ctx, client.Signer{Now: now}, "ext", "signed-host", 0)
+		require.ErrorIs(t, err, client.ErrUnauthorized, "an empty key is refused before sending")
+		s := client.Signer{Secret: agentSecret, Now: now}
+		tk, ok, err := c.NextJobSigned(f.ctx, s, "ext", "signed-host", 0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, id, tk.Job.ID)
+		f.clock.Advance(time.Second) // a new timestamp: another signature for the same body
+		hb, err := c.HeartbeatJobSigned(f.ctx, s, "ext", id, api.HeartbeatRequest{HandOut: 1, TakeToken: tk.TakeToken})
+		require.NoError(t, err)
+		require.Equal(t, 1, hb.HandOut)
+		require.NoError(t, c.ReportTakenJobSigned(f.ctx, s, "ext", id, api.TakerReport{HandOut: 1, TakeToken: tk.TakeToken,
+			JobReport: api.JobReport{Status: release.JobSuccessful, Message: "signed"}}))
 		require.Equal(t, "successful", f.jobField(id, "status"))
 	})
 }
