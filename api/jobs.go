@@ -140,6 +140,15 @@ func (s *Server) registerJobs() {
 			if principal(ctx).Signed {
 				return nil, huma.Error401Unauthorized("workflow jobs take reports with a bearer token of scope agent")
 			}
+			if t := principal(ctx).Token; !t.Allows(ports.ScopeAdmin) {
+				agent, err := s.o.Flows.JobAgentOf(ctx, in.ID)
+				if err != nil {
+					return nil, s.fail(ctx, err)
+				}
+				if !t.ActsFor(agent) {
+					return nil, huma.Error403Forbidden("this token does not act for the job's agent")
+				}
+			}
 			if err := s.o.Flows.ReportJob(ctx, rep); err != nil {
 				return nil, s.fail(ctx, err)
 			}
