@@ -53,6 +53,9 @@ func (s *Server) auditWrites(ctx huma.Context, next func(huma.Context)) {
 	if status >= 400 || (op.OperationID == "takeJob" && status == http.StatusNoContent) {
 		return
 	}
+	if u := ctx.URL(); u.Query().Get("dry_run") == "true" {
+		return // a dry run writes nothing
+	}
 	p := principal(ctx.Context())
 	actor := p.Name
 	if actor == "" && p.Signed {

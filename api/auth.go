@@ -39,9 +39,8 @@ type Principal struct {
 	// Signed is set for a report whose signature the handler still has to
 	// check (it needs the body).
 	Signed bool
-	// SignedMethod and SignedPath are a signed request's method and
-	// escaped URL path, which its signature covers.
-	SignedMethod, SignedPath string
+	// method and path are a signed request's, which its signature covers.
+	method, path string
 }
 
 type principalKey struct{}
@@ -102,7 +101,7 @@ func (s *Server) authenticate(ctx huma.Context, next func(huma.Context)) {
 	auth := ctx.Header("Authorization")
 	if signed, _ := op.Metadata[metaSigned].(bool); signed && auth == "" && ctx.Header(SignatureHeader) != "" && !s.o.Insecure {
 		u := ctx.URL()
-		next(huma.WithValue(ctx, principalKey{}, Principal{Signed: true, SignedMethod: ctx.Method(), SignedPath: u.EscapedPath()}))
+		next(huma.WithValue(ctx, principalKey{}, Principal{Signed: true, method: ctx.Method(), path: u.EscapedPath()}))
 		return
 	}
 	p, status, msg := s.principalOf(ctx.Context(), auth, scope)

@@ -2,9 +2,9 @@ package api_test
 
 import (
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,13 +87,9 @@ func TestOpenAPIDocumentIsCommitted(t *testing.T) {
 	require.Contains(t, res.json(t)["openapi"], "3.1")
 }
 
-// signed returns the headers of a POST of body to target (a path, with
-// or without a query) signed at ts with secret.
-func signed(secret, target string, ts time.Time, body []byte) []string {
-	u, err := url.Parse(target)
-	if err != nil {
-		panic(err)
-	}
-	return []string{api.TimestampHeader, strconv.FormatInt(ts.Unix(), 10),
-		api.SignatureHeader, api.SignRequest(secret, ts, http.MethodPost, u.EscapedPath(), body)}
+// signed returns the headers of a report body on jobID signed at ts with
+// secret.
+func signed(method, path, secret, subject string, ts time.Time, body []byte) []string {
+	path, _, _ = strings.Cut(path, "?")
+	return []string{api.TimestampHeader, strconv.FormatInt(ts.Unix(), 10), api.SignatureHeader, api.SignRequest(secret, ts, method, path, subject, body)}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -119,6 +120,9 @@ func (s *Server) registerCatalog() {
 				RevisionPath
 				Body RevisionChange
 			}) (*body[ports.Revision], error) {
+				if err := policyLifecycleScope(ctx, in.Kind); err != nil {
+					return nil, err
+				}
 				return s.revision(do(ctx, catalog.Change{Ref: in.ref(), Version: in.Body.Version}))(ctx)
 			})
 	}
@@ -150,11 +154,40 @@ func (s *Server) registerCatalog() {
 			RevisionPath
 			Version int64 `query:"version" required:"true" minimum:"1" doc:"the version read"`
 		}) (*struct{}, error) {
+			if err := policyLifecycleScope(ctx, in.Kind); err != nil {
+				return nil, err
+			}
 			if err := s.o.Catalog.Delete(ctx, catalog.Change{Ref: in.ref(), Version: in.Version}); err != nil {
 				return nil, s.fail(ctx, err)
 			}
 			return nil, nil
 		})
+}
+
+// policyLifecycleScope refuses a lifecycle change of a policy revision
+// (propose, unpropose, propose-delete, undo-propose-delete, delete) to a
+// caller without the approve scope: a published policy's gates stop or
+// start applying through them, and only who may approve may do that (a
+// write token could otherwise lift an approval gate by proposing its
+// deletion).
+func policyLifecycleScope(ctx context.Context, kind revision.Kind) error {
+	if kind != revision.KindPolicy {
+		return nil
+	}
+	p := principal(ctx)
+	if p.Token.Allows(ports.ScopeApprove) {
+		return nil
+	}
+	return huma.Error403Forbidden("a lifecycle change of a policy needs scope approve: token " + p.Token.ID + " has " + scopeList(p.Token.Scopes))
+}
+
+// scopeList renders scopes for a message.
+func scopeList(scopes []ports.Scope) string {
+	out := make([]string, len(scopes))
+	for i, sc := range scopes {
+		out[i] = string(sc)
+	}
+	return strings.Join(out, ", ")
 }
 
 // revision replies with r or the problem of err.

@@ -58,7 +58,9 @@ type stores struct {
 var backends = map[string]func(t testing.TB, clock ports.Clock) stores{
 	"memory": func(_ testing.TB, clock ports.Clock) stores {
 		rel, q := memory.NewReleaseStore(clock), memory.NewQueue(clock)
-		return stores{rel, q, memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewTokens(), memory.NewRunStore(clock), memory.NewTransactor(rel, q), memory.NewAuditLog()}
+		// The catalog is the release store's own, as serve wires it: the
+		// policies the chain evaluates are the API's.
+		return stores{rel, q, memory.NewWorkflowStore(), rel.Catalog, memory.NewTokens(), memory.NewRunStore(clock), memory.NewTransactor(rel, q), memory.NewAuditLog()}
 	},
 	"postgres": func(t testing.TB, clock ports.Clock) stores {
 		dsn, _ := pgtest.Schema(t)
@@ -69,11 +71,9 @@ var backends = map[string]func(t testing.TB, clock ports.Clock) stores{
 		require.NoError(t, db.MigrateUp(ctx))
 		q := postgres.NewQueue(db, clock)
 		t.Cleanup(q.Close)
-		cat := postgres.NewCatalog(db, clock)
-		t.Cleanup(cat.Close)
 		rs := postgres.NewReleaseStore(db, clock)
 		t.Cleanup(rs.Close)
-		return stores{rs, q, postgres.NewWorkflowStore(db), cat, postgres.NewTokens(db), postgres.NewRunStore(db, clock), db, postgres.NewAuditLog(db)}
+		return stores{rs, q, postgres.NewWorkflowStore(db), rs.Catalog, postgres.NewTokens(db), postgres.NewRunStore(db, clock), db, postgres.NewAuditLog(db)}
 	},
 }
 
@@ -202,6 +202,14 @@ func (r response) json(t testing.TB) map[string]any {
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(r.body, &m), string(r.body))
 	return m
+}
+
+// jsonArray decodes the body as a JSON array.
+func (r response) jsonArray(t testing.TB) []any {
+	t.Helper()
+	var a []any
+	require.NoError(t, json.Unmarshal(r.body, &a), string(r.body))
+	return a
 }
 
 // problem checks an RFC 9457 answer of status and returns it.

@@ -2,11 +2,16 @@ package api_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/api"
 )
@@ -224,4 +229,52 @@ func FuzzJobAgentPut(f *testing.F) {
 
 func FuzzWorkspacePut(f *testing.F) {
 	fuzzRoute(f, http.MethodPut, "/api/v1/workspaces/ws2", map[string]any{"id": "ws2", "name": "second"})
+}
+
+// FuzzParseSignature: a signature header is accepted only in its one
+// canonical spelling, so no two accepted headers carry the same MAC (a
+// replay cannot respell a used signature), and parsing never panics.
+func FuzzParseSignature(f *testing.F) {
+	good := api.SignRequest("secret", time.Unix(1_700_000_000, 0), http.MethodPost, "/api/v1/jobs/j/report", "j", []byte(`{}`))
+	for _, seed := range []string{good, good + "\u00a0", " " + good, strings.ToUpper(good), "sha256=", "sha256=zz", good[:len(good)-1], good + "0"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		mac, ok := api.ParseSignature(h)
+		if !ok {
+			return
+		}
+		require.Len(t, mac, 32)
+		require.Equal(t, "sha256="+hex.EncodeToString(mac), h, "only the canonical spelling is accepted")
+	})
+}
+
+// FuzzRequestTarget: whatever the path and query of a GET (ids and filters
+// with NUL, control characters, invalid UTF-8, broken escapes), the API
+// answers no 5xx and refuses with a problem document.
+func FuzzRequestTarget(f *testing.F) {
+	fx := setup(f, "memory")
+	for _, seed := range []string{"/api/v1/deployments/web", "/api/v1/deployments/a%00b", "/api/v1/jobs?status=a%00",
+		"/api/v1/targets/web:prod:r1/explain", "/api/v1/targets?cursor=%ff", "/api/v1/versions/v%0a1", "/api/v1/audit?cursor=-1",
+		"/api/v1/catalog/policy/%00/revisions", "/api/v1/jobs?x=%zz", "/api/v1/workflows/%c3%28"} {
+		f.Add(seed)
+	}
+	h := fx.server.Handler()
+	f.Fuzz(func(t *testing.T, target string) {
+		u, err := url.ParseRequestURI(target)
+		if err != nil || !strings.HasPrefix(u.Path, "/api/v1/") {
+			return
+		}
+		req := httptest.NewRequest(http.MethodGet, "http://x/", nil)
+		req.URL, req.RequestURI = u, target
+		req.Header.Set("Authorization", "Bearer "+fx.tokens["admin"])
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code >= 500 {
+			t.Fatalf("GET %q: %d %s", target, w.Code, w.Body)
+		}
+		if w.Code >= 400 && w.Header().Get("Content-Type") != "application/problem+json" {
+			t.Fatalf("GET %q: %d without a problem document", target, w.Code)
+		}
+	})
 }

@@ -121,7 +121,9 @@ func (s *Server) registerJobs() {
 			return reply(j), nil
 		})
 	report := s.op("reportJob", http.MethodPost, "/jobs/{id}/report",
-		"Report a job's status as its agent: with a token of scope agent, or "+signedText, ports.ScopeAgent, "jobs")
+		"Report a job's status as its agent: with a token of scope agent, or signed with the agent's report_secret "+
+			"(headers "+TimestampHeader+": Unix seconds and "+SignatureHeader+": sha256= and the 64 lowercase hex digits of HMAC-SHA256(secret, TIMESTAMP.POST.PATH.JOB_ID.BODY), PATH as sent, without the query; "+
+			"a signature is accepted once, within 5 minutes of its timestamp)", ports.ScopeAgent, "jobs")
 	report.Security = append(report.Security, map[string][]string{securitySignature: {}})
 	report.Metadata[metaSigned] = true
 	report.DefaultStatus = http.StatusNoContent

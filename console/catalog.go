@@ -159,6 +159,10 @@ func (s *Server) revisionChange(do func(*http.Request, catalog.Change) (ports.Re
 			s.problem(w, r, http.StatusUnprocessableEntity, "version: want the revision's version, a positive integer")
 			return
 		}
+		if kind == revision.KindPolicy && !sessionOf(r.Context()).Can(string(ports.ScopeApprove)) {
+			s.problem(w, r, http.StatusForbidden, "a lifecycle change of a policy needs scope approve")
+			return
+		}
 		c := catalog.Change{Ref: ports.RevisionRef{Kind: kind, Name: name, ID: r.PathValue("id")}, Version: version}
 		if _, err := do(r, c); err != nil {
 			s.fail(w, r, err)

@@ -102,6 +102,13 @@ func TestLogin(t *testing.T) {
 	res = anon.post("/login", url.Values{"token": {f.tokens["read"]}, "next": {"/runs"}}, "Origin", "https://evil.example")
 	require.Equal(t, http.StatusForbidden, res.status, "a login posted from another site")
 
+	// A TAB (dropped by browsers: "/\t/evil.example" is "//evil.example")
+	// or another control character makes next not local.
+	for _, next := range []string{"/\t/evil.example", "/\n/evil.example", "/\r\n/evil.example"} {
+		res = anon.post("/login", url.Values{"token": {f.tokens["read"]}, "next": {next}})
+		require.Equal(t, http.StatusSeeOther, res.status)
+		require.Equal(t, "/", res.header.Get("Location"), "%q", next)
+	}
 	res = anon.post("/login", url.Values{"token": {f.tokens["read"]}, "next": {"https://evil.example/"}})
 	require.Equal(t, http.StatusSeeOther, res.status)
 	require.Equal(t, "/", res.header.Get("Location"))
@@ -503,4 +510,17 @@ func TestInsecure(t *testing.T) {
 	defer res2.Body.Close()
 	require.Equal(t, http.StatusOK, res2.StatusCode, "followed the redirect home")
 	require.Equal(t, []string{"anonymous"}, f.approvalsOf("web-v1", "prod"))
+}
+
+// TestUndecodablePathIs400: a NUL or another control character in a
+// console path or query is a 400 page, not a 500.
+func TestUndecodablePathIs400(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.login("admin")
+	for _, p := range []string{"/targets/web:prod:r1%00", "/workflows/a%00b", "/catalog/policy/a%00", "/deployments/web%00/versions", "/runs?kind=%00"} {
+		res := c.get(p)
+		require.Equal(t, http.StatusBadRequest, res.status, p)
+		require.Contains(t, res.body, "control character", p)
+	}
 }

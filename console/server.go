@@ -105,6 +105,10 @@ func (s *Server) Handler() http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Frame-Options", "DENY")
+		if msg := api.UndecodableRequest(r); msg != "" {
+			s.problem(w, r, http.StatusBadRequest, msg)
+			return
+		}
 		s.mux.ServeHTTP(w, r)
 	})
 }
@@ -212,8 +216,10 @@ func back(w http.ResponseWriter, r *http.Request, fallback string) {
 // localPath reports whether p is an absolute path on this host (not
 // "//host" nor "/\host", which browsers read as another host).
 func localPath(p string) bool {
+	// Browsers drop TAB, CR and LF inside a URL, so "/\t/evil.example" is
+	// "//evil.example": any control character makes it not local.
 	return strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "//") && !strings.HasPrefix(p, "/\\") &&
-		!strings.ContainsAny(p, "\r\n")
+		!strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
 // listAll reads every object of a kind through its pages, at most maxRows;

@@ -44,7 +44,7 @@ func TestRequests(t *testing.T) {
 	require.NoError(t, c.ReportJobSigned(ctx, "j1", api.JobReport{Status: release.JobFailure}, "sec", at))
 	s = <-got
 	body := `{"status":"failure"}`
-	require.Equal(t, seen{http.MethodPost, "/api/v1/jobs/j1/report", "", "1700000000", api.SignRequest("sec", at, http.MethodPost, "/api/v1/jobs/j1/report", []byte(body)), body}, s,
+	require.Equal(t, seen{http.MethodPost, "/api/v1/jobs/j1/report", "", "1700000000", api.SignRequest("sec", at, http.MethodPost, "/api/v1/jobs/j1/report", "j1", []byte(body)), body}, s,
 		"a signed report sends no token")
 
 	require.NoError(t, c.EndForceDeploy(ctx, "v 1", "s1"))

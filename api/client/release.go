@@ -114,3 +114,10 @@ func (c *Client) ReportJob(ctx context.Context, id string, r api.JobReport) erro
 func (c *Client) CancelJob(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodPost, "/jobs/"+esc(id)+"/cancel", nil, nil)
 }
+
+// PlanVersion answers what creating v would do on each target of its
+// deployment (environmentID's only when set), storing nothing: one page of
+// the plan (POST /versions?dry_run=true).
+func (c *Client) PlanVersion(ctx context.Context, v api.VersionCreate, environmentID string, p Page) (api.VersionCreateResult, error) {
+	return post[api.VersionCreateResult](ctx, c, http.MethodPost, "/versions"+p.pairs("dry_run", "true", "environment_id", environmentID), v)
+}

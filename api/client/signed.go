@@ -26,14 +26,14 @@ type Signer struct {
 // ReportJobSigned reports on a job as its agent, signed with the agent's
 // report secret at time at (no token is sent): see api.SignRequest.
 func (c *Client) ReportJobSigned(ctx context.Context, id string, r api.JobReport, secret string, at time.Time) error {
-	return c.signed(ctx, Signer{Secret: secret, Now: func() time.Time { return at }}, "/jobs/"+esc(id)+"/report", "", r, nil)
+	return c.signed(ctx, Signer{Secret: secret, Now: func() time.Time { return at }}, "/jobs/"+esc(id)+"/report", "", id, r, nil)
 }
 
 // NextJobSigned is NextJob signed by pull agent agentID's Signer.
 func (c *Client) NextJobSigned(ctx context.Context, s Signer, agentID, taker string, wait time.Duration) (pull.Taken, bool, error) {
 	var t pull.Taken
 	err := c.stretched(wait).signed(ctx, s, "/job-agents/"+esc(agentID)+"/jobs/next", query("wait", wait.String()),
-		api.TakeRequest{Taker: taker}, &t)
+		agentID, api.TakeRequest{Taker: taker}, &t)
 	if err != nil || t.Job.ID == "" {
 		return pull.Taken{}, false, err
 	}
@@ -43,19 +43,20 @@ func (c *Client) NextJobSigned(ctx context.Context, s Signer, agentID, taker str
 // HeartbeatJobSigned is HeartbeatJob signed by pull agent agentID's Signer.
 func (c *Client) HeartbeatJobSigned(ctx context.Context, s Signer, agentID, jobID string, r api.HeartbeatRequest) (api.Heartbeat, error) {
 	var h api.Heartbeat
-	return h, c.signed(ctx, s, "/job-agents/"+esc(agentID)+"/jobs/"+esc(jobID)+"/heartbeat", "", r, &h)
+	return h, c.signed(ctx, s, "/job-agents/"+esc(agentID)+"/jobs/"+esc(jobID)+"/heartbeat", "", jobID, r, &h)
 }
 
 // ReportTakenJobSigned is ReportTakenJob signed by pull agent agentID's
 // Signer.
 func (c *Client) ReportTakenJobSigned(ctx context.Context, s Signer, agentID, jobID string, r api.TakerReport) error {
-	return c.signed(ctx, s, "/job-agents/"+esc(agentID)+"/jobs/"+esc(jobID)+"/report", "", r, nil)
+	return c.signed(ctx, s, "/job-agents/"+esc(agentID)+"/jobs/"+esc(jobID)+"/report", "", jobID, r, nil)
 }
 
 // signed POSTs in to path (under /api/v1, escaped; q is its query, "" or
 // "?…") signed by s over the method, the escaped URL path the server will
-// see and the body, without a token, and decodes the answer into out.
-func (c *Client) signed(ctx context.Context, s Signer, path, q string, in, out any) error {
+// see, subject (the job id; the agent id for a take) and the body, without
+// a token, and decodes the answer into out.
+func (c *Client) signed(ctx context.Context, s Signer, path, q, subject string, in, out any) error {
 	if s.Secret == "" {
 		return fmt.Errorf("POST %s: empty report secret: %w", path, ErrUnauthorized)
 	}
@@ -76,5 +77,5 @@ func (c *Client) signed(ctx context.Context, s Signer, path, q string, in, out a
 	anon.token = ""
 	return anon.send(ctx, http.MethodPost, path+q, bytes.NewReader(raw), true, out,
 		api.TimestampHeader, strconv.FormatInt(at.Unix(), 10),
-		api.SignatureHeader, api.SignRequest(s.Secret, at, http.MethodPost, u.EscapedPath(), raw))
+		api.SignatureHeader, api.SignRequest(s.Secret, at, http.MethodPost, u.EscapedPath(), subject, raw))
 }

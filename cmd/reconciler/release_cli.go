@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -121,7 +122,9 @@ whatever the policies say.`,
 		},
 	}
 	var o releaseOpts
-	var id, status, name string
+	var id, status, name, planEnv string
+	var dryRun bool
+	var planPage client.Page
 	create := &cobra.Command{
 		Use:   "create DEPLOYMENT TAG",
 		Short: "Store a new version of a deployment and evaluate its targets",
@@ -131,12 +134,39 @@ running ` + "`reconciler serve`" + ` rolls it out as far as the policies allow. 
 --server it goes through that server's API (token scope write); with --dsn it
 writes the database directly.
 
-Exit status: 0 created, 2 invalid input, 3 the id exists, 4 no such
-deployment, 5 unauthorized, 1 anything else.`,
+With --dry-run nothing is stored: it prints the version's plan, for each
+target of the deployment (--environment's only) whether the version would be
+chosen at once, the earliest time it may be (a rollout position, a window
+opening, a soak ending; "-" when an approval or an upstream success must come
+first), and what it waits for. -o json prints every rule's verdict.
+
+Exit status: 0 created (or planned), 2 invalid input, 3 the id exists, 4 no
+such deployment, 5 unauthorized, 1 anything else.`,
 		Example: `  reconciler versions create web v1.4.2 --server http://127.0.0.1:8080 --token "$RECONCILER_TOKEN"
+  reconciler versions create web v1.4.2 --dry-run --environment prod
   reconciler versions create web v1.4.2 --dsn "$RECONCILER_DSN"`,
 		Args: argsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dryRun {
+				return clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+					res, err := c.PlanVersion(ctx, api.VersionCreate{ID: id, DeploymentID: args[0], Tag: args[1], Name: name, Status: release.VersionStatus(status)}, planEnv, planPage)
+					if err != nil {
+						return err
+					}
+					defer nextPage(cmd, res.NextCursor)
+					return show(cmd, o.output, res, "TARGET\tCHOSEN\tDECISION\tEARLIEST\tWAITS FOR", func() [][]string {
+						rows := make([][]string, 0, len(res.Plan))
+						for _, p := range res.Plan {
+							chosen := "no"
+							if p.Chosen {
+								chosen = "yes"
+							}
+							rows = append(rows, []string{p.Target.Key(), chosen, string(p.Decision.Status), ts(p.Earliest), cmp.Or(p.WaitsFor, "-")})
+						}
+						return rows
+					})
+				})(cmd, args)
+			}
 			remote := func(ctx context.Context, c *client.Client) error {
 				v, err := c.CreateVersion(ctx, api.VersionCreate{ID: id, DeploymentID: args[0], Tag: args[1], Name: name, Status: release.VersionStatus(status)})
 				if err != nil {
@@ -163,7 +193,11 @@ deployment, 5 unauthorized, 1 anything else.`,
 			})
 		},
 	}
-	o.bind(create, false)
+	o.bind(create, true)
+	create.Flags().BoolVar(&dryRun, "dry-run", false, "store nothing: print the version's plan for every target")
+	create.Flags().StringVar(&planEnv, "environment", "", "with --dry-run: only this environment's targets")
+	create.Flags().IntVar(&planPage.Limit, "limit", 100, "with --dry-run: most targets (1-1000)")
+	create.Flags().StringVar(&planPage.Cursor, "cursor", "", "with --dry-run: continue a plan where the previous page ended")
 	create.Flags().StringVar(&id, "id", "", "version id (default DEPLOYMENT-TAG)")
 	create.Flags().StringVar(&name, "name", "", "human-readable name")
 	create.Flags().StringVar(&status, "status", string(release.VersionReady), "building, ready, paused, rejected or failed")
@@ -245,23 +279,26 @@ func newApproveCmd() *cobra.Command {
 		Short: "Approve a version for an environment and re-evaluate its targets there",
 		Long: `approve records an approval of VERSION in ENVIRONMENT (anyApproval rules
 count distinct approvers) and enqueues desired-release for the version's targets
-in that environment. Approving twice keeps the first record. With --server it
+in that environment. ENVIRONMENT is an id or a name, resolved within the system
+of the version's deployment: a name of no environment there is exit 4, a name
+of several is exit 3, listing their ids. Approving twice keeps the first record. With --server it
 goes through the API (token scope approve) and the approver is the token's
 name; with --dsn it writes the database directly, and the approver is
 local:<operating-system user> ($USER), an offline action no token
 authenticated.
 
-Exit status: 0 recorded (or already), 2 invalid input, 4 no such version or
-environment, 5 unauthorized, 1 anything else.`,
+Exit status: 0 recorded (or already), 2 invalid input, 3 a name of several
+environments, 4 no such version or environment (in the version's system), 5
+unauthorized, 1 anything else.`,
 		Example: `  reconciler approve web-v1.4.2 prod --server http://127.0.0.1:8080 --token "$RECONCILER_TOKEN"
   reconciler approve web-v1.4.2 prod --dsn "$RECONCILER_DSN"`,
 		Args: argsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			report := func(who string, added bool) {
+			report := func(who, env string, added bool) {
 				if added {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s approved %s in %s\n", who, args[0], args[1])
+					fmt.Fprintf(cmd.OutOrStdout(), "%s approved %s in environment %s\n", who, args[0], env)
 				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s had already approved %s in %s\n", who, args[0], args[1])
+					fmt.Fprintf(cmd.OutOrStdout(), "%s had already approved %s in environment %s\n", who, args[0], env)
 				}
 			}
 			remote := func(ctx context.Context, c *client.Client) error {
@@ -269,17 +306,21 @@ environment, 5 unauthorized, 1 anything else.`,
 				if err != nil {
 					return err
 				}
-				report(a.Approval.User, a.Added)
+				report(a.Approval.User, a.Approval.EnvironmentID, a.Added)
 				return nil
 			}
 			return o.withRemote(cmd, remote, func() error {
 				return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
 					user := localPrincipal()
-					added, err := ch.Approve(ctx, release.Approval{VersionID: args[0], EnvironmentID: args[1], User: user})
+					env, err := ch.ResolveEnvironment(ctx, args[0], args[1])
 					if err != nil {
 						return err
 					}
-					report(user, added)
+					added, err := ch.Approve(ctx, release.Approval{VersionID: args[0], EnvironmentID: env, User: user})
+					if err != nil {
+						return err
+					}
+					report(user, env, added)
 					return nil
 				})
 			})

@@ -79,7 +79,7 @@ func TestReleaseCLI(t *testing.T) {
 
 	out, err = runRoot(t, "approve", "web-v9", "prod", "--dsn", dsn)
 	require.NoError(t, err)
-	require.Contains(t, out, "local:bob approved web-v9 in prod")
+	require.Contains(t, out, "local:bob approved web-v9 in environment prod")
 	out, err = runRoot(t, "approve", "web-v9", "prod", "--dsn", dsn)
 	require.NoError(t, err)
 	require.Contains(t, out, "already approved")

@@ -74,7 +74,7 @@ func TestCLIThroughAPI(t *testing.T) {
 
 	r = as(ports.ScopeApprove, "approve", "web-v9", "prod")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "cli-approve approved web-v9 in prod\n", r.stdout, "the approver is the token's name")
+	require.Equal(t, "cli-approve approved web-v9 in environment prod\n", r.stdout, "the approver is the token's name")
 	require.Equal(t, 2, as(ports.ScopeApprove, "approve", "web-v9", "prod", "--user", "mallory").code, "no free-text approver")
 	require.Equal(t, 4, as(ports.ScopeApprove, "approve", "web-v404", "prod").code)
 	r = as(ports.ScopeApprove, "versions", "force-deploy", "web-v9", "--environment", "prod", "--expires", "1h")

@@ -31,6 +31,11 @@ func TestReadmeTour(t *testing.T) {
 	require.Contains(t, r.stdout, "policy/weekend-freeze created (dry run)")
 	require.Equal(t, 4, runCLI(t, "", "get", "policies", "weekend-freeze", "--server", url, "--token", tok[ports.ScopeRead]).code, "a dry run writes nothing")
 
+	// The plan first: prod would wait for its approval; nothing stored.
+	r = run("versions", "create", "web", "v3", "--dry-run")
+	require.Regexp(t, `web:dev:eu-1\s+yes\s+allowed`, r.stdout)
+	require.Regexp(t, `web:prod:eu-1\s+no\s+pending\s+-\s+.*approval`, r.stdout)
+	require.Equal(t, 4, runCLI(t, "", "get", "version", "web-v3", "--server", url, "--token", tok[ports.ScopeRead]).code, "a dry run stores nothing")
 	require.Contains(t, run("versions", "create", "web", "v3").stdout, "created version web-v3")
 	require.Contains(t, run("explain", "web:prod:eu-1").stdout, "0 of 1 required approvals")
 	require.Contains(t, run("versions", "status", "web-v3").stdout, "prod-gate/approval")

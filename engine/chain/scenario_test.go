@@ -577,15 +577,18 @@ func TestScenarioForceDeploy(t *testing.T) {
 		// Names that resolve to nothing, or no user, are refused as
 		// invalid input before anything is stored.
 		for _, bad := range []release.PolicySkip{
-			{VersionID: "v2", EnvironmentID: "nowhere", CreatedBy: "bob"},
 			{VersionID: "v2", ResourceID: "no-such-cluster", CreatedBy: "bob"},
 			{VersionID: "v2"},
 		} {
 			_, err = h.chain.ForceDeploy(h.ctx, bad)
 			require.ErrorIs(t, err, release.ErrInvalid, "%+v", bad)
 		}
+		// An environment is resolved within the version's system: none there
+		// is not found.
+		_, err = h.chain.ForceDeploy(h.ctx, release.PolicySkip{VersionID: "v2", EnvironmentID: "nowhere", CreatedBy: "bob"})
+		require.ErrorIs(t, err, ports.ErrNotFound)
 		_, err = h.chain.Approve(h.ctx, release.Approval{VersionID: "v2", EnvironmentID: "nowhere", User: "bob"})
-		require.ErrorIs(t, err, release.ErrInvalid)
+		require.ErrorIs(t, err, ports.ErrNotFound)
 	})
 }
 

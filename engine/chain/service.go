@@ -107,7 +107,7 @@ func (c *Chain) Approve(ctx context.Context, a release.Approval) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("approve %s: %w", a.VersionID, err)
 	}
-	if err := c.mustExist(ctx, a.EnvironmentID, ""); err != nil {
+	if a.EnvironmentID, err = c.versionEnvironment(ctx, v, a.EnvironmentID); err != nil {
 		return false, fmt.Errorf("approve %s: %w", a.VersionID, err)
 	}
 	added, err := c.Store.ApprovalAdd(ctx, a)
@@ -311,7 +311,12 @@ func (c *Chain) ForceDeploy(ctx context.Context, s release.PolicySkip) (release.
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", op, err)
 	}
-	if err := c.mustExist(ctx, s.EnvironmentID, s.ResourceID); err != nil {
+	if s.EnvironmentID != "" {
+		if s.EnvironmentID, err = c.versionEnvironment(ctx, v, s.EnvironmentID); err != nil {
+			return s, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if err := c.mustExist(ctx, "", s.ResourceID); err != nil {
 		return s, fmt.Errorf("%s: %w", op, err)
 	}
 	s.RuleID = release.ForceDeployRule
