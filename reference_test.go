@@ -35,6 +35,7 @@ func TestArchitectureIsAMap(t *testing.T) {
 	raw, err := os.ReadFile("ARCHITECTURE.md")
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(raw), 15<<10, "ARCHITECTURE.md is a five-minute map; invariants go to each package's doc comment")
+	var missing []string
 	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
@@ -49,10 +50,11 @@ func TestArchitectureIsAMap(t *testing.T) {
 				hasPkg = true
 			}
 		}
-		if hasPkg && path != "." && !strings.HasSuffix(path, "test") {
-			require.Contains(t, string(raw), "`"+filepath.ToSlash(path)+"`", "ARCHITECTURE.md has no line for package %s", path)
+		if hasPkg && path != "." && !strings.HasSuffix(path, "test") && !strings.Contains(string(raw), "`"+filepath.ToSlash(path)+"`") {
+			missing = append(missing, path)
 		}
 		return nil
 	})
 	require.NoError(t, err)
+	require.Empty(t, missing, "ARCHITECTURE.md has no line for these packages")
 }

@@ -70,7 +70,7 @@ func (s *Server) forKind(ctx context.Context, kind string) (*apply.Applier, stri
 
 func (s *Server) registerApply() {
 	op := s.op("apply", http.MethodPost, "/apply", "Apply declarative documents, all or nothing: create or update each object by kind and name, "+
-		"report created, changed (with the fields), unchanged; a Policy document also needs scope approve (it is published approved by the caller); dry_run writes nothing; prune deletes the workspace's objects of the documents' kinds "+
+		"report created, changed (with the fields), unchanged; a Policy document also needs scope approve (it is published approved by the caller); dry_run writes nothing and reports the plan: per affected release target, created or removed and the gating rules that start or stop applying; a change that would take a gating rule off a target needs scope approve (403 naming the target and rule); prune deletes the workspace's objects of the documents' kinds "+
 		"that they no longer name; a bad document changes nothing (422 naming body.documents[i].FIELD)", ports.ScopeWrite, "apply")
 	op.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
 		"application/json": {Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[apply.Request](), true, "ApplyRequest")}}}
@@ -92,9 +92,17 @@ func (s *Server) registerApply() {
 		if err != nil {
 			return nil, s.fail(ctx, err)
 		}
-		resp, err := a.Apply(ctx, req)
+		var resp apply.Response
+		diff, err := s.guarded(ctx, req.DryRun, func(ctx context.Context) error {
+			var err error
+			resp, err = a.Apply(ctx, req)
+			return err
+		})
 		if err != nil {
 			return nil, s.fail(ctx, err)
+		}
+		if req.DryRun {
+			resp.Plan = &diff
 		}
 		if resp.Results == nil {
 			resp.Results = []apply.Result{}
@@ -140,7 +148,7 @@ func (s *Server) registerApply() {
 			if err := needsApprove(ctx, k); err != nil {
 				return nil, err
 			}
-			if err := a.Delete(ctx, k, in.Name); err != nil {
+			if err := s.gatedWrite(func(ctx context.Context) error { return a.Delete(ctx, k, in.Name) })(ctx); err != nil {
 				return nil, s.fail(ctx, err)
 			}
 			return nil, nil

@@ -97,6 +97,13 @@ func IssueToken(ctx context.Context, tokens ports.Tokens, clock ports.Clock, nam
 // its handler, and puts the Principal in the context.
 func (s *Server) authenticate(ctx huma.Context, next func(huma.Context)) {
 	op := ctx.Operation()
+	if op.Method == http.MethodGet && s.o.ReadWait > 0 {
+		// Reads draw from the store's read lane and wait at most ReadWait
+		// for it, connections included; past it they answer 503 (fail).
+		rctx, cancel := context.WithTimeout(ports.WithLane(ctx.Context(), ports.LaneRead), s.o.ReadWait)
+		defer cancel()
+		ctx = huma.WithContext(ctx, rctx)
+	}
 	scope, _ := op.Metadata[metaScope].(ports.Scope)
 	auth := ctx.Header("Authorization")
 	if signed, _ := op.Metadata[metaSigned].(bool); signed && auth == "" && ctx.Header(SignatureHeader) != "" && !s.o.Insecure {

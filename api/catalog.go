@@ -9,6 +9,8 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/reconcilerhq/reconciler/engine/catalog"
+	"github.com/reconcilerhq/reconciler/engine/gate"
+	"github.com/reconcilerhq/reconciler/policy/plan"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
 )
@@ -98,6 +100,29 @@ func (s *Server) registerCatalog() {
 	huma.Register(s.api, s.op("getRevision", http.MethodGet, base+"/{id}", "Read a revision", ports.ScopeRead, "catalog"),
 		func(ctx context.Context, in *RevisionPath) (*body[ports.Revision], error) {
 			return s.revision(s.o.Catalog.Get(ctx, in.ref()))(ctx)
+		})
+	huma.Register(s.api, s.op("planRevision", http.MethodGet, "/catalog/policy/{name}/revisions/{id}/plan",
+		"What publishing a policy revision would change, against the published one: per affected release target, the gating rules that start or stop applying (the proposed revision's rules carry revision 0); nothing is written", ports.ScopeRead, "catalog"),
+		func(ctx context.Context, in *struct {
+			Name string `path:"name"`
+			ID   string `path:"id" doc:"revision id"`
+		}) (*body[plan.Diff], error) {
+			rev, err := s.o.Catalog.Get(ctx, ports.RevisionRef{Kind: revision.KindPolicy, Name: in.Name, ID: in.ID})
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			p, err := ports.PolicyOf(rev)
+			if err != nil {
+				return nil, huma.Error422UnprocessableEntity("revision " + in.ID + " holds no policy: " + err.Error())
+			}
+			d, err := gate.Publishing(ctx, s.o.Tx, s.o.Releases, p.Value)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			if d.Targets == nil {
+				d.Targets = []plan.Target{}
+			}
+			return reply(d), nil
 		})
 	huma.Register(s.api, s.created(s.op("createRevision", http.MethodPost, base, "Open a draft revision", ports.ScopeWrite, "catalog")),
 		func(ctx context.Context, in *struct {

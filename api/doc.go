@@ -9,8 +9,10 @@
 //   - Errors are RFC 9457 application/problem+json: invalid input 400/422
 //     naming the field (body.FIELD), 401/403 for auth, 404, 409 for a
 //     conflict (stale version, held lock, taken id), 413 over the body
-//     limit. Unknown JSON fields are refused. User input never yields a
-//     500: only a store failure does.
+//     limit, 503 with Retry-After for a read the store could not answer
+//     within Options.ReadWait (reads run on ports.LaneRead). Unknown JSON
+//     fields are refused. User input never yields a 500: only a store
+//     failure does.
 //   - What a request records as its author (approvals, force-deploys,
 //     cancellations, catalog approvals) is the authenticated principal,
 //     never a field of the request.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -104,6 +105,19 @@ type fixture struct {
 	tokens map[string]string
 }
 
+// agentConfig checks job agent configs as serve does for the types the
+// fixture runs: the pull agents' and the workflow type; others are
+// unknown.
+func agentConfig(typ string, cfg map[string]any) error {
+	switch {
+	case release.IsPullAgentType(typ):
+		return pull.ValidateConfig(cfg)
+	case typ == release.WorkflowAgentType:
+		return nil
+	}
+	return release.Invalid("type", "unknown job agent type "+strconv.Quote(typ))
+}
+
 func setup(t testing.TB, backend string) *fixture {
 	t.Helper()
 	clock := porttest.NewFakeClock(t0)
@@ -125,7 +139,7 @@ func setup(t testing.TB, backend string) *fixture {
 	f.server = api.New(api.Options{Chain: f.chain, Flows: flows, Catalog: catalog.New(st.catalog, catalog.Config{}),
 		Releases: st.releases, Workflows: st.workflows, Queue: st.queue, Tokens: st.tokens, Secrets: secrets{}, Clock: clock, Logger: log,
 		Runs:         &runs.Control{Store: st.runs, Queue: st.queue, Clock: clock},
-		MaxBodyBytes: 64 << 10, Tx: st.tx, Audit: st.audit,
+		MaxBodyBytes: 64 << 10, Tx: st.tx, Audit: st.audit, AgentConfig: agentConfig,
 		Pull: &pull.Service{Store: st.releases, Taker: st.releases.(ports.JobTaker), Tx: st.tx, Queue: st.queue,
 			Reporter: f.chain, Clock: clock, Poll: 20 * time.Millisecond}})
 	f.http = httptest.NewServer(f.server.Handler())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/reconcilerhq/reconciler/engine/apply"
 	"github.com/reconcilerhq/reconciler/internal/strictjson"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -30,6 +31,10 @@ type objectKind[T any] struct {
 	objects func(ctx context.Context) ports.Objects[T]
 	// writeScope is the scope PUT and DELETE need; empty: ScopeWrite.
 	writeScope ports.Scope
+	// check, when set, checks what the object alone cannot tell before a
+	// PUT stores it (references, config by type, a move), as apply does;
+	// cur is the stored object, nil when there is none.
+	check func(ctx context.Context, v *T, cur *T) error
 }
 
 // registerObjects registers list, get, PUT (create or replace) and delete
@@ -39,12 +44,15 @@ type objectKind[T any] struct {
 func (s *Server) registerObjects() {
 	st := s.objects()
 	registerKind(s, objectKind[release.Workspace]{kind: ports.WorkspaceKind, objects: anyCaller(st.Workspaces)})
-	registerKind(s, objectKind[release.System]{kind: ports.SystemKind, objects: anyCaller(st.Systems)})
-	registerKind(s, objectKind[release.Deployment]{kind: ports.DeploymentKind, objects: anyCaller(st.Deployments)})
+	registerKind(s, objectKind[release.System]{kind: ports.SystemKind, objects: anyCaller(st.Systems), check: checkSystemMove})
+	registerKind(s, objectKind[release.Deployment]{kind: ports.DeploymentKind, objects: anyCaller(st.Deployments), check: s.checkDeployment})
 	registerKind(s, objectKind[release.Environment]{kind: ports.EnvironmentKind, objects: anyCaller(st.Environments)})
 	registerKind(s, objectKind[release.Resource]{kind: ports.ResourceKind, objects: anyCaller(st.Resources)})
 	registerKind(s, objectKind[release.VariableSet]{kind: ports.VariableSetKind, objects: anyCaller(st.VariableSets)})
-	registerKind(s, objectKind[release.JobAgent]{kind: ports.JobAgentKind, objects: anyCaller(st.JobAgents)})
+	registerKind(s, objectKind[release.JobAgent]{kind: ports.JobAgentKind, objects: anyCaller(st.JobAgents),
+		check: func(_ context.Context, a, _ *release.JobAgent) error {
+			return s.fieldProblem(apply.CheckJobAgent(s.o.AgentConfig, a))
+		}})
 	// Policies are the catalog's: a write publishes a revision approved by
 	// the caller (catalog.Policies), hence the approve scope.
 	registerKind(s, objectKind[policy.Policy]{kind: ports.PolicyKind, writeScope: ports.ScopeApprove,
@@ -181,6 +189,15 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 		}
 		objs := k.objects(ctx)
 		cur, err := objs.Get(ctx, in.ID)
+		if k.check != nil && (err == nil || errors.Is(err, ports.ErrNotFound)) {
+			var was *T
+			if err == nil {
+				was = &cur.Value
+			}
+			if cerr := k.check(ctx, &v, was); cerr != nil {
+				return nil, cerr
+			}
+		}
 		switch {
 		case err == nil:
 			if conditional && cur.Version != want {
@@ -196,7 +213,11 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 			return nil, huma.NewError(http.StatusPreconditionFailed, fmt.Sprintf("%s %q does not exist, so it is at no version %d", name, in.ID, want),
 				&huma.ErrorDetail{Location: "header.If-Match", Message: "no stored object", Value: want})
 		}
-		if _, err := objs.Put(ctx, v, want); err != nil {
+		put := func(ctx context.Context) error { _, err := objs.Put(ctx, v, want); return err }
+		if k.writeScope != ports.ScopeApprove {
+			put = s.gatedWrite(put)
+		}
+		if err := put(ctx); err != nil {
 			if errors.Is(err, ports.ErrConflict) && conditional {
 				if now, gerr := objs.Get(ctx, in.ID); gerr == nil && now.Version != want {
 					return nil, staleVersion(name, in.ID, want, now.Version) // written meanwhile
@@ -232,7 +253,11 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 			if conditional && cur.Version != want {
 				return nil, staleVersion(name, in.ID, want, cur.Version)
 			}
-			if err := objs.Delete(ctx, in.ID, cur.Version); err != nil {
+			del := func(ctx context.Context) error { return objs.Delete(ctx, in.ID, cur.Version) }
+			if k.writeScope != ports.ScopeApprove {
+				del = s.gatedWrite(del)
+			}
+			if err := del(ctx); err != nil {
 				if errors.Is(err, ports.ErrConflict) && !errors.Is(err, ports.ErrInUse) {
 					if now, gerr := objs.Get(ctx, in.ID); gerr == nil && now.Version != cur.Version && conditional {
 						return nil, staleVersion(name, in.ID, want, now.Version)
@@ -242,6 +267,49 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 			}
 			return nil, nil
 		})
+}
+
+// checkSystemMove refuses a PUT that would move a stored system to another
+// workspace: its deployments, environments and their targets would change
+// tenant without a word.
+func checkSystemMove(_ context.Context, v, cur *release.System) error {
+	if cur != nil && cur.WorkspaceID != v.WorkspaceID {
+		return huma.Error409Conflict(fmt.Sprintf("system %q is in workspace %q; a PUT cannot move it to %q", v.ID, cur.WorkspaceID, v.WorkspaceID),
+			&huma.ErrorDetail{Location: "body.workspace_id", Message: "must stay " + strconv.Quote(cur.WorkspaceID), Value: v.WorkspaceID})
+	}
+	return nil
+}
+
+// checkDeployment refuses a deployment whose job agent does not exist, or
+// whose job_agent_config, merged over the agent's config, its type refuses
+// (apply.CheckDeploymentAgent), as apply does.
+func (s *Server) checkDeployment(ctx context.Context, d, _ *release.Deployment) error {
+	if d.JobAgentID == "" {
+		return nil
+	}
+	a, err := s.objects().JobAgents().Get(ctx, d.JobAgentID)
+	if errors.Is(err, ports.ErrNotFound) {
+		return invalid("body.job_agent_id", fmt.Sprintf("job agent %q does not exist", d.JobAgentID))
+	}
+	if err != nil {
+		return s.fail(ctx, err)
+	}
+	fromAgent, err := apply.CheckDeploymentAgent(s.o.AgentConfig, &a.Value, d)
+	if err != nil && fromAgent {
+		return invalid("body.job_agent_id", err.Error())
+	}
+	return s.fieldProblem(err)
+}
+
+// fieldProblem is the 422 of a field error, nil for nil.
+func (s *Server) fieldProblem(err error) error {
+	if err == nil {
+		return nil
+	}
+	if p := problem(err); p != nil {
+		return p
+	}
+	return s.fail(context.Background(), err)
 }
 
 // normalized is v after a JSON round trip, as a store keeps it, so an

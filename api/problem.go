@@ -8,6 +8,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/reconcilerhq/reconciler/engine/gate"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
@@ -23,9 +24,16 @@ func problem(err error) huma.StatusError {
 	var inv *workflow.InvalidError
 	var fe *release.FieldError
 	var ve *revision.ValidationError
+	var lift *gate.LiftError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &lift):
+		details := make([]error, 0, len(lift.Lifts))
+		for _, l := range lift.Lifts {
+			details = append(details, &huma.ErrorDetail{Location: "target " + l.Target, Message: "would lift rule " + l.Rule.String()})
+		}
+		return huma.Error403Forbidden(lift.Error(), details...)
 	case errors.As(err, &inv):
 		details := make([]error, 0, len(inv.Problems))
 		for _, p := range inv.Problems {

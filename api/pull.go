@@ -94,6 +94,8 @@ func (s *Server) registerPull() {
 		"Take the next job of a pull agent: the oldest pending job (or one whose taker's lease ran out), leased to the caller, "+
 			"waiting up to ?wait for one (200 with the job, 204 when none came)", "AGENT_ID")
 	next.Responses = map[string]*huma.Response{"204": {Description: "no job came within the wait"}}
+	next.Metadata[metaLongPoll] = true
+	next.Errors = append(next.Errors, http.StatusTooManyRequests)
 	huma.Register(s.api, next, func(ctx context.Context, in *struct {
 		PullAgentPath
 		SignedHeaders

@@ -352,3 +352,17 @@ func TestClientSignedPullCalls(t *testing.T) {
 		require.Equal(t, "successful", f.jobField(id, "status"))
 	})
 }
+
+// TestPullSignedAgentIDsNotEnumerable: without a secret, a signed take
+// for an unknown agent is answered exactly as one for a real agent with a
+// wrong signature (issue 28: agent ids were enumerable).
+func TestPullSignedAgentIDsNotEnumerable(t *testing.T) {
+	t.Parallel()
+	f := setup(t, "memory")
+	body := []byte(`{"taker":"probe"}`)
+	now := f.clock.Now()
+	known := f.do(http.MethodPost, takePath("ext", "0s"), "", body, signed(http.MethodPost, takePath("ext", "0s"), "guess", "ext", now, body)...).problem(t, http.StatusUnauthorized)
+	unknown := f.do(http.MethodPost, takePath("no-such-agent", "0s"), "", body, signed(http.MethodPost, takePath("no-such-agent", "0s"), "guess", "no-such-agent", now, body)...).problem(t, http.StatusUnauthorized)
+	require.Equal(t, known["detail"], unknown["detail"])
+	require.NotContains(t, unknown["detail"], "no-such-agent")
+}

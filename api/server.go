@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strconv"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
@@ -76,9 +78,17 @@ type Options struct {
 	// AgentConfig checks a job agent's config by its type at apply; nil
 	// accepts any.
 	AgentConfig apply.AgentConfigValidator
+	// ReadWait bounds each GET operation's store reads, the wait for a
+	// connection of the store's read lane (ports.LaneRead) included: past
+	// it the operation answers 503 with Retry-After. Zero: unbounded.
+	ReadWait time.Duration
 	// Pull serves pull agents' takes, heartbeats and reports (api/pull.go);
 	// nil answers them 404.
 	Pull *pull.Service
+	// LongPolls caps the long-polls (takes with ?wait) one caller (token,
+	// or signing agent) may hold open at once, 429 beyond; zero means
+	// DefaultLongPolls.
+	LongPolls int
 }
 
 // PolicyRule documents the JSON shape of a policy rule (policy.Rule): its
@@ -96,6 +106,8 @@ type Server struct {
 	mux *http.ServeMux
 	// live is the store object writes go through; nil without a queue.
 	live *live.Store
+	// polls counts open long-polls by caller.
+	polls *longPolls
 }
 
 // New builds the API over o and registers every operation.
@@ -108,6 +120,9 @@ func New(o Options) *Server {
 	}
 	if o.Clock == nil {
 		o.Clock = ports.SystemClock
+	}
+	if o.LongPolls <= 0 {
+		o.LongPolls = DefaultLongPolls
 	}
 	mux := http.NewServeMux()
 	cfg := huma.DefaultConfig("reconciler API", "1")
@@ -126,9 +141,9 @@ func New(o Options) *Server {
 	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[reconcile.Settings](), reflect.TypeFor[RunSettings]())
 	// policy.Rule has its own JSON shape (id, type and the type's fields).
 	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[policy.Rule](), reflect.TypeFor[PolicyRule]())
-	s := &Server{o: o, mux: mux}
+	s := &Server{o: o, mux: mux, polls: &longPolls{open: map[string]int{}, max: o.LongPolls}}
 	s.api = humago.New(mux, cfg)
-	s.api.UseMiddleware(s.authenticate, s.auditWrites)
+	s.api.UseMiddleware(s.authenticate, s.longPoll, s.auditWrites)
 	s.registerAudit()
 	s.registerVersions()
 	s.registerTargets()
@@ -199,6 +214,10 @@ func writeProblem(w http.ResponseWriter, status int, detail string) {
 // op describes an operation: its id, method, path (under Prefix), summary
 // and the scope it needs.
 func (s *Server) op(id, method, path, summary string, scope ports.Scope, tags ...string) huma.Operation {
+	errs := []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity}
+	if method == http.MethodGet {
+		errs = append(errs, http.StatusServiceUnavailable) // ReadWait
+	}
 	return huma.Operation{
 		OperationID:  id,
 		Method:       method,
@@ -209,7 +228,7 @@ func (s *Server) op(id, method, path, summary string, scope ports.Scope, tags ..
 		MaxBodyBytes: s.o.MaxBodyBytes,
 		Security:     []map[string][]string{{securityBearer: {}}},
 		Metadata:     map[string]any{metaScope: scope},
-		Errors:       []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity},
+		Errors:       errs,
 	}
 }
 
@@ -219,9 +238,19 @@ func (s *Server) fail(ctx context.Context, err error) error {
 	if p := problem(err); p != nil {
 		return p
 	}
+	if errors.Is(err, ports.ErrBusy) || errors.Is(err, context.DeadlineExceeded) {
+		// Only ReadWait puts a deadline on an operation: the store was too
+		// busy to answer in time. Said, never a silent timeout.
+		s.o.Logger.WarnContext(ctx, "api.busy", "read_wait", s.o.ReadWait, "error", err)
+		return huma.ErrorWithHeaders(huma.Error503ServiceUnavailable("the store is busy: retry later"),
+			http.Header{"Retry-After": {strconv.Itoa(retryAfterSeconds)}})
+	}
 	s.o.Logger.ErrorContext(ctx, "api.error", "error", err)
 	return huma.Error500InternalServerError("internal error")
 }
+
+// retryAfterSeconds is the Retry-After of a 503 for a busy store.
+const retryAfterSeconds = 1
 
 // failPage is fail for a page read, whose error may already be the
 // cursor's problem.

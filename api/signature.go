@@ -100,32 +100,41 @@ func (s *Server) verifyAgentSignature(ctx context.Context, agentID, subject, tsH
 	if ts.Before(now.Add(-SignatureWindow)) || ts.After(now.Add(SignatureWindow)) {
 		return unauthorized("signature timestamp is outside the " + SignatureWindow.String() + " window")
 	}
-	if s.o.Secrets == nil {
-		return unauthorized("job agent " + agentID + " does not sign requests")
-	}
-	agent, err := s.o.Releases.JobAgents().Get(ctx, agentID)
-	if err != nil {
-		return unauthorized("job agent " + agentID + " does not sign requests")
-	}
-	ref, _ := agent.Value.Config[ReportSecretKey].(string)
-	if ref == "" {
-		return unauthorized("job agent " + agent.Value.ID + " has no " + ReportSecretKey)
-	}
-	secret, err := s.o.Secrets.Resolve(ctx, release.SecretRef{Ref: ref})
-	if err != nil {
-		s.o.Logger.WarnContext(ctx, "api.report_secret", "agent", agent.Value.ID, "error", err)
-		return unauthorized("job agent " + agent.Value.ID + "'s report secret cannot be resolved")
-	}
-	if secret == "" {
-		return unauthorized("job agent " + agent.Value.ID + "'s report secret is empty: set it to a long random value")
-	}
+	// The header's form is checked before anything about the agent, so the
+	// answer to a malformed one says nothing of which agents exist.
 	mac, ok := ParseSignature(sig)
 	if !ok {
 		return unauthorized(SignatureHeader + " must be sha256= and 64 lowercase hex digits, nothing else")
 	}
+	// An unknown agent, one that does not sign and a wrong signature get
+	// the same answer, so agent ids cannot be enumerated without a secret;
+	// the log says which it was.
+	badSignature := func(why string) (Principal, error) {
+		s.o.Logger.DebugContext(ctx, "api.signature", "agent", agentID, "reason", why)
+		return unauthorized("bad signature")
+	}
+	if s.o.Secrets == nil {
+		return badSignature("signed requests are off")
+	}
+	agent, err := s.o.Releases.JobAgents().Get(ctx, agentID)
+	if err != nil {
+		return badSignature("no such job agent")
+	}
+	ref, _ := agent.Value.Config[ReportSecretKey].(string)
+	if ref == "" {
+		return badSignature("the agent has no " + ReportSecretKey)
+	}
+	secret, err := s.o.Secrets.Resolve(ctx, release.SecretRef{Ref: ref})
+	if err != nil {
+		s.o.Logger.WarnContext(ctx, "api.report_secret", "agent", agent.Value.ID, "error", err)
+		return unauthorized("bad signature")
+	}
+	if secret == "" {
+		return badSignature("the agent's report secret is empty")
+	}
 	p := principal(ctx)
 	if !hmac.Equal(requestMAC(secret, ts, p.method, p.path, subject, raw), mac) {
-		return unauthorized("bad signature")
+		return badSignature("the signature does not match")
 	}
 	// The nonce is the MAC itself, so no spelling of the header makes a
 	// second use of one signature.

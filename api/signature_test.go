@@ -2,7 +2,7 @@ package api_test
 
 import (
 	"crypto/hmac"
-		"net/http"
+	"net/http"
 	"strings"
 	"testing"
 	"time"

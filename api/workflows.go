@@ -14,7 +14,7 @@ import (
 // WorkflowRun starts a workflow from a published workflow-template.
 type WorkflowRun struct {
 	Template string `json:"template" minLength:"1" doc:"name of a workflow-template in the catalog"`
-	Revision int    `json:"revision,omitempty" doc:"published revision number (default: the latest)"`
+	Revision int    `json:"revision,omitempty" minimum:"0" doc:"published revision number (default, or 0: the latest)"`
 	ID       string `json:"id,omitempty" doc:"workflow id (default: template name and a time stamp)"`
 	// Parameters are explicit parameter values.
 	Parameters  map[string]any `json:"parameters,omitempty"`

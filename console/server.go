@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/engine/catalog"
@@ -62,6 +63,13 @@ type Options struct {
 	// Audit records every change made from the console, as the API records
 	// its writes; nil records none (they are still logged as audit lines).
 	Audit ports.AuditLog
+	// SecureCookie marks the session cookie Secure even on a plain HTTP
+	// request: the console is reached over https through a proxy
+	// (serve --public-url https://…). Over TLS it is always Secure.
+	SecureCookie bool
+	// SessionTTL is how long a console session lasts; zero means
+	// DefaultSessionTTL.
+	SessionTTL time.Duration
 }
 
 // Server is the console: New builds it, Handler serves it.
@@ -213,13 +221,13 @@ func back(w http.ResponseWriter, r *http.Request, fallback string) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// localPath reports whether p is an absolute path on this host (not
-// "//host" nor "/\host", which browsers read as another host).
+// localPath reports whether p is an absolute path on this host: it starts
+// with one "/" and holds no "\" (browsers read "/\host" as "//host") and
+// no control character (browsers drop TAB, CR and LF, so "/<TAB>/host"
+// becomes "//host").
 func localPath(p string) bool {
-	// Browsers drop TAB, CR and LF inside a URL, so "/\t/evil.example" is
-	// "//evil.example": any control character makes it not local.
-	return strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "//") && !strings.HasPrefix(p, "/\\") &&
-		!strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f })
+	return strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "//") && !strings.Contains(p, `\`) &&
+		!strings.ContainsFunc(p, unicode.IsControl)
 }
 
 // listAll reads every object of a kind through its pages, at most maxRows;

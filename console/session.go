@@ -6,16 +6,21 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
 // CookieName is the session cookie: it holds the API token the user logged
-// in with (HttpOnly, SameSite=Strict, Secure when served over TLS).
+// in with (HttpOnly, SameSite=Strict, Secure when served over TLS or
+// behind https, see Options.SecureCookie): a session token of its own,
+// revoked at logout.
 const CookieName = "reconciler_session"
 
 // CSRFField is the form field (and CSRFHeader the header, for htmx
@@ -69,8 +74,21 @@ func csrfFor(secret string) string {
 // errNoSession is a request without a valid session cookie.
 var errNoSession = errors.New("no session")
 
+// DefaultSessionTTL is how long a console session lasts when
+// Options.SessionTTL is zero.
+const DefaultSessionTTL = 12 * time.Hour
+
+// A session cookie is "SESSION_SECRET.LOGIN_TOKEN_ID": the secret of a
+// token of its own, issued at login with the login token's name and
+// scopes and an expiry of at most SessionTTL, and revoked at logout (so a
+// copied cookie is useless once its user logged out); and the id of the
+// token the user logged in with, which must still be valid (revoking it
+// ends its sessions at once). Token secrets contain no ".".
+const sessionSep = "."
+
 // authenticate reads the session cookie and checks its token as the API
-// checks a bearer token (unknown or revoked tokens are refused).
+// checks a bearer token (unknown, expired or revoked tokens are refused),
+// and that the token it was opened with is still valid.
 func (s *Server) authenticate(r *http.Request) (session, error) {
 	if s.o.Insecure {
 		name := s.o.InsecurePrincipal
@@ -80,15 +98,63 @@ func (s *Server) authenticate(r *http.Request) (session, error) {
 		return session{Name: name, Insecure: true, token: ports.Token{Name: name, Scopes: []ports.Scope{ports.ScopeAdmin}}}, nil
 	}
 	c, err := r.Cookie(CookieName)
-	if err != nil || c.Value == "" || len(c.Value) > maxTokenLen {
+	if err != nil || c.Value == "" || len(c.Value) > 2*maxTokenLen {
 		return session{}, errNoSession
 	}
-	t, err := s.checkToken(r.Context(), c.Value)
+	secret, loginID, ok := strings.Cut(c.Value, sessionSep)
+	if !ok || secret == "" || loginID == "" {
+		return session{}, errNoSession
+	}
+	t, err := s.checkToken(r.Context(), secret)
 	if err != nil {
+		return session{}, err
+	}
+	if err := s.checkLogin(r.Context(), loginID); err != nil {
 		return session{}, err
 	}
 	return session{Name: t.Name, CSRF: csrfFor(c.Value), token: t}, nil
 }
+
+// checkLogin reports errNoSession unless the token id a session was
+// opened with is still valid.
+func (s *Server) checkLogin(ctx context.Context, id string) error {
+	toks, err := s.o.Tokens.TokenList(ctx)
+	if err != nil {
+		return fmt.Errorf("console session: list tokens: %w", err)
+	}
+	for _, t := range toks {
+		if t.ID == id {
+			if t.Revoked() || t.Expired(s.o.Clock.Now()) {
+				return errNoSession
+			}
+			return nil
+		}
+	}
+	return errNoSession
+}
+
+// openSession issues the session token of a login with t and returns the
+// cookie value and how long it lasts.
+func (s *Server) openSession(ctx context.Context, t ports.Token) (string, time.Duration, error) {
+	ttl := s.o.SessionTTL
+	if ttl <= 0 {
+		ttl = DefaultSessionTTL
+	}
+	now := s.o.Clock.Now()
+	until := now.Add(ttl)
+	if !t.ExpiresAt.IsZero() && t.ExpiresAt.Before(until) {
+		until = t.ExpiresAt
+	}
+	_, secret, err := api.IssueToken(ctx, s.o.Tokens, s.o.Clock, t.Name, slices.Clone(t.Scopes), api.ExpiresAt(until))
+	if err != nil {
+		return "", 0, fmt.Errorf("console session: %w", err)
+	}
+	return secret + sessionSep + t.ID, until.Sub(now), nil
+}
+
+// secureCookie reports whether the session cookie is Secure: served over
+// TLS, or reached through https (Options.SecureCookie).
+func (s *Server) secureCookie(r *http.Request) bool { return r.TLS != nil || s.o.SecureCookie }
 
 // checkToken finds a valid token by its secret as the API does
 // (api.LookupToken): errNoSession when it is unknown or no longer valid.
@@ -245,18 +311,34 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.renderStatus(w, r, http.StatusForbidden, "login", "Log in", "", loginView{Next: next, Message: "This token lacks scope read."})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: secret, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	value, ttl, err := s.openSession(r.Context(), t)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: value, Path: "/", HttpOnly: true, MaxAge: int(ttl / time.Second),
+		SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r)})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// logout clears the session cookie.
+// logout revokes the session's token and clears the cookie.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
 		s.problem(w, r, http.StatusForbidden, "cross-site request refused")
 		return
 	}
+	if sess, err := s.authenticate(r); err == nil && sess.token.ID != "" {
+		if err := s.o.Tokens.TokenRevoke(r.Context(), sess.token.ID, s.o.Clock.Now()); err != nil {
+			s.fail(w, r, fmt.Errorf("console logout: revoke session token %s: %w", sess.token.ID, err))
+			return
+		}
+	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r)})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
+
+// SameOrigin reports whether r comes from this site (Sec-Fetch-Site and
+// Origin): what the console's forms require, exported for serve's
+// --insecure-no-auth guard.
+func SameOrigin(r *http.Request) bool { return sameOrigin(r) }

@@ -21,6 +21,14 @@
 //     A panic is recovered into a retry; on shutdown in-flight items finish
 //     or their leases are released.
 //   - "lease lost" is warned only for a pass still running whose renewal
-//     was refused, never for one whose own ack ended the lease first.
+//     was refused, never for one whose own ack ended the lease first; the
+//     warning says whose fault it was (this process's renewals, or another
+//     taking it while the lease held).
+//   - Renewals, acks and retries run on ports.LaneRenewal (a store with a
+//     pool gives it connections of its own), so they never wait behind
+//     passes; a kind whose passes take over half a lease halves how many it
+//     runs at once, and fast passes raise it again (adaptiveLimit).
+//   - KeepAlive keeps the process's liveness row (ports.Liveness) apart
+//     from its leases.
 //   - The engine imports ports only, never an adapter.
 package engine

@@ -67,6 +67,9 @@ type registration struct {
 	proc    Processor
 	opts    KindOptions
 	metrics *kindMetrics
+	// adaptive is how many of opts.Concurrency's slots the kind may use
+	// now, from its observed pass times.
+	adaptive *adaptiveLimit
 }
 
 // Engine leases items by kind and runs their processors.
@@ -89,6 +92,9 @@ type flight struct {
 	cancel   context.CancelCauseFunc
 	deadline time.Time // past it the pass is no longer renewed
 	lost     bool
+	// renewed is when the lease was last known held: its lease, then each
+	// renewal that found it held (the time the renewal was sent).
+	renewed time.Time
 	// completing is set once the pass returned: its lease is being ended
 	// (acked or retried), so a heartbeat that then finds it gone did not
 	// lose it.
@@ -184,7 +190,8 @@ func (e *Engine) Register(kind string, p Processor, o KindOptions) {
 	} else if o.Batch <= 0 {
 		o.Batch = 64
 	}
-	e.regs = append(e.regs, registration{kind: kind, proc: p, opts: o, metrics: e.opts.Metrics.forKind(kind)})
+	e.regs = append(e.regs, registration{kind: kind, proc: p, opts: o, metrics: e.opts.Metrics.forKind(kind),
+		adaptive: newAdaptiveLimit(o.Concurrency, e.opts.LeaseDuration)})
 }
 
 // Metrics is Options.Metrics (nil when unset): processors registered on
@@ -252,6 +259,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
+// Owner is the name the engine leases under (Options.Owner).
+func (e *Engine) Owner() string { return e.opts.Owner }
+
 func (e *Engine) inFlight() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -285,7 +295,18 @@ func (e *Engine) kindLoop(ctx, workCtx context.Context, r registration, passes *
 		case <-ctx.Done():
 			return
 		}
-		free := 1 + e.gatherSlots(ctx, slots, r.opts.Concurrency-1)
+		// Passes slower than half a lease lower the kind's limit
+		// (adaptiveLimit): past it, wait for a pass to end rather than
+		// start one that may not finish within its lease.
+		limit := min(r.opts.Concurrency, r.adaptive.limit())
+		if len(slots) > limit {
+			<-slots
+			if !idleWait() {
+				return
+			}
+			continue
+		}
+		free := 1 + e.gatherSlots(ctx, slots, limit-len(slots))
 		leases, err := e.q.WorkLease(ctx, ports.LeaseParams{
 			Kinds: []string{r.kind}, Limit: free, Duration: e.opts.LeaseDuration, Owner: e.opts.Owner,
 		})
@@ -408,7 +429,7 @@ func (e *Engine) pass(timed context.Context, deadline time.Time, r registration,
 	for i, l := range leases {
 		// The items of a batch share one pass: a lease lost cancels it all,
 		// and only the lost items' results are dropped.
-		flights[i] = &flight{ref: l.Ref(), cancel: cancel, deadline: deadline}
+		flights[i] = &flight{ref: l.Ref(), cancel: cancel, deadline: deadline, renewed: time.Now()}
 		e.inflight[flights[i]] = struct{}{}
 		items[i] = Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime}
 	}
@@ -425,6 +446,7 @@ func (e *Engine) pass(timed context.Context, deadline time.Time, r registration,
 	outs := e.safeProcess(ctx, r, items)
 	pastDeadline := errors.Is(context.Cause(ctx), ErrPassDeadline)
 	took := time.Since(start)
+	r.adaptive.observe(took)
 	done()
 	for i, l := range leases {
 		out := outs[i]
@@ -439,6 +461,7 @@ func (e *Engine) pass(timed context.Context, deadline time.Time, r registration,
 		flights[i].completing = true
 		e.mu.Unlock()
 		if lost {
+			e.opts.Metrics.resultDropped(r.kind)
 			e.log.Warn("lease lost during pass; result dropped", "kind", r.kind, "id", l.Key.ScopeID, "outcome", out.String())
 			continue
 		}
@@ -457,6 +480,7 @@ func (e *Engine) logCompleteErr(kind string, key ports.WorkKey, out Outcome, err
 	switch {
 	case err == nil:
 	case errors.Is(err, ports.ErrLeaseLost):
+		e.opts.Metrics.resultDropped(kind)
 		e.log.Warn("lease lost before completion; result dropped", "kind", kind, "id", key.ScopeID, "outcome", out.String())
 	default:
 		e.log.Error("complete failed", "kind", kind, "id", key.ScopeID, "outcome", out.String(), "error", err)
@@ -504,8 +528,10 @@ func (e *Engine) complete(ctx context.Context, l ports.Lease, out Outcome) error
 	case outcomeRequeue:
 		return e.ack(ctx, ports.AckParams{Lease: l.Ref(), RequeueAt: out.at})
 	case outcomeTerminal:
+		ctx = ports.WithLane(ctx, ports.LaneRenewal)
 		return e.q.WorkRetry(ctx, ports.RetryParams{Lease: l.Ref(), Err: errText(out.err), Terminal: true})
 	default:
+		ctx = ports.WithLane(ctx, ports.LaneRenewal)
 		return e.q.WorkRetry(ctx, ports.RetryParams{Lease: l.Ref(), Err: errText(out.err), NotBefore: e.opts.Clock.Now().Add(e.retryDelay(l.Attempt))})
 	}
 }
@@ -562,7 +588,7 @@ func (e *Engine) ackLoop(ctx context.Context) {
 		for _, r := range batch {
 			params = append(params, r.p)
 		}
-		results, err := e.q.WorkAck(ctx, params...)
+		results, err := e.q.WorkAck(ports.WithLane(ctx, ports.LaneRenewal), params...)
 		for i, r := range batch {
 			switch {
 			case err != nil:
@@ -603,13 +629,29 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 		if len(refs) == 0 {
 			continue
 		}
-		results, err := e.q.WorkHeartbeat(ctx, e.opts.LeaseDuration, refs...)
+		// Renewals have connections of their own (ports.LaneRenewal), so
+		// they never wait behind passes holding the store's other ones.
+		sent := time.Now()
+		results, err := e.q.WorkHeartbeat(ports.WithLane(ctx, ports.LaneRenewal), e.opts.LeaseDuration, refs...)
+		took := time.Since(sent)
 		if err != nil {
-			e.log.Error("heartbeat failed", "leases", len(refs), "error", err)
+			e.opts.Metrics.Renewal(RenewalQueue, RenewalFailed, len(refs))
+			e.log.Error("heartbeat failed", "leases", len(refs), "took", took, "error", err)
 			continue
+		}
+		// A renewal that took more than a third of the lease left the next
+		// one less than a third of it: late, the lease nearly ran out.
+		if took > e.opts.LeaseDuration/3 {
+			e.opts.Metrics.Renewal(RenewalQueue, RenewalLate, len(refs))
+			e.log.Warn("heartbeat late", "leases", len(refs), "took", took, "lease", e.opts.LeaseDuration)
+		} else {
+			e.opts.Metrics.Renewal(RenewalQueue, RenewalOK, len(refs))
 		}
 		for i, r := range results {
 			if r == nil {
+				e.mu.Lock()
+				flights[i].renewed = sent
+				e.mu.Unlock()
 				continue
 			}
 			// A pass that returned meanwhile had its lease ended by its own
@@ -622,13 +664,27 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 				f.lost = true
 				f.cancel(errLeaseLost)
 			}
+			unrenewed := sent.Sub(f.renewed)
 			e.mu.Unlock()
 			if lost {
 				e.opts.Metrics.leaseLost(refs[i].Key.Kind)
-				e.log.Warn("lease lost", "kind", refs[i].Key.Kind, "id", refs[i].Key.ScopeID, "error", r)
+				e.log.Warn("lease lost", "kind", refs[i].Key.Kind, "id", refs[i].Key.ScopeID,
+					"fault", leaseFault(unrenewed, e.opts.LeaseDuration), "unrenewed", unrenewed, "error", r)
 			}
 		}
 	}
+}
+
+// leaseFault says whose fault a lost lease was, from how long it had gone
+// unrenewed when the renewal found it lost: this process's when that is
+// past the lease (its renewals were late or failed, so the lease ran out
+// and another process took the item), else another process's (it took the
+// item while the lease held, or the item was removed).
+func leaseFault(unrenewed, lease time.Duration) string {
+	if unrenewed >= lease {
+		return "self: not renewed for longer than the lease (renewals late or failed)"
+	}
+	return "other: taken or removed while the lease held"
 }
 
 // releaseAll gives up the leases of passes that did not finish in time, so

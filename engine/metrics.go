@@ -24,6 +24,8 @@ type Metrics struct {
 	decisions     *prometheus.CounterVec
 	jobs          *prometheus.CounterVec
 	verifications *prometheus.CounterVec
+	renewals      *prometheus.CounterVec
+	dropped       *prometheus.CounterVec
 
 	kinds, actions, agents, statuses, providers, outcomes boundedLabel
 }
@@ -94,7 +96,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Verification measurements taken, by provider type and outcome: error (no answer), passed or failed (the metric's verdict after it), pending (more are needed).",
 		}, []string{"provider", "outcome"}),
 	}
-	reg.MustRegister(m.passes, m.duration, m.leaseLoss, m.decisions, m.jobs, m.verifications)
+	m.renewals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "reconciler_lease_renewals_total",
+		Help: "Lease renewals by kind (queue: work items' leases, renewed in batches; job: a job agent's lease on a job; liveness: the process's own liveness row) and result: ok, late (it took more than a third of the lease) or failed (the call failed; the leases were not renewed).",
+	}, []string{"kind", "result"})
+	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "reconciler_results_dropped_total",
+		Help: "Pass results dropped because the pass's lease was gone when its ack arrived, by work kind (the item runs again).",
+	}, []string{"kind"})
+	reg.MustRegister(m.passes, m.duration, m.leaseLoss, m.decisions, m.jobs, m.verifications, m.renewals, m.dropped)
 	return m
 }
 
@@ -151,6 +161,31 @@ func (k *kindMetrics) observe(out Outcome, d time.Duration) {
 	p.counter.Inc()
 	k.duration.Do(func() { k.observer = k.m.duration.WithLabelValues(k.kind) })
 	k.observer.Observe(d.Seconds())
+}
+
+// The kinds and results of Metrics.Renewal.
+const (
+	RenewalQueue    = "queue"
+	RenewalJob      = "job"
+	RenewalLiveness = "liveness"
+
+	RenewalOK     = "ok"
+	RenewalLate   = "late"
+	RenewalFailed = "failed"
+)
+
+// Renewal counts n lease renewals of kind (RenewalQueue, RenewalJob) with
+// result (RenewalOK, RenewalLate, RenewalFailed).
+func (m *Metrics) Renewal(kind, result string, n int) {
+	if m != nil && n > 0 {
+		m.renewals.WithLabelValues(kind, result).Add(float64(n))
+	}
+}
+
+func (m *Metrics) resultDropped(kind string) {
+	if m != nil {
+		m.dropped.WithLabelValues(kind).Inc()
+	}
 }
 
 func (m *Metrics) leaseLost(kind string) {

@@ -8,11 +8,23 @@ import (
 )
 
 // Candidate is one version offered to Choose, with the facts that depend on
-// the version: its approvals and policy skips.
+// the version: its approvals, policy skips and, when an environment
+// progression rule applies to the target, the upstream environments' state
+// for this version (Environments; nil keeps Base.SystemEnvironments).
 type Candidate struct {
-	Version   release.DeploymentVersion
-	Approvals []release.Approval
-	Skips     []release.PolicySkip
+	Version      release.DeploymentVersion
+	Approvals    []release.Approval
+	Skips        []release.PolicySkip
+	Environments []EnvironmentState
+}
+
+// Input is base with c's per-version fields.
+func (c *Candidate) Input(base Input) Input {
+	base.Version, base.Approvals, base.Skips = c.Version, c.Approvals, c.Skips
+	if c.Environments != nil {
+		base.SystemEnvironments = c.Environments
+	}
+	return base
 }
 
 // ChooseParams is the input of Choose besides the candidates.
@@ -21,7 +33,8 @@ type ChooseParams struct {
 	// whose selector matches the target.
 	Policies []Policy
 	// Base is the target's Input without the per-version fields (Version,
-	// Approvals, Skips), which Choose fills from each candidate.
+	// Approvals, Skips, and SystemEnvironments when a candidate carries
+	// them), which Choose fills from each candidate (Candidate.Input).
 	Base Input
 	// Exclude names versions never to choose for this target, with the
 	// reason (a version whose job there triggered a rollback).
@@ -76,8 +89,7 @@ func Choose(p ChooseParams, candidates iter.Seq2[Candidate, error]) (Choice, err
 			return Choice{}, err
 		}
 		v := &c.Version
-		in := p.Base
-		in.Version, in.Approvals, in.Skips = c.Version, c.Approvals, c.Skips
+		in := c.Input(p.Base)
 		if !in.IsCandidate() {
 			reason(v, "version is "+string(v.Status))
 			continue

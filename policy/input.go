@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"sync"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -23,6 +24,54 @@ type TargetState struct {
 type EnvironmentState struct {
 	Environment release.Environment `json:"environment"`
 	Targets     []TargetState       `json:"targets,omitempty"`
+
+	// tally keeps the progression rule's count over Targets per version
+	// and rule, shared by the copies of a state made with
+	// NewEnvironmentState: every target that reads the state counts once.
+	tally *tally
+}
+
+// NewEnvironmentState is the state of env with targets, whose progression
+// counts are computed once and shared by every evaluation that reads it
+// (and its copies): evaluating n targets against it costs O(n + targets),
+// not O(n × targets). Targets must not change afterwards.
+func NewEnvironmentState(env release.Environment, targets []TargetState) EnvironmentState {
+	return EnvironmentState{Environment: env, Targets: targets, tally: &tally{counts: map[tallyKey]tallied{}}}
+}
+
+// tally memoizes progression counts; safe for concurrent evaluations.
+type tally struct {
+	mu     sync.Mutex
+	counts map[tallyKey]tallied
+}
+
+// tallyKey is what a count depends on: the version and how the rule
+// judges a success.
+type tallyKey struct {
+	version, statuses   string
+	requireVerification bool
+}
+
+// tallied is a count: the targets whose newest terminal job of the version
+// succeeded, and the latest of those successes.
+type tallied struct {
+	successes int
+	latest    time.Time
+}
+
+// count returns the tally of key, computing it with f the first time.
+func (t *tally) count(key tallyKey, f func() tallied) tallied {
+	if t == nil {
+		return f()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.counts[key]; ok {
+		return c
+	}
+	c := f()
+	t.counts[key] = c
+	return c
 }
 
 // DependencyState is another deployment on the target's resource with the

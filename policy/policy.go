@@ -19,9 +19,9 @@ type Policy struct {
 	// selectors, an empty Selector applies to EVERY target: a policy only
 	// restricts, so applying it broadly is the safe default.
 	Selector string `json:"selector,omitempty"`
-	// Priority orders policies: higher first (ties by ID). Rules of the
+	// Priority orders policies: higher first (ties by ID); absent is 0. Rules of the
 	// same type run in policy priority order.
-	Priority int `json:"priority"`
+	Priority int `json:"priority" required:"false"`
 	// Enabled policies apply; a disabled one is kept but ignored.
 	Enabled bool `json:"enabled"`
 	// Rules are the policy's rules, each {"id", "type", ...its fields}.
@@ -52,8 +52,8 @@ func (p *Policy) Validate() error {
 }
 
 func (p *Policy) validateFields() error {
-	if p.ID == "" {
-		return release.Invalid("id", "is required")
+	if err := release.CheckObjectID("id", p.ID); err != nil {
+		return err
 	}
 	if p.Name == "" {
 		return release.Invalid("name", "is required")

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -137,16 +138,19 @@ func (r EnvironmentProgression) check(in *Input, es *EnvironmentState) (pass boo
 		return true, time.Time{}, time.Time{}, ""
 	}
 	name := es.Environment.Name
-	successes := 0
-	var latest time.Time
-	for i := range es.Targets {
-		j := newestTerminal(es.Targets[i].Jobs, in.Version.ID)
-		if j == nil || !r.succeeded(j) {
-			continue
+	key := tallyKey{version: in.Version.ID, statuses: fmt.Sprint(r.SuccessStatuses), requireVerification: r.RequireVerificationPassed}
+	c := es.tally.count(key, func() (c tallied) {
+		for i := range es.Targets {
+			j := newestTerminal(es.Targets[i].Jobs, in.Version.ID)
+			if j == nil || !r.succeeded(j) {
+				continue
+			}
+			c.successes++
+			c.latest = later(c.latest, j.FinishedAt())
 		}
-		successes++
-		latest = later(latest, j.FinishedAt())
-	}
+		return c
+	})
+	successes, latest := c.successes, c.latest
 	if successes == 0 {
 		return false, time.Time{}, time.Time{}, "version " + in.Version.Tag + " has not succeeded in " + name
 	}

@@ -101,6 +101,40 @@ func TestEnvironmentProgression(t *testing.T) {
 			require.Equal(t, tt.until, v.Until, v.Message)
 			require.Equal(t, tt.satisfied, v.SatisfiedAt, v.Message)
 			require.NotEmpty(t, v.Message)
+			// The same verdict from states whose counts are shared, on the
+			// first evaluation and on the next, which reads the count.
+			shared := make([]EnvironmentState, len(tt.envs))
+			for i, es := range tt.envs {
+				shared[i] = NewEnvironmentState(es.Environment, es.Targets)
+			}
+			in.SystemEnvironments = shared
+			for range 2 {
+				require.Equal(t, v, tt.rule.Evaluate(&in))
+			}
 		})
+	}
+}
+
+// TestProgressionCountsSharedPerVersionAndRule: one shared state serves
+// rules that judge successes differently, and versions, each with its own
+// count.
+func TestProgressionCountsSharedPerVersionAndRule(t *testing.T) {
+	t.Parallel()
+	staging := `environment.name == "staging"`
+	es := NewEnvironmentState(release.Environment{ID: "staging", SystemID: "sys", Name: "staging"}, []TargetState{
+		{Target: release.ReleaseTarget{DeploymentID: "api", EnvironmentID: "staging", ResourceID: "a"},
+			Jobs: jobs(job("j1", "v2", release.JobSkipped, t0), job("j0", "v1", release.JobSuccessful, t0))},
+	})
+	in := setup(t)
+	in.Now, in.SystemEnvironments = t0, []EnvironmentState{es}
+	plain := EnvironmentProgression{DependsOnEnvironmentSelector: staging}
+	skipped := EnvironmentProgression{DependsOnEnvironmentSelector: staging, SuccessStatuses: []release.JobStatus{release.JobSkipped}}
+	for range 2 {
+		in.Version.ID = "v2"
+		require.Equal(t, Pending, plain.Evaluate(&in).Status, "v2 was skipped, not successful")
+		require.Equal(t, Allowed, skipped.Evaluate(&in).Status, "counted apart for the other rule")
+		in.Version.ID = "v1"
+		require.Equal(t, Allowed, plain.Evaluate(&in).Status, "counted apart for the other version")
+		require.Equal(t, Pending, skipped.Evaluate(&in).Status)
 	}
 }

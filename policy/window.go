@@ -309,6 +309,20 @@ type windowState struct {
 
 // at computes the window state at now for windows lasting dur.
 func (w *window) at(now time.Time, dur time.Duration) windowState {
+	st, _ := w.atCounting(now, dur)
+	return st
+}
+
+// atCounting is at, also counting the occurrences it visited: the cost of
+// an evaluation, which tests bound instead of timing it.
+func (w *window) atCounting(now time.Time, dur time.Duration) (windowState, int) {
+	visited := 0
+	counted := func(next func() (time.Time, bool)) func() (time.Time, bool) {
+		return func() (time.Time, bool) {
+			visited++
+			return next()
+		}
+	}
 	if w.fixed != nil {
 		i := sort.Search(len(w.fixed), func(i int) bool { return w.fixed[i].After(now) })
 		start := max(i-1, 0)
@@ -319,18 +333,18 @@ func (w *window) at(now time.Time, dur time.Duration) windowState {
 			start++
 			return w.fixed[start-1], true
 		}
-		st, _ := scan(next, now, dur)
-		return st
+		st, _ := scan(counted(next), now, dur)
+		return st, visited
 	}
 	// The latest occurrence at or before now decides; start from the
 	// periods just before now, and go back as far as the duration only
 	// when they hold none (a sparse rule), so a rule far denser than its
 	// duration is not walked occurrence by occurrence.
-	if st, found := scan(w.ruleFor(now).Iterator(), now, dur); found {
-		return st
+	if st, found := scan(counted(w.ruleFor(now).Iterator()), now, dur); found {
+		return st, visited
 	}
-	st, _ := scan(w.ruleFor(now.Add(-dur)).Iterator(), now, dur)
-	return st
+	st, _ := scan(counted(w.ruleFor(now.Add(-dur)).Iterator()), now, dur)
+	return st, visited
 }
 
 // maxMerge bounds how many overlapping windows are merged into one.

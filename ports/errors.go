@@ -10,3 +10,8 @@ var ErrConflict = errors.New("conflict")
 // its cap (Jobs.JobCreate with MaxActiveInEnvironment): nothing was
 // written; the caller waits for something to finish and tries again.
 var ErrLimitReached = errors.New("limit reached")
+
+// ErrBusy is returned when a call could not get a share of the store in
+// its bounded wait (ports.LaneRead): nothing was read or written; the
+// caller answers "busy, retry later" (HTTP 503 with Retry-After).
+var ErrBusy = errors.New("busy")

@@ -60,10 +60,12 @@ type RunDecision struct {
 	Version int64 `json:"version"`
 	// At is when the write landed (the store's clock).
 	At time.Time `json:"at"`
-	// Action is the decision's reconcile.ActionType, or "intent" or
-	// "message" for an operator's request.
+	// Action is the decision's reconcile.ActionType, "intent" or
+	// "message" for an operator's request, or "waiting" when the decided
+	// action could not be applied (engine/runs.DecisionWaiting).
 	Action string `json:"action"`
-	// Reason is the decision's kebab-case reason, or the request (e.g.
+	// Reason is the decision's kebab-case reason, why a "waiting" run
+	// waits (the failure, bounded), or the request (e.g.
 	// "cancel").
 	Reason string `json:"reason"`
 	// From and To are set for a move (From → To).

@@ -91,6 +91,10 @@ func DecodeSnapshot(data []byte) (Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	if i := bytes.Index(data, []byte(`\u0000`)); i >= 0 {
+		line, col := strictjson.Position(data, int64(i))
+		return nil, &strictjson.Error{Line: line, Column: col, Msg: "a string holds a NUL character (\\u0000), which no run id, name or message may"}
+	}
 	if err := Validate(s); err != nil {
 		return nil, err
 	}
@@ -121,6 +125,18 @@ func Validate(s Snapshot) error {
 	}
 	if in := s.Controls().Intent; !in.Valid() {
 		return &strictjson.Error{Path: "run.reconcile.control_intent", Msg: fmt.Sprintf("unknown intent %q", in)}
+	}
+	for _, c := range []struct {
+		path string
+		n    int
+	}{{"capacity.global_active", w.Capacity.GlobalActive}, {"capacity.global_limit", w.Capacity.GlobalLimit},
+		{"capacity.repo_active", w.Capacity.RepoActive}, {"capacity.repo_limit", w.Capacity.RepoLimit}} {
+		if c.n < 0 {
+			return &strictjson.Error{Path: c.path, Msg: fmt.Sprintf("must not be negative, got %d", c.n)}
+		}
+	}
+	if a, ok := s.(*AgentSnapshot); ok && a.Run.PendingMessages < 0 {
+		return &strictjson.Error{Path: "run.pending_messages", Msg: fmt.Sprintf("must not be negative, got %d", a.Run.PendingMessages)}
 	}
 	return nil
 }

@@ -76,6 +76,7 @@ func Parse(data []byte) (*Template, error) {
 		return nil, syntaxError(1, 1, "a WorkflowTemplate must be an object, got "+jsonKind(tree))
 	}
 	checkShape(typeOfTemplate, tree, "", &ps)
+	nulProblems(tree, "", &ps)
 
 	t := &Template{positions: pos, cache: &planCache{}}
 	if len(ps.list) > 0 {
@@ -99,6 +100,35 @@ func Parse(data []byte) (*Template, error) {
 	t.cache = &planCache{}
 	t.decodeProblems = ps.list
 	return t, nil
+}
+
+// nulProblems records every string or key of tree holding a NUL character:
+// no store can keep one, so the catalog refuses it, and a template that
+// validates must be one the catalog takes.
+func nulProblems(tree any, path string, ps *problems) {
+	switch x := tree.(type) {
+	case string:
+		if strings.ContainsRune(x, 0) {
+			ps.add(path, "must not contain a NUL character (\\u0000)")
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if strings.ContainsRune(k, 0) {
+				ps.add(joinPath(path, strconv.Quote(k)), "key must not contain a NUL character (\\u0000)")
+				continue
+			}
+			nulProblems(x[k], joinPath(path, k), ps)
+		}
+	case []any:
+		for i, e := range x {
+			nulProblems(e, fmt.Sprintf("%s[%d]", path, i), ps)
+		}
+	}
 }
 
 // Load parses and validates a template; any problem makes it an

@@ -78,6 +78,10 @@ func ResolveParameters(defs []Parameter, src Sources) (map[string]any, []Problem
 			}
 			continue
 		}
+		if d.Required && v == "" {
+			ps.add(path, "required parameter %q is empty (%s value)", d.Name, from)
+			continue
+		}
 		nv, err := checkParamValue(d, v)
 		if err != nil {
 			ps.add(path, "%s value: %v", from, err)

@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/reconcilerhq/reconciler/internal/jobagent"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
@@ -60,12 +64,11 @@ type application struct {
 		Name string `json:"name"`
 	} `json:"metadata"`
 	Spec struct {
-		Source *struct {
-			TargetRevision string `json:"targetRevision"`
-			Helm           *struct {
-				Parameters []helmParameter `json:"parameters"`
-			} `json:"helm"`
-		} `json:"source"`
+		// Source and Sources are kept whole: a patch of a multi-source
+		// application rewrites the list, and a Helm parameter keeps the
+		// fields we do not set (forceString).
+		Source      map[string]any   `json:"source"`
+		Sources     []map[string]any `json:"sources"`
 		Destination struct {
 			Namespace string `json:"namespace"`
 		} `json:"destination"`
@@ -73,29 +76,31 @@ type application struct {
 	Operation *operation `json:"operation"`
 	Status    struct {
 		Sync struct {
-			Status   string `json:"status"`
-			Revision string `json:"revision"`
+			Status    string   `json:"status"`
+			Revision  string   `json:"revision"`
+			Revisions []string `json:"revisions"`
 		} `json:"sync"`
-		Health struct {
+		ReconciledAt string `json:"reconciledAt"`
+		Health       struct {
 			Status  string `json:"status"`
 			Message string `json:"message"`
 		} `json:"health"`
-		OperationState *struct {
-			Operation  operation `json:"operation"`
-			Phase      string    `json:"phase"`
-			Message    string    `json:"message"`
-			StartedAt  string    `json:"startedAt"`
-			SyncResult *struct {
-				Revision string `json:"revision"`
-			} `json:"syncResult"`
-		} `json:"operationState"`
+		OperationState *operationState `json:"operationState"`
 	} `json:"status"`
 }
 
-// helmParameter is one Helm parameter of an Application's source.
-type helmParameter struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
+// operationState is the part of an Application's last operation's state
+// the agent reads.
+type operationState struct {
+	Operation  operation `json:"operation"`
+	Phase      string    `json:"phase"`
+	Message    string    `json:"message"`
+	StartedAt  string    `json:"startedAt"`
+	FinishedAt string    `json:"finishedAt"`
+	SyncResult *struct {
+		Revision  string   `json:"revision"`
+		Revisions []string `json:"revisions"`
+	} `json:"syncResult"`
 }
 
 // hasKey reports whether op carries the correlation key.
@@ -142,8 +147,9 @@ func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.
 		}
 		key := jobfollow.CorrelationKey(d.Job.ID)
 		app, err := a.get(ctx, cfg)
-		if outbound.StatusOf(err) == http.StatusNotFound {
-			return a.Invalid(release.Invalid("job_agent_config.application", "Argo CD has no application "+quote(cfg.application)))
+		if missing(err) {
+			return a.Invalid(release.Invalid("job_agent_config.application", "Argo CD has no application "+quote(cfg.application)+
+				" the token may read ("+strconv.Itoa(outbound.StatusOf(err))+")"))
 		}
 		if err != nil {
 			return jobfollow.Started{}, err
@@ -153,7 +159,7 @@ func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.
 			if err := a.patch(ctx, cfg, &app); err != nil {
 				return jobfollow.Started{}, err
 			}
-			if err := a.sync(ctx, cfg, key); err != nil {
+			if err := a.sync(ctx, cfg, &app, key); err != nil {
 				return jobfollow.Started{}, err
 			}
 		}
@@ -172,6 +178,14 @@ func revisionNote(rev string) string {
 		return ""
 	}
 	return " to " + rev
+}
+
+// missing reports whether err is Argo CD's answer for an Application it
+// does not have: 404, or 403 when the request names no project (Argo CD
+// does not tell a missing application from a forbidden one then).
+func missing(err error) bool {
+	st := outbound.StatusOf(err)
+	return st == http.StatusNotFound || st == http.StatusForbidden
 }
 
 // header is the request header with the token.
@@ -213,42 +227,114 @@ func (a *Agent) get(ctx context.Context, cfg config) (application, error) {
 	return app, nil
 }
 
-// patch sets the revision, parameters and namespace the config asks for
-// where the Application differs, with one JSON merge patch.
-func (a *Agent) patch(ctx context.Context, cfg config, app *application) error {
-	source := map[string]any{}
-	spec := map[string]any{}
-	if cfg.revision != "" && (app.Spec.Source == nil || app.Spec.Source.TargetRevision != cfg.revision) {
-		source["targetRevision"] = cfg.revision
-	}
-	if len(cfg.parameters) > 0 {
-		have := map[string]string{}
-		var params []helmParameter
-		if app.Spec.Source != nil && app.Spec.Source.Helm != nil {
-			for _, p := range app.Spec.Source.Helm.Parameters {
-				have[p.Name] = p.Value
-				if _, set := cfg.parameters[p.Name]; !set {
-					params = append(params, p) // kept: a merge patch replaces the whole list
-				}
-			}
+// targets lists the 1-based positions of the sources of a multi-source
+// Application the config's revision and parameters go to: the configured
+// sourcePosition, or every source that is not only a values reference
+// (one with "ref" and no chart or path).
+func targets(cfg config, app *application) []int {
+	if cfg.sourcePosition > 0 {
+		if cfg.sourcePosition <= len(app.Spec.Sources) {
+			return []int{cfg.sourcePosition}
 		}
-		changed := false
-		names := make([]string, 0, len(cfg.parameters))
-		for n := range cfg.parameters {
+		return nil
+	}
+	var out []int
+	for i, src := range app.Spec.Sources {
+		_, ref := src["ref"]
+		_, chart := src["chart"]
+		_, path := src["path"]
+		if !ref || chart || path {
+			out = append(out, i+1)
+		}
+	}
+	return out
+}
+
+// patchSource returns src with the config's revision and Helm parameters
+// set, and whether anything changed. Parameters merge by name: one we set
+// keeps its other fields (forceString), the others stay as they are.
+func patchSource(cfg config, src map[string]any) (map[string]any, bool) {
+	out := make(map[string]any, len(src)+1)
+	for k, v := range src {
+		out[k] = v
+	}
+	changed := false
+	if cfg.revision != "" && src["targetRevision"] != cfg.revision {
+		out["targetRevision"], changed = cfg.revision, true
+	}
+	if len(cfg.parameters) == 0 {
+		return out, changed
+	}
+	helm, _ := src["helm"].(map[string]any)
+	newHelm := make(map[string]any, len(helm)+1)
+	for k, v := range helm {
+		newHelm[k] = v
+	}
+	have, _ := helm["parameters"].([]any)
+	params := make([]any, 0, len(have)+len(cfg.parameters))
+	seen := map[string]bool{}
+	for _, p := range have {
+		pm, ok := p.(map[string]any)
+		name, _ := pm["name"].(string)
+		want, set := cfg.parameters[name]
+		if !ok || !set {
+			params = append(params, p)
+			continue
+		}
+		seen[name] = true
+		if pm["value"] == want {
+			params = append(params, pm)
+			continue
+		}
+		np := make(map[string]any, len(pm))
+		for k, v := range pm {
+			np[k] = v
+		}
+		np["value"], changed = want, true
+		params = append(params, np)
+	}
+	names := make([]string, 0, len(cfg.parameters))
+	for n := range cfg.parameters {
+		if !seen[n] {
 			names = append(names, n)
 		}
-		sort.Strings(names)
-		for _, n := range names {
-			if v, ok := have[n]; !ok || v != cfg.parameters[n] {
-				changed = true
-			}
-			params = append(params, helmParameter{Name: n, Value: cfg.parameters[n]})
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		params, changed = append(params, map[string]any{"name": n, "value": cfg.parameters[n]}), true
+	}
+	newHelm["parameters"] = params
+	out["helm"] = newHelm
+	return out, changed
+}
+
+// patch sets the revision, parameters and namespace the config asks for
+// where the Application differs, with one JSON merge patch: the source's
+// changed fields, or the whole sources list of a multi-source Application
+// (a merge patch replaces a list).
+func (a *Agent) patch(ctx context.Context, cfg config, app *application) error {
+	spec := map[string]any{}
+	if len(app.Spec.Sources) > 0 {
+		sources := make([]any, len(app.Spec.Sources))
+		changed := false
+		for i, src := range app.Spec.Sources {
+			sources[i] = src
+		}
+		for _, pos := range targets(cfg, app) {
+			src, c := patchSource(cfg, app.Spec.Sources[pos-1])
+			sources[pos-1], changed = src, changed || c
 		}
 		if changed {
-			source["helm"] = map[string]any{"parameters": params}
+			spec["sources"] = sources
 		}
-	}
-	if len(source) > 0 {
+	} else if src, changed := patchSource(cfg, app.Spec.Source); changed {
+		source := map[string]any{}
+		if v, ok := src["targetRevision"]; ok && v != app.Spec.Source["targetRevision"] {
+			source["targetRevision"] = v
+		}
+		if h, ok := src["helm"].(map[string]any); ok {
+			source["helm"] = map[string]any{"parameters": h["parameters"]}
+		}
 		spec["source"] = source
 	}
 	if cfg.namespace != "" && app.Spec.Destination.Namespace != cfg.namespace {
@@ -277,14 +363,25 @@ func (a *Agent) patch(ctx context.Context, cfg config, app *application) error {
 	return err
 }
 
-// sync starts the sync operation carrying key.
-func (a *Agent) sync(ctx context.Context, cfg config, key string) error {
+// sync starts the sync operation carrying key: at the config's revision,
+// per source position for a multi-source Application (Argo CD ignores
+// revision there and reads revisions and sourcePositions).
+func (a *Agent) sync(ctx context.Context, cfg config, app *application, key string) error {
 	h, err := a.header(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	body := map[string]any{"name": cfg.application, "prune": cfg.prune, "infos": []info{{Name: InfoName, Value: key}}}
-	if cfg.revision != "" {
+	switch {
+	case cfg.revision == "":
+	case len(app.Spec.Sources) > 0:
+		pos := targets(cfg, app)
+		revs, positions := make([]string, len(pos)), make([]string, len(pos))
+		for i, p := range pos {
+			revs[i], positions[i] = cfg.revision, strconv.Itoa(p) // int64: a string in proto JSON
+		}
+		body["revisions"], body["sourcePositions"] = revs, positions
+	default:
 		body["revision"] = cfg.revision
 	}
 	if cfg.appNamespace != "" {
@@ -294,15 +391,18 @@ func (a *Agent) sync(ctx context.Context, cfg config, key string) error {
 		body["project"] = cfg.project
 	}
 	_, err = a.HTTP.DoJSON(ctx, outbound.Request{Call: "sync application", Method: http.MethodPost,
-		URL: cfg.server + "/api/v1/applications/" + url.PathEscape(cfg.application) + "/sync", Header: h}.JSON(body), nil)
+		URL: cfg.server + "/api/v1/applications/" + url.PathEscape(cfg.application) + "/sync", Header: h,
+		Transient: []int{http.StatusConflict}}.JSON(body), nil) // 409: another operation is in progress
+
 	return err
 }
 
 // poll reads the Application and judges the job's sync.
 func (a *Agent) poll(ctx context.Context, cfg config, key string) (jobfollow.State, error) {
 	app, err := a.get(ctx, cfg)
-	if outbound.StatusOf(err) == http.StatusNotFound {
-		return jobfollow.State{Status: release.JobExternalRunNotFound, Message: "application " + cfg.application + " is gone"}, nil
+	if missing(err) {
+		return jobfollow.State{Status: release.JobExternalRunNotFound, Message: "application " + cfg.application +
+			" is gone (or the token may no longer read it: " + strconv.Itoa(outbound.StatusOf(err)) + ")"}, nil
 	}
 	if err != nil {
 		return jobfollow.State{}, err
@@ -333,6 +433,9 @@ func judge(app *application, name, key string) jobfollow.State {
 	default: // Running, Terminating
 		return jobfollow.State{Status: release.JobInProgress, Message: "sync of " + name + " " + op.Phase, Outputs: out}
 	}
+	if why := stale(app, op); why != "" {
+		return jobfollow.State{Status: release.JobInProgress, Message: "sync of " + name + " succeeded, " + why, Outputs: out}
+	}
 	health := app.Status.Health.Status
 	switch {
 	case health == "Degraded":
@@ -341,6 +444,30 @@ func judge(app *application, name, key string) jobfollow.State {
 		return jobfollow.State{Status: release.JobSuccessful, Message: name + " synced and healthy at " + app.Status.Sync.Revision, Outputs: out}
 	}
 	return jobfollow.State{Status: release.JobInProgress, Message: name + " synced, " + health, Outputs: out}
+}
+
+// stale says why the Application's sync and health status may predate the
+// job's succeeded operation op, as argocd app wait checks it: the status
+// must be at the revision(s) the operation synced, and reconciled no
+// earlier than the operation finished. It is "" when the status is the
+// operation's.
+func stale(app *application, op *operationState) string {
+	if r := op.SyncResult; r != nil {
+		if len(r.Revisions) > 0 && !slices.Equal(r.Revisions, app.Status.Sync.Revisions) {
+			return "status still at " + strings.Join(app.Status.Sync.Revisions, ",") + ", synced " + strings.Join(r.Revisions, ",")
+		}
+		if len(r.Revisions) == 0 && r.Revision != app.Status.Sync.Revision {
+			return "status still at " + app.Status.Sync.Revision + ", synced " + r.Revision
+		}
+	}
+	if op.FinishedAt != "" && app.Status.ReconciledAt != "" {
+		fin, err1 := time.Parse(time.RFC3339, op.FinishedAt)
+		rec, err2 := time.Parse(time.RFC3339, app.Status.ReconciledAt)
+		if err1 == nil && err2 == nil && rec.Before(fin) {
+			return "status not yet reconciled since"
+		}
+	}
+	return ""
 }
 
 // CancelJob terminates the Application's running operation when it is the
@@ -353,7 +480,7 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 		return nil // dispatched by no process of ours that we know: the chain's timeout covers it
 	}
 	app, err := a.get(ctx, cfg)
-	if outbound.StatusOf(err) == http.StatusNotFound {
+	if missing(err) {
 		return nil
 	}
 	if err != nil {

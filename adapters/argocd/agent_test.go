@@ -182,3 +182,88 @@ func TestCancelJobTerminatesTheOperation(t *testing.T) {
 	f.Mu.Unlock()
 	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-unknown", Agent: d.Agent}))
 }
+
+// Without a project, Argo CD answers 403 for an application it does not
+// have (issue 31, defect 2): at dispatch the job ends invalid, and an
+// application deleted while followed ends it too, not polled forever.
+func TestApplicationAnsweredForbiddenIsMissing(t *testing.T) {
+	t.Parallel()
+	f := newFakeArgoCD(t, "app")
+	res, err := newAgent(t, jobagenttest.NewReports(), jobagenttest.FastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config("missing")))
+	require.NoError(t, err)
+	require.Equal(t, release.JobInvalidJobAgent, res.Status)
+	require.Contains(t, res.Message, "403")
+
+	rep := jobagenttest.NewReports()
+	o := jobagenttest.FastOptions()
+	o.MinPoll = 100 * time.Millisecond
+	a := newAgent(t, rep, o)
+	res, err = a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-2", f.config("app")))
+	require.NoError(t, err)
+	require.Equal(t, release.JobInProgress, res.Status)
+	f.Mu.Lock()
+	delete(f.apps, "app")
+	f.Mu.Unlock()
+	got := rep.Next(t)
+	require.Equal(t, release.JobExternalRunNotFound, got.Status)
+	require.Contains(t, got.Message, "is gone")
+}
+
+// A succeeded operation whose app status still shows the old revision is
+// not yet a success (issue 31, defect 3; argocd app wait's check).
+func TestSuccessWaitsForTheStatusOfTheSyncedRevision(t *testing.T) {
+	t.Parallel()
+	f := newFakeArgoCD(t, "app")
+	f.statusLag = 3
+	f.endHealth = "Healthy"
+	rep := jobagenttest.NewReports()
+	a := newAgent(t, rep, jobagenttest.FastOptions())
+	_, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config("app")))
+	require.NoError(t, err)
+	var got ports.JobReport
+	for got = rep.Next(t); got.Status == release.JobInProgress; got = rep.Next(t) {
+		require.NotContains(t, got.Message, "healthy at v0")
+	}
+	require.Equal(t, release.JobSuccessful, got.Status)
+	require.Equal(t, "app synced and healthy at v1.2.3", got.Message)
+}
+
+// A multi-source application gets its non-ref sources' revision patched in
+// the whole sources list, and the sync names revisions per source position
+// (issue 31, defect 4); a Helm parameter keeps its forceString (defect 5).
+func TestMultiSourceAndHelmParametersArePatchedWhole(t *testing.T) {
+	t.Parallel()
+	f := newFakeArgoCD(t, "multi", "single")
+	f.apps["multi"].sources = []any{
+		map[string]any{"repoURL": "https://charts.example", "chart": "shop", "targetRevision": "v0",
+			"helm": map[string]any{"valueFiles": []any{"$values/shop.yaml"},
+				"parameters": []any{map[string]any{"name": "image.tag", "value": "v0", "forceString": true}}}},
+		map[string]any{"repoURL": "https://git.example/values.git", "targetRevision": "main", "ref": "values"},
+	}
+	f.apps["single"].params = []any{map[string]any{"name": "image.tag", "value": "v0", "forceString": true},
+		map[string]any{"name": "replicas", "value": "1"}}
+	rep := jobagenttest.NewReports()
+	a := newAgent(t, rep, jobagenttest.FastOptions())
+	_, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-m", f.config("multi")))
+	require.NoError(t, err)
+	_, err = a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-s", f.config("single")))
+	require.NoError(t, err)
+	f.Mu.Lock()
+	require.Equal(t, map[string]any{"spec": map[string]any{
+		"sources": []any{
+			map[string]any{"repoURL": "https://charts.example", "chart": "shop", "targetRevision": "v1.2.3",
+				"helm": map[string]any{"valueFiles": []any{"$values/shop.yaml"},
+					"parameters": []any{map[string]any{"name": "image.tag", "value": "v1.2.3", "forceString": true}}}},
+			map[string]any{"repoURL": "https://git.example/values.git", "targetRevision": "main", "ref": "values"},
+		},
+		"destination": map[string]any{"namespace": "shop"}}}, f.patches[0])
+	require.Equal(t, []any{"v1.2.3"}, f.syncs[0]["revisions"])
+	require.Equal(t, []any{"1"}, f.syncs[0]["sourcePositions"])
+	require.NotContains(t, f.syncs[0], "revision")
+	require.Equal(t, []any{map[string]any{"name": "image.tag", "value": "v1.2.3", "forceString": true},
+		map[string]any{"name": "replicas", "value": "1"}},
+		f.patches[1]["spec"].(map[string]any)["source"].(map[string]any)["helm"].(map[string]any)["parameters"])
+	f.Mu.Unlock()
+	require.Equal(t, release.JobSuccessful, rep.Next(t).Status)
+	require.Equal(t, release.JobSuccessful, rep.Next(t).Status)
+}

@@ -15,8 +15,11 @@ type config struct {
 	revision     string
 	parameters   map[string]string
 	namespace    string
-	prune        bool
-	tokenRef     string
+	// sourcePosition is the 1-based source of a multi-source Application
+	// the revision and parameters go to (0: every non-ref source).
+	sourcePosition int
+	prune          bool
+	tokenRef       string
 }
 
 // appName is the shape of a Kubernetes object name.
@@ -33,6 +36,9 @@ var appName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
 //	revision      the target revision (git ref or chart version) to set
 //	parameters    Helm parameters to set, an object of scalars
 //	namespace     the destination namespace to set
+//	sourcePosition  of a multi-source Application, the 1-based position of
+//	              the source to set revision and parameters on (default:
+//	              every source that is not only a values "ref")
 //	prune         prune resources no longer in git (default false)
 //	tokenRef      secret reference of an API token (required)
 func ValidateConfig(cfg map[string]any) error {
@@ -43,15 +49,16 @@ func ValidateConfig(cfg map[string]any) error {
 func parseConfig(cfg map[string]any) (config, error) {
 	r := &configmap.Reader{Prefix: "job_agent_config", Map: cfg}
 	c := config{
-		server:       r.URL("server", ""),
-		application:  r.Required("application"),
-		appNamespace: r.String("appNamespace", ""),
-		project:      r.String("project", ""),
-		revision:     r.String("revision", ""),
-		parameters:   r.Strings("parameters"),
-		namespace:    r.String("namespace", ""),
-		prune:        r.Bool("prune", false),
-		tokenRef:     r.SecretRef("tokenRef", ""),
+		server:         r.URL("server", ""),
+		application:    r.Required("application"),
+		appNamespace:   r.String("appNamespace", ""),
+		project:        r.String("project", ""),
+		revision:       r.String("revision", ""),
+		parameters:     r.Strings("parameters"),
+		namespace:      r.String("namespace", ""),
+		sourcePosition: r.Int("sourcePosition", 0, 0, 1000),
+		prune:          r.Bool("prune", false),
+		tokenRef:       r.SecretRef("tokenRef", ""),
 	}
 	if c.application != "" && !appName.MatchString(c.application) {
 		r.Fail("application", "want a Kubernetes object name (lower-case letters, digits, '-' and '.'), got "+quote(c.application))

@@ -1,8 +1,9 @@
 // Package argoworkflows is the "argo-workflows" job agent: it submits a
 // Workflow from a WorkflowTemplate through Argo Server's REST API (POST
 // /api/v1/workflows/NS/submit), follows it (GET
-// /api/v1/workflows/NS/NAME) and stops it on CancelJob (PUT
-// .../NAME/stop, which runs its exit handlers).
+// /api/v1/workflows/NS/NAME with fields= naming what it reads) and stops
+// it on CancelJob while it runs (PUT .../NAME/stop, which runs its exit
+// handlers).
 //
 // Idempotency: the Workflow's name is derived from the template and the
 // job's correlation key, and it carries the key as the label
@@ -196,15 +197,28 @@ func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.
 	}
 }
 
-// poll reads the Workflow and maps its phase.
-func (a *Agent) poll(ctx context.Context, cfg config, name, key, link string) (jobfollow.State, error) {
+// wfFields are the fields of a Workflow the agent reads: Argo Server's
+// fields parameter leaves out the rest (status.nodes can be megabytes).
+const wfFields = "metadata.name,metadata.labels,status.phase,status.message,status.progress"
+
+// get reads the fields wfFields names of Workflow ns/name.
+func (a *Agent) get(ctx context.Context, cfg config, ns, name string) (wf, error) {
 	h, err := a.header(ctx, cfg)
 	if err != nil {
-		return jobfollow.State{}, err
+		return wf{}, err
 	}
 	var w wf
 	_, err = a.HTTP.DoJSON(ctx, outbound.Request{Call: "get workflow", Method: http.MethodGet, Header: h, Idempotent: true,
-		URL: cfg.server + "/api/v1/workflows/" + url.PathEscape(cfg.namespace) + "/" + url.PathEscape(name)}, &w)
+		URL: cfg.server + "/api/v1/workflows/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "?fields=" + url.QueryEscape(wfFields)}, &w)
+	return w, err
+}
+
+// ended reports whether a Workflow phase is final.
+func ended(phase string) bool { return phase == "Succeeded" || phase == "Failed" || phase == "Error" }
+
+// poll reads the Workflow and maps its phase.
+func (a *Agent) poll(ctx context.Context, cfg config, name, key, link string) (jobfollow.State, error) {
+	w, err := a.get(ctx, cfg, cfg.namespace, name)
 	if outbound.StatusOf(err) == http.StatusNotFound {
 		return jobfollow.State{Status: release.JobExternalRunNotFound, Message: "workflow " + name + " not found"}, nil
 	}
@@ -229,7 +243,9 @@ func (a *Agent) poll(ctx context.Context, cfg config, name, key, link string) (j
 }
 
 // CancelJob stops the job's Workflow; one that ended or is unknown is
-// left as it is.
+// left as it is: its phase is read first, and a stop Argo Server refuses
+// because the Workflow completed meanwhile (500 "cannot shutdown a
+// completed workflow") is no error either.
 func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	ns, name, ok := strings.Cut(c.ExternalID, "/")
 	if !ok || name == "" {
@@ -239,17 +255,29 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	if !ok {
 		return nil // not dispatched by this process: its config is unknown here
 	}
+	w, err := a.get(ctx, cfg, ns, name)
+	switch {
+	case outbound.StatusOf(err) == http.StatusNotFound:
+		return nil
+	case err != nil:
+		return err
+	case ended(w.Status.Phase):
+		return nil
+	}
 	h, err := a.header(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	resp, err := a.HTTP.Do(ctx, outbound.Request{Call: "stop workflow", Method: http.MethodPut, Header: h, Idempotent: true,
+	// Not idempotent for the client: a 500 is read here (it may say the
+	// Workflow completed), not retried.
+	resp, err := a.HTTP.Do(ctx, outbound.Request{Call: "stop workflow", Method: http.MethodPut, Header: h,
 		URL: cfg.server + "/api/v1/workflows/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/stop"}.JSON(
 		map[string]any{"name": name, "namespace": ns, "message": "stopped by reconciler: " + c.Reason}))
 	if err != nil {
 		return err
 	}
-	if resp.Status/100 == 2 || resp.Status == http.StatusNotFound || resp.Status == http.StatusConflict {
+	if resp.Status/100 == 2 || resp.Status == http.StatusNotFound || resp.Status == http.StatusConflict ||
+		(resp.Status == http.StatusInternalServerError && strings.Contains(string(resp.Body), "cannot shutdown a completed workflow")) {
 		return nil
 	}
 	return a.HTTP.Unexpected("stop workflow", resp)

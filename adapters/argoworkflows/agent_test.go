@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/contract"
 	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -32,12 +34,15 @@ type fakeArgo struct {
 	wfs       map[string]*wf
 	submits   []map[string]any
 	stops     []string
+	fields    []string // the fields parameter of each GET
+	// stopRace makes a Workflow complete just before a stop reaches it.
+	stopRace bool
 }
 
 func newFakeArgo(t *testing.T) *fakeArgo {
 	f := &fakeArgo{end: "Succeeded", wfs: map[string]*wf{}}
 	f.Server = jobagenttest.NewServer(t, jobagenttest.ServerOptions{Authorized: jobagenttest.Bearer(token),
-		Unauthorized: map[string]any{"code": 16, "message": "token not valid"}}, f.handle)
+		Unauthorized: map[string]any{"code": 16, "message": "token not valid"}, FaultBody: map[string]any{"code": 14, "message": "try later"}, Definition: "testdata/argo-workflows.swagger.json"}, f.handle)
 	return f
 }
 
@@ -85,7 +90,7 @@ func (f *fakeArgo) handle(w http.ResponseWriter, r *http.Request) {
 		x := &wf{}
 		x.Metadata.Name, x.Metadata.Labels = name, map[string]string{k: v}
 		f.wfs[name] = x
-		jobagenttest.WriteJSON(w, http.StatusOK, x)
+		jobagenttest.WriteJSON(w, http.StatusOK, render(x))
 	case r.Method == http.MethodGet:
 		x, ok := f.wfs[rest]
 		if !ok {
@@ -94,9 +99,11 @@ func (f *fakeArgo) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		if f.malformed {
 			f.malformed = false
+			w.Header().Set(contract.OffContract, "malformed on purpose")
 			_, _ = w.Write([]byte(`{"metadata":`))
 			return
 		}
+		f.fields = append(f.fields, r.URL.Query().Get("fields"))
 		switch x.Status.Phase {
 		case "":
 			x.Status.Phase = "Pending"
@@ -105,7 +112,7 @@ func (f *fakeArgo) handle(w http.ResponseWriter, r *http.Request) {
 		case "Running":
 			x.Status.Phase, x.Status.Progress = f.end, "2/2"
 		}
-		jobagenttest.WriteJSON(w, http.StatusOK, x)
+		jobagenttest.WriteJSON(w, http.StatusOK, render(x))
 	case r.Method == http.MethodPut && strings.HasSuffix(rest, "/stop"):
 		name := strings.TrimSuffix(rest, "/stop")
 		x, ok := f.wfs[name]
@@ -113,12 +120,28 @@ func (f *fakeArgo) handle(w http.ResponseWriter, r *http.Request) {
 			jobagenttest.WriteJSON(w, http.StatusNotFound, map[string]any{"code": 5, "message": "not found"})
 			return
 		}
+		if f.stopRace {
+			x.Status.Phase = "Succeeded"
+		}
+		if x.Status.Phase == "Succeeded" || x.Status.Phase == "Failed" || x.Status.Phase == "Error" {
+			// Argo Server's answer (it maps the error to Internal).
+			jobagenttest.WriteJSON(w, http.StatusInternalServerError, map[string]any{"code": 2,
+				"message": "cannot shutdown a completed workflow: workflow: " + name + ", namespace: ci"})
+			return
+		}
 		f.stops = append(f.stops, name)
 		x.Status.Phase, x.Status.Message = "Failed", "Stopped with strategy 'Stop'"
-		jobagenttest.WriteJSON(w, http.StatusOK, x)
+		jobagenttest.WriteJSON(w, http.StatusOK, render(x))
 	default:
 		jobagenttest.WriteJSON(w, http.StatusNotFound, map[string]any{"code": 5, "message": "not found"})
 	}
+}
+
+// render is a Workflow as Argo Server answers it: with its spec, which
+// the definition requires.
+func render(x *wf) map[string]any {
+	return map[string]any{"metadata": x.Metadata, "status": x.Status,
+		"spec": map[string]any{"workflowTemplateRef": map[string]any{"name": "deploy"}}}
 }
 
 func newAgent(t *testing.T, r ports.JobReporter, o Options) *Agent {
@@ -210,6 +233,53 @@ func TestCancelStopsTheWorkflow(t *testing.T) {
 	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-x", ExternalID: "ci/other", Agent: d.Agent}))
 }
 
+// Cancelling a completed Workflow is no error and makes one call: its
+// phase is read first (issue 31, defect 6); polls ask only for the fields
+// read.
+func TestCancelOfACompletedWorkflowIsDoneInOneCall(t *testing.T) {
+	t.Parallel()
+	f := newFakeArgo(t)
+	rep := jobagenttest.NewReports()
+	a := newAgent(t, rep, jobagenttest.FastOptions())
+	d := porttest.JobAgentDispatch(Type, "job-1", f.config())
+	res, err := a.Dispatch(t.Context(), d)
+	require.NoError(t, err)
+	require.Equal(t, release.JobSuccessful, rep.Terminal(t).Status)
+	f.Mu.Lock()
+	f.Requests = nil
+	f.Mu.Unlock()
+	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-1", ExternalID: res.ExternalID, Agent: d.Agent, Reason: "timed out"}))
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	require.Equal(t, []string{"GET /api/v1/workflows/" + res.ExternalID}, f.Requests)
+	require.Empty(t, f.stops)
+	require.NotEmpty(t, f.fields)
+	for _, fl := range f.fields {
+		require.Equal(t, "metadata.name,metadata.labels,status.phase,status.message,status.progress", fl)
+	}
+}
+
+// A stop racing the Workflow's completion gets Argo Server's 500 "cannot
+// shutdown a completed workflow": that is done, not an error retried.
+func TestStopRefusedAsCompletedIsDone(t *testing.T) {
+	t.Parallel()
+	f := newFakeArgo(t)
+	o := jobagenttest.FastOptions()
+	o.MinPoll = time.Hour
+	a := newAgent(t, jobagenttest.NewReports(), o)
+	d := porttest.JobAgentDispatch(Type, "job-1", f.config())
+	res, err := a.Dispatch(t.Context(), d)
+	require.NoError(t, err)
+	f.Mu.Lock()
+	f.stopRace = true
+	f.Requests = nil
+	f.Mu.Unlock()
+	require.NoError(t, a.CancelJob(t.Context(), ports.JobCancel{JobID: "job-1", ExternalID: res.ExternalID, Agent: d.Agent}))
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	require.Equal(t, []string{"GET /api/v1/workflows/" + res.ExternalID, "PUT /api/v1/workflows/" + res.ExternalID + "/stop"}, f.Requests)
+}
+
 func TestRetriesMalformedAndBadConfig(t *testing.T) {
 	t.Parallel()
 	f := newFakeArgo(t)
@@ -240,4 +310,35 @@ func TestRetriesMalformedAndBadConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, release.JobInvalidJobAgent, res.Status)
 	require.Contains(t, res.Message, "job_agent_config.workflowTemplate")
+}
+
+// The fake is checked against Argo Workflows' definition: a fake that
+// answered outside it (a Workflow without its required spec, as this one
+// did) or a request outside it (a submit without resourceKind's type, a
+// path Argo Server does not have) is caught.
+func TestFakeOutsideTheDefinitionIsCaught(t *testing.T) {
+	t.Parallel()
+	c, err := contract.Load("testdata/argo-workflows.swagger.json")
+	require.NoError(t, err)
+	srv := httptest.NewServer(c.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		jobagenttest.WriteJSON(w, http.StatusOK, map[string]any{"metadata": map[string]any{"name": "x"}})
+	})))
+	t.Cleanup(srv.Close)
+	for _, req := range []struct{ method, path, body string }{
+		{http.MethodGet, "/api/v1/workflows/ci/x", ""},
+		{http.MethodPost, "/api/v1/workflows/ci/submit", `{"resourceKind":7}`},
+		{http.MethodGet, "/api/v1/nothing", ""},
+	} {
+		r, err := http.NewRequest(req.method, srv.URL+req.path, strings.NewReader(req.body))
+		require.NoError(t, err)
+		r.Header.Set("Content-Type", "application/json")
+		resp, err := srv.Client().Do(r)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+	}
+	v := strings.Join(c.Violations(), "\n")
+	require.Contains(t, v, `response 200 to GET /api/v1/workflows/ci/x`)
+	require.Contains(t, v, `property "spec" is missing`)
+	require.Contains(t, v, "request POST /api/v1/workflows/ci/submit")
+	require.Contains(t, v, "GET /api/v1/nothing: not in the definition")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -79,7 +80,7 @@ func (f *fakeDatadog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func newVerifier() *Verifier {
-	return New(secrets, Options{Clock: fixedClock{}, HTTP: outbound.Options{Backoff: time.Millisecond}})
+	return New(secrets, Options{Clock: fixedClock{}, HTTP: outbound.Options{Guard: netguard.Loopback, Backoff: time.Millisecond}})
 }
 
 // request is the measurement of query on f's site.

@@ -6,7 +6,8 @@
 // Only names with the configured prefix may be read (by default
 // RECONCILER_SECRET_), so a template cannot ask for an arbitrary variable
 // of the daemon such as its database DSN; files must lie under the
-// configured directories. Ciphertext references are not supported here.
+// configured directories, and a symbolic link there may not lead out of
+// its directory. Ciphertext references are not supported here.
 //
 // Invariants: Only names with the configured prefix (`RECONCILER_SECRET_`)
 // and files under the configured directories; errors name the reference,
@@ -18,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,21 +84,50 @@ func (r Resolver) env(name string) (string, error) {
 	return v, nil
 }
 
+// maxFileBytes bounds a secret file.
+const maxFileBytes = 1 << 20
+
+// file reads path through the configured directory it lies under, as an
+// os.Root: a symbolic link that stays inside that directory is followed
+// (Kubernetes mounts secrets as links into ..data), one that leads out of
+// it (or a ".." that does) is refused, with no window between the check
+// and the read.
 func (r Resolver) file(path string) (string, error) {
 	clean := filepath.Clean(path)
-	allowed := false
-	for _, d := range r.Dirs {
-		if rel, err := filepath.Rel(filepath.Clean(d), clean); err == nil && filepath.IsLocal(rel) {
-			allowed = true
-			break
-		}
-	}
-	if !filepath.IsAbs(clean) || !allowed {
+	if !filepath.IsAbs(clean) {
 		return "", fmt.Errorf("secret file:%s: not under a configured secret directory: %w", path, ErrUnresolved)
 	}
-	b, err := os.ReadFile(clean)
-	if err != nil {
-		return "", fmt.Errorf("secret file:%s: %w: %w", path, ErrUnresolved, errors.Unwrap(err))
+	for _, d := range r.Dirs {
+		rel, err := filepath.Rel(filepath.Clean(d), clean)
+		if err != nil || !filepath.IsLocal(rel) {
+			continue
+		}
+		root, err := os.OpenRoot(d)
+		if err != nil {
+			return "", fmt.Errorf("secret file:%s: secret directory: %w: %w", path, ErrUnresolved, errors.Unwrap(err))
+		}
+		defer root.Close()
+		f, err := root.Open(rel)
+		if err != nil {
+			return "", fmt.Errorf("secret file:%s: %w: %w", path, ErrUnresolved, unwrapPath(err))
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("secret file:%s: %w: %w", path, ErrUnresolved, unwrapPath(err))
+		case len(b) > maxFileBytes:
+			return "", fmt.Errorf("secret file:%s: larger than %d bytes: %w", path, maxFileBytes, ErrUnresolved)
+		}
+		return strings.TrimSuffix(string(b), "\n"), nil
 	}
-	return strings.TrimSuffix(string(b), "\n"), nil
+	return "", fmt.Errorf("secret file:%s: not under a configured secret directory: %w", path, ErrUnresolved)
+}
+
+// unwrapPath is the cause of a *fs.PathError (its path is already named).
+func unwrapPath(err error) error {
+	if u := errors.Unwrap(err); u != nil {
+		return u
+	}
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -41,8 +42,11 @@ type Config struct {
 	// MaxWait is the longest a call waits for the rate limit or a
 	// Retry-After before failing (default 30 s).
 	MaxWait time.Duration
-	// Transport sends the requests (default http.DefaultTransport).
+	// Transport sends the requests (default: Guard's transport).
 	Transport http.RoundTripper
+	// Guard decides which addresses the client may reach (nil: public ones
+	// only; serve passes --outbound-allow).
+	Guard *netguard.Guard
 }
 
 // Client is the GitHub code host.
@@ -121,7 +125,7 @@ func New(cfg Config, secrets ports.SecretResolver) (*Client, error) {
 		cfg.MaxWait = DefaultMaxWait
 	}
 	out := outbound.New(outbound.Options{Adapter: "github", Timeout: DefaultTimeout, MaxRetryAfter: cfg.MaxWait,
-		MaxBody: maxBody, Transport: cfg.Transport})
+		MaxBody: maxBody, Transport: cfg.Transport, Guard: cfg.Guard})
 	return &Client{cfg: cfg, secrets: secrets, out: out, now: time.Now, sleep: sleepCtx}, nil
 }
 
@@ -236,7 +240,7 @@ func (c *Client) request(ctx context.Context, call, method, path string, body []
 		h.Set("Content-Type", "application/json")
 	}
 	return outbound.Request{Call: call, Method: method, URL: c.cfg.BaseURL + path, Header: h, Body: body,
-		Idempotent: method == http.MethodGet || method == http.MethodPut}, nil
+		Idempotent: method == http.MethodGet || method == http.MethodPut, KeepsRateLimit: true}, nil
 }
 
 // waitLimit holds a call while the rate limit is spent, up to MaxWait.

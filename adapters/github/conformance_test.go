@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/adapters/github/githubtest"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -21,7 +22,7 @@ func TestCodeHostConformance(t *testing.T) {
 	porttest.CodeHost(t, func(t *testing.T) porttest.CodeHostFixture {
 		fake := githubtest.New("tok-suite")
 		t.Cleanup(fake.Close)
-		c, err := New(Config{BaseURL: fake.URL, Token: release.SecretRef{Ref: "env:GH"}}, secrets{"env:GH": "tok-suite"})
+		c, err := New(Config{Guard: netguard.Loopback, BaseURL: fake.URL, Token: release.SecretRef{Ref: "env:GH"}}, secrets{"env:GH": "tok-suite"})
 		require.NoError(t, err)
 		var mu sync.Mutex
 		opened := 0
@@ -61,7 +62,7 @@ func TestPullRequestsConformance(t *testing.T) {
 	porttest.PullRequests(t, func(t *testing.T) porttest.PullRequestsFixture {
 		fake := githubtest.New("tok-suite")
 		t.Cleanup(fake.Close)
-		c, err := New(Config{BaseURL: fake.URL, Token: release.SecretRef{Ref: "env:GH"}}, secrets{"env:GH": "tok-suite"})
+		c, err := New(Config{Guard: netguard.Loopback, BaseURL: fake.URL, Token: release.SecretRef{Ref: "env:GH"}}, secrets{"env:GH": "tok-suite"})
 		require.NoError(t, err)
 		edit := func(t *testing.T, url string, fn func(pr *githubtest.PR)) {
 			r, err := parsePRURL(url)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/adapters/github/githubtest"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -39,7 +41,7 @@ func setup(t *testing.T, edit func(c *Config)) *bundle {
 	t.Helper()
 	fake := githubtest.New("tok-123")
 	t.Cleanup(fake.Close)
-	cfg := Config{BaseURL: fake.URL, Token: release.SecretRef{Ref: "env:GH"}, MergeMethod: "squash"}
+	cfg := Config{Guard: netguard.Loopback, BaseURL: fake.URL, Token: release.SecretRef{Ref: "env:GH"}, MergeMethod: "squash"}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -226,7 +228,7 @@ func TestTokenComesFromTheResolverAndNeverFromErrors(t *testing.T) {
 	require.ErrorContains(t, err, "status 401: Bad credentials")
 	require.NotContains(t, err.Error(), "tok-123")
 
-	c, err := New(Config{BaseURL: b.fake.URL, Token: release.SecretRef{Ref: "env:MISSING"}}, secrets{})
+	c, err := New(Config{Guard: netguard.Loopback, BaseURL: b.fake.URL, Token: release.SecretRef{Ref: "env:MISSING"}}, secrets{})
 	require.NoError(t, err)
 	n := len(b.fake.Requests())
 	_, err = c.PRGet(context.Background(), url)
@@ -288,4 +290,32 @@ func TestWebhookWakesThePullRequestsOfSignedDeliveries(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 	require.Empty(t, got, "refused deliveries wake nothing")
+}
+
+// GitHub's default content type is a form whose payload field holds the
+// JSON, signed over the raw form body (issue 31, defect 7).
+func TestWebhookTakesAFormDeliveryLikeAJSONOne(t *testing.T) {
+	t.Parallel()
+	secret := []byte("hook-secret")
+	var got []PREvent
+	h := Webhook{Secret: secret, OnPR: func(_ context.Context, e PREvent) { got = append(got, e) }}
+	send := func(contentType string, body []byte, sig string) int {
+		req := httptest.NewRequest(http.MethodPost, "/webhooks/github", bytes.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("X-GitHub-Event", "pull_request")
+		req.Header.Set("X-Hub-Signature-256", sig)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	pr := `{"action":"synchronize","pull_request":{"number":7,"html_url":"https://github.com/o/r/pull/7"},"repository":{"full_name":"o/r"}}`
+	form := []byte("payload=" + url.QueryEscape(pr))
+	require.Equal(t, http.StatusUnauthorized, send("application/x-www-form-urlencoded", form, Sign(secret, []byte(pr))),
+		"the signature is over the raw form body")
+	require.Equal(t, http.StatusBadRequest, send("application/x-www-form-urlencoded", []byte("x=1"), Sign(secret, []byte("x=1"))))
+	require.Empty(t, got)
+	require.Equal(t, http.StatusNoContent, send("application/x-www-form-urlencoded", form, Sign(secret, form)))
+	require.Equal(t, http.StatusNoContent, send("application/json", []byte(pr), Sign(secret, []byte(pr))))
+	want := PREvent{Event: "pull_request", Repo: "o/r", Number: 7, URL: "https://github.com/o/r/pull/7"}
+	require.Equal(t, []PREvent{want, want}, got)
 }

@@ -2,9 +2,6 @@ package github
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,6 +9,7 @@ import (
 	"strings"
 
 	deliveryid "github.com/reconcilerhq/reconciler/internal/delivery"
+	"github.com/reconcilerhq/reconciler/internal/githubhook"
 )
 
 // maxDelivery caps a webhook delivery's body.
@@ -63,8 +61,9 @@ type delivery struct {
 }
 
 // ServeHTTP handles one delivery: 405 for a method other than POST, 413
-// over 1 MiB, 401 for a missing or wrong signature, 400 for a body that is
-// not JSON, else 204.
+// over 1 MiB, 401 for a missing or wrong signature (checked over the raw
+// body), 400 for a body that is neither JSON nor a form whose payload
+// field is JSON (GitHub's two content types), else 204.
 func (h Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -80,16 +79,21 @@ func (h Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body over 1 MiB", http.StatusRequestEntityTooLarge)
 		return
 	}
-	if !h.verify(r.Header.Get("X-Hub-Signature-256"), body) {
+	if !githubhook.VerifySignature(h.Secret, body, r.Header.Get("X-Hub-Signature-256")) {
 		http.Error(w, "X-Hub-Signature-256 missing or wrong", http.StatusUnauthorized)
+		return
+	}
+	event := r.Header.Get("X-GitHub-Event")
+	payload, err := githubhook.Payload(r.Header.Get("Content-Type"), body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	if !deliveryid.Admit(w, r, h.Deliveries) {
 		return
 	}
-	event := r.Header.Get("X-GitHub-Event")
 	var d delivery
-	if err := json.Unmarshal(body, &d); err != nil {
+	if err := json.Unmarshal(payload, &d); err != nil {
 		http.Error(w, "body is not JSON: "+err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -101,28 +105,9 @@ func (h Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// verify checks the sha256=<hex> signature of body in constant time.
-func (h Webhook) verify(sig string, body []byte) bool {
-	hexSig, ok := strings.CutPrefix(sig, "sha256=")
-	if !ok || len(h.Secret) == 0 {
-		return false
-	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil {
-		return false
-	}
-	mac := hmac.New(sha256.New, h.Secret)
-	mac.Write(body)
-	return hmac.Equal(got, mac.Sum(nil))
-}
-
 // Sign returns the X-Hub-Signature-256 value of body under secret, as
 // GitHub computes it.
-func Sign(secret, body []byte) string {
-	mac := hmac.New(sha256.New, secret)
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
+func Sign(secret, body []byte) string { return githubhook.Sign(secret, body) }
 
 // events lists the pull requests the delivery concerns.
 func (d delivery) events(event string) []PREvent {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -312,4 +314,88 @@ func TestVerifySignature(t *testing.T) {
 	require.False(t, VerifySignature([]byte("It's a Secret to Everybody"), []byte("Hello, World?"),
 		"sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"))
 	require.False(t, VerifySignature(nil, []byte("x"), Sign(nil, []byte("x"))), "an empty secret verifies nothing")
+}
+
+// GitHub's default content type is a form whose payload field holds the
+// JSON, signed over the raw form body (issue 31, defect 1).
+func TestWebhookTakesAFormDeliveryLikeAJSONOne(t *testing.T) {
+	t.Parallel()
+	rep := jobagenttest.NewReports()
+	h := WebhookHandler{AgentID: "gha", SecretRef: "env:RECONCILER_SECRET_HOOK", Secrets: testSecrets, Reporter: rep}
+	event := `{"action":"completed","workflow_run":{"id":42,"status":"completed","conclusion":"success","html_url":"https://github.example/r/42"}}`
+	send := func(contentType string, body []byte, sig string) int {
+		req := httptest.NewRequest(http.MethodPost, "/hooks/github", bytes.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("X-GitHub-Event", "workflow_run")
+		req.Header.Set("X-Hub-Signature-256", sig)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	form := []byte("payload=" + url.QueryEscape(event))
+	secret := []byte("hook-secret")
+	require.Equal(t, http.StatusUnauthorized, send("application/x-www-form-urlencoded", form, Sign(secret, []byte(event))),
+		"the signature is over the raw form body, not the payload")
+	require.Equal(t, http.StatusBadRequest, send("text/plain", []byte(event), Sign(secret, []byte(event))))
+	require.Empty(t, rep.All())
+	require.Equal(t, http.StatusAccepted, send("application/x-www-form-urlencoded", form, Sign(secret, form)))
+	require.Equal(t, release.JobSuccessful, rep.Next(t).Status)
+	require.Equal(t, http.StatusAccepted, send("application/json", []byte(event), Sign(secret, []byte(event))))
+	require.Equal(t, release.JobSuccessful, rep.Next(t).Status)
+}
+
+// One classification of GitHub's answers (issue 31): a rate-limited 403
+// backs off and is retried; a refusal that will not change (404, 422) ends
+// the job invalid with GitHub's message instead of being retried every
+// pass.
+func TestRateLimitedIsRetriedAndRefusalEndsTheJob(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	f.Faults = []int{http.StatusForbidden} // with Retry-After: GitHub's secondary rate limit
+	rep := jobagenttest.NewReports()
+	a := newAgent(t, rep, fastOptions())
+	_, err := a.Dispatch(t.Context(), dispatchOf("job-1", f.config()))
+	require.NoError(t, err)
+	require.Equal(t, release.JobSuccessful, rep.Next(t).Status)
+
+	for _, status := range []int{http.StatusNotFound, http.StatusUnprocessableEntity} {
+		f.Mu.Lock()
+		f.Faults = []int{status}
+		f.Mu.Unlock()
+		id := "job-" + strconv.Itoa(status)
+		res, err := a.Dispatch(t.Context(), dispatchOf(id, f.config()))
+		require.NoError(t, err, status)
+		require.Equal(t, release.JobInvalidJobAgent, res.Status, status)
+		require.Contains(t, res.Message, strconv.Itoa(status)+" "+http.StatusText(status))
+		require.Contains(t, res.Message, "try later", "the vendor's message")
+	}
+}
+
+// TestDefaultGuardKeepsTheTokenOffLoopback: with serve's default outbound
+// guard (no --outbound-allow), an agent whose baseURL a write token pointed
+// at an address on the daemon's own machine sends nothing there: the
+// listener never sees the token, and the job ends invalid saying which
+// address was refused and which flag would allow it. (Issue 28, finding 1:
+// a listener on 127.0.0.1 received Authorization: Bearer <the secret>.)
+func TestDefaultGuardKeepsTheTokenOffLoopback(t *testing.T) {
+	t.Parallel()
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	o := fastOptions()
+	o.HTTP.Guard = nil // serve's default
+	rep := jobagenttest.NewReports()
+	a := newAgent(t, rep, o)
+	cfg := map[string]any{"owner": "o", "repo": "r", "workflowFile": "deploy.yml", "tokenRef": "env:RECONCILER_SECRET_GH", "baseURL": srv.URL}
+	res, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-canary", cfg))
+	if err == nil {
+		final := rep.Terminal(t)
+		require.Contains(t, final.Message, "--outbound-allow", "%+v", res)
+	} else {
+		require.ErrorContains(t, err, "--outbound-allow")
+	}
+	require.Zero(t, got.Load(), "the token never reached the listener")
 }

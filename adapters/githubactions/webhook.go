@@ -2,18 +2,15 @@ package githubactions
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
 	"github.com/reconcilerhq/reconciler/internal/delivery"
+	"github.com/reconcilerhq/reconciler/internal/githubhook"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -26,30 +23,19 @@ const MaxWebhookBody = 1 << 20
 // ("sha256=" and the hex HMAC-SHA256 of body under secret), signs body.
 // The comparison takes constant time.
 func VerifySignature(secret, body []byte, header string) bool {
-	hexSum, ok := strings.CutPrefix(header, "sha256=")
-	if !ok || len(secret) == 0 {
-		return false
-	}
-	got, err := hex.DecodeString(hexSum)
-	if err != nil {
-		return false
-	}
-	mac := hmac.New(sha256.New, secret)
-	mac.Write(body)
-	return hmac.Equal(got, mac.Sum(nil))
+	return githubhook.VerifySignature(secret, body, header)
 }
 
 // Sign returns the X-Hub-Signature-256 value of body under secret, as
 // GitHub computes it.
-func Sign(secret, body []byte) string {
-	mac := hmac.New(sha256.New, secret)
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
+func Sign(secret, body []byte) string { return githubhook.Sign(secret, body) }
 
 // WebhookHandler takes GitHub's webhook deliveries for one agent record:
 // it verifies X-Hub-Signature-256 with the secret SecretRef names, and
-// reports a workflow_run event's status by (AgentID, run id). Other
+// reports a workflow_run event's status by (AgentID, run id). A delivery
+// may be application/json or application/x-www-form-urlencoded (GitHub's
+// default: the JSON in the payload field); the signature is checked over
+// the raw body either way. Other
 // events (ping, ...) are acknowledged and ignored. It answers 202 when it
 // reported (or the job could not take the status: it already ended), 204
 // for an ignored event, 400 for a malformed one, 401 for a bad signature,
@@ -92,10 +78,15 @@ func (h WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad X-Hub-Signature-256", http.StatusUnauthorized)
 		return
 	}
+	payload, err := githubhook.Payload(r.Header.Get("Content-Type"), body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	if !delivery.Admit(w, r, h.Deliveries) {
 		return
 	}
-	reported, err := h.HandleEvent(r.Context(), r.Header.Get("X-GitHub-Event"), body)
+	reported, err := h.HandleEvent(r.Context(), r.Header.Get("X-GitHub-Event"), payload)
 	switch {
 	case errors.Is(err, errMalformedEvent):
 		http.Error(w, err.Error(), http.StatusBadRequest)

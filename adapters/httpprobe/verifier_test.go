@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -29,7 +30,7 @@ func health(w http.ResponseWriter, r *http.Request) {
 
 func TestConformance(t *testing.T) {
 	srv := newServer(t, health)
-	porttest.Verifier(t, func(t *testing.T) ports.Verifier { return New(outbound.Options{}) }, porttest.VerifierOptions{
+	porttest.Verifier(t, func(t *testing.T) ports.Verifier { return New(outbound.Options{Guard: netguard.Loopback}) }, porttest.VerifierOptions{
 		Measurable:    []ports.MeasureRequest{porttest.MeasureRequestFor(Type, map[string]any{"url": srv.URL + "/healthz"}, 1)},
 		Failing:       []ports.MeasureRequest{porttest.MeasureRequestFor(Type, map[string]any{"url": "http://127.0.0.1:1/"}, 1)},
 		Deterministic: false, // the Date header changes
@@ -46,7 +47,7 @@ func TestProbeSendsTheRequestAndConditionsReadStatusHeadersAndBody(t *testing.T)
 		health(w, r)
 	})
 	cfg := map[string]any{"url": srv.URL + "/healthz?deep=1", "method": "post", "headers": map[string]any{"Authorization": "Bearer t0k"}, "body": `{"probe":true}`}
-	res, err := New(outbound.Options{}).Measure(t.Context(), porttest.MeasureRequestFor(Type, cfg, 1))
+	res, err := New(outbound.Options{Guard: netguard.Loopback}).Measure(t.Context(), porttest.MeasureRequestFor(Type, cfg, 1))
 	require.NoError(t, err)
 	require.Equal(t, http.MethodPost, got.Method)
 	require.Equal(t, "/healthz", got.URL.Path)
@@ -72,7 +73,7 @@ func TestAnyResponseIsAResultAndIsTriedOnce(t *testing.T) {
 		n++
 		http.Error(w, "boom", http.StatusBadGateway)
 	})
-	res, err := New(outbound.Options{}).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"url": srv.URL}, 1))
+	res, err := New(outbound.Options{Guard: netguard.Loopback}).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"url": srv.URL}, 1))
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, 502.0, res.(map[string]any)["status"])
@@ -86,13 +87,13 @@ func TestBadConfigNamesTheField(t *testing.T) {
 	require.ErrorContains(t, ValidateConfig(map[string]any{"url": "http://x", "headers": []any{}}), "provider.config.headers")
 	require.ErrorContains(t, ValidateConfig(map[string]any{"url": "http://user:pw@x"}), "provider.config.url")
 	require.NoError(t, ValidateConfig(map[string]any{"url": "https://x/healthz"}))
-	_, err := New(outbound.Options{}).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"url": 3.0}, 1))
+	_, err := New(outbound.Options{Guard: netguard.Loopback}).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"url": 3.0}, 1))
 	require.ErrorContains(t, err, "provider.config.url")
 }
 
 func TestBodyOverTheCapIsAnError(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(make([]byte, 2048)) })
-	_, err := New(outbound.Options{MaxBody: 1024}).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"url": srv.URL}, 1))
+	_, err := New(outbound.Options{Guard: netguard.Loopback, MaxBody: 1024}).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"url": srv.URL}, 1))
 	require.ErrorIs(t, err, outbound.ErrTooLarge)
 }

@@ -60,3 +60,8 @@ func TestTransactorConformance(t *testing.T) {
 		return porttest.TxWorld{Tx: memory.NewTransactor(store, queue), Store: store, Queue: queue}
 	})
 }
+
+func TestLivenessConformance(t *testing.T) {
+	t.Parallel()
+	porttest.Liveness(t, func(*testing.T) ports.Liveness { return memory.NewLiveness() })
+}

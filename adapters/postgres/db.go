@@ -30,6 +30,40 @@ type DB struct {
 	lockWait func(pid int)
 	// pub sends the notifications of committed changes.
 	pub *publisher
+	// lanes are the pools of the lanes with connections of their own
+	// (WithLaneConns), by ports.Lane; nil shares the main pool.
+	lanes []*lane
+}
+
+// lane is a pool of connections of its own for one ports.Lane, with bun
+// over it, so its statements never wait behind the main pool's.
+type lane struct {
+	bun   *bun.DB
+	sqldb *sql.DB
+	pool  *pgxpool.Pool
+}
+
+// DefaultLaneConns are the connections a lane has of its own unless
+// WithLaneConns says otherwise: renewals and acks get 2, so that they
+// never wait behind passes holding every connection of the main pool, and
+// API reads 2, so that the API answers while passes hold it.
+var DefaultLaneConns = map[ports.Lane]int32{ports.LaneRenewal: 2, ports.LaneRead: 2}
+
+// on returns the bun, database/sql and pgx handles of ctx's lane.
+func (db *DB) on(ctx context.Context) (*bun.DB, *sql.DB, *pgxpool.Pool) {
+	if l := ports.LaneOf(ctx); int(l) < len(db.lanes) && db.lanes[l] != nil {
+		ln := db.lanes[l]
+		return ln.bun, ln.sqldb, ln.pool
+	}
+	return db.bun, db.sqldb, db.pool
+}
+
+// LanePool is the pgx pool serving lane l: its own, or the main pool.
+func (db *DB) LanePool(l ports.Lane) *pgxpool.Pool {
+	if int(l) < len(db.lanes) && db.lanes[l] != nil {
+		return db.lanes[l].pool
+	}
+	return db.pool
 }
 
 // DefaultConnectTimeout bounds each connection attempt (TCP connect and the
@@ -40,8 +74,9 @@ const DefaultConnectTimeout = 10 * time.Second
 
 // openOptions are what the Options of Open tune.
 type openOptions struct {
-	pool     *pgxpool.Config
-	lockWait func(pid int)
+	pool      *pgxpool.Config
+	lockWait  func(pid int)
+	laneConns map[ports.Lane]int32
 }
 
 // Option tunes Open.
@@ -51,6 +86,18 @@ type Option func(*openOptions)
 // of 4 and the number of CPUs).
 func WithMaxConns(n int32) Option {
 	return func(o *openOptions) { o.pool.MaxConns = n }
+}
+
+// WithLaneConns gives lane its own pool of n connections (n <= 0: the
+// lane shares the main pool), beside the main pool of WithMaxConns.
+func WithLaneConns(l ports.Lane, n int32) Option {
+	return func(o *openOptions) { o.laneConns[l] = n }
+}
+
+// WithTracer traces every statement of the pool's connections with t (for
+// tests and tools that count or time statements).
+func WithTracer(t pgx.QueryTracer) Option {
+	return func(o *openOptions) { o.pool.ConnConfig.Tracer = t }
 }
 
 // WithConnectTimeout bounds each connection attempt by d, overriding the
@@ -101,7 +148,10 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
-	oo := openOptions{pool: cfg}
+	oo := openOptions{pool: cfg, laneConns: map[ports.Lane]int32{}}
+	for l, n := range DefaultLaneConns {
+		oo.laneConns[l] = n
+	}
 	for _, o := range opts {
 		o(&oo)
 	}
@@ -114,15 +164,43 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("connect %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	sqldb := stdlib.OpenDBFromPool(pool)
-	db := &DB{bun: bun.NewDB(sqldb, pgdialect.New()), sqldb: sqldb, pool: pool, hotMode: hot, lockWait: oo.lockWait}
+	db := &DB{bun: bun.NewDB(sqldb, pgdialect.New()), sqldb: sqldb, pool: pool, hotMode: hot, lockWait: oo.lockWait,
+		lanes: make([]*lane, len(ports.Lanes))}
+	for _, l := range ports.Lanes {
+		n := oo.laneConns[l]
+		if l == ports.LaneWork || n <= 0 {
+			continue
+		}
+		lcfg := cfg.Copy()
+		lcfg.MaxConns, lcfg.MinConns = n, 0
+		lp, err := pgxpool.NewWithConfig(ctx, lcfg) // connects lazily
+		if err != nil {
+			db.closeLanes()
+			pool.Close()
+			return nil, fmt.Errorf("connect %s lane: %w", l, err)
+		}
+		lsql := stdlib.OpenDBFromPool(lp)
+		db.lanes[l] = &lane{bun: bun.NewDB(lsql, pgdialect.New()), sqldb: lsql, pool: lp}
+	}
 	db.pub = newPublisher(db)
 	return db, nil
+}
+
+// closeLanes closes the lanes' pools.
+func (db *DB) closeLanes() {
+	for _, ln := range db.lanes {
+		if ln != nil {
+			_ = ln.bun.Close()
+			ln.pool.Close()
+		}
+	}
 }
 
 // Close closes the database and its pool. Adapters over it must not be used
 // afterwards.
 func (db *DB) Close() {
 	db.pub.wait()
+	db.closeLanes()
 	_ = db.bun.Close()
 	db.pool.Close()
 }
@@ -147,7 +225,8 @@ func (db *DB) hotQuery(ctx context.Context, q string, args ...any) (*sql.Rows, e
 	if t, ok := ctx.Value(txKey{}).(*ctxTx); ok && t.db == db {
 		return t.tx.Tx.QueryContext(ctx, q, args...)
 	}
-	return db.sqldb.QueryContext(ctx, q, args...)
+	_, sqldb, _ := db.on(ctx)
+	return sqldb.QueryContext(ctx, q, args...)
 }
 
 // dollarParams rewrites bun's indexed placeholders ?N as Postgres's $N+1,
@@ -211,7 +290,8 @@ func (db *DB) poolQuery(ctx context.Context, q string, args ...any) (rowsReader,
 		}
 		return sqlRows{rows}, nil
 	}
-	rows, err := db.pool.Query(ctx, q, append([]any{db.hotMode}, args...)...)
+	_, _, pool := db.on(ctx)
+	rows, err := pool.Query(ctx, q, append([]any{db.hotMode}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +304,8 @@ func (db *DB) hotExec(ctx context.Context, q string, args ...any) (sql.Result, e
 	if t, ok := ctx.Value(txKey{}).(*ctxTx); ok && t.db == db {
 		return t.tx.Tx.ExecContext(ctx, q, args...)
 	}
-	return db.sqldb.ExecContext(ctx, q, args...)
+	_, sqldb, _ := db.on(ctx)
+	return sqldb.ExecContext(ctx, q, args...)
 }
 
 // txKey is the context key of the transaction InTx opened.
@@ -247,7 +328,8 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	if t, ok := ctx.Value(txKey{}).(*ctxTx); ok && t.db == db {
 		return fn(ctx)
 	}
-	tx, err := db.bun.BeginTx(ctx, nil)
+	b, _, _ := db.on(ctx)
+	tx, err := b.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
@@ -290,5 +372,6 @@ func (db *DB) idb(ctx context.Context) bun.IDB {
 	if t, ok := ctx.Value(txKey{}).(*ctxTx); ok && t.db == db {
 		return t.tx
 	}
-	return db.bun
+	b, _, _ := db.on(ctx)
+	return b
 }

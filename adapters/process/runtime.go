@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -84,6 +85,12 @@ type Config struct {
 	// Keys bounds the record of launch and release keys acted on
 	// (runobserve.DefaultKeys each).
 	Keys int
+	// Credential, when set, runs the supervisor and the agent as this
+	// user and group (the runtime must run as root): the agent can then
+	// read neither serve's /proc/<pid>/environ nor its files. The run's
+	// working and state directories are given to that user, and the
+	// directories above them under WorkRoot made traversable (0711).
+	Credential *syscall.Credential
 }
 
 // envName is what an environment variable name may look like.
@@ -272,6 +279,10 @@ func (r *Runtime) start(ctx context.Context, p ports.AgentLaunchParams) (*proc, 
 	if err := writeJSON(state, launchFile, launchRecord{Kind: p.Ref.Kind, ID: p.Ref.ID, Key: p.IdempotencyKey, Started: started}); err != nil {
 		return nil, fmt.Errorf("launch %s: state directory: %w", p.Ref, err)
 	}
+	if err := r.handOver(dir, state); err != nil {
+		_ = os.RemoveAll(state)
+		return nil, fmt.Errorf("launch %s: %w", p.Ref, err)
+	}
 	pr, err := r.spawn(p, dir, state, env)
 	if err != nil {
 		_ = os.RemoveAll(state)
@@ -307,7 +318,7 @@ func (r *Runtime) spawn(p ports.AgentLaunchParams, dir, state string, env []stri
 	cmd := exec.Command(r.cfg.Supervisor[0], args...)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, out, out
 	cmd.ExtraFiles = []*os.File{lock, ready} // descriptors 3 and 4
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: r.cfg.Credential}
 	err = cmd.Start()
 	ready.Close()
 	if err != nil {
@@ -337,6 +348,38 @@ func (r *Runtime) spawn(p ports.AgentLaunchParams, dir, state string, env []stri
 		<-pr.done
 		return nil, fmt.Errorf("launch %s: the supervisor did not answer within %s", p.Ref, StartWait)
 	}
+}
+
+// handOver gives the run's working and state directories (and what is in
+// the state directory) to Config.Credential's user, and makes the
+// directories between them and WorkRoot traversable; without a
+// Credential it does nothing.
+func (r *Runtime) handOver(dirs ...string) error {
+	c := r.cfg.Credential
+	if c == nil {
+		return nil
+	}
+	root := filepath.Clean(r.cfg.WorkRoot)
+	for _, d := range dirs {
+		err := filepath.WalkDir(d, func(path string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(path, int(c.Uid), int(c.Gid))
+		})
+		if err != nil {
+			return fmt.Errorf("give %s to uid %d: %w", d, c.Uid, err)
+		}
+		for up := filepath.Dir(d); strings.HasPrefix(up, root); up = filepath.Dir(up) {
+			if err := os.Chmod(up, 0o711); err != nil {
+				return fmt.Errorf("make %s traversable: %w", up, err)
+			}
+			if up == root {
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // environ builds the agent's environment: PATH, the run's identity, the

@@ -185,7 +185,7 @@ func TestProcessExitReportsCodeAndKindDone(t *testing.T) {
 	}{
 		{reconcile.KindStandalone, reconcile.StandaloneRunning, "exit 3", 3, nil},
 		{reconcile.KindPRReview, reconcile.ReviewRunning, "exit 0", 0, map[string]any{"review_done": true, "review": (*reconcile.ReviewDraft)(nil)}},
-		{reconcile.KindPersistentAgent, reconcile.AgentRunning, "exit 0", 0, map[string]any{"turn_done": true, "pending_messages": 0}},
+		{reconcile.KindPersistentAgent, reconcile.AgentRunning, "exit 0", 0, map[string]any{"turn_done": true}},
 	} {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			t.Parallel()

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/internal/netguard"
+	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -43,7 +45,7 @@ func TestAgainstARealPrometheus(t *testing.T) {
 	}()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	v := New(nil, Options{Address: addr})
+	v := New(nil, Options{Address: addr, HTTP: outbound.Options{Guard: netguard.Loopback}})
 	measure := func(query string) (map[string]any, error) {
 		res, err := v.Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"query": query}, 1))
 		m, _ := res.(map[string]any)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -64,7 +65,7 @@ func newFake(t *testing.T, body string) *fakePrometheus {
 }
 
 func newVerifier(f *fakePrometheus) *Verifier {
-	return New(nil, Options{Clock: fixedClock{}, HTTP: outbound.Options{Backoff: time.Millisecond}, Address: f.srv.URL})
+	return New(nil, Options{Clock: fixedClock{}, HTTP: outbound.Options{Guard: netguard.Loopback, Backoff: time.Millisecond}, Address: f.srv.URL})
 }
 
 func TestConformance(t *testing.T) {
@@ -100,7 +101,7 @@ func TestMeasureSendsTheDocumentedRequestAndKeepsWhatWasMeasured(t *testing.T) {
 func TestBearerTokenFromSecrets(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, `{"status":"success","data":{"resultType":"scalar","result":[1800000000.5,"42"]}}`)
-	v := New(configmap.Secrets{"env:RECONCILER_SECRET_PROM": "prom-token"}, Options{Address: f.srv.URL, Clock: fixedClock{}})
+	v := New(configmap.Secrets{"env:RECONCILER_SECRET_PROM": "prom-token"}, Options{Address: f.srv.URL, Clock: fixedClock{}, HTTP: outbound.Options{Guard: netguard.Loopback}})
 	got, err := v.Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"query": "42", "tokenRef": "env:RECONCILER_SECRET_PROM"}, 1))
 	require.NoError(t, err)
 	require.Equal(t, "Bearer prom-token", f.requests[0].Header.Get("Authorization"))

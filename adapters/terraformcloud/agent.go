@@ -162,13 +162,17 @@ func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.
 	}
 }
 
-// find looks for the workspace's recent run whose message carries key.
+// find looks for the workspace's run whose message carries key: HCP
+// Terraform's search[basic] matches run messages, so the run is found
+// however many runs came after it (the newest 50 alone could miss it, and
+// a retry would start a second run).
 func (a *Agent) find(ctx context.Context, cfg config, h http.Header, key string) (runData, bool, error) {
 	var doc struct {
 		Data *[]runData `json:"data"`
 	}
+	q := url.Values{"search[basic]": {key}, "page[size]": {"20"}}
 	if _, err := a.api.http.DoJSON(ctx, outbound.Request{Call: "list runs", Method: http.MethodGet, Header: h, Idempotent: true,
-		URL: cfg.address + "/api/v2/workspaces/" + url.PathEscape(cfg.workspaceID) + "/runs?page%5Bsize%5D=50"}, &doc); err != nil {
+		URL: cfg.address + "/api/v2/workspaces/" + url.PathEscape(cfg.workspaceID) + "/runs?" + q.Encode()}, &doc); err != nil {
 		return runData{}, false, err
 	}
 	if doc.Data == nil {
@@ -219,11 +223,17 @@ func stateOf(cfg config, r runData) jobfollow.State {
 		st.Status = release.JobSuccessful
 	case "errored", "policy_soft_failed":
 		st.Status = release.JobFailure
-	case "discarded", "canceled", "force_canceled":
+	case "discarded", "canceled":
 		st.Status = release.JobCancelled
 	case "policy_override":
-		st.Status = release.JobActionRequired
+		st.Status, st.Message = release.JobActionRequired, st.Message+": a soft-mandatory policy failed and waits for an override or a discard"
 	default:
+		if strings.HasSuffix(r.Attributes.Status, "_awaiting_decision") {
+			// A run task stage with a "mandatory" enforcement waits for a
+			// person to override or cancel it.
+			st.Status, st.Message = release.JobActionRequired, st.Message+": a run task waits for a decision (override or cancel the run)"
+			break
+		}
 		if r.Attributes.Actions.IsConfirmable {
 			st.Status, st.Message = release.JobActionRequired, st.Message+": waiting for confirmation"
 		}

@@ -1,6 +1,7 @@
 package terraformcloud
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
@@ -98,21 +100,6 @@ func TestCancelJobCancelsAPlanningRun(t *testing.T) {
 	f.Mu.Unlock()
 }
 
-func TestDispatchRetriedAfterACrashFindsTheRun(t *testing.T) {
-	t.Parallel()
-	f := newFakeTFC(t)
-	o := jobagenttest.FastOptions()
-	o.MinPoll = time.Hour
-	first := newAgent(t, jobagenttest.NewReports(), o)
-	r1, err := first.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
-	require.NoError(t, err)
-	first.Close()
-	r2, err := newAgent(t, jobagenttest.NewReports(), o).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
-	require.NoError(t, err)
-	require.Equal(t, r1.ExternalID, r2.ExternalID)
-	require.Equal(t, 1, f.createdCount())
-}
-
 func TestRetriesMalformedAndBadConfig(t *testing.T) {
 	t.Parallel()
 	f := newFakeTFC(t)
@@ -148,7 +135,7 @@ func TestVerifierReadsTheJobsRun(t *testing.T) {
 	cfg := map[string]any{"address": f.URL, "tokenRef": "env:RECONCILER_SECRET_TFC"}
 	req := porttest.MeasureRequestFor(Type, cfg, 1)
 	req.Job.ExternalID = res.ExternalID
-	v := NewVerifier(testSecrets, outbound.Options{Backoff: time.Millisecond})
+	v := NewVerifier(testSecrets, outbound.Options{Guard: netguard.Loopback, Backoff: time.Millisecond})
 	got, err := v.Measure(t.Context(), req)
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"run_id": "run-100", "status": "planning", "has_changes": false}, got)
@@ -170,4 +157,55 @@ func TestVerifierReadsTheJobsRun(t *testing.T) {
 			Failing:    []ports.MeasureRequest{missing, porttest.MeasureRequestFor(Type, map[string]any{"address": f.URL}, 1)},
 		})
 	})
+}
+
+// A run waiting for a run task's decision or a policy override waits for a
+// person: actionRequired saying so, not inProgress until the timeout
+// (issue 31).
+func TestRunsAwaitingADecisionNeedAction(t *testing.T) {
+	t.Parallel()
+	for _, status := range []string{"post_plan_awaiting_decision", "policy_override"} {
+		f := newFakeTFC(t)
+		f.end = status
+		rep := jobagenttest.NewReports()
+		_, err := newAgent(t, rep, jobagenttest.FastOptions()).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+		require.NoError(t, err)
+		got := settled(t, rep)
+		require.Equal(t, release.JobActionRequired, got.Status, status)
+		require.Contains(t, got.Message, "waits", status)
+	}
+	var forced runData
+	forced.Attributes.Status = "force_canceled"
+	require.Equal(t, release.JobInProgress, stateOf(config{}, forced).Status, "force_canceled is no run status: nothing maps it")
+}
+
+// A dispatch retried after a crash finds its run, however many runs came
+// after it (the newest 50 alone missed it and a second run was started).
+func TestDispatchRetriedAfterACrashFindsTheRun(t *testing.T) {
+	t.Parallel()
+	for _, others := range []int{0, 60} {
+		dispatchRetriedFindsTheRun(t, others)
+	}
+}
+
+func dispatchRetriedFindsTheRun(t *testing.T, others int) {
+	f := newFakeTFC(t)
+	o := jobagenttest.FastOptions()
+	o.MinPoll = time.Hour
+	first := newAgent(t, jobagenttest.NewReports(), o)
+	r1, err := first.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	require.NoError(t, err)
+	first.Close()
+	f.Mu.Lock()
+	for i := range others { // runs started since, by others
+		id := fmt.Sprintf("run-x%d", i)
+		run := &runData{ID: id, Type: "runs"}
+		run.Attributes.Status, run.Attributes.Message = "applied", "queued manually"
+		f.runs[id], f.order = run, append(f.order, id)
+	}
+	f.Mu.Unlock()
+	r2, err := newAgent(t, jobagenttest.NewReports(), o).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", f.config()))
+	require.NoError(t, err)
+	require.Equal(t, r1.ExternalID, r2.ExternalID)
+	require.Equal(t, 1, f.createdCount())
 }

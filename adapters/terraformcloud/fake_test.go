@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -48,9 +49,18 @@ func (f *fakeTFC) config() map[string]any {
 func (f *fakeTFC) handle(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/api/v2/workspaces/ws-abc123/runs":
+		// Newest first, search[basic] matching the message, one page of
+		// page[size] (default 20) as HCP Terraform answers.
 		list := []any{}
-		for i := len(f.order) - 1; i >= 0; i-- {
-			list = append(list, f.runs[f.order[i]])
+		size, err := strconv.Atoi(r.URL.Query().Get("page[size]"))
+		if err != nil {
+			size = 20
+		}
+		search := r.URL.Query().Get("search[basic]")
+		for i := len(f.order) - 1; i >= 0 && len(list) < size; i-- {
+			if run := f.runs[f.order[i]]; strings.Contains(run.Attributes.Message, search) {
+				list = append(list, run)
+			}
 		}
 		jsonAPI(w, http.StatusOK, map[string]any{"data": list})
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v2/runs":
@@ -123,6 +133,9 @@ func (f *fakeTFC) step(run *runData) {
 		}
 	case "applying":
 		a.Status, a.Actions.IsCancelable = f.end, false
+		if f.end == "post_plan_awaiting_decision" || f.end == "policy_override" {
+			a.Actions.IsCancelable, a.Actions.IsDiscardable = true, true
+		}
 	}
 }
 

@@ -131,9 +131,12 @@ func (a *Agent) renewLoop() {
 			renew = append(renew, r)
 		}
 		a.mu.Unlock()
+		// Renewals have connections of their own in the store
+		// (ports.LaneRenewal): they never wait behind passes.
+		ctx := ports.WithLane(a.ctx, ports.LaneRenewal)
 		for _, r := range renew {
 			r.At = a.clock.Now()
-			if err := a.reporter.ReportJob(a.ctx, r); err != nil && a.ctx.Err() == nil {
+			if err := a.reporter.ReportJob(ctx, r); err != nil && a.ctx.Err() == nil {
 				a.log.Debug("testrunner: lease renewal failed", slog.String("id", r.JobID), slog.Any("err", err))
 			}
 		}
@@ -205,7 +208,6 @@ func (a *Agent) CancelJob(_ context.Context, c ports.JobCancel) error {
 		return nil // reported, being reported, unknown, or closed
 	}
 	delete(a.timers, c.JobID)
-	delete(a.leased, c.JobID)
 	r := ports.JobReport{JobID: c.JobID, AgentID: c.Agent.ID, ExternalID: a.results[c.JobID].ExternalID,
 		Status: release.JobCancelled, Message: "cancelled"}
 	if c.Reason != "" {
@@ -220,6 +222,15 @@ func (a *Agent) CancelJob(_ context.Context, c ports.JobCancel) error {
 	return nil
 }
 
+// reported ends the lease renewals of a job once its terminal report was
+// delivered or dropped: until then the job's lease is renewed, so a slow
+// report never lets a live job be ended as lost.
+func (a *Agent) reported(jobID string) {
+	a.mu.Lock()
+	delete(a.leased, jobID)
+	a.mu.Unlock()
+}
+
 // fire runs when a job's delay has passed: it reports the outcome unless
 // the agent was closed.
 func (a *Agent) fire(r ports.JobReport) {
@@ -229,7 +240,6 @@ func (a *Agent) fire(r ports.JobReport) {
 		return
 	}
 	delete(a.timers, r.JobID)
-	delete(a.leased, r.JobID)
 	a.wg.Add(1)
 	a.mu.Unlock()
 	defer a.wg.Done()
@@ -237,8 +247,11 @@ func (a *Agent) fire(r ports.JobReport) {
 }
 
 // report delivers r, retrying failures with a doubling backoff, and logs
-// and drops it once the attempts are spent or the agent is closed.
+// and drops it once the attempts are spent or the agent is closed; the
+// job's lease is renewed until then (reported).
 func (a *Agent) report(r ports.JobReport) {
+	defer a.reported(r.JobID)
+	ctx := ports.WithLane(a.ctx, ports.LaneRenewal)
 	backoff := a.backoff
 	var err error
 	attempt := 0
@@ -256,7 +269,7 @@ func (a *Agent) report(r ports.JobReport) {
 		}
 		attempt++
 		r.At = a.clock.Now()
-		if err = a.reporter.ReportJob(a.ctx, r); err == nil {
+		if err = a.reporter.ReportJob(ctx, r); err == nil {
 			return
 		}
 	}

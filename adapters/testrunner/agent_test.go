@@ -361,3 +361,47 @@ func TestJobLeaserConformance(t *testing.T) {
 		return porttest.JobAgentDispatch(Type, id, map[string]any{"delay": delay})
 	}})
 }
+
+// TestLeaseRenewedWhileReportIsSlow: while the outcome's report has not
+// been delivered (a slow store), the job's lease keeps being renewed, so a
+// job that succeeded is never ended as lost for want of renewals; once it
+// is delivered the renewals stop.
+func TestLeaseRenewedWhileReportIsSlow(t *testing.T) {
+	t.Parallel()
+	renewals := make(chan ports.JobReport, 64)
+	inReport, release := make(chan struct{}), make(chan struct{})
+	a := New(ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error {
+		if !r.Status.IsTerminal() {
+			require.Equal(t, ports.LaneRenewal, ports.LaneOf(ctx), "renewals use their own lane")
+			renewals <- r
+			return nil
+		}
+		close(inReport)
+		<-release
+		return nil
+	}), ports.SystemClock, WithLease(30*time.Millisecond), WithLogger(slog.New(slog.DiscardHandler)))
+	t.Cleanup(a.Close)
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock() // before Close, which waits for the report
+	_, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", map[string]any{"delay": "0s"}))
+	require.NoError(t, err)
+	<-inReport
+	for len(renewals) > 0 { // those sent before the report began
+		<-renewals
+	}
+	for range 2 {
+		select {
+		case r := <-renewals:
+			require.Equal(t, "job-1", r.JobID)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the lease is not renewed while the report is in flight")
+		}
+	}
+	unblock()
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(a.leased) == 0
+	}, 10*time.Second, 5*time.Millisecond, "renewals end once the report is delivered")
+}

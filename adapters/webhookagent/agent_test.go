@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
@@ -81,7 +82,7 @@ func (r *receiver) config() map[string]any {
 }
 
 func newAgent(t *testing.T) *Agent {
-	a := New(testSecrets, nil, outbound.Options{Backoff: time.Millisecond})
+	a := New(testSecrets, nil, outbound.Options{Guard: netguard.Loopback, Backoff: time.Millisecond})
 	t.Cleanup(a.Close)
 	return a
 }
@@ -141,7 +142,7 @@ func TestRetriesAndAnswers(t *testing.T) {
 	cfg := r.config()
 	cfg["secretRef"] = "env:RECONCILER_SECRET_OTHER"
 	bad := configmap.Secrets{"env:RECONCILER_SECRET_OTHER": "wrong"}
-	res, err = New(bad, nil, outbound.Options{}).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-4", cfg))
+	res, err = New(bad, nil, outbound.Options{Guard: netguard.Loopback}).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-4", cfg))
 	require.NoError(t, err)
 	require.Equal(t, release.JobInvalidJobAgent, res.Status, "the receiver refused the signature: 401")
 	require.Contains(t, res.Message, "status 401")

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/policy/plan"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
 )
@@ -88,4 +89,10 @@ func (c *Client) RejectRevision(ctx context.Context, ref ports.RevisionRef, r ap
 // DeleteRevision deletes a draft, proposed or deletion-proposed revision.
 func (c *Client) DeleteRevision(ctx context.Context, ref ports.RevisionRef, version int64) error {
 	return c.do(ctx, http.MethodDelete, revisions(ref.Object())+"/"+esc(ref.ID)+"?version="+strconv.FormatInt(version, 10), nil, nil)
+}
+
+// PlanRevision is what publishing revision id of policy name would change
+// (GET .../catalog/policy/{name}/revisions/{id}/plan).
+func (c *Client) PlanRevision(ctx context.Context, name, id string) (plan.Diff, error) {
+	return get[plan.Diff](ctx, c, revisions(revision.Object{Kind: revision.KindPolicy, Name: name})+"/"+esc(id)+"/plan")
 }

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -27,6 +30,7 @@ type agentOptions struct {
 	args      []string
 	env       []string
 	secrets   []string
+	user      string
 	workRoot  string
 	stopGrace time.Duration
 	heartbeat time.Duration
@@ -36,7 +40,8 @@ type agentOptions struct {
 func agentFlags(f *pflag.FlagSet, o *agentOptions) {
 	f.StringVar(&o.command, "agent-command", "", "program each run's agent runs as, in its own working directory (process runtime); empty: launches fail until set")
 	f.StringArrayVar(&o.args, "agent-arg", nil, "argument of --agent-command; repeat for several")
-	f.StringArrayVar(&o.env, "agent-env", nil, "NAME=VALUE environment variable of every agent; repeat for several")
+	f.StringArrayVar(&o.env, "agent-env", nil, "NAME=VALUE environment variable of every agent, or NAME to pass serve's own NAME through (it must be set); repeat for several")
+	f.StringVar(&o.user, "agent-user", "", "run agents (and their supervisors) as this user: NAME, UID or UID:GID (serve must run as root); keeps serve's /proc/<pid>/environ and files out of their reach")
 	f.StringArrayVar(&o.secrets, "agent-secret", nil, "NAME=REF secret variable of every agent, REF as env:NAME (with --secret-prefix) or file:/path (under a --secret-dir), resolved at each start; repeat for several")
 	f.StringVar(&o.workRoot, "agent-workdir", filepath.Join(os.TempDir(), "reconciler-agents"), "directory holding one working directory per run (<kind>/<id>)")
 	f.DurationVar(&o.stopGrace, "agent-stop-grace", process.DefaultStopGrace, "time between SIGTERM and SIGKILL when an agent is stopped")
@@ -101,7 +106,9 @@ func (o agentOptions) config() (process.Config, error) {
 	for _, kv := range o.env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return c, usagef("--agent-env %q: want NAME=VALUE", kv)
+			if v, ok = os.LookupEnv(k); !ok {
+				return c, usagef("--agent-env %q: want NAME=VALUE, or NAME set in serve's environment (it is not)", kv)
+			}
 		}
 		c.Env[k] = v
 	}
@@ -111,6 +118,11 @@ func (o agentOptions) config() (process.Config, error) {
 			return c, usagef("--agent-secret %q: want NAME=env:VAR or NAME=file:/path", k)
 		}
 		c.Secrets[k] = release.SecretRef{Ref: ref}
+	}
+	if o.user != "" {
+		if c.Credential, err = agentCredential(o.user); err != nil {
+			return c, err
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return c, usagef("--agent-env/--agent-secret/--agent-workdir: %v", err)
@@ -136,4 +148,32 @@ func newProcessRuntime(ctx context.Context, o agentOptions, store ports.RunStore
 		return nil, err
 	}
 	return rt, nil
+}
+
+// agentCredential resolves --agent-user (NAME, UID or UID:GID) to the
+// credential agents run with; it needs serve to run as root.
+func agentCredential(spec string) (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, usagef("--agent-user %q: serve must run as root to start agents as another user", spec)
+	}
+	name, group, hasGroup := strings.Cut(spec, ":")
+	uid, err := strconv.ParseUint(name, 10, 32)
+	gid := uid
+	if err != nil {
+		u, lerr := user.Lookup(name)
+		if lerr != nil {
+			return nil, usagef("--agent-user %q: %v", spec, lerr)
+		}
+		uid, _ = strconv.ParseUint(u.Uid, 10, 32)
+		gid, _ = strconv.ParseUint(u.Gid, 10, 32)
+	}
+	if hasGroup {
+		if gid, err = strconv.ParseUint(group, 10, 32); err != nil {
+			return nil, usagef("--agent-user %q: the group after ':' must be a number", spec)
+		}
+	}
+	if uid == 0 {
+		return nil, usagef("--agent-user %q: is root; name an unprivileged user", spec)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }

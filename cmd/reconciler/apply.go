@@ -20,6 +20,7 @@ import (
 	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/engine/apply"
 	"github.com/reconcilerhq/reconciler/internal/strictjson"
+	decision "github.com/reconcilerhq/reconciler/policy/plan"
 )
 
 // sourceDoc is one document read from a file: where it starts and its
@@ -237,7 +238,11 @@ fields are refused). Versions are not declarative: push them with ` + "`reconcil
 JSON (an object or a list of them). Each object is created or updated by kind
 and name, and one line per object says created, changed or unchanged (kind
 order, then name). --dry-run prints the same with each change's fields and
-writes nothing. --prune also deletes the systems, variable sets, resources,
+writes nothing, then the plan: for each release target the change affects,
+whether it is created or removed and the gating rules (approval, window,
+progression, rollout, verification; as policy/rule, type and policy
+revision) that start (+) or stop (-) applying to it. -o json or yaml prints
+the answer of POST /api/v1/apply as is (the plan under "plan"). --prune also deletes the systems, variable sets, resources,
 environments and deployments of the workspace (--workspace, default the one the documents name)
 whose kind the documents hold and whose name they do not; job agents and
 policies, which belong to no workspace, are never pruned.
@@ -249,7 +254,12 @@ parents and job agents exist, a job agent's config matches its type.
 
 Policies are the catalog's: a Policy document publishes the policy's next
 revision, approved by the caller (the token's name; with --dsn, local:<operating-system user>), so it
-also needs scope approve, as PUT /api/v1/policies does.
+also needs scope approve, as PUT /api/v1/policies does. Any other change
+that would take a gating rule off a release target that stays (e.g. renaming
+the environment a policy's selector reads) needs scope approve too: with
+write only it is refused (exit 5) naming the target and the rule, and
+nothing is written. Removing or creating targets lifts nothing. See
+docs/security.md, "Gates and the approve scope".
 
 With --server it goes through that server's API (POST /api/v1/apply, token
 scope write); with --dsn through the same API served in this process.
@@ -280,11 +290,14 @@ meanwhile, or one still in use would be pruned), 4 not found, 5 unauthorized.`,
 				for _, w := range resp.Warnings {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", m.placeText(w))
 				}
+				if ok, err := structured(cmd.OutOrStdout(), o.output, resp); ok {
+					return err
+				}
 				return printApplied(cmd.OutOrStdout(), resp)
 			})(cmd, nil)
 		},
 	}
-	o.bind(cmd, false)
+	o.bind(cmd, true)
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "a file, a directory or - (stdin); repeatable")
 	cmd.Flags().BoolVar(&req.DryRun, "dry-run", false, "print what would change, with the fields, and write nothing")
 	cmd.Flags().BoolVar(&req.Prune, "prune", false, "delete the workspace's objects of the documents' kinds that they no longer name")
@@ -307,8 +320,37 @@ func printApplied(w io.Writer, resp apply.Response) error {
 			}
 		}
 	}
+	if resp.Plan != nil {
+		printPlan(&b, resp.Plan)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// printPlan prints a dry run's decision diff: one line per affected
+// target, then the rules that start (+) or stop (-) applying to it.
+func printPlan(b *strings.Builder, d *decision.Diff) {
+	if len(d.Targets) == 0 {
+		b.WriteString("plan: no release target changes its gating rules\n")
+		return
+	}
+	b.WriteString("plan:\n")
+	for _, t := range d.Targets {
+		state := "changed"
+		switch {
+		case t.Created:
+			state = "created"
+		case t.Removed:
+			state = "removed"
+		}
+		fmt.Fprintf(b, "  target %s %s\n", t.Key, state)
+		for _, r := range t.Starts {
+			fmt.Fprintf(b, "    + %s\n", r)
+		}
+		for _, r := range t.Stops {
+			fmt.Fprintf(b, "    - %s\n", r)
+		}
+	}
 }
 
 // placeText puts the file, line and object into a server warning that

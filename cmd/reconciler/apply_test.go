@@ -48,7 +48,14 @@ func TestApplyCLI(t *testing.T) {
 	}
 	r := as(ports.ScopeWrite, shopStaging, "apply", "-f", "-", "--dry-run")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "environment/qa created (dry run)\ndeployment/api created (dry run)\n", r.stdout)
+	require.True(t, strings.HasPrefix(r.stdout, "environment/qa created (dry run)\ndeployment/api created (dry run)\nplan:\n"), r.stdout)
+	require.Contains(t, r.stdout, "  target api:prod:eu-1 created\n    + prod-gate/after-staging (environmentProgression, revision 1)\n    + prod-gate/approval (anyApproval, revision 1)\n")
+	r = as(ports.ScopeWrite, shopStaging, "apply", "-f", "-", "--dry-run", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var dry apply.Response
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &dry), r.stdout)
+	require.NotNil(t, dry.Plan)
+	require.Len(t, dry.Plan.Targets, 18, "api in four environments and web and worker in qa, on three clusters")
 	r = as(ports.ScopeWrite, shopStaging, "apply", "-f", "-")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "environment/qa created\ndeployment/api created\n", r.stdout)
@@ -81,7 +88,8 @@ func TestApplyCLI(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not read"), 0o600))
 	r = as(ports.ScopeWrite, "", "apply", "-f", dir, "--dry-run")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "environment/qa unchanged (dry run)\ndeployment/api changed (dry run)\n  spec.name: \"API\" -> \"API v2\"\n", r.stdout)
+	require.Equal(t, "environment/qa unchanged (dry run)\ndeployment/api changed (dry run)\n  spec.name: \"API\" -> \"API v2\"\n"+
+		"plan: no release target changes its gating rules\n", r.stdout)
 
 	// A bad document: exit 2, the file, the field's line and the field; nothing written.
 	bad := strings.Replace(changed, `slug: api`, `slug: Not A Slug`, 1)
@@ -98,6 +106,21 @@ func TestApplyCLI(t *testing.T) {
 	require.Equal(t, 2, as(ports.ScopeWrite, "", "apply").code, "-f is required")
 	require.Equal(t, 2, as(ports.ScopeWrite, "key: [", "apply", "-f", "-").code, "a YAML syntax error")
 	require.Equal(t, 5, as(ports.ScopeRead, shopStaging, "apply", "-f", "-").code, "scope write")
+
+	// Renaming the environment prod-gate's selector reads lifts its rules:
+	// write only is refused (exit 5) naming target and rule; admin applies.
+	prod := "apiVersion: reconciler.dev/v1\nkind: Environment\nmetadata: {name: prod, system: shop}\nspec: {name: 'prod ', resource_selector: 'resource.kind == \"KubernetesCluster\"'}\n"
+	r = as(ports.ScopeWrite, prod, "apply", "-f", "-", "--dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "  target api:prod:eu-1 changed\n    - prod-gate/after-staging (environmentProgression, revision 1)\n    - prod-gate/approval (anyApproval, revision 1)\n")
+	r = as(ports.ScopeWrite, prod, "apply", "-f", "-")
+	require.Equal(t, 5, r.code, r.stdout)
+	require.Contains(t, r.err.Error(), "prod-gate/approval (anyApproval, revision 1) from target api:prod:eu-1")
+	r = as(ports.ScopeRead, "", "get", "environment", "prod", "-o", "yaml")
+	require.Contains(t, r.stdout, "name: prod\n", "the refused apply changed nothing")
+	r = as(ports.ScopeAdmin, prod, "apply", "-f", "-")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "environment/prod changed\n", r.stdout)
 
 	// delete: 0, then 4; in use 3; unknown kind 2.
 	r = as(ports.ScopeWrite, "", "delete", "deployment", "api")
@@ -138,7 +161,7 @@ func TestReleaseDemoOnPostgresIsIdempotent(t *testing.T) {
 	be, err := openBackend(t.Context(), dsn, true, ports.SystemClock)
 	require.NoError(t, err)
 	t.Cleanup(be.close)
-	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, ports.SystemClock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, ports.SystemClock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	t.Cleanup(rt.close)
 	fsys, where, err := demoFS("")
 	require.NoError(t, err)

@@ -95,6 +95,14 @@ func openBackend(ctx context.Context, dsn string, migrate bool, clock ports.Cloc
 // write that changes a policy's latest published revision enqueues, in its
 // transaction, desired-release of the targets the policy applies to
 // (engine/live).
+// liveness is the backend's process liveness rows (ports.Liveness).
+func (be *backend) liveness() ports.Liveness {
+	if be.db != nil {
+		return postgres.NewLiveness(be.db)
+	}
+	return memory.NewLiveness()
+}
+
 func (be *backend) catalogConfig() catalog.Config {
 	return catalog.Config{Validators: catalogValidators(), Tx: be.tx,
 		PolicyChanged: live.New(be.releases, be.queue, be.tx).PolicyChanged}

@@ -191,6 +191,18 @@ func TestBadInputCampaign(t *testing.T) {
 		{args: []string{"catalog", "create", "workflow-template/" + ansi, "-f", tmpl, "--dsn", dsn}, names: "name"},
 		{args: []string{"catalog", "label", "workflow-template/rollout", "k=" + ansi, "--version", "1", "--dsn", dsn}, names: "k"},
 		{args: []string{"dead", "redrive", "k", "t", ansi, "--dsn", dsn}, names: "SCOPE_ID"},
+		// Issue 29: the remaining CLI cases.
+		{args: []string{"workflow", "run", tmpl, "--param", "image=", "--dsn", dsn}, names: "image"},
+		{args: []string{"workflow", "run", tmpl, "--param", "image=a", "--param", "image=b", "--dsn", dsn}, names: "--param image"},
+		{args: []string{"workflow", "run", tmpl, "--param", "image=" + ansi, "--dsn", dsn}, names: "--param"},
+		{args: []string{"workflow", "run", tmpl, "--param", "image=x", "--system", "nosuch", "--dsn", dsn}, names: "nosuch"},
+		{args: []string{"catalog", "label", "workflow-template/rollout", "bad key!=v", "--version", "1", "--dsn", dsn}, names: "bad key!"},
+		{args: []string{"decide", "-"}, stdin: nulSnapshot, names: "NUL"},
+		{args: []string{"decide", "-"}, stdin: strings.Replace(badSnapshot, "LIMIT", "-1", 1), names: "global_limit"},
+		{args: []string{"decide", "-"}, stdin: badAgentSnapshot, names: "pending_messages"},
+		{args: []string{"workflow", "validate", "-"}, stdin: nulTemplate, names: "1 problems"}, // listed on stdout: TestLoadRefusesNUL
+		{args: []string{"catalog", "create", "workflow-template/nul", "-f", "-", "--dsn", dsn}, stdin: nulTemplate, names: "NUL"},
+		{args: []string{"serve", "--secret-dir", "/nonexistent", "--dsn", dsn}, names: "--secret-dir"},
 	}...)
 
 	var report []string
@@ -205,6 +217,16 @@ func TestBadInputCampaign(t *testing.T) {
 	require.Greater(t, len(runs), 200)
 	require.Equal(t, before, fingerprint(t, dsn, schema), "bad input changed the database")
 }
+
+// The issue 29 inputs: a snapshot with a NUL in its run id, one with a
+// negative global_limit (LIMIT), an agent's with negative
+// pending_messages, and a template holding a NUL.
+const (
+	badSnapshot      = `{"kind":"standalone","now":"2026-01-01T00:00:00Z","run":{"id":"s1","state":"queued"},"capacity":{"global_limit":LIMIT}}`
+	nulSnapshot      = `{"kind":"standalone","now":"2026-01-01T00:00:00Z","run":{"id":"s\u00001","state":"queued"}}`
+	badAgentSnapshot = `{"kind":"persistent-agent","now":"2026-01-01T00:00:00Z","run":{"id":"a1","state":"idle","pending_messages":-3}}`
+	nulTemplate      = `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"nul"},"spec":{"tasks":[{"name":"a\u0000b","type":"approval"}]}}`
+)
 
 func containsAny(s string, subs []string) bool {
 	for _, sub := range subs {

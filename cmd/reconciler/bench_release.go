@@ -17,7 +17,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -36,6 +38,10 @@ type benchReleaseOptions struct {
 	// share gives each of n worker processes 1/n of the machine
 	// (workerShare).
 	share bool
+	// policies runs the demo's shape: dev, staging and prod, progression
+	// between them, an approval, a window and a gradual rollout in prod
+	// (benchPolicies).
+	policies bool
 }
 
 func newBenchReleaseCmd() *cobra.Command {
@@ -63,6 +69,12 @@ of 4 and the CPUs) / n (at least 2) unless the DSN sets it; the line says
 so (share_machine). Each line lists what the workers ran with, as each
 reported it: workers_gomaxprocs and workers_pool_max_conns.
 
+With --policies the deployment has the demo's shape: dev, staging and
+prod over --targets / 3 resources, progression dev → staging → prod, an
+approval (given right after the version is created), a deployment window
+and a gradual rollout in prod; every job succeeds at once, and the timed
+phase ends when every target of the three environments has its job.
+
 It runs in memory unless --dsn (or RECONCILER_DSN) names a PostgreSQL
 database; the benchmark uses its own schema there and drops it afterwards.
 The last line is JSON:
@@ -80,6 +92,9 @@ The last line is JSON:
 			if o.share && len(o.processes) == 0 {
 				return usagef("--share-machine needs --processes")
 			}
+			if o.policies && len(o.processes) > 0 {
+				return usagef("--policies: not supported with --processes yet")
+			}
 			if len(o.processes) > 0 {
 				return benchReleaseProcesses(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 			}
@@ -96,13 +111,16 @@ The last line is JSON:
 	f.StringVar(&processes, "processes", "", "run the chain in worker processes instead, once per count of this comma-separated list (e.g. 1,2; needs --dsn)")
 	f.StringVar(&o.workerBin, "worker-bin", "", "the reconciler binary the worker processes run (default this one)")
 	_ = f.MarkHidden("worker-bin")
+	f.BoolVar(&o.policies, "policies", false, "the demo's shape: --targets split over dev, staging and prod (one resource in each), staging after dev and prod after staging (progression), an approval, an always-open window and a gradual rollout (linear-normalized over 1 s) in prod; the agent's jobs succeed at once")
 	f.BoolVar(&o.share, "share-machine", false, "with --processes, give each of n worker processes 1/n of this machine's CPUs (GOMAXPROCS) and default connection pool (pool_max_conns)")
 	return cmd
 }
 
 // countingAgent accepts every job and counts the distinct ones; done closes
-// when want jobs were dispatched.
+// when want jobs were dispatched. Its jobs are in progress, or status when
+// set (successful: they end at once).
 type countingAgent struct {
+	status release.JobStatus
 	// onNew, when set, is called with each job id dispatched the first
 	// time.
 	onNew func(id string)
@@ -124,7 +142,44 @@ func (a *countingAgent) Dispatch(_ context.Context, d ports.JobDispatch) (ports.
 			a.once.Do(func() { close(a.done) })
 		}
 	}
-	return ports.JobDispatchResult{ExternalID: "bench-" + d.Job.ID, Status: release.JobInProgress}, nil
+	status := release.JobInProgress
+	if a.status != "" {
+		status = a.status
+	}
+	return ports.JobDispatchResult{ExternalID: "bench-" + d.Job.ID, Status: status}, nil
+}
+
+// seedBenchPolicies adds the demo's shape to the benchmark's workspace:
+// the dev and staging environments beside prod, and the policies
+// (progression dev → staging → prod, an approval, an always-open window
+// and a gradual rollout in prod).
+func seedBenchPolicies(ctx context.Context, be *backend) error {
+	for _, e := range []string{"dev", "staging"} {
+		if _, err := be.releases.Environments().Put(ctx, release.Environment{ID: e, SystemID: "bench", Name: e, ResourceSelector: "true"}, 0); err != nil {
+			return fmt.Errorf("bench release: store environment %s: %w", e, err)
+		}
+	}
+	after := func(upstream string) policy.Rule {
+		return policy.Rule{ID: "after-" + upstream, Spec: policy.EnvironmentProgression{
+			DependsOnEnvironmentSelector: `environment.name == "` + upstream + `"`, MinimumSuccessPercentage: 100}}
+	}
+	policies := []policy.Policy{
+		{ID: "staging-after-dev", Selector: `environment.name == "staging"`, Rules: []policy.Rule{after("dev")}},
+		{ID: "prod-gate", Selector: `environment.name == "prod"`, Rules: []policy.Rule{
+			after("staging"),
+			{ID: "approval", Spec: policy.AnyApproval{MinApprovals: 1}},
+			{ID: "window", Spec: policy.DeploymentWindow{RRule: "FREQ=DAILY;BYHOUR=0;BYMINUTE=0;BYSECOND=0", DurationMinutes: 24 * 60}},
+			{ID: "rollout", Spec: policy.GradualRollout{RolloutType: policy.RolloutLinearNormalized, TimeScaleInterval: 1}},
+		}},
+	}
+	svc := catalog.New(be.catalog, catalog.Config{}).Policies("bench")
+	for _, p := range policies {
+		p.Name, p.Enabled = p.ID, true
+		if _, err := svc.Put(ctx, p, 0); err != nil {
+			return fmt.Errorf("bench release: store policy %s: %w", p.ID, err)
+		}
+	}
+	return nil
 }
 
 func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseOptions) error {
@@ -134,23 +189,33 @@ func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseO
 	}
 	defer cleanup()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	resources := o.targets
 	agent := &countingAgent{want: int64(o.targets), done: make(chan struct{})}
+	if o.policies {
+		resources = (o.targets + 2) / 3
+		agent.want, agent.status = int64(3*resources), release.JobSuccessful
+	}
 	newChain := func(be *backend) *chain.Chain {
 		return &chain.Chain{Store: be.releases, Queue: be.queue, Clock: ports.SystemClock, Logger: quiet,
 			Agents: map[string]ports.JobAgent{agent.Type(): agent}}
 	}
 	ch := newChain(env.be)
 
-	fmt.Fprintf(stderr, "bench release (%s): storing %d resources\n", env.be.name, o.targets)
-	if err := seedBenchRelease(ctx, env.be.releases, o.targets); err != nil {
+	fmt.Fprintf(stderr, "bench release (%s): storing %d resources\n", env.be.name, resources)
+	if err := seedBenchRelease(ctx, env.be.releases, resources); err != nil {
 		return err
+	}
+	if o.policies {
+		if err := seedBenchPolicies(ctx, env.be); err != nil {
+			return err
+		}
 	}
 	diff, err := ch.SyncTargets(ctx, "bench")
 	if err != nil {
 		return err
 	}
-	if len(diff.Added) != o.targets {
-		return fmt.Errorf("bench release: %d targets computed, want %d", len(diff.Added), o.targets)
+	if int64(len(diff.Added)) != agent.want {
+		return fmt.Errorf("bench release: %d targets computed, want %d", len(diff.Added), agent.want)
 	}
 	// Let the chain settle on "no version yet" first, so the timed phase
 	// measures only the new version's way through it.
@@ -174,6 +239,11 @@ func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseO
 	if err := ch.CreateVersion(ctx, release.DeploymentVersion{ID: "bench-v1", DeploymentID: "api", Tag: "v1"}); err != nil {
 		return err
 	}
+	if o.policies {
+		if _, err := ch.Approve(ctx, release.Approval{VersionID: "bench-v1", EnvironmentID: "prod", User: "bench"}); err != nil {
+			return err
+		}
+	}
 	timedOut := false
 	if err := runChainUntil(ctx, env.be.queue, ch, o, agent.done, nil); err != nil {
 		timedOut = true
@@ -182,13 +252,13 @@ func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseO
 	elapsed := time.Since(start)
 	n := agent.n.Load()
 	perSec := float64(n) / elapsed.Seconds()
-	fmt.Fprintf(stderr, "dispatched %d of %d jobs in %s = %.0f targets/s\n", n, o.targets, elapsed.Round(time.Millisecond), perSec)
+	fmt.Fprintf(stderr, "dispatched %d of %d jobs in %s = %.0f targets/s\n", n, agent.want, elapsed.Round(time.Millisecond), perSec)
 	figures, err := env.stopTimed(ctx, "target", n)
 	if err != nil {
 		return err
 	}
 	line := map[string]any{
-		"bench": "release", "store": env.be.name, "workers": o.workers, "targets": n,
+		"bench": "release", "store": env.be.name, "workers": o.workers, "targets": n, "policies": o.policies,
 		"seconds": round3(elapsed.Seconds()), "targets_per_sec": round1(perSec),
 	}
 	maps.Copy(line, figures)
@@ -196,7 +266,7 @@ func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseO
 		return err
 	}
 	if timedOut {
-		return fmt.Errorf("bench release: only %d of %d targets dispatched", n, o.targets)
+		return fmt.Errorf("bench release: only %d of %d targets dispatched", n, agent.want)
 	}
 	return nil
 }

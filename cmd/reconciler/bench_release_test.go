@@ -56,6 +56,29 @@ func TestBenchRelease(t *testing.T) {
 	}
 }
 
+// TestBenchReleasePolicies: with --policies the version goes through dev,
+// staging and prod under progression, an approval, a window and a gradual
+// rollout, and every target of the three environments gets its job.
+func TestBenchReleasePolicies(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"memory", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"bench", "release", "--targets", "90", "--policies"}
+			if name == "postgres" {
+				args = append(args, "--dsn", pgtest.DSN(t))
+			}
+			got := benchLine(t, args...)
+			require.EqualValues(t, 90, got["targets"], "30 resources in each of 3 environments")
+			require.Equal(t, true, got["policies"])
+		})
+	}
+	res := runCLI(t, "", "bench", "release", "--policies", "--processes", "1", "--dsn", "postgres://x")
+	require.Error(t, res.err)
+	require.Equal(t, 2, res.code)
+	require.Contains(t, res.err.Error(), "--policies")
+}
+
 // TestBenchReleaseProcesses: with --processes 1,2 the chain runs in that
 // many worker processes, every target gets its job each time, and each run
 // prints its JSON line with the workers' peak RSS; --cpuprofile writes one

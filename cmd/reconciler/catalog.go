@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reconcilerhq/reconciler/engine/catalog"
+	"github.com/reconcilerhq/reconciler/engine/gate"
+	decision "github.com/reconcilerhq/reconciler/policy/plan"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
 )
@@ -183,13 +185,14 @@ they exit 6.
 		newCatalogUndoProposeDeleteCmd(o),
 		newCatalogDeleteCmd(o),
 		newCatalogLabelCmd(o),
+		newCatalogPlanCmd(o),
 	)
 	return cmd
 }
 
 // catalogSubcommands lists the subcommands for the usage messages.
 var catalogSubcommands = []string{"list", "get", "create", "edit", "propose", "unpropose", "approve",
-	"reject", "propose-delete", "undo-propose-delete", "delete", "label"}
+	"reject", "propose-delete", "undo-propose-delete", "delete", "label", "plan"}
 
 // catalogSession is one command's open catalog: the service, where output
 // goes and how.
@@ -200,6 +203,8 @@ type catalogSession struct {
 	out    io.Writer
 	errOut io.Writer
 	json   bool
+	// plan is what publishing a policy revision would change.
+	plan func(ctx context.Context, r ports.Revision) (decision.Diff, error)
 }
 
 // run opens the catalog named by --dsn (or RECONCILER_DSN), runs fn on it
@@ -233,13 +238,16 @@ func (o *catalogOpts) run(cmd *cobra.Command, obj revision.Object, fn func(ctx c
 		if err != nil {
 			return err
 		}
-		s := &catalogSession{svc: remoteCatalog{c}, remote: true, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), json: o.output == "json"}
+		s := &catalogSession{svc: remoteCatalog{c}, remote: true, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), json: o.output == "json",
+			plan: func(ctx context.Context, r ports.Revision) (decision.Diff, error) {
+				return c.PlanRevision(ctx, r.Name, r.ID)
+			}}
 		return remoteExit(obj, fn(cmd.Context(), s))
 	}
 	if o.dsn == "" {
-		return usagef("catalog %s: no database: the catalog is stored in PostgreSQL; set --dsn or RECONCILER_DSN "+
-			"(e.g. postgres://user@localhost:5432/reconciler). There is no in-memory catalog for these commands: "+
-			"it would vanish when the command exits", cmd.Name())
+		return noDatabase("catalog "+cmd.Name(), "the catalog is stored in PostgreSQL; set --dsn or RECONCILER_DSN "+
+			"(e.g. postgres://user@localhost:5432/reconciler); there is no in-memory catalog for these commands: "+
+			"it would vanish when the command exits")
 	}
 	ctx := cmd.Context()
 	// Reads never migrate: list and get on an unmigrated database say so.
@@ -264,6 +272,13 @@ func (o *catalogOpts) run(cmd *cobra.Command, obj revision.Object, fn func(ctx c
 		out:    cmd.OutOrStdout(),
 		errOut: cmd.ErrOrStderr(),
 		json:   o.output == "json",
+		plan: func(ctx context.Context, r ports.Revision) (decision.Diff, error) {
+			p, err := ports.PolicyOf(r)
+			if err != nil {
+				return decision.Diff{}, usageError{err}
+			}
+			return gate.Publishing(ctx, be.tx, be.releases, p.Value)
+		},
 	}
 	return classify(obj, fn(ctx, s))
 }

@@ -32,7 +32,7 @@ func catalogAPIServer(t *testing.T, store string) (string, map[ports.Scope]strin
 	be, err := openBackend(ctx, dsn, true, clock)
 	require.NoError(t, err)
 	t.Cleanup(be.close)
-	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	t.Cleanup(rt.close)
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()}),
 		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Clock: clock,
@@ -110,6 +110,13 @@ func TestCatalogThroughAPI(t *testing.T) {
 			pub := get()
 			require.Equal(t, revision.Published, pub.Lifecycle)
 			require.Equal(t, "cli-approve", pub.ApprovedBy, "the approver is the token's name")
+			r = as(ports.ScopeRead, "", "plan", "policy/gate")
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Regexp(t, `^plan`, r.stdout)
+			r = as(ports.ScopeRead, "", "plan", "policy/gate", "-o", "json")
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Contains(t, r.stdout, `"targets"`)
+			require.Equal(t, 2, as(ports.ScopeRead, "", "plan", "workflow-template/x").code, "only policies")
 
 			r = as(ports.ScopeRead, "", "get", "policy/gate", "--revision", "1", "-o", "content")
 			require.Equal(t, 0, r.code, r.stderr)

@@ -13,6 +13,7 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/github"
 	"github.com/reconcilerhq/reconciler/adapters/process"
 	"github.com/reconcilerhq/reconciler/engine/runs"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -49,14 +50,14 @@ type githubHost struct {
 }
 
 // newGitHubHost returns nil when no token is configured.
-func newGitHubHost(ctx context.Context, o codeHostOptions, store ports.RunStore, q ports.Queue, secrets ports.SecretResolver, clock ports.Clock, log *slog.Logger) (*githubHost, error) {
+func newGitHubHost(ctx context.Context, o codeHostOptions, store ports.RunStore, q ports.Queue, secrets ports.SecretResolver, clock ports.Clock, log *slog.Logger, guard *netguard.Guard) (*githubHost, error) {
 	if o.token == "" {
 		return nil, nil
 	}
 	if o.pollInterval <= 0 {
 		return nil, usagef("--pr-poll-interval must be positive")
 	}
-	c, err := github.New(github.Config{BaseURL: o.api, Token: release.SecretRef{Ref: o.token}, MergeMethod: o.mergeMethod}, secrets)
+	c, err := github.New(github.Config{BaseURL: o.api, Token: release.SecretRef{Ref: o.token}, MergeMethod: o.mergeMethod, Guard: guard}, secrets)
 	if err != nil {
 		return nil, usagef("--github-token/--github-merge-method: %v", err)
 	}

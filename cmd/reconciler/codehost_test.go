@@ -18,6 +18,7 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/github"
 	"github.com/reconcilerhq/reconciler/adapters/github/githubtest"
 	"github.com/reconcilerhq/reconciler/engine/runs"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -95,7 +96,7 @@ func setupGitHubWorld(t *testing.T, checks githubtest.CheckRun, approve bool) (p
 	logs := &lockedBuffer{}
 	w := setupWorld(t, "exit 0", logs, func(store ports.RunStore, q ports.Queue, log *slog.Logger) *githubHost {
 		gh, err := newGitHubHost(context.Background(), codeHostOptions{api: fake.URL, token: "env:GH", mergeMethod: "squash",
-			pollInterval: 20 * time.Millisecond}, store, q, tokenResolver{}, ports.SystemClock, log)
+			pollInterval: 20 * time.Millisecond}, store, q, tokenResolver{}, ports.SystemClock, log, netguard.Loopback)
 		require.NoError(t, err)
 		return gh
 	})
@@ -154,7 +155,7 @@ func TestReviewRunPostsTheAgentsReview(t *testing.T) {
 	w := setupWorld(t, `printf 'Looks good.' > "$RECONCILER_REVIEW_FILE"; echo APPROVE > review-event`, io.Discard,
 		func(store ports.RunStore, q ports.Queue, log *slog.Logger) *githubHost {
 			gh, err := newGitHubHost(context.Background(), codeHostOptions{api: fake.URL, token: "env:GH",
-				pollInterval: 20 * time.Millisecond}, store, q, tokenResolver{}, ports.SystemClock, log)
+				pollInterval: 20 * time.Millisecond}, store, q, tokenResolver{}, ports.SystemClock, log, netguard.Loopback)
 			require.NoError(t, err)
 			return gh
 		})
@@ -182,7 +183,7 @@ func TestWebhookRefreshesTheRunOfItsPR(t *testing.T) {
 	fake.SetChecks("s", githubtest.CheckRun{Status: "completed", Conclusion: "failure"})
 	w := setupProcessWorld(t, "exit 0")
 	gh, err := newGitHubHost(context.Background(), codeHostOptions{api: fake.URL, token: "env:GH", webhookSecret: "env:GH",
-		pollInterval: time.Hour}, w.store, w.q, tokenResolver{}, ports.SystemClock, slog.New(slog.DiscardHandler))
+		pollInterval: time.Hour}, w.store, w.q, tokenResolver{}, ports.SystemClock, slog.New(slog.DiscardHandler), netguard.Loopback)
 	require.NoError(t, err)
 	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "t"}
 	b, _ := json.Marshal(reconcile.RepoRun{PR: reconcile.PRFields{URL: url, Number: 1, State: reconcile.PROpen, Checks: reconcile.ChecksPending, HeadSHA: "s"}})

@@ -45,7 +45,7 @@ func (d *describer) Unregister(prometheus.Collector) bool { return false }
 func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	t.Parallel()
 	d := &describer{names: map[string]bool{}}
-	registerMetrics(d, memory.NewQueue(ports.SystemClock), ports.SystemClock)
+	registerMetrics(d, memory.NewQueue(ports.SystemClock), ports.SystemClock, nil)
 	raw, err := os.ReadFile("../../deploy/grafana/reconciler.json")
 	require.NoError(t, err)
 	var dash struct {

@@ -109,7 +109,7 @@ func TestDemoReleaseRollsOut(t *testing.T) {
 	var logs lockedBuffer
 	log, err := newLogger(&logs, "info", "text")
 	require.NoError(t, err)
-	rt := newReleaseRuntime(store, wfs, memory.NewCatalog(clock), q, clock, log, nil)
+	rt := newReleaseRuntime(store, wfs, memory.NewCatalog(clock), q, clock, log, nil, nil)
 	defer rt.close()
 	eng := engine.New(q, engine.Options{Logger: log, PollInterval: 10 * time.Millisecond})
 	rt.register(eng, 4)

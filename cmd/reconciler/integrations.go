@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/adapters/argocd"
@@ -18,6 +21,7 @@ import (
 	"github.com/reconcilerhq/reconciler/engine/apply"
 	"github.com/reconcilerhq/reconciler/engine/pull"
 	"github.com/reconcilerhq/reconciler/internal/jobagent"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -35,22 +39,22 @@ type integrations struct {
 // and reading credentials through secrets only; their followers hold a
 // lease of lease on each job (zero: none), so that a job whose follower
 // died with its process is resumed by another (ports.JobResumer).
-func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log *slog.Logger, lease time.Duration) *integrations {
-	o := jobagent.Options{Logger: log, Lease: lease}
+func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log *slog.Logger, lease time.Duration, guard *netguard.Guard) *integrations {
+	o := jobagent.Options{Logger: log, Lease: lease, HTTP: outbound.Options{Guard: guard}}
 	gha := githubactions.New(report, secrets, githubactions.Options{Options: o})
 	acd := argocd.New(report, secrets, o)
 	tfc := terraformcloud.New(report, secrets, o)
 	awf := argoworkflows.New(report, secrets, o)
 	kjob := kubernetesjob.New(report, secrets, kubernetesjob.Options{Options: o})
-	hook := webhookagent.New(secrets, ports.SystemClock, outbound.Options{})
+	hook := webhookagent.New(secrets, ports.SystemClock, outbound.Options{Guard: guard})
 	return &integrations{
 		agents: map[string]ports.JobAgent{githubactions.Type: gha, argocd.Type: acd, terraformcloud.Type: tfc,
 			argoworkflows.Type: awf, webhookagent.Type: hook, kubernetesjob.Type: kjob},
 		verifiers: map[string]ports.Verifier{
-			datadog.Type:        datadog.New(secrets, datadog.Options{}),
-			prometheus.Type:     prometheus.New(secrets, prometheus.Options{}),
-			httpprobe.Type:      httpprobe.New(outbound.Options{}),
-			terraformcloud.Type: terraformcloud.NewVerifier(secrets, outbound.Options{}),
+			datadog.Type:        datadog.New(secrets, datadog.Options{HTTP: outbound.Options{Guard: guard}}),
+			prometheus.Type:     prometheus.New(secrets, prometheus.Options{HTTP: outbound.Options{Guard: guard}}),
+			httpprobe.Type:      httpprobe.New(outbound.Options{Guard: guard}),
+			terraformcloud.Type: terraformcloud.NewVerifier(secrets, outbound.Options{Guard: guard}),
 		},
 		closers: []func(){gha.Close, acd.Close, tfc.Close, awf.Close, hook.Close, kjob.Close},
 	}
@@ -83,21 +87,24 @@ func (in *integrations) close() {
 	}
 }
 
-// agentConfigValidator is apply's check of a job agent's config by its
-// type: the external agents' validators, the pull agents' and the test
-// runner's; other types (workflow) take any config.
+// agentConfigValidator is every write path's check of a job agent's config
+// by its type: the external agents' validators, the pull agents' and the
+// test runner's; the workflow type takes any config; any other type is
+// refused, naming "type", since serve runs no agent of it.
 func agentConfigValidator() apply.AgentConfigValidator {
 	return func(typ string, cfg map[string]any) error {
-		if typ == testrunner.Type {
+		switch {
+		case typ == testrunner.Type:
 			return testrunner.ValidateConfig(cfg)
-		}
-		if release.IsPullAgentType(typ) {
+		case release.IsPullAgentType(typ):
 			return pull.ValidateConfig(cfg)
+		case typ == release.WorkflowAgentType:
+			return nil
 		}
 		if v, ok := agentConfigValidators[typ]; ok {
 			return v(cfg)
 		}
-		return nil
+		return release.Invalid("type", fmt.Sprintf("unknown job agent type %q; want one of %s", typ, strings.Join(agentTypes(), ", ")))
 	}
 }
 
@@ -136,4 +143,14 @@ func withHMACKeys(v apply.AgentConfigValidator, secrets ports.SecretResolver) ap
 		}
 		return nil
 	}
+}
+
+// agentTypes are the job agent types serve runs, sorted.
+func agentTypes() []string {
+	types := []string{testrunner.Type, release.PullAgentType, release.APIAgentType, release.WorkflowAgentType}
+	for t := range agentConfigValidators {
+		types = append(types, t)
+	}
+	slices.Sort(types)
+	return types
 }

@@ -15,7 +15,7 @@ import (
 // checked before it is stored.
 func TestEveryIntegrationHasAConfigValidator(t *testing.T) {
 	t.Parallel()
-	in := newIntegrations(nil, nil, nil, time.Minute)
+	in := newIntegrations(nil, nil, nil, time.Minute, nil)
 	defer in.close()
 	for typ, a := range in.agents {
 		require.Equal(t, typ, a.Type())

@@ -99,7 +99,7 @@ func newMigrateSubCmd(name, short string, flags func(*cobra.Command) func() erro
 				}
 			}
 			if dsn == "" {
-				return usagef("migrate %s: no database: set --dsn or RECONCILER_DSN", name)
+				return usagef("migrate %s: no database: set --dsn or RECONCILER_DSN (migrate has no --server: a running `reconciler serve --dsn` migrates its own database)", name)
 			}
 			ctx := cmd.Context()
 			errOut := cmd.ErrOrStderr()

@@ -52,8 +52,8 @@ func (o *releaseOpts) check(cmd *cobra.Command) error {
 // chain's state lives in PostgreSQL, where a running `serve --dsn` picks up
 // what these commands enqueue.
 func (o *releaseOpts) run(cmd *cobra.Command, fn func(ctx context.Context, ch *chain.Chain) error) error {
-	be, err := o.open(cmd, "the release chain is stored in PostgreSQL; set --dsn or RECONCILER_DSN. "+
-		"The in-memory store lives only inside one `reconciler serve` process (see its demo)")
+	be, err := o.open(cmd, "the release chain is stored in PostgreSQL; set --dsn or RECONCILER_DSN "+
+		"(the in-memory store lives only inside one `reconciler serve` process)")
 	if err != nil {
 		return err
 	}
@@ -61,6 +61,13 @@ func (o *releaseOpts) run(cmd *cobra.Command, fn func(ctx context.Context, ch *c
 	ch := &chain.Chain{Store: be.releases, Queue: be.queue, Clock: ports.SystemClock,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return releaseExit(fn(cmd.Context(), ch))
+}
+
+// noDatabase is the usage error of a command given neither --dsn nor
+// --server: why it needs a database, and that --server (a running
+// `reconciler serve`) is the other way. Every such message is this one.
+func noDatabase(command, why string) error {
+	return usagef("%s: no database: %s; or set --server URL (env RECONCILER_SERVER) to go through a running `reconciler serve`", command, why)
 }
 
 // open checks the flags (RECONCILER_* fallbacks, -o) and opens the
@@ -72,7 +79,7 @@ func (o *releaseOpts) open(cmd *cobra.Command, noDB string) (*backend, error) {
 		return nil, err
 	}
 	if o.dsn == "" {
-		return nil, usagef("%s: no database: %s", cmd.CommandPath(), noDB)
+		return nil, noDatabase(cmd.CommandPath(), noDB)
 	}
 	if o.read {
 		return openForRead(cmd.Context(), o.dsn)

@@ -109,12 +109,12 @@ func (o *releaseOpts) apiClient(cmd *cobra.Command) (*client.Client, func(), err
 	if c, err := o.remote(); c != nil || err != nil {
 		return c, func() {}, err
 	}
-	be, err := o.open(cmd, "set --server (a running `reconciler serve`) or --dsn")
+	be, err := o.open(cmd, "set --dsn or RECONCILER_DSN")
 	if err != nil {
 		return nil, nil, err
 	}
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, ports.SystemClock,
-		slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, be.catalogConfig()),
 		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens,
 		Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: ports.SystemClock}, Clock: ports.SystemClock,

@@ -29,7 +29,7 @@ func apiServer(t *testing.T) (string, map[ports.Scope]string) {
 	clock := ports.SystemClock
 	releases, q, wfs, tokens := memory.NewReleaseStore(clock), memory.NewQueue(clock), memory.NewWorkflowStore(), memory.NewTokens()
 	cat := releases.Catalog // as serve's memory backend: the policies the demo seeds are the API's
-	rt := newReleaseRuntime(releases, wfs, cat, q, clock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	rt := newReleaseRuntime(releases, wfs, cat, q, clock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	t.Cleanup(rt.close)
 	fsys, where, err := demoFS("")
 	require.NoError(t, err)

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"net/http"
+	"time"
+
 	"context"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"log/slog"
 	"maps"
 
@@ -33,9 +37,10 @@ type releaseRuntime struct {
 }
 
 // newReleaseRuntime wires the runtime over the stores; secrets may be nil;
-// runner configures the test runner.
+// guard decides which addresses the job agents, verifiers and webhook tasks
+// may reach (nil: public ones only); runner configures the test runner.
 func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStore, catalog ports.Catalog, q ports.Queue,
-	clock ports.Clock, log *slog.Logger, secrets ports.SecretResolver, runner ...testrunner.Option) *releaseRuntime {
+	clock ports.Clock, log *slog.Logger, secrets ports.SecretResolver, guard *netguard.Guard, runner ...testrunner.Option) *releaseRuntime {
 	rt := &releaseRuntime{}
 	report := ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error {
 		if flow.IsJobID(r.JobID) {
@@ -45,7 +50,7 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 	})
 	rt.report = report
 	rt.runner = testrunner.New(report, clock, append([]testrunner.Option{testrunner.WithLogger(log)}, runner...)...)
-	rt.ext = newIntegrations(report, secrets, log, rt.runner.JobLease()) // serve: --lock, as the test runner's
+	rt.ext = newIntegrations(report, secrets, log, rt.runner.JobLease(), guard) // serve: --lock, as the test runner's
 	rt.chain = &chain.Chain{Store: releases, Queue: q, Clock: clock, Logger: log,
 		Agents: map[string]ports.JobAgent{testrunner.Type: rt.runner,
 			release.PullAgentType: pull.NewAgent(release.PullAgentType), release.APIAgentType: pull.NewAgent(release.APIAgentType)},
@@ -54,7 +59,7 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 	maps.Copy(rt.chain.Verifiers, rt.ext.verifiers)
 	rt.flows = &flow.Controller{Store: workflows, Queue: q, Releases: releases, Catalog: catalog, Jobs: rt.chain,
 		Clock: clock, Logger: log, Agents: maps.Clone(rt.chain.Agents), Verifiers: rt.chain.Verifiers,
-		Webhooks: httphook.Client{}, Secrets: secrets}
+		Webhooks: httphook.Client{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: guard.Transport()}}, Secrets: secrets}
 	rt.chain.Agents[release.WorkflowAgentType] = rt.flows.ReleaseAgent()
 	rt.triggers = &flow.Triggers{Flow: rt.flows, Events: releases}
 	return rt

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -54,8 +56,11 @@ type serveOptions struct {
 	secretDirs     []string
 	insecureNoAuth bool
 	consoleRefresh time.Duration
+	apiReadWait    time.Duration
+	http           httpOptions
 	agents         agentOptions
 	code           codeHostOptions
+	outbound       outboundOptions
 	logOut         io.Writer      // where the log goes; nil is standard error
 	opened         func(*backend) // tests: called once the backend is open (to issue tokens)
 }
@@ -90,7 +95,9 @@ Agents of the four run kinds run as local processes (the process runtime;
 the demo simulates them instead and says so): --agent-command with its
 --agent-arg list starts in <--agent-workdir>/<kind>/<id> with only PATH,
 RECONCILER_RUN_KIND/ID/PURPOSE/TRIGGER/WORKDIR, --agent-env and
---agent-secret variables; its output goes to agent.log there. Its start,
+--agent-secret variables (never serve's own environment); with
+--agent-user (serve running as root) it runs as that user, out of reach
+of serve's /proc/<pid>/environ; its output goes to agent.log there. Its start,
 heartbeat and exit are recorded on the run, which is woken at once; a
 release sends SIGTERM, then SIGKILL after --agent-stop-grace. A repo
 agent also gets RECONCILER_REPO and RECONCILER_BRANCH (reconciler/<id>).
@@ -130,10 +137,21 @@ API: /api/v1 (OpenAPI at /api/v1/openapi.json). Every call needs
 Authorization: Bearer TOKEN with the scope it names. In memory, serve prints a
 fresh admin token at start on standard output; with --dsn, create tokens with
 ` + "`reconciler token create --dsn DSN`" + `. --insecure-no-auth serves without
-tokens and is refused unless --listen is a loopback address.
+tokens and is refused unless --listen is a loopback address; it then also
+refuses a request whose Host is not a loopback name (DNS rebinding) and an
+API write that is not JSON or comes from another site.
+
+Listener: --read-header-timeout, --read-timeout, --write-timeout (a pull
+agent's waiting take gets its wait on top) and --idle-timeout bound slow
+and idle clients; --max-long-polls caps the waiting takes of one token or
+agent (429 with Retry-After beyond). --tls-cert-file/--tls-key-file serve
+TLS (the pair is re-read when it changes); behind a TLS proxy, give
+--public-url https://... so the console's cookie is Secure. See
+docs/security.md.
 
 Web console: / on --listen (log in with a token; actions need the scope the
-API asks for: approve, write, admin). Its live parts poll every
+API asks for: approve, write, admin). A login opens a session token of its
+own (12h at most) that logout revokes. Its live parts poll every
 --console-refresh.
 
 Profiling: /debug/pprof only on the separate --admin-listen listener (off by
@@ -172,8 +190,11 @@ cut to 16 characters) or json (one object a line).`,
 	f.StringVar(&o.demoDir, "demo-dir", "", "load the release demo from this directory's release.yaml (default: testdata/demo, built in); with --dsn it applies it")
 	f.StringVar(&o.secretPrefix, "secret-prefix", envsecret.DefaultPrefix, "workflow secrets referenced as env:NAME must have names with this prefix")
 	f.StringArrayVar(&o.secretDirs, "secret-dir", nil, "directory workflow secrets referenced as file:/path may be read from; repeat for several")
+	httpFlags(f, &o.http)
 	agentFlags(f, &o.agents)
 	codeHostFlags(f, &o.code)
+	outboundFlags(f, &o.outbound)
+	durationRangeVar(f, &o.apiReadWait, "api-read-wait", 2*time.Second, 100*time.Millisecond, time.Hour, "how long an API read (GET) may wait for the store, its wait for a connection of the read lane included; past it the API answers 503 with Retry-After")
 	durationRangeVar(f, &o.consoleRefresh, "console-refresh", console.DefaultRefresh, 100*time.Millisecond, time.Hour, "how often the web console's live parts (grid, target state, running workflows) poll")
 	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "serve the API without tokens (every caller is admin \"anonymous\"); only on a loopback --listen")
 	return cmd
@@ -203,6 +224,23 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	if o.insecureNoAuth && !loopback(o.listen) {
 		return usagef("--insecure-no-auth: refused on %q, which is not a loopback address (use 127.0.0.1:PORT or [::1]:PORT)", o.listen)
 	}
+	if err := o.http.check(); err != nil {
+		return err
+	}
+	if err := o.outbound.check(); err != nil {
+		return err
+	}
+	var tlsCert *certReloader
+	if o.http.tlsCertFile != "" {
+		if tlsCert, err = newCertReloader(o.http.tlsCertFile, o.http.tlsKeyFile, log); err != nil {
+			return err
+		}
+	}
+	for _, dir := range o.secretDirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return usagef("--secret-dir %q: not a directory that can be read", dir)
+		}
+	}
 	clock := ports.SystemClock
 	be, err := openBackend(ctx, o.dsn, o.migrate, clock, postgres.WithConnectTimeout(o.connectTimeout),
 		postgres.WithLockWaitNotice(func(pid int) {
@@ -217,14 +255,14 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	metrics := registerMetrics(reg, be.queue, clock)
+	metrics := registerMetrics(reg, be.queue, clock, be.db)
 	eng := engine.New(be.queue, engine.Options{
 		Logger: log, LeaseDuration: o.lock, ShutdownTimeout: o.shutdownTimeout, Metrics: metrics.engine,
 	})
 	cfg := reconcile.Config{Concurrency: o.concurrency, LockDuration: o.lock, ResyncInterval: o.resyncInterval,
 		StallThreshold: o.stallThreshold, MaxAutoResumes: o.maxAutoResumes, UnknownPodGrace: o.unknownPodGrace}
 	secrets := envsecret.Resolver{Prefix: o.secretPrefix, Dirs: o.secretDirs}
-	gh, err := newGitHubHost(ctx, o.code, be.runs, be.queue, secrets, clock, log)
+	gh, err := newGitHubHost(ctx, o.code, be.runs, be.queue, secrets, clock, log, o.outbound.guard)
 	if err != nil {
 		return err
 	}
@@ -268,9 +306,21 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots, Metrics: eng.Metrics(),
 		}, engine.KindOptions{Concurrency: o.concurrency})
 	}
-	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, secrets, testrunner.WithLease(o.lock))
+	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, secrets, o.outbound.guard, testrunner.WithLease(o.lock))
 	defer rt.close()
 	rt.register(eng, o.concurrency)
+	// The process's liveness row: jobs its in-process agents run are
+	// never ended as lost while it beats. A random suffix keeps a
+	// restarted process (same host and pid, as pid 1 in a container) from
+	// passing for the one that died.
+	rt.chain.Owner, rt.chain.Liveness = eng.Owner()+"-"+rand.Text()[:8], be.liveness()
+	liveCtx, stopLive := context.WithCancel(ctx)
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		engine.KeepAlive(liveCtx, rt.chain.Liveness, rt.chain.Owner, o.lock, clock, log, metrics.engine)
+	}()
+	defer func() { stopLive(); <-liveDone }()
 	if releaseDemo {
 		if err := seedReleaseDemo(ctx, rt.chain, be.catalog, be.tx, demoRelease); err != nil {
 			return err
@@ -288,7 +338,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
 			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: withHMACKeys(agentConfigValidator(), secrets),
-			Pull: rt.pullService(be, clock)})
+			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait, LongPolls: o.http.maxLongPolls})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
 				return err
@@ -297,7 +347,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		extra[api.Prefix+"/"] = apiSrv.Handler()
 		extra["/"] = console.New(console.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat, Releases: be.releases,
 			Workflows: be.workflows, Runs: be.runs, Queue: be.queue, Tokens: be.tokens, Clock: clock, Logger: log,
-			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh, Audit: be.audit}).Handler()
+			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh, Audit: be.audit, SecureCookie: o.http.secureCookies()}).Handler()
 	}
 	if o.listen != "" {
 		var hook http.Handler
@@ -307,11 +357,15 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		mountWebhooks(extra, githubActionsWebhooks{agents: be.releases.JobAgents(), secrets: secrets, report: rt.report,
 			deliveries: deliveryClaims(be.tokens, clock)}, hook)
 	}
-	srv, err := startHTTP(log, "listening", o.listen, newHTTPHandler(be, reg, extra, world))
+	handler := newHTTPHandler(be, reg, extra, world)
+	if o.insecureNoAuth {
+		handler = insecureGuard(handler)
+	}
+	srv, err := startHTTP(log, "listening", o.listen, o.http.server(handler, false), tlsCert)
 	if err != nil {
 		return err
 	}
-	admin, err := startHTTP(log, "admin listening", o.adminListen, newAdminHandler())
+	admin, err := startHTTP(log, "admin listening", o.adminListen, o.http.server(newAdminHandler(), true), nil)
 	if err != nil {
 		if srv != nil {
 			_ = srv.Close()
@@ -349,11 +403,12 @@ type serveMetrics struct {
 }
 
 // registerMetrics registers everything /metrics exports on reg: the Go
-// runtime and process collectors, the queue's state, the engine's
-// counters and the API's, which it returns for them to record.
-func registerMetrics(reg prometheus.Registerer, q ports.Queue, clock ports.Clock) serveMetrics {
+// runtime and process collectors, the queue's state, the database pools'
+// waits by lane (none when db is nil), the engine's counters and the
+// API's, which it returns for them to record.
+func registerMetrics(reg prometheus.Registerer, q ports.Queue, clock ports.Clock, db *postgres.DB) serveMetrics {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&engine.QueueCollector{Queue: q, Clock: clock})
+		&engine.QueueCollector{Queue: q, Clock: clock}, &postgres.PoolCollector{DB: db})
 	return serveMetrics{engine: engine.NewMetrics(reg), api: api.NewMetrics(reg)}
 }
 
@@ -377,9 +432,10 @@ func newHTTPHandler(be *backend, reg *prometheus.Registry, extra map[string]http
 	return mux
 }
 
-// startHTTP serves h on addr in the background and logs msg with the bound
-// address; an empty addr serves nothing (nil server).
-func startHTTP(log *slog.Logger, msg, addr string, h http.Handler) (*http.Server, error) {
+// startHTTP runs srv on addr in the background (over TLS with cert when
+// it is not nil) and logs msg with the bound address; an empty addr
+// serves nothing (nil server).
+func startHTTP(log *slog.Logger, msg, addr string, srv *http.Server, cert *certReloader) (*http.Server, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -387,7 +443,10 @@ func startHTTP(log *slog.Logger, msg, addr string, h http.Handler) (*http.Server
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	if cert != nil {
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cert.GetCertificate}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "addr", addr, "error", err)

@@ -36,7 +36,7 @@ func serveRepoRun(t *testing.T, checks githubtest.CheckRun, approve bool, want r
 		}
 	}
 	log := &procLog{keep: []string{"reconcile.decision", "listening"}}
-	cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "127.0.0.1:0", "--lock", "2s",
+	cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "127.0.0.1:0", "--lock", "2s", "--outbound-allow", "127.0.0.0/8",
 		"--agent-command", "sh", "--agent-arg=-c", "--agent-arg", "exit 0", "--agent-workdir", t.TempDir(),
 		"--github-api", fake.URL, "--github-token", "env:RECONCILER_SECRET_GH", "--github-merge-method", "squash",
 		"--pr-poll-interval", "200ms")

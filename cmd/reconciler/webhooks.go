@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -48,7 +49,9 @@ func mountWebhooks(extra map[string]http.Handler, actions githubActionsWebhooks,
 // its config's webhookSecretRef names and its run's status reported
 // (githubactions.WebhookHandler: 202 reported, 204 ignored event, 400
 // malformed, 401 bad signature, 413 over 1 MiB). An unknown id, an agent
-// of another type or one without webhookSecretRef is 404.
+// of another type or one without webhookSecretRef is answered exactly as
+// a bad signature (401, after the same checks), so job agent ids cannot be
+// enumerated without a secret.
 type githubActionsWebhooks struct {
 	agents  ports.Objects[release.JobAgent]
 	secrets ports.SecretResolver
@@ -78,10 +81,11 @@ func (h githubActionsWebhooks) ServeHTTP(w http.ResponseWriter, r *http.Request)
 		http.NotFound(w, r)
 		return
 	}
+	unknown := githubactions.WebhookHandler{AgentID: id, SecretRef: "env:UNKNOWN", Secrets: unguessableSecret{}, Reporter: h.report}
 	a, err := h.agents.Get(r.Context(), id)
 	switch {
 	case errors.Is(err, ports.ErrNotFound), err == nil && a.Value.Type != githubactions.Type:
-		http.Error(w, "no github-actions job agent "+id, http.StatusNotFound)
+		unknown.ServeHTTP(w, r)
 		return
 	case err != nil:
 		http.Error(w, "cannot read the job agent", http.StatusServiceUnavailable)
@@ -89,8 +93,18 @@ func (h githubActionsWebhooks) ServeHTTP(w http.ResponseWriter, r *http.Request)
 	}
 	ref, err := githubactions.WebhookSecretRef(a.Value.Config)
 	if err != nil || ref == "" {
-		http.Error(w, "job agent "+id+" has no webhookSecretRef in its config", http.StatusNotFound)
+		unknown.ServeHTTP(w, r)
 		return
 	}
 	githubactions.WebhookHandler{AgentID: id, SecretRef: ref, Secrets: h.secrets, Reporter: h.report, Deliveries: h.deliveries}.ServeHTTP(w, r)
+}
+
+// unguessableSecret resolves every reference to 32 fresh random bytes: a
+// delivery for no agent goes through the same checks as one for a real
+// agent and fails its signature the same way.
+type unguessableSecret struct{}
+
+// Resolve returns a new random secret.
+func (unguessableSecret) Resolve(context.Context, release.SecretRef) (string, error) {
+	return rand.Text(), nil
 }

@@ -24,8 +24,9 @@ import (
 // workflow_run deliveries at /api/v1/webhooks/github-actions/<agent>, verified
 // with the secret the github-actions agent record's webhookSecretRef
 // names, and reports the run's status by (agent, run id); an unknown
-// agent, one of another type or one without a secret reference is 404,
-// a bad signature 401, and nothing is reported for either.
+// agent, one of another type or one without a secret reference is
+// answered exactly as a bad signature (401, same body: agent ids cannot be
+// enumerated, issue 28), and nothing is reported for either.
 func TestGitHubActionsWebhookOnServeListener(t *testing.T) {
 	t.Setenv("RECONCILER_SECRET_GHA_HOOK", "hook-secret")
 	ctx := t.Context()
@@ -69,19 +70,24 @@ func TestGitHubActionsWebhookOnServeListener(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, deliver("/webhooks/github-actions/gha"))
 	require.Equal(t, http.StatusUnauthorized, deliver("/api/v1/webhooks"), "anything else under /api/v1 is the API's")
 	body := []byte(`{"action":"completed","workflow_run":{"id":42,"status":"completed","conclusion":"success","html_url":"https://github.example/r/42"}}`)
-	send := func(agent, sig string) int {
+	sendFull := func(agent, sig string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "/api/v1/webhooks/github-actions/"+agent, bytes.NewReader(body))
 		req.Header.Set("X-GitHub-Event", "workflow_run")
 		req.Header.Set("X-Hub-Signature-256", sig)
 		w := httptest.NewRecorder()
 		mux.ServeHTTP(w, req)
-		return w.Code
+		return w
 	}
+	send := func(agent, sig string) int { return sendFull(agent, sig).Code }
 	good := githubactions.Sign([]byte("hook-secret"), body)
-	require.Equal(t, http.StatusNotFound, send("nope", good))
-	require.Equal(t, http.StatusNotFound, send("runner", good), "not a github-actions agent")
-	require.Equal(t, http.StatusNotFound, send("gha-nohook", good), "no webhookSecretRef")
-	require.Equal(t, http.StatusUnauthorized, send("gha", githubactions.Sign([]byte("wrong"), body)))
+	bad := sendFull("gha", githubactions.Sign([]byte("wrong"), body))
+	require.Equal(t, http.StatusUnauthorized, bad.Code)
+	for agent, why := range map[string]string{"nope": "unknown", "runner": "not a github-actions agent", "gha-nohook": "no webhookSecretRef"} {
+		w := sendFull(agent, good)
+		require.Equal(t, bad.Code, w.Code, why)
+		require.Equal(t, bad.Body.String(), w.Body.String(), why)
+		require.Equal(t, bad.Header(), w.Header(), why)
+	}
 	require.Empty(t, reports)
 	require.Equal(t, http.StatusAccepted, send("gha", good))
 	require.Len(t, reports, 1)

@@ -118,13 +118,20 @@ func (o *workflowOpts) run(cmd *cobra.Command, fn func(ctx context.Context, c *f
 
 // parseParams reads --param k=v pairs; a value that is JSON (a number, a
 // boolean, an object, a list, a quoted string) is taken as such, anything
-// else as a string.
+// else as a string. A name given twice, or a name or value holding a
+// control character or invalid UTF-8, is refused naming it.
 func parseParams(pairs []string) (map[string]any, error) {
 	out := map[string]any{}
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
 			return nil, usagef("--param %q: want NAME=VALUE", p)
+		}
+		if err := release.CheckControl("--param "+strconv.Quote(k), p); err != nil {
+			return nil, usagef("%v", err)
+		}
+		if _, dup := out[k]; dup {
+			return nil, usagef("--param %s: given more than once", k)
 		}
 		var x any
 		if err := json.Unmarshal([]byte(v), &x); err != nil {

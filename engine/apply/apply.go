@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/reconcilerhq/reconciler/policy"
+	decision "github.com/reconcilerhq/reconciler/policy/plan"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -112,6 +113,9 @@ type Result struct {
 type Response struct {
 	DryRun  bool     `json:"dry_run,omitempty"`
 	Results []Result `json:"results"`
+	// Plan is, on a dry run through a caller that computes it (the API),
+	// what the change would do to each affected release target.
+	Plan *decision.Diff `json:"plan,omitempty"`
 	// Warnings name what was accepted but should change (a deprecated
 	// apiVersion), each with the document it is in.
 	Warnings []string `json:"warnings,omitempty"`

@@ -27,15 +27,22 @@ func (w *world) validate(ctx context.Context, objs []*object) error {
 	return w.progressionCycles(ctx, objs)
 }
 
-// agentConfigs checks, for every deployment naming a job agent where the
-// documents hold either, the agent's config merged with the deployment's
-// job_agent_config (as a job gets it, before the version's layer) against
-// the agent type's schema. A refusal names the document the bad key comes
-// from: the deployment's spec.job_agent_config.KEY or the agent's
-// spec.config.KEY.
+// agentConfigs checks every job agent the documents hold against its type
+// alone, then, for every deployment naming a job agent where the documents
+// hold either, the agent's config merged with the deployment's
+// job_agent_config (CheckDeploymentAgent). A refusal names the document
+// the bad key comes from: the deployment's spec.job_agent_config.KEY or
+// the agent's spec.config.KEY (spec.type for an unknown type).
 func (w *world) agentConfigs(ctx context.Context, objs []*object) error {
 	if w.a.AgentConfig == nil {
 		return nil
+	}
+	for _, o := range objs {
+		if a, ok := o.value.(*release.JobAgent); ok {
+			if err := CheckJobAgent(w.a.AgentConfig, a); err != nil {
+				return docError(o.index, specField(err))
+			}
+		}
 	}
 	deps, err := afterApply[release.Deployment](ctx, w, "Deployment", objs)
 	if err != nil {
@@ -59,31 +66,30 @@ func (w *world) agentConfigs(ctx context.Context, objs []*object) error {
 		if !depIn && !agentIn {
 			continue
 		}
-		err := w.a.AgentConfig(a.Type, release.MergeConfig(a.Config, d.JobAgentConfig))
+		fromAgent, err := CheckDeploymentAgent(w.a.AgentConfig, a, d)
 		if err == nil {
 			continue
 		}
-		field := ""
-		var fe *release.FieldError
-		if errors.As(err, &fe) {
-			field = fe.Field
+		if depIn && (!fromAgent || !agentIn) {
+			var fe *release.FieldError
+			if fromAgent && errors.As(err, &fe) {
+				err = release.Invalid(release.Field("job_agent_config", strings.TrimPrefix(strings.TrimPrefix(fe.Field, "config"), ".")), fe.Msg)
+			}
+			return docError(depDoc.index, specField(err))
 		}
-		sub := strings.TrimPrefix(strings.TrimPrefix(field, "job_agent_config"), ".")
-		top, _, _ := strings.Cut(sub, ".")
-		_, fromDep := d.JobAgentConfig[top]
-		msg := err.Error()
-		if fe != nil {
-			msg = fe.Msg
-		}
-		msg = fmt.Sprintf("job agent %s (type %s) with deployment %s: %s", a.ID, a.Type, d.ID, msg)
-		switch {
-		case depIn && (fromDep || !agentIn):
-			return docError(depDoc.index, release.Invalid(release.Field("spec.job_agent_config", sub), msg))
-		default:
-			return docError(agentDoc.index, release.Invalid(release.Field("spec.config", sub), msg))
-		}
+		return docError(agentDoc.index, specField(err))
 	}
 	return nil
+}
+
+// specField moves a field error's field under "spec.", where a document
+// holds an object's body.
+func specField(err error) error {
+	var fe *release.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	return release.Invalid(release.Field("spec", fe.Field), fe.Msg)
 }
 
 // references checks that o's parent, and a deployment's job agent, exist

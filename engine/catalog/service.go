@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"unicode"
 	"unicode/utf8"
@@ -474,6 +475,11 @@ const (
 // validateMetadata checks label and annotation keys and values: keys and
 // label values hold no control character, annotation values none but
 // tab, newline and carriage return.
+// labelKeyRe is the grammar of a label key (as Kubernetes label keys, with
+// an optional prefix/): labels are selected on, so a key holds no space,
+// '=' or '!'.
+var labelKeyRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$`)
+
 func validateMetadata(labels, annotations map[string]string) error {
 	var ps []error
 	for _, f := range []struct {
@@ -490,6 +496,8 @@ func validateMetadata(labels, annotations map[string]string) error {
 				ps = append(ps, fmt.Errorf("%s: key %q must be 1 to %d bytes", f.field, k, MaxMetadataKeyLen))
 			case hasControl(k, false):
 				ps = append(ps, fmt.Errorf("%s: key %q must not contain a control character", f.field, k))
+			case f.field == "labels" && !labelKeyRe.MatchString(k):
+				ps = append(ps, fmt.Errorf("%s: key %q must be letters, digits, '-', '_', '.' or '/', starting and ending with a letter or digit", f.field, k))
 			case len(v) > f.maxValue:
 				ps = append(ps, fmt.Errorf("%s.%s: the value is %d bytes long; at most %d", f.field, k, len(v), f.maxValue))
 			case hasControl(v, f.multiline):

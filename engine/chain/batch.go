@@ -56,6 +56,11 @@ type batch struct {
 	// versions are the deployments' newest versions, read once per batch
 	// (candidates).
 	versions map[string]*versionPage
+	// progression are the deployments' progression facts, read once per
+	// batch (progressionOf).
+	progression map[string]*progression
+	// targets are the target lists read once per batch (scopeTargets).
+	targets map[ports.TargetScope][]release.ReleaseTarget
 }
 
 // prefetch reads the facts of the items' targets in one statement.
@@ -335,6 +340,7 @@ func (c *Chain) handOverAll(ctx context.Context, hs []handover, outs []engine.Ou
 				claim := h.row.Job
 				claim.StartedAt = now
 				claim.LeaseUntil = now.Add(ports.JobLeaseOf(c.Agents[h.rt.agent.Type]))
+				claim.LeaseOwner = c.Owner
 				v, err := c.Store.JobUpdate(ctx, claim, h.row.Version)
 				if errors.Is(err, ports.ErrConflict) {
 					h.skip, outs[h.i] = true, engine.RequeueAt(now) // it moved: recompute

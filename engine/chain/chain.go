@@ -20,6 +20,9 @@ const (
 	KindJobEligibility  = "job-eligibility"
 	KindJobDispatch     = "job-dispatch"
 	KindJobVerification = "job-verification-metric"
+	// KindEnvironmentWake wakes the targets of one deployment in one
+	// environment after a job ended that their verdicts may read.
+	KindEnvironmentWake = "environment-wake"
 
 	// ScopeTarget scopes desired-release, job-eligibility and job-dispatch
 	// items: the scope id is the release target's key, so the queue never
@@ -28,9 +31,14 @@ const (
 	// ScopeJob scopes job-verification-metric items: the scope id is the
 	// job's id.
 	ScopeJob = "job"
+	// ScopeEnvironment scopes environment-wake items: the scope id is
+	// "deployment:environment".
+	ScopeEnvironment = "deployment-environment"
 )
 
-// Kinds lists the chain's work kinds in chain order.
+// Kinds lists the chain's work kinds in chain order, each swept by the
+// resync; KindEnvironmentWake, only a fan-out of desired-release (which
+// the resync sweeps), is not among them.
 var Kinds = []string{KindDesiredRelease, KindJobEligibility, KindJobDispatch, KindJobVerification}
 
 // historyLimit is how many of a target's newest jobs a pass reads: enough
@@ -67,12 +75,19 @@ type Chain struct {
 	// Metrics counts decisions, jobs and measurements (nil: none);
 	// Register takes the engine's when unset.
 	Metrics *engine.Metrics
+	// Owner names this process in Liveness: it is the LeaseOwner of the
+	// jobs its in-process agents run.
+	Owner string
+	// Liveness tells live processes from gone ones (nil: only job leases
+	// tell). A job whose owner is alive is never ended as lost; one whose
+	// owner's row lapsed is ended at once (timeOut).
+	Liveness ports.Liveness
 
 	batchOnce sync.Once
 	batcher   *engine.EnqueueBatcher
 }
 
-// Register registers the four controllers on eng, each with concurrency
+// Register registers the five controllers on eng, each with concurrency
 // passes at once; a pass of a target-scoped kind takes up to BatchSize
 // items.
 func (c *Chain) Register(eng *engine.Engine, concurrency int) {
@@ -84,6 +99,7 @@ func (c *Chain) Register(eng *engine.Engine, concurrency int) {
 	eng.Register(KindJobEligibility, batchProcessor{c, c.jobEligibility}, opts)
 	eng.Register(KindJobDispatch, batchProcessor{c, c.jobDispatch}, opts)
 	eng.Register(KindJobVerification, engine.ProcessorFunc(c.jobVerification), engine.KindOptions{Concurrency: concurrency})
+	eng.Register(KindEnvironmentWake, engine.ProcessorFunc(c.environmentWake), engine.KindOptions{Concurrency: concurrency})
 }
 
 // BatchSize is the most items of a target-scoped kind one pass takes.
@@ -92,6 +108,12 @@ const BatchSize = 32
 // TargetKey is the work key of a chain kind for a release target.
 func TargetKey(kind string, t release.ReleaseTarget) ports.WorkKey {
 	return ports.WorkKey{Kind: kind, ScopeType: ScopeTarget, ScopeID: t.Key()}
+}
+
+// EnvironmentKey is the work key of the environment-wake of a deployment's
+// targets in an environment.
+func EnvironmentKey(deploymentID, environmentID string) ports.WorkKey {
+	return ports.WorkKey{Kind: KindEnvironmentWake, ScopeType: ScopeEnvironment, ScopeID: deploymentID + ":" + environmentID}
 }
 
 // JobKey is the work key of a job's verification.

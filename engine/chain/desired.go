@@ -241,17 +241,24 @@ func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersio
 			}
 		}
 	}
-	ch, err := policy.Choose(policy.ChooseParams{Policies: f.policies, Base: f.base, Exclude: exclude}, c.candidates(ctx, f.Detail.Deployment.ID, f.policies))
+	ch, err := policy.Choose(policy.ChooseParams{Policies: f.policies, Base: f.base, Exclude: exclude}, c.candidates(ctx, f))
 	if err != nil {
 		return nil, policy.Choice{}, "", err
 	}
 	return ch.Version, ch, "newest-allowed", nil
 }
 
-// candidates streams the deployment's versions newest first with their
-// approvals and skips, read one version at a time as Choose asks; without
-// policies no rule reads approvals or skips, so they are not read.
-func (c *Chain) candidates(ctx context.Context, deploymentID string, policies []policy.Policy) iter.Seq2[policy.Candidate, error] {
+// candidates streams the deployment's versions of f's target newest first
+// with their approvals and skips, and the progression facts of each when a
+// progression rule applies to the target, read one version at a time as
+// Choose asks; without policies no rule reads approvals or skips, so they
+// are not read.
+func (c *Chain) candidates(ctx context.Context, f *facts) iter.Seq2[policy.Candidate, error] {
+	deploymentID, policies := f.Detail.Deployment.ID, f.policies
+	var prog *progression
+	if len(policies) > 0 && f.readsProgression() {
+		prog = progressionOf(ctx, deploymentID)
+	}
 	return func(yield func(policy.Candidate, error) bool) {
 		for v, err := range c.versionsNewestFirst(ctx, deploymentID) {
 			if err != nil {
@@ -262,6 +269,9 @@ func (c *Chain) candidates(ctx context.Context, deploymentID string, policies []
 			if v.Status == release.VersionReady && len(policies) > 0 {
 				if cand.Approvals, err = c.Store.ApprovalList(ctx, v.ID, ""); err == nil {
 					cand.Skips, err = c.Store.PolicySkipList(ctx, v.ID)
+				}
+				if err == nil && prog != nil {
+					cand.Environments, err = prog.environments(ctx, c, f, v.ID)
 				}
 				if err != nil {
 					yield(policy.Candidate{}, err)
@@ -343,9 +353,9 @@ func olderVersion(a, b *release.DeploymentVersion) bool {
 
 // loadPolicyFacts reads what the enabled policies' rules need beyond the
 // target itself, and only that: the active and successful versions (cooldown,
-// rollout), the system's environments with their targets' jobs
-// (progression), the deployment's targets in the target's environment (rollout) and the other
-// deployments on the resource (dependency).
+// rollout), the deployment's targets in the target's environment (rollout) and the other
+// deployments on the resource (dependency). Progression facts depend on
+// the version: candidates reads them per version (progression).
 func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 	in, t := &f.base, f.Detail.Target
 	if len(f.policies) == 0 {
@@ -361,32 +371,11 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 	if st.Successful != nil {
 		in.SuccessfulVersion = &st.Successful.Version
 	}
-	if policy.HasRule(f.policies, policy.TypeEnvironmentProgression) {
-		envs, err := ports.ListAll(ctx, c.Store.Environments(), f.Detail.System.ID)
-		if err != nil {
-			return err
-		}
-		for _, e := range envs {
-			es := policy.EnvironmentState{Environment: e.Value}
-			targets, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: t.DeploymentID, EnvironmentID: e.Value.ID}})
-			if err != nil {
-				return err
-			}
-			for _, ot := range targets {
-				jobs, err := c.Store.JobsByTarget(ctx, ot, historyLimit)
-				if err != nil {
-					return err
-				}
-				es.Targets = append(es.Targets, policy.TargetState{Target: ot, Jobs: records(jobs)})
-			}
-			in.SystemEnvironments = append(in.SystemEnvironments, es)
-		}
-	}
 	if policy.HasRule(f.policies, policy.TypeGradualRollout) {
 		// Rollout positions count the targets of the deployment in the
 		// target's environment.
 		scope := ports.TargetScope{DeploymentID: t.DeploymentID, EnvironmentID: t.EnvironmentID}
-		if in.DeploymentTargets, err = c.Store.TargetList(ctx, ports.TargetListParams{Scope: scope}); err != nil {
+		if in.DeploymentTargets, err = c.scopeTargets(ctx, scope); err != nil {
 			return err
 		}
 	}
@@ -415,6 +404,27 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 		}
 	}
 	return nil
+}
+
+// scopeTargets lists the targets in scope, read once per batch: every
+// target of an environment reads the same list (rollout positions).
+func (c *Chain) scopeTargets(ctx context.Context, scope ports.TargetScope) ([]release.ReleaseTarget, error) {
+	b := batchOf(ctx)
+	if b == nil {
+		return c.Store.TargetList(ctx, ports.TargetListParams{Scope: scope})
+	}
+	if ts, ok := b.targets[scope]; ok {
+		return ts, nil
+	}
+	ts, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: scope})
+	if err != nil {
+		return nil, err
+	}
+	if b.targets == nil {
+		b.targets = map[ports.TargetScope][]release.ReleaseTarget{}
+	}
+	b.targets[scope] = ts
+	return ts, nil
 }
 
 // resolveVariables resolves the deployment's variables for the target

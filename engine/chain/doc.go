@@ -35,9 +35,10 @@
 // and retries count within the run) and is dispatched once per job id (a
 // `JobLeaser`'s job is claimed, its start time written, before it is sent
 // and never sent again; it holds the agent's lease (`LeaseUntil`, from the
-// agent's acceptance, renewed by its non-terminal reports): if its process
-// dies, the lease runs out and the target's job-dispatch pass ends the job
-// as lost, with no job timeout needed, unless its agent is a `JobResumer`
+// agent's acceptance, renewed by its non-terminal reports, and its owner,
+// the process's liveness name): if its process dies (its liveness row
+// lapses, or, without one, the lease runs out) the target's job-dispatch
+// pass ends the job as lost, with no job timeout needed, unless its agent is a `JobResumer`
 // (an external run: `reclaim`): then the pass claims it anew, its lease
 // renewed by a CAS write in the pass's transaction so one process wins, and
 // after the commit hands it to `ResumeJob`, recording what the run did
@@ -66,5 +67,46 @@
 // and each running verification in the periodic sweep; `CreateVersion` and
 // `Approve` validate their input before any lookup, so no error quotes a raw
 // id (a version's deployment and tag are checked before its id, often
-// derived from them)
+// derived from them); an ended job wakes its target and, through one
+// `environment-wake` item each, only the environments whose progression
+// rules may read its own (`policy.Downstream`)
+//
+// # Lost means the owner is gone
+//
+// A job run by an in-process agent (ports.JobLeaser, the test runner) is
+// claimed before it is sent, recording the process that runs it
+// (release.Job.LeaseOwner, the process's name in ports.Liveness) and a
+// lease its agent renews. Every serve process keeps its own liveness row
+// (engine.KeepAlive, every third of --lock, on connections of its own), so
+// whether a job is lost is a question about its owner, not about how late
+// a renewal was:
+//
+//   - while the owner's row is alive, the job is never ended as lost,
+//     however late its lease renewals (a live process that is slow keeps
+//     its jobs; only the deployment's job timeout ends them);
+//   - once the owner's row lapsed (it stopped beating for a whole --lock),
+//     the job is ended as lost at once, without waiting for its lease;
+//   - an owner with no row (it never beat, or stopped cleanly and removed
+//     it) is judged by the job's lease alone.
+//
+// Why a late report for a job ended as lost by mistake cannot happen: the
+// only process that can report such a job is its owner, since an
+// in-process agent reports only the jobs it was sent, and a job is sent by
+// the process that claimed it. The job is ended as lost only after its
+// owner's row lapsed, and the row lapses only when the owner made no beat
+// for a whole --lock: its owner is dead (a restarted process beats under
+// a new name, with a random suffix), or was frozen for longer than the
+// lease, the one case in which its report, still fenced by the job row's
+// compare-and-swap, is refused rather than applied twice. A live owner's
+// report is never refused for a loss, because its jobs are never lost.
+//
+// # Progression in linear time
+//
+// An environment-progression rule reads, for each candidate version, the
+// newest terminal job of every target of the deployment: the chain reads
+// it once per (deployment, version) and batch (one JobsLatest statement),
+// and only for targets a progression rule applies to. A job that ends
+// wakes only the environments whose progression rules may read its own
+// (policy.Downstream), through one environment-wake item each, which the
+// jobs ending meanwhile share.
 package chain

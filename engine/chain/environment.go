@@ -2,6 +2,7 @@ package chain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -58,6 +59,10 @@ func (c *Chain) versionEnvironment(ctx context.Context, v release.DeploymentVers
 // names within the system of version versionID, as Approve and ForceDeploy
 // resolve it: ErrNotFound when none, ErrConflict when a name names several.
 func (c *Chain) ResolveEnvironment(ctx context.Context, versionID, ref string) (string, error) {
+	// Checked before the lookups, whose errors would quote the ids as given.
+	if err := errors.Join(release.CheckControl("version_id", versionID), release.CheckControl("environment_id", ref)); err != nil {
+		return "", err
+	}
 	v, err := c.Store.VersionGet(ctx, versionID)
 	if err != nil {
 		return "", fmt.Errorf("version %s: %w", versionID, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/engine"
@@ -32,7 +33,7 @@ func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 	if !r.Status.Valid() {
 		return fmt.Errorf("%s: %w", op, release.Invalid("status", "unknown job status "+string(r.Status)))
 	}
-	for range 5 {
+	for attempt := range 5 {
 		row, err := c.reportedJob(ctx, r)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
@@ -57,6 +58,9 @@ func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 		// lease (only a job that holds one, and only forward).
 		renew := r.Lease > 0 && !r.Status.IsTerminal() && row.Status.IsActive() && !row.LeaseUntil.IsZero() &&
 			at.Add(r.Lease).After(row.LeaseUntil)
+		if attempt == 0 && r.Lease > 0 && !r.Status.IsTerminal() {
+			c.Metrics.Renewal(engine.RenewalJob, jobRenewal(&row.Job, at, r.Lease), 1)
+		}
 		if same && !added && !renew {
 			return nil
 		}
@@ -103,6 +107,21 @@ func (c *Chain) ReportJob(ctx context.Context, r ports.JobReport) error {
 		return nil
 	}
 	return fmt.Errorf("%s: the job kept changing: %w", op, ports.ErrConflict)
+}
+
+// jobRenewal is the result of a job lease renewal at at (engine.Metrics.
+// Renewal): failed when the job no longer holds a lease to renew (it ended,
+// or its lease ran out), late when less than a third of the lease was
+// left, else ok.
+func jobRenewal(j *release.Job, at time.Time, lease time.Duration) string {
+	switch {
+	case !j.Status.IsActive() || j.LeaseUntil.IsZero() || at.After(j.LeaseUntil):
+		return engine.RenewalFailed
+	case at.After(j.LeaseUntil.Add(-lease / 3)):
+		return engine.RenewalLate
+	default:
+		return engine.RenewalOK
+	}
 }
 
 // mergeLinks adds a report's links to a job's: a new map, and whether any
@@ -160,28 +179,26 @@ func (c *Chain) afterJobEnded(ctx context.Context, row *ports.JobRow) engine.Out
 	return engine.Done()
 }
 
-// wakeDependents enqueues desired-release for t, for the deployment's other
-// targets when a progression rule may read t's jobs, for the targets of
-// t's environment when a per-environment concurrency cap may be waiting on
-// t's job, and for the other deployments on t's resource when a dependency
-// rule may.
+// wakeDependents enqueues desired-release for t and for the other
+// deployments' targets on t's resource when a dependency rule may read t;
+// and one environment-wake item (environmentWake) for each environment of
+// t's deployment whose targets' verdict the end of t's job may change: the
+// environments whose progression rules may read t's environment
+// (policy.Downstream), and t's own when a per-environment concurrency cap
+// may be waiting on t's job. The queue keeps one item per key, so the jobs
+// ending in an environment meanwhile share one wake of its targets.
 func (c *Chain) wakeDependents(ctx context.Context, t release.ReleaseTarget, policies []policy.Policy) error {
 	targets := []release.ReleaseTarget{t}
+	var envs []string
 	if policy.HasRule(policies, policy.TypeEnvironmentProgression) {
-		more, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: t.DeploymentID}})
+		down, err := c.downstream(ctx, t, policies)
 		if err != nil {
 			return err
 		}
-		targets = append(targets, more...)
+		envs = append(envs, down...)
 	}
 	if envCapped(policies) {
-		// A job ended: a target of its environment may be waiting for room
-		// under a per-environment cap.
-		more, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: t.DeploymentID, EnvironmentID: t.EnvironmentID}})
-		if err != nil {
-			return err
-		}
-		targets = append(targets, more...)
+		envs = append(envs, t.EnvironmentID)
 	}
 	if policy.HasRule(policies, policy.TypeDeploymentDependency) {
 		more, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{ResourceID: t.ResourceID}})
@@ -190,7 +207,59 @@ func (c *Chain) wakeDependents(ctx context.Context, t release.ReleaseTarget, pol
 		}
 		targets = append(targets, more...)
 	}
-	return c.EvaluateTargets(ctx, targets...)
+	if err := c.EvaluateTargets(ctx, targets...); err != nil {
+		return err
+	}
+	keys := make([]ports.WorkKey, len(envs))
+	for i, e := range envs {
+		keys[i] = EnvironmentKey(t.DeploymentID, e)
+	}
+	return c.enqueue(ctx, time.Time{}, keys...)
+}
+
+// downstream is policy.Downstream of t's environment in t's deployment.
+func (c *Chain) downstream(ctx context.Context, t release.ReleaseTarget, policies []policy.Policy) ([]string, error) {
+	d, err := c.Store.Deployments().Get(ctx, t.DeploymentID)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	stored, err := ports.ListAll(ctx, c.Store.Environments(), d.Value.SystemID)
+	if err != nil {
+		return nil, err
+	}
+	envs := make([]release.Environment, len(stored))
+	var upstream *release.Environment
+	for i := range stored {
+		envs[i] = stored[i].Value
+		if envs[i].ID == t.EnvironmentID {
+			upstream = &envs[i]
+		}
+	}
+	if upstream == nil {
+		return nil, nil // the environment is gone: its jobs gate nothing
+	}
+	return policy.Downstream(policies, d.Value, *upstream, envs), nil
+}
+
+// environmentWake is the environment-wake controller: it enqueues
+// desired-release for every target of the item's deployment in its
+// environment, after a job ended that their verdicts may read.
+func (c *Chain) environmentWake(ctx context.Context, it engine.Item) engine.Outcome {
+	depID, envID, ok := strings.Cut(it.Key.ScopeID, ":")
+	if !ok || depID == "" || envID == "" || strings.Contains(envID, ":") {
+		return engine.Terminal(fmt.Errorf("%s item %s: want \"deployment:environment\"", it.Key.Kind, it.Key.ScopeID))
+	}
+	targets, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: depID, EnvironmentID: envID}})
+	if err != nil {
+		return engine.Retry(fmt.Errorf("wake %s: %w", it.Key.ScopeID, err))
+	}
+	if err := c.EvaluateTargets(ctx, targets...); err != nil {
+		return engine.Retry(fmt.Errorf("wake %s: %w", it.Key.ScopeID, err))
+	}
+	return engine.Done()
 }
 
 // envCapped reports whether any policy caps active jobs per environment.

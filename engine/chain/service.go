@@ -206,13 +206,12 @@ func (c *Chain) Explain(ctx context.Context, t release.ReleaseTarget, limit int)
 	} else {
 		out.Forced = why
 	}
-	for cand, err := range c.candidates(ctx, t.DeploymentID, f.policies) {
+	for cand, err := range c.candidates(ctx, f) {
 		if err != nil {
 			return Explanation{}, fmt.Errorf("%s: %w", op, err)
 		}
 		vv := VersionVerdicts{Version: cand.Version}
-		in := f.base
-		in.Version, in.Approvals, in.Skips = cand.Version, cand.Approvals, cand.Skips
+		in := cand.Input(f.base)
 		if !in.IsCandidate() {
 			// Not a candidate here (policy.Choose); its rules do not matter.
 			vv.Decision = policy.Decision{Status: policy.Denied,

@@ -40,7 +40,13 @@ func (c *Chain) timeOut(ctx context.Context, f *facts) (time.Time, bool, []hando
 		}
 		// A pull agent's job whose lease ran out with hand-outs left is not
 		// lost: it waits for its next taker (release.Job.LeaseLost).
-		lost := j.LeaseLost(now)
+		lost, alive, err := c.leaseLost(ctx, j, now)
+		if err != nil {
+			return next, ended, resumes, err
+		}
+		if !alive.IsZero() {
+			ahead(alive) // its owner is alive: judge it again once that may change
+		}
 		d := j.Deadline(limit)
 		timedOut := !d.IsZero() && !now.Before(d)
 		if lost != "" && !timedOut && j.Take == nil {
@@ -73,13 +79,37 @@ func (c *Chain) timeOut(ctx context.Context, f *facts) (time.Time, bool, []hando
 			continue
 		}
 		c.stopJob(ctx, f, j, msg)
-		err := c.ReportJob(ctx, ports.JobReport{JobID: j.ID, Status: release.JobFailure, Message: msg, At: now})
+		err = c.ReportJob(ctx, ports.JobReport{JobID: j.ID, Status: release.JobFailure, Message: msg, At: now})
 		if err != nil && !errors.Is(err, release.ErrInvalid) { // invalid: it ended meanwhile
 			return next, ended, resumes, err
 		}
 		ended = true
 	}
 	return next, ended, resumes, nil
+}
+
+// leaseLost says why active job j is lost at now, or "" when it is not
+// (release.Job.LeaseLost), judged by its owner's liveness when it has one
+// (Chain.Liveness): a job whose owner process is alive is never lost,
+// however late its lease renewals (alive is then until when the owner is
+// known alive), and one whose owner's liveness row lapsed is lost at once,
+// before its lease runs out. Without a liveness row (an owner that never
+// beat, or stopped cleanly) the lease alone tells.
+func (c *Chain) leaseLost(ctx context.Context, j *ports.JobRow, now time.Time) (lost string, alive time.Time, err error) {
+	lost = j.LeaseLost(now)
+	if c.Liveness == nil || j.LeaseOwner == "" || j.Take != nil || !j.Status.IsActive() || j.LeaseUntil.IsZero() {
+		return lost, time.Time{}, nil
+	}
+	until, err := c.Liveness.LivenessGet(ctx, j.LeaseOwner)
+	switch {
+	case err != nil:
+		return "", time.Time{}, fmt.Errorf("liveness of job %s's owner: %w", j.ID, err)
+	case until.IsZero():
+		return lost, time.Time{}, nil
+	case now.Before(until):
+		return "", until, nil
+	}
+	return "lost: the process running it (" + j.LeaseOwner + ") stopped: its liveness lapsed at " + until.UTC().Format(time.RFC3339Nano), time.Time{}, nil
 }
 
 // reclaim claims job j, whose lease ran out, for its agent to resume
@@ -110,6 +140,7 @@ func (c *Chain) reclaim(ctx context.Context, f *facts, j *ports.JobRow, now time
 	}
 	claim := j.Job
 	claim.LeaseUntil = now.Add(ports.JobLeaseOf(c.Agents[agent.Type]))
+	claim.LeaseOwner = c.Owner
 	v, err := c.Store.JobUpdate(ctx, claim, j.Version)
 	if err != nil {
 		return nil, fmt.Errorf("claim job %s to resume: %w", j.ID, err)

@@ -19,6 +19,36 @@ type InputScope struct {
 	SystemID    string
 }
 
+// checkScope refuses a scope naming a workspace or system that does not
+// exist, or a system outside the workspace named, whether or not the
+// template reads them: a misspelt --system must not pass in silence.
+func (c *Controller) checkScope(ctx context.Context, sc InputScope) error {
+	if c.Releases == nil {
+		return nil
+	}
+	if sc.WorkspaceID != "" {
+		if _, err := c.Releases.Workspaces().Get(ctx, sc.WorkspaceID); errors.Is(err, ports.ErrNotFound) {
+			return release.Invalid("workspace", fmt.Sprintf("workspace %q does not exist", sc.WorkspaceID))
+		} else if err != nil {
+			return fmt.Errorf("workspace %s: %w", sc.WorkspaceID, err)
+		}
+	}
+	if sc.SystemID == "" {
+		return nil
+	}
+	sys, err := c.Releases.Systems().Get(ctx, sc.SystemID)
+	if errors.Is(err, ports.ErrNotFound) {
+		return release.Invalid("system", fmt.Sprintf("system %q does not exist", sc.SystemID))
+	}
+	if err != nil {
+		return fmt.Errorf("system %s: %w", sc.SystemID, err)
+	}
+	if sc.WorkspaceID != "" && sys.Value.WorkspaceID != sc.WorkspaceID {
+		return release.Invalid("system", fmt.Sprintf("system %q is in workspace %q, not %q", sc.SystemID, sys.Value.WorkspaceID, sc.WorkspaceID))
+	}
+	return nil
+}
+
 // needs says which candidate lists a template's matrix sources read.
 type needs struct{ resources, environments, targets bool }
 
@@ -47,6 +77,9 @@ func needsOf(t *workflow.Template) needs {
 // that releaseTarget sources name (by id or name), each with its
 // deployment, environment and resource objects.
 func (c *Controller) loadInputs(ctx context.Context, t *workflow.Template, in workflow.Inputs, sc InputScope) (workflow.Inputs, error) {
+	if err := c.checkScope(ctx, sc); err != nil {
+		return in, err
+	}
 	n := needsOf(t)
 	n.resources = n.resources && in.Resources == nil
 	n.environments = n.environments && in.Environments == nil

@@ -88,6 +88,17 @@ func (c *Control) Create(ctx context.Context, p CreateParams) (ports.RunRow, err
 	if err := validateCreate(&p); err != nil {
 		return ports.RunRow{}, fmt.Errorf("create run: %w", err)
 	}
+	// A dependency that does not exist would fail the run at once: refuse
+	// it here, naming it.
+	for i, d := range p.DependsOn {
+		_, err := c.Store.RunGet(ctx, reconcile.RunRef{Kind: reconcile.KindRepo, ID: d})
+		if errors.Is(err, ports.ErrNotFound) {
+			return ports.RunRow{}, fmt.Errorf("create run: %w", release.Invalid(release.Index("depends_on", i), fmt.Sprintf("repo run %q does not exist", d)))
+		}
+		if err != nil {
+			return ports.RunRow{}, fmt.Errorf("create run: depends_on %s: %w", d, err)
+		}
+	}
 	var body any
 	switch p.Kind {
 	case reconcile.KindRepo:

@@ -30,6 +30,19 @@ func requireField(t *testing.T, err error, field string) {
 	require.Equal(t, field, fe.Field, "%v", err)
 }
 
+// TestControlCreateUnknownDependency: a repo run depending on one that does
+// not exist is refused at once, naming it, and nothing is stored (issue 29).
+func TestControlCreateUnknownDependency(t *testing.T) {
+	t.Parallel()
+	b, c := setupControl(t)
+	ctx := context.Background()
+	_, err := c.Create(ctx, runs.CreateParams{Kind: reconcile.KindRepo, ID: "r1", Repo: "acme/api", DependsOn: []string{"nosuch"}})
+	requireField(t, err, "depends_on[0]")
+	require.ErrorContains(t, err, `"nosuch" does not exist`)
+	_, err = b.store.RunGet(ctx, reconcile.RunRef{Kind: reconcile.KindRepo, ID: "r1"})
+	require.ErrorIs(t, err, ports.ErrNotFound)
+}
+
 func TestControlCreate(t *testing.T) {
 	t.Parallel()
 	b, c := setupControl(t)
@@ -38,6 +51,7 @@ func TestControlCreate(t *testing.T) {
 		p     runs.CreateParams
 		state reconcile.State
 	}{
+		{runs.CreateParams{Kind: reconcile.KindRepo, ID: "r0", Repo: "acme/api"}, reconcile.RepoPending},
 		{runs.CreateParams{Kind: reconcile.KindRepo, ID: "r1", Repo: "acme/api", MaxRetries: 2, DependsOn: []string{"r0"}}, reconcile.RepoPending},
 		{runs.CreateParams{Kind: reconcile.KindStandalone, ID: "s1", Workflow: "nightly"}, reconcile.StandaloneQueued},
 		{runs.CreateParams{Kind: reconcile.KindPRReview, ID: "p1", PRURL: "https://example.test/pr/1"}, reconcile.ReviewQueued},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/engine"
@@ -71,9 +72,39 @@ func (p *Processor) Process(ctx context.Context, it engine.Item) engine.Outcome 
 	lvl := slog.LevelInfo
 	if err != nil {
 		lvl = slog.LevelError
+		p.noteWaiting(ctx, row, action, err)
 	}
 	p.log(ctx, lvl, ref, action, outcome, start, err)
 	return out
+}
+
+// DecisionWaiting is the decision-history action of a decision that could
+// not be applied (no agent runtime, a failed launch): its Reason says why
+// the run waits, so runs get and the console show it, not only the ERROR
+// log line.
+const DecisionWaiting = "waiting"
+
+// maxWaitReason bounds the recorded reason.
+const maxWaitReason = 300
+
+// noteWaiting records why the decided action a could not be applied to
+// row, in the run's decision history, unless the newest entry already
+// says so (a retry loop records it once). A lost race changes nothing:
+// the next pass decides again.
+func (p *Processor) noteWaiting(ctx context.Context, row ports.RunRow, a reconcile.Action, cause error) {
+	reason := strings.ReplaceAll(fmt.Sprintf("%s could not be applied: %v", a.Type(), cause), "\x00", "")
+	if len(reason) > maxWaitReason {
+		reason = strings.ToValidUTF8(reason[:maxWaitReason], "") + "…"
+	}
+	if last, err := p.Store.RunDecisions(ctx, row.Ref, 1); err != nil ||
+		(len(last) == 1 && last[0].Action == DecisionWaiting && last[0].Reason == reason) {
+		return
+	}
+	_, err := p.Store.RunUpdate(ctx, ports.RunUpdateParams{Ref: row.Ref, ExpectedVersion: row.Version, State: row.State, Body: row.Body,
+		Decision: &ports.RunDecision{Action: DecisionWaiting, Reason: reason}})
+	if err != nil && !errors.Is(err, ports.ErrConflict) {
+		p.Logger.LogAttrs(ctx, slog.LevelWarn, "runs.note_waiting_failed", slog.String("run", row.Ref.String()), slog.String("error", err.Error()))
+	}
 }
 
 func (p *Processor) log(ctx context.Context, lvl slog.Level, ref reconcile.RunRef, a reconcile.Action, outcome string, start time.Time, err error) {

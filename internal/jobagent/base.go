@@ -80,9 +80,23 @@ func (b *Base[C]) Close() { b.track.Close() }
 func (b *Base[C]) JobLease() time.Duration { return b.lease }
 
 // Start dispatches d once per job id (jobfollow.Tracker.Dispatch): start
-// finds or starts the external run and returns how to follow it.
+// finds or starts the external run and returns how to follow it. A vendor's
+// refusal that will not change (outbound.IsRefusal) ends the job
+// invalidJobAgent with the vendor's message instead of being retried.
 func (b *Base[C]) Start(ctx context.Context, d ports.JobDispatch, start func(ctx context.Context) (jobfollow.Started, error)) (ports.JobDispatchResult, error) {
-	return b.track.Dispatch(ctx, d, start)
+	return b.track.Dispatch(ctx, d, b.endRefused(start))
+}
+
+// endRefused wraps start: an error carrying a vendor's refusal that will
+// not change ends the job invalidJobAgent with the vendor's message.
+func (b *Base[C]) endRefused(start func(ctx context.Context) (jobfollow.Started, error)) func(ctx context.Context) (jobfollow.Started, error) {
+	return func(ctx context.Context) (jobfollow.Started, error) {
+		st, err := start(ctx)
+		if err != nil && outbound.IsRefusal(err) {
+			return b.Invalid(errors.New(outbound.Message(err)))
+		}
+		return st, err
+	}
 }
 
 // Resume follows d's job again (jobfollow.Tracker.Resume). A job whose
@@ -96,9 +110,9 @@ func (b *Base[C]) Start(ctx context.Context, d ports.JobDispatch, start func(ctx
 func (b *Base[C]) Resume(ctx context.Context, d ports.JobDispatch, parse func(map[string]any) (C, error),
 	follow func(ctx context.Context, cfg C) (jobfollow.Started, error), start func(ctx context.Context) (jobfollow.Started, error)) (ports.JobDispatchResult, error) {
 	if d.Job.ExternalID == "" {
-		return b.track.Resume(ctx, d, start)
+		return b.track.Resume(ctx, d, b.endRefused(start))
 	}
-	return b.track.Resume(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
+	return b.track.Resume(ctx, d, b.endRefused(func(ctx context.Context) (jobfollow.Started, error) {
 		cfg, err := parse(d.Job.JobAgentConfig)
 		if err != nil {
 			return b.Invalid(err)
@@ -117,7 +131,7 @@ func (b *Base[C]) Resume(ctx context.Context, d ports.JobDispatch, parse func(ma
 		b.Remember(d.Job.ID, cfg)
 		f.Result = ports.JobDispatchResult{ExternalID: d.Job.ExternalID, Status: st.Status, Message: st.Message}
 		return f, nil
-	})
+	}))
 }
 
 // Remember keeps job id's config for CancelJob.

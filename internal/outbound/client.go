@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 )
 
 // Defaults of Options.
@@ -44,8 +46,14 @@ type Options struct {
 	MaxBody int64
 	// PerHost caps the requests in flight to one host.
 	PerHost int
-	// Transport sends the requests; nil means http.DefaultTransport.
+	// Transport sends the requests; nil means Guard's transport.
 	Transport http.RoundTripper
+	// Guard decides which addresses the requests may reach when Transport
+	// is nil; nil refuses loopback, private, link-local and the other
+	// addresses netguard names, so a user-chosen URL cannot reach the
+	// daemon's own network. serve passes --outbound-allow; tests against a
+	// server on this machine pass netguard.Loopback.
+	Guard *netguard.Guard
 }
 
 // Client sends an adapter's requests. It is goroutine-safe.
@@ -84,7 +92,7 @@ func New(o Options) *Client {
 	}
 	t := o.Transport
 	if t == nil {
-		t = http.DefaultTransport
+		t = o.Guard.Transport()
 	}
 	return &Client{o: o, http: &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse // a redirect is an answer, not followed with our credentials
@@ -109,6 +117,13 @@ type Request struct {
 	// AnyStatus returns every response as it came, retrying none for its
 	// status (a probe whose answer is the measurement).
 	AnyStatus bool
+	// Transient lists the 4xx statuses the vendor documents as transient
+	// for this call: DoJSON does not classify them as refusals.
+	Transient []int
+	// KeepsRateLimit is set by a caller that keeps the vendor's rate limit
+	// itself (the GitHub code host): Do returns a rate-limited 403 instead
+	// of retrying it.
+	KeepsRateLimit bool
 }
 
 // JSON sets the body to v encoded as JSON and the Content-Type header.
@@ -142,6 +157,9 @@ type Error struct {
 	Status  int
 	Body    string
 	Err     error
+	// Refused is set when the status is a refusal that will not change
+	// (Refusal): retrying is pointless.
+	Refused bool
 }
 
 func (e *Error) Error() string {
@@ -180,7 +198,9 @@ var ErrMalformed = errors.New("malformed response")
 // bodyPrefix is how much of a response body an error quotes.
 const bodyPrefix = 200
 
-// Do sends r, retrying as its Idempotent says, and returns the last
+// Do sends r, retrying as its Idempotent says (429 and a rate-limited 403
+// are retried whatever it says, after the wait RetryWait reads from the
+// answer, capped at MaxRetryAfter), and returns the last
 // response whatever its status; it fails only when no usable response
 // came (transport error, cap exceeded, cancelled context) or when the
 // retries of a retryable status ran out.
@@ -206,10 +226,11 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 			}
 			lastErr = c.fail(r, 0, nil, err)
 			retryable = r.Idempotent
-		case !r.AnyStatus && (resp.Status == http.StatusTooManyRequests || (resp.Status >= 500 && r.Idempotent)):
+		case !r.AnyStatus && (resp.Status == http.StatusTooManyRequests || (!r.KeepsRateLimit && RateLimited(resp.Status, resp.Header)) ||
+			(resp.Status >= 500 && r.Idempotent)):
 			lastErr = c.fail(r, resp.Status, resp.Body, nil)
 			retryable = true
-			wait = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+			wait = RetryWait(resp.Header, time.Now())
 		default:
 			return resp, nil
 		}
@@ -303,9 +324,12 @@ func (c *Client) fail(r Request, status int, body []byte, err error) *Error {
 }
 
 // Unexpected is the error of call answered with a status the caller does
-// not take: the adapter, the call, the status and the start of the body.
-func (c *Client) Unexpected(call string, resp *Response) *Error {
-	return c.fail(Request{Call: call}, resp.Status, resp.Body, nil)
+// not take: the adapter, the call, the status and the start of the body;
+// Refused when the status is a refusal (Refusal) other than transient.
+func (c *Client) Unexpected(call string, resp *Response, transient ...int) *Error {
+	e := c.fail(Request{Call: call}, resp.Status, resp.Body, nil)
+	e.Refused = Refusal(resp.Status, resp.Header, transient...)
+	return e
 }
 
 // retryAfter parses a Retry-After header (seconds or an HTTP date) into a
@@ -344,7 +368,9 @@ func (c *Client) DoJSON(ctx context.Context, r Request, out any) (*Response, err
 		return nil, err
 	}
 	if resp.Status < 200 || resp.Status > 299 {
-		return resp, c.fail(r, resp.Status, resp.Body, errors.New(http.StatusText(resp.Status)))
+		e := c.fail(r, resp.Status, resp.Body, errors.New(http.StatusText(resp.Status)))
+		e.Refused = Refusal(resp.Status, resp.Header, r.Transient...)
+		return resp, e
 	}
 	if out != nil {
 		if err := c.Decode(r.Call, resp, out); err != nil {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 )
 
 // fast is a client with tiny waits for tests.
@@ -21,6 +23,9 @@ func fast(o Options) *Client {
 	}
 	if o.Backoff == 0 {
 		o.Backoff = time.Millisecond
+	}
+	if o.Guard == nil {
+		o.Guard = netguard.Loopback // the test servers listen on loopback
 	}
 	return New(o)
 }

@@ -4,10 +4,14 @@
 //
 //   - one Client per adapter, named by the adapter, with a timeout per
 //     attempt;
-//   - retries with a doubling backoff on 429 and 5xx responses and on
-//     transport errors, honouring Retry-After (capped); a request that is
-//     not idempotent is retried only on 429, which the server answers
-//     before it acts;
+//   - retries with a doubling backoff on 429, a rate-limited 403 and 5xx
+//     responses and on transport errors, honouring Retry-After and
+//     X-RateLimit-Reset (capped; RetryWait); a request that is not
+//     idempotent is retried only when rate limited, which the server
+//     answers before it acts;
+//   - one classification of answers (Refusal): a refusal that will not
+//     change is an *Error marked Refused, which internal/jobagent turns
+//     into the job's end (invalidJobAgent, with the vendor's message);
 //   - a cap on the response body read;
 //   - context cancellation at every wait;
 //   - at most PerHost requests in flight to one host at once;

@@ -44,6 +44,9 @@ func (e *Error) Error() string {
 }
 
 // Decode strictly decodes data into v, which must be a non-nil pointer.
+// Besides unknown fields and type mismatches it refuses invalid UTF-8, a
+// lone UTF-16 surrogate escape and a key repeated within one object, which
+// encoding/json would silently replace or let the last one win.
 func Decode(data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return &Error{Msg: "empty document"}
@@ -63,6 +66,9 @@ func Decode(data []byte, v any) error {
 			return &Error{Line: line, Column: col, Msg: "syntax error: " + se.Error()}
 		}
 		return &Error{Msg: "syntax error: " + err.Error()}
+	}
+	if err := checkText(data); err != nil {
+		return err
 	}
 	w := walker{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
 	w.dec.UseNumber()

@@ -63,7 +63,7 @@ func (d *Deployment) Validate() error {
 }
 
 func (d *Deployment) validateFields() error {
-	if err := checkID("id", d.ID); err != nil {
+	if err := CheckObjectID("id", d.ID); err != nil {
 		return err
 	}
 	if err := checkID("system_id", d.SystemID); err != nil {

@@ -21,7 +21,7 @@ func (e *Environment) Validate() error {
 }
 
 func (e *Environment) validateFields() error {
-	if err := checkID("id", e.ID); err != nil {
+	if err := CheckObjectID("id", e.ID); err != nil {
 		return err
 	}
 	if err := checkID("system_id", e.SystemID); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -124,6 +125,26 @@ func checkID(field, id string) error {
 	return checkControl(field, id)
 }
 
+// objectIDRe is the grammar of an object's own id, the same for every kind
+// (and for run, workflow and catalog ids): it is a path segment, so never
+// "/", "." or "..", and it starts with a letter or digit.
+var objectIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// ObjectIDRule is the id grammar in words, for help texts and errors.
+const ObjectIDRule = "1-128 ASCII letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+// CheckObjectID refuses an object id outside the grammar every kind
+// shares, naming field.
+func CheckObjectID(field, id string) error {
+	if id == "" {
+		return Invalid(field, "is required")
+	}
+	if !objectIDRe.MatchString(id) {
+		return Invalid(field, fmt.Sprintf("%q is not a valid id: want %s", id, ObjectIDRule))
+	}
+	return nil
+}
+
 // checkRequired reports an empty string, one longer than MaxNameLength, or
 // one holding a control character.
 func checkRequired(field, v string) error {
@@ -148,7 +169,10 @@ func checkName(field, v string) error {
 // whose scope ids may hold ':').
 func CheckControl(field, v string) error { return checkControl(field, v) }
 
-// checkControl refuses control characters (C0, DEL, C1) and invalid UTF-8.
+// checkControl refuses control characters (C0, DEL, C1), bidirectional
+// embedding, override and isolate characters (U+202A-U+202E,
+// U+2066-U+2069: they make a name render other than it reads) and invalid
+// UTF-8.
 func checkControl(field, v string) error {
 	if !utf8.ValidString(v) {
 		return Invalid(field, "is not valid UTF-8")
@@ -156,6 +180,9 @@ func checkControl(field, v string) error {
 	for i, r := range v {
 		if unicode.IsControl(r) {
 			return Invalid(field, fmt.Sprintf("contains the control character %U at byte %d", r, i))
+		}
+		if (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			return Invalid(field, fmt.Sprintf("contains the bidirectional formatting character %U at byte %d", r, i))
 		}
 	}
 	return nil

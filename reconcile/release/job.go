@@ -136,7 +136,7 @@ func (a *JobAgent) Validate() error {
 }
 
 func (a *JobAgent) validateFields() error {
-	if err := checkID("id", a.ID); err != nil {
+	if err := CheckObjectID("id", a.ID); err != nil {
 		return err
 	}
 	if err := checkRequired("name", a.Name); err != nil {
@@ -177,6 +177,10 @@ type Job struct {
 	// For a pull agent's job it is when its taker's lease runs out: the
 	// job is handed out again, or lost after its last hand-out (LeaseLost).
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// LeaseOwner is, for the job of an in-process agent, the process
+	// (its liveness owner, ports.Liveness) whose agent runs it: while that
+	// process is alive the job is not lost, whatever LeaseUntil says.
+	LeaseOwner string `json:"lease_owner,omitempty"`
 	// Take is, for the job of a pull agent, its current hand-out to a
 	// taker outside the process; nil until it is first taken.
 	Take *JobTake `json:"take,omitempty"`

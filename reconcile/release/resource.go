@@ -26,7 +26,7 @@ func (r *Resource) Validate() error {
 }
 
 func (r *Resource) validateFields() error {
-	if err := checkID("id", r.ID); err != nil {
+	if err := CheckObjectID("id", r.ID); err != nil {
 		return err
 	}
 	if err := checkID("workspace_id", r.WorkspaceID); err != nil {

@@ -214,7 +214,7 @@ func (v *VariableSet) Validate() error {
 }
 
 func (v *VariableSet) validateFields() error {
-	if err := checkID("id", v.ID); err != nil {
+	if err := CheckObjectID("id", v.ID); err != nil {
 		return err
 	}
 	if err := checkID("system_id", v.SystemID); err != nil {

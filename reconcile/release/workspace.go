@@ -15,7 +15,7 @@ func (w *Workspace) Validate() error {
 }
 
 func (w *Workspace) validateFields() error {
-	if err := checkID("id", w.ID); err != nil {
+	if err := CheckObjectID("id", w.ID); err != nil {
 		return err
 	}
 	return checkRequired("name", w.Name)
@@ -38,7 +38,7 @@ func (s *System) Validate() error {
 }
 
 func (s *System) validateFields() error {
-	if err := checkID("id", s.ID); err != nil {
+	if err := CheckObjectID("id", s.ID); err != nil {
 		return err
 	}
 	if err := checkID("workspace_id", s.WorkspaceID); err != nil {

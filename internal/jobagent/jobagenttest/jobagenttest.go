@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reconcilerhq/reconciler/internal/contract"
 	"github.com/reconcilerhq/reconciler/internal/jobagent"
+	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/ports"
 )
@@ -23,7 +25,7 @@ const Wait = 10 * time.Second
 
 // FastOptions poll every few milliseconds and retry after one.
 func FastOptions() jobagent.Options {
-	return jobagent.Options{MinPoll: 5 * time.Millisecond, MaxPoll: 20 * time.Millisecond, HTTP: outbound.Options{Backoff: time.Millisecond}}
+	return jobagent.Options{MinPoll: 5 * time.Millisecond, MaxPoll: 20 * time.Millisecond, HTTP: outbound.Options{Guard: netguard.Loopback, Backoff: time.Millisecond}}
 }
 
 // Reports is a ports.JobReporter that keeps every report and hands each
@@ -92,6 +94,11 @@ type ServerOptions struct {
 	Unauthorized any
 	// FaultBody is the JSON body of a fault's answer; nil answers none.
 	FaultBody any
+	// Definition is the path of the vendor's published API definition
+	// (OpenAPI 3 or Swagger 2.0); when set, every request the server
+	// receives and every response it sends is checked against it, and the
+	// test fails naming each exchange outside it (internal/contract).
+	Definition string
 }
 
 // Server is the common part of a fake API: an httptest server that, under
@@ -110,7 +117,7 @@ type Server struct {
 // NewServer starts the fake serving handler, closed when the test ends.
 func NewServer(t *testing.T, o ServerOptions, handler http.HandlerFunc) *Server {
 	s := &Server{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.Mu.Lock()
 		defer s.Mu.Unlock()
 		s.Requests = append(s.Requests, r.Method+" "+r.URL.Path)
@@ -130,7 +137,16 @@ func NewServer(t *testing.T, o ServerOptions, handler http.HandlerFunc) *Server 
 			return
 		}
 		handler(w, r)
-	}))
+	})
+	if o.Definition != "" {
+		c, err := contract.Load(o.Definition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.FailOnViolations(t)
+		h = c.Wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	return s
