@@ -64,6 +64,12 @@ type TokenOption func(*ports.Token)
 // ExpiresAt makes the token stop being accepted at t (401 from then on).
 func ExpiresAt(t time.Time) TokenOption { return func(tok *ports.Token) { tok.ExpiresAt = t } }
 
+// ForAgents binds a token of scope agent to the job agents ids: it takes,
+// heartbeats and reports only their jobs (ports.Token.Agents).
+func ForAgents(ids ...string) TokenOption {
+	return func(tok *ports.Token) { tok.Agents = append([]string(nil), ids...) }
+}
+
 // IssueToken creates a token named name with scopes and returns it with
 // its secret, which is shown once and never stored.
 func IssueToken(ctx context.Context, tokens ports.Tokens, clock ports.Clock, name string, scopes []ports.Scope, opts ...TokenOption) (ports.Token, string, error) {

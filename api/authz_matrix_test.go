@@ -28,6 +28,11 @@ type credential struct {
 	// revoked (else every route answers 401).
 	valid  bool
 	scopes []ports.Scope
+	// elsewhere: an agent token bound to job agents other than the one
+	// the routes name, so an agent route is refused (403), finds nothing
+	// of its own (404) or fails the empty body's schema (422), never done;
+	// TestAgentTokenBound sends valid bodies.
+	elsewhere bool
 }
 
 // issued is a credential's auth for a fresh token with scopes and opts.
@@ -58,8 +63,14 @@ func credentials() []credential {
 		}},
 	}
 	for _, s := range ports.Scopes {
-		creds = append(creds, credential{name: string(s), auth: issued([]ports.Scope{s}), valid: true, scopes: []ports.Scope{s}})
+		var opts []api.TokenOption
+		if s == ports.ScopeAgent {
+			opts = append(opts, api.ForAgents("matrix-x")) // the job agent every {id} names
+		}
+		creds = append(creds, credential{name: string(s), auth: issued([]ports.Scope{s}, opts...), valid: true, scopes: []ports.Scope{s}})
 	}
+	creds = append(creds, credential{name: "agent-elsewhere", auth: issued([]ports.Scope{ports.ScopeAgent}, api.ForAgents("matrix-other")),
+		valid: true, scopes: []ports.Scope{ports.ScopeAgent}, elsewhere: true})
 	return creds
 }
 
@@ -137,6 +148,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 			case !granted:
 				require.Equal(t, http.StatusForbidden, res.status, where)
 				require.Contains(t, string(res.body), "lacks scope "+string(r.scope), where)
+			case c.elsewhere && r.scope == ports.ScopeAgent:
+				require.Contains(t, []int{http.StatusForbidden, http.StatusNotFound, http.StatusUnprocessableEntity}, res.status, where)
 			default:
 				require.NotContains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, res.status, where)
 				require.Less(t, res.status, 500, where)

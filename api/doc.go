@@ -5,7 +5,7 @@
 // Invariants:
 //   - Every operation needs a bearer token (ports.Tokens) with the scope the
 //     operation declares, except a job report signed with HMAC-SHA256 by
-//     the job's agent (SignReport); the OpenAPI document needs read.
+//     the job's agent (SignRequest); the OpenAPI document needs read.
 //   - Errors are RFC 9457 application/problem+json: invalid input 400/422
 //     naming the field (body.FIELD), 401/403 for auth, 404, 409 for a
 //     conflict (stale version, held lock, taken id), 413 over the body

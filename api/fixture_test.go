@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -144,16 +145,31 @@ func setup(t testing.TB, backend string) *fixture {
 	f.http = httptest.NewServer(f.server.Handler())
 	t.Cleanup(f.http.Close)
 	for _, s := range ports.Scopes {
-		_, secret, err := api.IssueToken(f.ctx, st.tokens, clock, "user-"+string(s), []ports.Scope{s})
-		require.NoError(t, err)
-		f.tokens[string(s)] = secret
+		f.tokens[string(s)] = f.mint("user-"+string(s), []ports.Scope{s}, fixtureAgents...)
 	}
+	// A bound agent token of an unrelated job agent (issue 28).
+	f.tokens["agent-elsewhere"] = f.mint("elsewhere", []ports.Scope{ports.ScopeAgent}, "elsewhere")
 	tok, secret, err := api.IssueToken(f.ctx, st.tokens, clock, "gone", []ports.Scope{ports.ScopeAdmin})
 	require.NoError(t, err)
 	require.NoError(t, st.tokens.TokenRevoke(f.ctx, tok.ID, clock.Now()))
 	f.tokens["revoked"] = secret
 	f.seed()
 	return f
+}
+
+// fixtureAgents are the job agents the fixture's "agent" token acts for.
+var fixtureAgents = []string{"ext", "runner", "once", "puller", "argo", "gha", "outside"}
+
+// mint issues a token named name with scopes and returns its secret; a
+// token of scope agent (without admin) is bound to agents.
+func (f *fixture) mint(name string, scopes []ports.Scope, agents ...string) string {
+	var opts []api.TokenOption
+	if slices.Contains(scopes, ports.ScopeAgent) && !slices.Contains(scopes, ports.ScopeAdmin) {
+		opts = append(opts, api.ForAgents(agents...))
+	}
+	_, secret, err := api.IssueToken(f.ctx, f.st.tokens, f.clock, name, scopes, opts...)
+	require.NoError(f.t, err)
+	return secret
 }
 
 func (f *fixture) seed() {

@@ -142,6 +142,15 @@ func (s *Server) registerJobs() {
 			if principal(ctx).Signed {
 				return nil, huma.Error401Unauthorized("workflow jobs take reports with a bearer token of scope agent")
 			}
+			if t := principal(ctx).Token; !t.Allows(ports.ScopeAdmin) {
+				agent, err := s.o.Flows.JobAgentOf(ctx, in.ID)
+				if err != nil {
+					return nil, s.fail(ctx, err)
+				}
+				if !t.ActsFor(agent) {
+					return nil, huma.Error403Forbidden("this token does not act for the job's agent")
+				}
+			}
 			if err := s.o.Flows.ReportJob(ctx, rep); err != nil {
 				return nil, s.fail(ctx, err)
 			}
@@ -158,6 +167,8 @@ func (s *Server) registerJobs() {
 			}
 		} else if err != nil {
 			return nil, s.fail(ctx, err)
+		} else if err := reportableWithToken(principal(ctx).Token, j); err != nil {
+			return nil, err
 		}
 		if err := s.o.Chain.ReportJob(ctx, rep); err != nil {
 			return nil, s.fail(ctx, err)
@@ -171,4 +182,21 @@ func (s *Server) registerJobs() {
 			}
 			return nil, nil
 		})
+}
+
+// reportableWithToken checks a bearer report on release job j: an admin
+// token may report on any job; an agent token only on a job of a job agent
+// it is bound to that no pull taker holds (a taker reports through
+// /job-agents/{id}/jobs/{job}/report under its take).
+func reportableWithToken(t ports.Token, j ports.JobRow) error {
+	if t.Allows(ports.ScopeAdmin) {
+		return nil
+	}
+	if !t.ActsFor(j.JobAgentID) {
+		return huma.Error403Forbidden("this token does not act for the job's agent")
+	}
+	if j.Take != nil {
+		return huma.Error403Forbidden("job " + j.ID + " is taken by a pull agent: its taker reports under its take, an operator with scope admin here")
+	}
+	return nil
 }

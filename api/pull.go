@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -21,7 +22,8 @@ type TakeRequest struct {
 
 // HeartbeatRequest renews a taker's lease.
 type HeartbeatRequest struct {
-	HandOut int `json:"hand_out" minimum:"1" doc:"the hand-out the job was taken under (job.take.hand_out)"`
+	HandOut   int    `json:"hand_out" minimum:"1" doc:"the hand-out the job was taken under (job.take.hand_out)"`
+	TakeToken string `json:"take_token" minLength:"1" maxLength:"128" doc:"the take's take_token"`
 }
 
 // Heartbeat is a renewed lease.
@@ -33,7 +35,8 @@ type Heartbeat struct {
 
 // TakerReport is what a pull agent's taker reports about a job it took.
 type TakerReport struct {
-	HandOut int `json:"hand_out" minimum:"1" doc:"the hand-out the job was taken under (job.take.hand_out)"`
+	HandOut   int    `json:"hand_out" minimum:"1" doc:"the hand-out the job was taken under (job.take.hand_out)"`
+	TakeToken string `json:"take_token" minLength:"1" maxLength:"128" doc:"the take's take_token"`
 	JobReport
 }
 
@@ -71,10 +74,15 @@ func (s *Server) signedOp(id, path, summary, subject string) huma.Operation {
 	return op
 }
 
-// checkSigned verifies a signed request's signature by agentID over
-// subject; a bearer-authenticated request passes.
+// checkSigned verifies that the request acts as job agent agentID: a
+// signed one by the agent's signature over subject, a bearer one by a token bound to
+// the agent (ports.Token.ActsFor; admin acts for every agent).
 func (s *Server) checkSigned(ctx context.Context, agentID, subject string, h SignedHeaders, raw []byte) error {
-	if !principal(ctx).Signed {
+	p := principal(ctx)
+	if !p.Signed {
+		if !p.Token.ActsFor(agentID) {
+			return huma.Error403Forbidden("this token does not act for job agent " + agentID + " (token create --scope agent --agent " + agentID + ")")
+		}
 		return nil
 	}
 	_, err := s.verifyAgentSignature(ctx, agentID, subject, h.Timestamp, h.Signature, raw)
@@ -116,7 +124,7 @@ func (s *Server) registerPull() {
 		return &takeOut{Status: http.StatusOK, Body: &t}, nil
 	})
 	huma.Register(s.api, s.signedOp("heartbeatJob", "/job-agents/{id}/jobs/{job}/heartbeat",
-		"Renew a pull agent's lease on a job it took, by its hand-out (409 when the job was handed out again or ended)", "JOB_ID"),
+		"Renew a pull agent's lease on a job it took, by its hand-out and take token (403 for another take token, 409 when the job was handed out again or ended)", "JOB_ID"),
 		func(ctx context.Context, in *struct {
 			PullJobPath
 			SignedHeaders
@@ -129,14 +137,14 @@ func (s *Server) registerPull() {
 			if s.o.Pull == nil {
 				return nil, huma.Error404NotFound("pull agents are not served here")
 			}
-			row, err := s.o.Pull.Heartbeat(ctx, in.AgentID, in.JobID, in.Body.HandOut)
+			row, err := s.o.Pull.Heartbeat(ctx, in.AgentID, in.JobID, in.Body.HandOut, in.Body.TakeToken)
 			if err != nil {
-				return nil, s.fail(ctx, err)
+				return nil, s.failTake(ctx, err)
 			}
 			return reply(Heartbeat{JobID: row.ID, HandOut: row.Take.HandOut, LeaseUntil: row.LeaseUntil}), nil
 		})
 	report := s.signedOp("reportTakenJob", "/job-agents/{id}/jobs/{job}/report",
-		"Report on a job a pull agent took, by its hand-out (409 when the job was handed out again); "+
+		"Report on a job a pull agent took, by its hand-out and take token (403 for another take token, 409 when the job was handed out again); "+
 			"a non-terminal report renews the lease as a heartbeat does", "JOB_ID")
 	report.DefaultStatus = http.StatusNoContent
 	huma.Register(s.api, report, func(ctx context.Context, in *struct {
@@ -153,9 +161,18 @@ func (s *Server) registerPull() {
 		}
 		b := in.Body
 		rep := ports.JobReport{Status: b.Status, Message: b.Message, ExternalID: b.ExternalID, Outputs: b.Outputs, Links: b.Links}
-		if err := s.o.Pull.Report(ctx, in.AgentID, in.JobID, b.HandOut, rep); err != nil {
-			return nil, s.fail(ctx, err)
+		if err := s.o.Pull.Report(ctx, in.AgentID, in.JobID, b.HandOut, b.TakeToken, rep); err != nil {
+			return nil, s.failTake(ctx, err)
 		}
 		return nil, nil
 	})
+}
+
+// failTake answers a taker's heartbeat or report error: a wrong take
+// token is 403, the rest as s.fail.
+func (s *Server) failTake(ctx context.Context, err error) error {
+	if errors.Is(err, pull.ErrBadTakeToken) {
+		return huma.Error403Forbidden("take_token is not the token of this hand-out")
+	}
+	return s.fail(ctx, err)
 }

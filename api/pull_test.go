@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
@@ -46,6 +48,7 @@ type taken struct {
 	Deployment  struct{ ID string }        `json:"deployment"`
 	Environment struct{ Name string }      `json:"environment"`
 	Resource    struct{ Name string }      `json:"resource"`
+	TakeToken   string                     `json:"take_token"`
 	_           struct{}                   `json:"-"`
 	Raw         map[string]json.RawMessage `json:"-"`
 }
@@ -91,7 +94,8 @@ func TestPullTakeHeartbeatReport(t *testing.T) {
 		require.Contains(t, locations(p), "query.wait")
 		p = f.do(http.MethodPost, takePath("ext", "0s"), "agent", map[string]any{}).problem(t, http.StatusUnprocessableEntity)
 		require.Contains(t, locations(p), "body.taker")
-		f.do(http.MethodPost, takePath("nope", "0s"), "agent", map[string]any{"taker": "h"}).problem(t, http.StatusNotFound)
+		f.do(http.MethodPost, takePath("nope", "0s"), "admin", map[string]any{"taker": "h"}).problem(t, http.StatusNotFound)
+		f.do(http.MethodPost, takePath("nope", "0s"), "agent", map[string]any{"taker": "h"}).problem(t, http.StatusForbidden)
 		p = f.do(http.MethodPost, takePath("gha", "0s"), "agent", map[string]any{"taker": "h"}).problem(t, http.StatusNotFound)
 		require.Contains(t, p["detail"], "not a pull agent")
 		require.Equal(t, "pending", f.jobField(id, "status"))
@@ -115,17 +119,26 @@ func TestPullTakeHeartbeatReport(t *testing.T) {
 		// Heartbeat: renews from now; a wrong hand-out or another agent's
 		// path is refused.
 		f.clock.Advance(30 * time.Second)
-		res := f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 1})
+		res := f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken})
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		require.Equal(t, f.clock.Now().Add(release.DefaultPullLease).Format(time.RFC3339Nano), res.json(t)["lease_until"])
-		f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 2}).problem(t, http.StatusConflict)
-		p = f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 0}).problem(t, http.StatusUnprocessableEntity)
+		f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 2, "take_token": tk.TakeToken}).problem(t, http.StatusConflict)
+		p = f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 0, "take_token": tk.TakeToken}).problem(t, http.StatusUnprocessableEntity)
 		require.Contains(t, locations(p), "body.hand_out")
-		f.do(http.MethodPost, beatPath("gha", id), "agent", map[string]any{"hand_out": 1}).problem(t, http.StatusNotFound)
-		f.do(http.MethodPost, beatPath("ext", "nope"), "agent", map[string]any{"hand_out": 1}).problem(t, http.StatusNotFound)
-		f.do(http.MethodPost, beatPath("ext", id), "read", map[string]any{"hand_out": 1}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, beatPath("gha", id), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken}).problem(t, http.StatusNotFound)
+		f.do(http.MethodPost, beatPath("ext", "nope"), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken}).problem(t, http.StatusNotFound)
+		// A guessed hand-out number without its take token is refused
+		// (issue 28), and changes nothing.
+		p = f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 1}).problem(t, http.StatusUnprocessableEntity)
+		require.Contains(t, locations(p), "body.take_token")
+		f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 1, "take_token": "guess"}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, reportPath("ext", id), "agent", map[string]any{"hand_out": 1, "take_token": "guess", "status": "successful"}).problem(t, http.StatusForbidden)
+		require.Equal(t, "inProgress", f.jobField(id, "status"), "a guessed hand-out reports nothing")
+		require.NotContains(t, f.do(http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id), "read", nil).json(t)["take"], "take_token",
+			"the job shows the token's hash, never the token")
+		f.do(http.MethodPost, beatPath("ext", id), "read", map[string]any{"hand_out": 1, "take_token": tk.TakeToken}).problem(t, http.StatusForbidden)
 		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, reportPath("ext", id), "agent",
-			map[string]any{"hand_out": 1, "status": "inProgress", "links": map[string]any{"logs": "https://ci.example/1"}}).status)
+			map[string]any{"hand_out": 1, "take_token": tk.TakeToken, "status": "inProgress", "links": map[string]any{"logs": "https://ci.example/1"}}).status)
 
 		// The taker stops heartbeating: at its lease's end the job is
 		// handed out again, and the old taker is fenced.
@@ -136,17 +149,17 @@ func TestPullTakeHeartbeatReport(t *testing.T) {
 		require.Equal(t, id, tk2.Job.ID)
 		require.Equal(t, 2, tk2.Job.Take.HandOut)
 		require.Contains(t, tk2.Job.Message, `handed out again to "host-2": the lease of "host-1" (hand-out 1) ran out`)
-		late := f.do(http.MethodPost, reportPath("ext", id), "agent", map[string]any{"hand_out": 1, "status": "successful"}).problem(t, http.StatusConflict)
+		late := f.do(http.MethodPost, reportPath("ext", id), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken, "status": "successful"}).problem(t, http.StatusConflict)
 		require.Contains(t, late["detail"], "hand-out 1 is fenced")
 		require.Contains(t, late["detail"], `"host-2" (hand-out 2)`)
-		f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 1}).problem(t, http.StatusConflict)
+		f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken}).problem(t, http.StatusConflict)
 		require.Equal(t, "inProgress", f.jobField(id, "status"), "the fenced report changed nothing")
 
-		res = f.do(http.MethodPost, reportPath("ext", id), "agent", map[string]any{"hand_out": 2, "status": "successful", "message": "deployed"})
+		res = f.do(http.MethodPost, reportPath("ext", id), "agent", map[string]any{"hand_out": 2, "take_token": tk2.TakeToken, "status": "successful", "message": "deployed"})
 		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
-		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, reportPath("ext", id), "agent", map[string]any{"hand_out": 2, "status": "successful"}).status,
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, reportPath("ext", id), "agent", map[string]any{"hand_out": 2, "take_token": tk2.TakeToken, "status": "successful"}).status,
 			"a repeated report is a no-op")
-		ended := f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 2}).problem(t, http.StatusConflict)
+		ended := f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 2, "take_token": tk2.TakeToken}).problem(t, http.StatusConflict)
 		require.Contains(t, ended["detail"], "ended successful")
 		require.Equal(t, "successful", f.jobField(id, "status"))
 		require.Equal(t, "deployed", f.jobField(id, "message"))
@@ -170,11 +183,13 @@ func TestPullSigned(t *testing.T) {
 		replay := f.do(http.MethodPost, takePath("ext", "0s"), "", body, signed(http.MethodPost, takePath("ext", "0s"), agentSecret, "ext", now, body)...).problem(t, http.StatusUnauthorized)
 		require.Contains(t, replay["detail"], "already used")
 
-		beat := []byte(`{"hand_out":1}`)
+		var tk taken
+		require.NoError(t, json.Unmarshal(res.body, &tk))
+		beat := []byte(`{"hand_out":1,"take_token":"` + tk.TakeToken + `"}`)
 		f.do(http.MethodPost, beatPath("ext", id), "", beat, signed(http.MethodPost, beatPath("ext", id), agentSecret, "ext", now, beat)...).problem(t, http.StatusUnauthorized)
 		res = f.do(http.MethodPost, beatPath("ext", id), "", beat, signed(http.MethodPost, beatPath("ext", id), agentSecret, id, now, beat)...)
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
-		rep := []byte(`{"hand_out":1,"status":"successful"}`)
+		rep := []byte(`{"hand_out":1,"take_token":"` + tk.TakeToken + `","status":"successful"}`)
 		res = f.do(http.MethodPost, reportPath("ext", id), "", rep, signed(http.MethodPost, reportPath("ext", id), agentSecret, id, now, rep)...)
 		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
 		require.Equal(t, "successful", f.jobField(id, "status"))
@@ -278,6 +293,63 @@ func TestPullConcurrentTakers(t *testing.T) {
 			require.Equal(t, 1, n, "job %s taken %d times", id, n)
 			require.Equal(t, "inProgress", f.jobField(id, "status"))
 		}
+	})
+}
+
+// TestAgentTokenBound: an agent token acts only for the job agents it is
+// bound to, on the taker routes and on POST /jobs/{id}/report, and a
+// taken pull job is not reported around its take (issue 28, finding 3).
+func TestAgentTokenBound(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
+		id := f.activeJob("web:dev:r1")
+		report := "/api/v1/jobs/" + url.PathEscape(id) + "/report"
+		success := map[string]any{"status": "successful"}
+		f.do(http.MethodPost, takePath("ext", "0s"), "agent-elsewhere", map[string]any{"taker": "h"}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, report, "agent-elsewhere", success).problem(t, http.StatusForbidden)
+		require.Equal(t, "pending", f.jobField(id, "status"), "an unrelated agent token takes and reports nothing")
+
+		tk := f.take("ext", "h")
+		f.do(http.MethodPost, beatPath("ext", id), "agent-elsewhere", map[string]any{"hand_out": 1, "take_token": tk.TakeToken}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, reportPath("ext", id), "agent-elsewhere", map[string]any{"hand_out": 1, "take_token": tk.TakeToken, "status": "successful"}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, report, "agent-elsewhere", success).problem(t, http.StatusForbidden)
+		p := f.do(http.MethodPost, report, "agent", success).problem(t, http.StatusForbidden)
+		require.Contains(t, p["detail"], "taken")
+		require.NotEqual(t, "successful", f.jobField(id, "status"), "no forged success")
+		res := f.do(http.MethodPost, reportPath("ext", id), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken, "status": "successful"})
+		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
+		require.Equal(t, "successful", f.jobField(id, "status"))
+	})
+}
+
+// TestClientSignedPullCalls: the Go client takes, heartbeats and reports
+// as a pull agent signed with its report secret, no token sent; a wrong
+// key is refused (issue 31).
+func TestClientSignedPullCalls(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
+		id := f.activeJob("web:dev:r1")
+		c, err := client.New(f.http.URL, "")
+		require.NoError(t, err)
+		now := f.clock.Now
+		_, _, err = c.NextJobSigned(f.ctx, client.Signer{Secret: "wrong", Now: now}, "ext", "signed-host", 0)
+		require.ErrorIs(t, err, client.ErrUnauthorized)
+		_, _, err = c.NextJobSigned(f.ctx, client.Signer{Now: now}, "ext", "signed-host", 0)
+		require.ErrorIs(t, err, client.ErrUnauthorized, "an empty key is refused before sending")
+		s := client.Signer{Secret: agentSecret, Now: now}
+		tk, ok, err := c.NextJobSigned(f.ctx, s, "ext", "signed-host", 0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, id, tk.Job.ID)
+		f.clock.Advance(time.Second) // a new timestamp: another signature for the same body
+		hb, err := c.HeartbeatJobSigned(f.ctx, s, "ext", id, api.HeartbeatRequest{HandOut: 1, TakeToken: tk.TakeToken})
+		require.NoError(t, err)
+		require.Equal(t, 1, hb.HandOut)
+		require.NoError(t, c.ReportTakenJobSigned(f.ctx, s, "ext", id, api.TakerReport{HandOut: 1, TakeToken: tk.TakeToken,
+			JobReport: api.JobReport{Status: release.JobSuccessful, Message: "signed"}}))
+		require.Equal(t, "successful", f.jobField(id, "status"))
 	})
 }
 

@@ -19,6 +19,7 @@ type TokenCreate struct {
 	Name      string        `json:"name" minLength:"1" maxLength:"200" doc:"whose token: recorded as the author of what it does"`
 	Scopes    []ports.Scope `json:"scopes" minItems:"1" maxItems:"5" doc:"read, write, approve, agent or admin (admin grants every scope)"`
 	ExpiresIn string        `json:"expires_in,omitempty" doc:"Go duration after which the token is refused (401), e.g. 720h; at most 10 years (default: valid until revoked)"`
+	Agents    []string      `json:"agents,omitempty" maxItems:"100" doc:"the job agent ids a token of scope agent acts for (required with scope agent, refused otherwise): it takes, heartbeats and reports only their jobs"`
 }
 
 // TokenCreated is a new token with its secret, which is shown this once
@@ -44,13 +45,16 @@ func (s *Server) registerTokens() {
 				}
 				opts = append(opts, ExpiresAt(s.o.Clock.Now().Add(d)))
 			}
-			// The store refuses an unknown scope or a control character,
-			// naming the field.
+			if len(in.Body.Agents) > 0 {
+				opts = append(opts, ForAgents(in.Body.Agents...))
+			}
+			// The store refuses an unknown scope, an agent token without
+			// job agents or a control character, naming the field.
 			t, secret, err := IssueToken(ctx, s.o.Tokens, s.o.Clock, in.Body.Name, in.Body.Scopes, opts...)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			noteAudit(ctx, fmt.Sprintf("created token %s (%s) with scopes %v", t.ID, t.Name, t.Scopes))
+			noteAudit(ctx, fmt.Sprintf("created token %s (%s) with scopes %v%s", t.ID, t.Name, t.Scopes, agentsNote(t.Agents)))
 			return reply(TokenCreated{Token: t, Secret: secret}), nil
 		})
 	huma.Register(s.api, s.op("listTokens", http.MethodGet, "/tokens", "List API tokens by id, revoked and expired ones included (never a secret or its hash)", ports.ScopeAdmin, "tokens"),
@@ -71,4 +75,12 @@ func (s *Server) registerTokens() {
 			}
 			return nil, nil
 		})
+}
+
+// agentsNote renders a token's job agents for the audit log ("" for none).
+func agentsNote(agents []string) string {
+	if len(agents) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" for job agents %v", agents)
 }

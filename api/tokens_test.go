@@ -46,7 +46,7 @@ func TestTokens(t *testing.T) {
 			ids[tok.ID] = tok
 		}
 		require.Contains(t, ids, created.Token.ID)
-		require.Len(t, list, len(ports.Scopes)+2, "one per scope, the revoked one and the new one")
+		require.Len(t, list, len(ports.Scopes)+3, "one per scope, the revoked one, the unrelated agent one and the new one")
 		hash := api.HashSecret(created.Secret)
 		for _, secret := range []string{created.Secret, hex.EncodeToString(hash), base64.StdEncoding.EncodeToString(hash), base64.RawURLEncoding.EncodeToString(hash)} {
 			require.NotContains(t, string(res.body), secret)
@@ -97,6 +97,10 @@ func TestTokens(t *testing.T) {
 			{map[string]any{"name": "x", "scopes": []string{"read"}, "expires_in": "-1h"}, "body.expires_in"},
 			{map[string]any{"name": "x", "scopes": []string{"read"}, "expires_in": "87601h"}, "body.expires_in"},
 			{map[string]any{"name": "x", "scopes": []string{"read"}, "secret": "mine"}, "body.secret"},
+			{map[string]any{"name": "x", "scopes": []string{"agent"}}, "body.agents"},
+			{map[string]any{"name": "x", "scopes": []string{"agent"}, "agents": []string{}}, "body.agents"},
+			{map[string]any{"name": "x", "scopes": []string{"read"}, "agents": []string{"ext"}}, "body.agents"},
+			{map[string]any{"name": "x", "scopes": []string{"agent"}, "agents": []string{"ext", ""}}, "body.agents[1]"},
 		} {
 			p := f.do(http.MethodPost, "/api/v1/tokens", "admin", c.body).problem(t, http.StatusUnprocessableEntity)
 			require.Contains(t, locations(p), c.loc, "%v: %v", c.body, p)
@@ -109,8 +113,9 @@ func TestTokens(t *testing.T) {
 		// The client.
 		admin, err := client.New(f.http.URL, f.tokens["admin"])
 		require.NoError(t, err)
-		got, err := admin.CreateToken(f.ctx, api.TokenCreate{Name: "from-client", Scopes: []ports.Scope{ports.ScopeAgent}, ExpiresIn: "2h"})
+		got, err := admin.CreateToken(f.ctx, api.TokenCreate{Name: "from-client", Scopes: []ports.Scope{ports.ScopeAgent}, ExpiresIn: "2h", Agents: []string{"ext"}})
 		require.NoError(t, err)
+		require.Equal(t, []string{"ext"}, got.Token.Agents)
 		require.Equal(t, f.clock.Now().Add(2*time.Hour).UTC(), got.Token.ExpiresAt.UTC())
 		all, err := admin.ListTokens(f.ctx)
 		require.NoError(t, err)

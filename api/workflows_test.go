@@ -137,6 +137,7 @@ func TestWorkflows(t *testing.T) {
 		f.do(http.MethodPost, "/api/v1/workflows/wf1/task-runs/"+url.PathEscape(approval["id"].(string))+"/approve", "approve", nil).problem(t, http.StatusUnprocessableEntity)
 		p = f.do(http.MethodPost, "/api/v1/jobs/"+url.PathEscape(jobID)+"/report", "agent", map[string]any{"status": "successful", "links": map[string]any{"logs": "https://x"}}).problem(t, http.StatusUnprocessableEntity)
 		require.Contains(t, locations(p), "body.links", "workflow jobs keep no links")
+		f.do(http.MethodPost, "/api/v1/jobs/"+url.PathEscape(jobID)+"/report", "agent-elsewhere", map[string]any{"status": "successful"}).problem(t, http.StatusForbidden)
 		res = f.do(http.MethodPost, "/api/v1/jobs/"+url.PathEscape(jobID)+"/report", "agent", map[string]any{"status": "successful", "outputs": map[string]any{"url": "https://x"}})
 		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
 		f.drain()

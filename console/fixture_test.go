@@ -120,7 +120,11 @@ func setup(t *testing.T) *fixture {
 	f.srv = httptest.NewServer(f.console.Handler())
 	t.Cleanup(f.srv.Close)
 	for _, s := range ports.Scopes {
-		_, secret, err := api.IssueToken(f.ctx, tokens, clock, "user-"+string(s), []ports.Scope{s})
+		var opts []api.TokenOption
+		if s == ports.ScopeAgent {
+			opts = append(opts, api.ForAgents("test-agent")) // agent tokens name their job agents
+		}
+		_, secret, err := api.IssueToken(f.ctx, tokens, clock, "user-"+string(s), []ports.Scope{s}, opts...)
 		require.NoError(t, err)
 		f.tokens[string(s)] = secret
 	}

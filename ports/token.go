@@ -48,6 +48,22 @@ type Token struct {
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	// ExpiresAt is when the token stops being accepted; zero for never.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// Agents are the job agents a token of scope agent acts for: it takes,
+	// heartbeats and reports only their jobs. Required with scope agent
+	// (unless admin), refused otherwise.
+	Agents []string `json:"agents,omitempty"`
+}
+
+// MaxTokenAgents bounds Token.Agents.
+const MaxTokenAgents = 100
+
+// ActsFor reports whether the token may act as job agent agentID: an
+// admin token may, an agent token only for its Agents.
+func (t *Token) ActsFor(agentID string) bool {
+	if slices.Contains(t.Scopes, ScopeAdmin) {
+		return true
+	}
+	return agentID != "" && slices.Contains(t.Scopes, ScopeAgent) && slices.Contains(t.Agents, agentID)
 }
 
 // Allows reports whether the token grants s (admin grants everything).
@@ -86,6 +102,33 @@ func ValidateToken(t *Token, hash []byte) error {
 	for i, s := range t.Scopes {
 		if !s.Valid() {
 			return release.Invalid(release.Index("scopes", i), "unknown scope "+strconv.Quote(string(s))+" (want read, write, approve, agent or admin)")
+		}
+	}
+	return validateTokenAgents(t)
+}
+
+// validateTokenAgents checks Token.Agents: named exactly when the token
+// has scope agent and not admin, each a non-empty id without control
+// characters, no duplicates, at most MaxTokenAgents.
+func validateTokenAgents(t *Token) error {
+	agent := slices.Contains(t.Scopes, ScopeAgent) && !slices.Contains(t.Scopes, ScopeAdmin)
+	switch {
+	case agent && len(t.Agents) == 0:
+		return release.Invalid("agents", "a token of scope agent must name the job agents it acts for")
+	case !agent && len(t.Agents) > 0:
+		return release.Invalid("agents", "only a token of scope agent (without admin) names job agents")
+	case len(t.Agents) > MaxTokenAgents:
+		return release.Invalid("agents", "at most "+strconv.Itoa(MaxTokenAgents)+" job agents")
+	}
+	for i, a := range t.Agents {
+		if a == "" {
+			return release.Invalid(release.Index("agents", i), "is empty")
+		}
+		if err := release.CheckControl(release.Index("agents", i), a); err != nil {
+			return err
+		}
+		if slices.Contains(t.Agents[:i], a) {
+			return release.Invalid(release.Index("agents", i), "names "+strconv.Quote(a)+" twice")
 		}
 	}
 	return nil

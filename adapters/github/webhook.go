@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	deliveryid "github.com/reconcilerhq/reconciler/internal/delivery"
 	"github.com/reconcilerhq/reconciler/internal/githubhook"
 )
 
@@ -29,11 +30,12 @@ type PREvent struct {
 // and calls OnPR for every pull request a pull_request,
 // pull_request_review, check_suite or check_run delivery names, so the runs
 // following it are observed again at once. Other events are acknowledged
-// and ignored. A wake-up is idempotent, so a replayed delivery only causes
-// one more observation.
+// and ignored. With Deliveries set, a verified delivery is taken once by
+// its X-GitHub-Delivery id (deliveryid.Admit: 200 for a replay).
 type Webhook struct {
-	Secret []byte
-	OnPR   func(ctx context.Context, e PREvent)
+	Secret     []byte
+	OnPR       func(ctx context.Context, e PREvent)
+	Deliveries deliveryid.Claim
 }
 
 // delivery is the part of a payload the receiver reads.
@@ -85,6 +87,9 @@ func (h Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	payload, err := githubhook.Payload(r.Header.Get("Content-Type"), body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !deliveryid.Admit(w, r, h.Deliveries) {
 		return
 	}
 	var d delivery

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/delivery"
 	"github.com/reconcilerhq/reconciler/internal/githubhook"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -39,12 +40,15 @@ func Sign(secret, body []byte) string { return githubhook.Sign(secret, body) }
 // reported (or the job could not take the status: it already ended), 204
 // for an ignored event, 400 for a malformed one, 401 for a bad signature,
 // 405 for a method other than POST, 413 for a body over MaxWebhookBody
-// and 503 when the report failed (the delivery may be redelivered).
+// and 503 when the report failed (the delivery may be redelivered). With
+// Deliveries set, a verified delivery is taken once by its
+// X-GitHub-Delivery id (delivery.Admit: 200 for a replay).
 type WebhookHandler struct {
-	AgentID   string
-	SecretRef string
-	Secrets   ports.SecretResolver
-	Reporter  ports.JobReporter
+	AgentID    string
+	SecretRef  string
+	Secrets    ports.SecretResolver
+	Reporter   ports.JobReporter
+	Deliveries delivery.Claim
 }
 
 var _ http.Handler = WebhookHandler{}
@@ -77,6 +81,9 @@ func (h WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	payload, err := githubhook.Payload(r.Header.Get("Content-Type"), body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !delivery.Admit(w, r, h.Deliveries) {
 		return
 	}
 	reported, err := h.HandleEvent(r.Context(), r.Header.Get("X-GitHub-Event"), payload)

@@ -39,7 +39,7 @@ func (s *Tokens) TokenCreate(_ context.Context, t ports.Token, hash []byte) erro
 	if _, ok := s.hashes[string(hash)]; ok {
 		return fmt.Errorf("create token %s: hash taken: %w", t.ID, ports.ErrConflict)
 	}
-	t.Scopes = slices.Clone(t.Scopes)
+	t.Scopes, t.Agents = slices.Clone(t.Scopes), slices.Clone(t.Agents)
 	t.CreatedAt, t.RevokedAt, t.ExpiresAt = ports.StoredTime(t.CreatedAt), ports.StoredTime(t.RevokedAt), ports.StoredTime(t.ExpiresAt)
 	s.byID[t.ID] = t
 	s.hashes[string(hash)] = t.ID
@@ -102,6 +102,6 @@ func (s *Tokens) NonceClaim(_ context.Context, key string, now, expiresAt time.T
 }
 
 func copyToken(t ports.Token) ports.Token {
-	t.Scopes = slices.Clone(t.Scopes)
+	t.Scopes, t.Agents = slices.Clone(t.Scopes), slices.Clone(t.Agents)
 	return t
 }

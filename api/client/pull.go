@@ -15,14 +15,8 @@ import (
 // Job.LeaseUntil and report with ReportTakenJob, both under
 // Taken.HandOut(). The client's own timeout is stretched past wait.
 func (c *Client) NextJob(ctx context.Context, agentID, taker string, wait time.Duration) (pull.Taken, bool, error) {
-	cc := *c
-	if c.http.Timeout > 0 {
-		hc := *c.http
-		hc.Timeout = max(hc.Timeout, wait+30*time.Second)
-		cc.http = &hc
-	}
 	var t pull.Taken
-	err := cc.do(ctx, http.MethodPost, "/job-agents/"+esc(agentID)+"/jobs/next"+query("wait", wait.String()),
+	err := c.stretched(wait).do(ctx, http.MethodPost, "/job-agents/"+esc(agentID)+"/jobs/next"+query("wait", wait.String()),
 		api.TakeRequest{Taker: taker}, &t)
 	if err != nil || t.Job.ID == "" {
 		return pull.Taken{}, false, err
@@ -30,12 +24,12 @@ func (c *Client) NextJob(ctx context.Context, agentID, taker string, wait time.D
 	return t, true, nil
 }
 
-// HeartbeatJob renews the lease of hand-out handOut of job jobID of pull
-// agent agentID; a job handed out again or ended is an *Error of status
-// 409.
-func (c *Client) HeartbeatJob(ctx context.Context, agentID, jobID string, handOut int) (api.Heartbeat, error) {
+// HeartbeatJob renews the lease of hand-out handOut (with the take's
+// Taken.TakeToken) of job jobID of pull agent agentID; a job handed out
+// again or ended is an *Error of status 409, another take token 403.
+func (c *Client) HeartbeatJob(ctx context.Context, agentID, jobID string, handOut int, takeToken string) (api.Heartbeat, error) {
 	return post[api.Heartbeat](ctx, c, http.MethodPost, "/job-agents/"+esc(agentID)+"/jobs/"+esc(jobID)+"/heartbeat",
-		api.HeartbeatRequest{HandOut: handOut})
+		api.HeartbeatRequest{HandOut: handOut, TakeToken: takeToken})
 }
 
 // ReportTakenJob reports on job jobID that pull agent agentID's taker
@@ -43,4 +37,15 @@ func (c *Client) HeartbeatJob(ctx context.Context, agentID, jobID string, handOu
 // 409. A non-terminal report renews the lease.
 func (c *Client) ReportTakenJob(ctx context.Context, agentID, jobID string, r api.TakerReport) error {
 	return c.do(ctx, http.MethodPost, "/job-agents/"+esc(agentID)+"/jobs/"+esc(jobID)+"/report", r, nil)
+}
+
+// stretched is c with its timeout stretched past a long-poll of wait.
+func (c *Client) stretched(wait time.Duration) *Client {
+	cc := *c
+	if c.http.Timeout > 0 {
+		hc := *c.http
+		hc.Timeout = max(hc.Timeout, wait+30*time.Second)
+		cc.http = &hc
+	}
+	return &cc
 }

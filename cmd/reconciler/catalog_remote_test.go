@@ -42,7 +42,7 @@ func catalogAPIServer(t *testing.T, store string) (string, map[ports.Scope]strin
 	out := map[ports.Scope]string{}
 	for _, s := range ports.Scopes {
 		// The changes read the revision first: each token reads too.
-		_, secret, err := api.IssueToken(ctx, be.tokens, clock, "cli-"+string(s), []ports.Scope{ports.ScopeRead, s})
+		_, secret, err := api.IssueToken(ctx, be.tokens, clock, "cli-"+string(s), []ports.Scope{ports.ScopeRead, s}, boundIfAgent(s)...)
 		require.NoError(t, err)
 		out[s] = secret
 	}

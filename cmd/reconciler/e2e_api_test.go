@@ -150,10 +150,11 @@ func putDemoWorkspace(t *testing.T, c *client.Client, agent release.JobAgent) {
 }
 
 // createToken creates an API token on dsn with the binary and returns its
-// secret.
-func createToken(t *testing.T, bin, dsn, name, scopes string) string {
+// secret; more are further flags (--agent ID for scope agent).
+func createToken(t *testing.T, bin, dsn, name, scopes string, more ...string) string {
 	t.Helper()
-	out, err := exec.Command(bin, "token", "create", "--name", name, "--scope", scopes, "--dsn", dsn, "-o", "json").Output()
+	args := append([]string{"token", "create", "--name", name, "--scope", scopes, "--dsn", dsn, "-o", "json"}, more...)
+	out, err := exec.Command(bin, args...).Output()
 	require.NoError(t, err)
 	var created struct{ Secret string }
 	require.NoError(t, json.Unmarshal(out, &created))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -104,6 +105,43 @@ func agentConfigValidator() apply.AgentConfigValidator {
 			return v(cfg)
 		}
 		return release.Invalid("type", fmt.Sprintf("unknown job agent type %q; want one of %s", typ, strings.Join(agentTypes(), ", ")))
+	}
+}
+
+// hmacKeyRefs names, by job agent type, the config keys holding the
+// reference of an HMAC key the daemon checks signatures with.
+func hmacKeyRefs(typ string) []string {
+	switch {
+	case release.IsPullAgentType(typ):
+		return []string{pull.ReportSecretKey}
+	case typ == githubactions.Type:
+		return []string{"webhookSecretRef"}
+	}
+	return nil
+}
+
+// withHMACKeys refuses, after v's check, a job agent config whose HMAC key
+// reference resolves to an empty key: an empty key would let anyone sign.
+// A reference that does not resolve yet passes (it is refused at verify
+// time until it does).
+func withHMACKeys(v apply.AgentConfigValidator, secrets ports.SecretResolver) apply.AgentConfigValidator {
+	return func(typ string, cfg map[string]any) error {
+		if err := v(typ, cfg); err != nil {
+			return err
+		}
+		for _, key := range hmacKeyRefs(typ) {
+			ref, _ := cfg[key].(string)
+			if ref == "" {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			secret, err := secrets.Resolve(ctx, release.SecretRef{Ref: ref})
+			cancel()
+			if err == nil && secret == "" {
+				return release.Invalid("job_agent_config."+key, "the secret "+ref+" is empty: an HMAC key must not be empty")
+			}
+		}
+		return nil
 	}
 }
 

@@ -40,7 +40,8 @@ added to the job's, shown by get job). With --sign-secret-env VAR it signs the r
 the secret in $VAR (the job agent's report_secret) instead of sending a
 token. A status the job cannot move to is refused (exit 2). A pull agent's
 taker reports with --agent ID --hand-out N (the hand-out it took the job
-under, from jobs next): refused (exit 3) once the job was handed out again.`,
+under, from jobs next) and the take's take_token in $RECONCILER_TAKE_TOKEN:
+refused (exit 3) once the job was handed out again.`,
 		Example: `  reconciler jobs report 8c458dd92cf2a587-1 --status successful --message deployed --server http://127.0.0.1:8080
   RECONCILER_AGENT_SECRET=... reconciler jobs report JOB --status failure --sign-secret-env RECONCILER_AGENT_SECRET --server URL`,
 		Args: argsUsage(cobra.ExactArgs(1)),
@@ -75,7 +76,11 @@ under, from jobs next): refused (exit 3) once the job was handed out again.`,
 				return usagef("--hand-out: a taker's report goes with a token, not --sign-secret-env")
 			}
 			if handOut > 0 {
-				err = c.ReportTakenJob(ctx, reportAgent, args[0], api.TakerReport{HandOut: handOut, JobReport: rep})
+				tok, terr := takeToken()
+				if terr != nil {
+					return terr
+				}
+				err = c.ReportTakenJob(ctx, reportAgent, args[0], api.TakerReport{HandOut: handOut, TakeToken: tok, JobReport: rep})
 			} else if secretEnv != "" {
 				secret := os.Getenv(secretEnv)
 				if secret == "" {
@@ -186,7 +191,8 @@ lease. It waits up to --wait for one and prints it as JSON (the job with its
 take: hand_out and lease_until, and its release, version, deployment,
 environment and resource); when none came it prints nothing and says so on
 standard error. Renew the lease with jobs heartbeat before it runs out, and
-report with jobs report --agent ID --hand-out N.`,
+report with jobs report --agent ID --hand-out N, both with the printed
+take_token in $RECONCILER_TAKE_TOKEN.`,
 		Example: `  reconciler jobs next --agent deployer --wait 30s --server http://127.0.0.1:8080`,
 		Args:    argsUsage(cobra.NoArgs),
 		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
@@ -227,7 +233,9 @@ func newJobsHeartbeatCmd() *cobra.Command {
 		Short: "Renew a pull agent's lease on a job it took (token scope agent)",
 		Long: `heartbeat renews the lease of hand-out N of JOB, which pull agent ID's taker
 took with jobs next, to the agent's lease from now, and prints its new end.
-It is refused (exit 3) once the job was handed out again or ended.`,
+The take's take_token is read from $RECONCILER_TAKE_TOKEN (kept out of the
+command line). It is refused (exit 3) once the job was handed out again or
+ended.`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
 			if agent == "" {
@@ -236,7 +244,11 @@ It is refused (exit 3) once the job was handed out again or ended.`,
 			if handOut == 0 {
 				return usagef("--hand-out is required: the hand-out the job was taken under")
 			}
-			hb, err := c.HeartbeatJob(ctx, agent, args[0], handOut)
+			tok, err := takeToken()
+			if err != nil {
+				return err
+			}
+			hb, err := c.HeartbeatJob(ctx, agent, args[0], handOut, tok)
 			if err != nil {
 				return err
 			}
@@ -249,6 +261,19 @@ It is refused (exit 3) once the job was handed out again or ended.`,
 	f.StringVar(&agent, "agent", "", "the pull agent's id (required)")
 	intRangeVar(f, &handOut, "hand-out", 0, 0, release.MaxHandOutsLimit, "the hand-out the job was taken under (required)")
 	return cmd
+}
+
+// takeTokenEnv names the environment variable a taker's CLI calls read
+// the take's take_token from (kept out of the process list).
+const takeTokenEnv = "RECONCILER_TAKE_TOKEN"
+
+// takeToken reads the take token from $RECONCILER_TAKE_TOKEN.
+func takeToken() (string, error) {
+	tok := os.Getenv(takeTokenEnv)
+	if tok == "" {
+		return "", usagef("$%s is required: the take_token jobs next printed", takeTokenEnv)
+	}
+	return tok, nil
 }
 
 func newDeadCmd() *cobra.Command {

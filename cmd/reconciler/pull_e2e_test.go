@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/api/client"
+	"github.com/reconcilerhq/reconciler/engine/pull"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -34,7 +36,7 @@ func startPullE2E(t *testing.T, agentConfig map[string]any) *pullE2E {
 	bin, err := buildBinary()
 	require.NoError(t, err)
 	dsn, _ := pgtest.Schema(t)
-	token := createToken(t, bin, dsn, "puller", "read,write,approve,agent")
+	token := createToken(t, bin, dsn, "puller", "read,write,approve,agent", "--agent", "puller")
 	w := &pullE2E{bin: bin, url1: "http://" + startServeAPI(t, bin, dsn), token: token}
 	w.c1, err = client.New(w.url1, token)
 	require.NoError(t, err)
@@ -64,19 +66,20 @@ func (w *pullE2E) runningV1(t *testing.T) int {
 }
 
 // finish heartbeats and reports a taken job in progress, then successful.
-func finish(ctx context.Context, c *client.Client, tk ports.JobRow) error {
-	hb, err := c.HeartbeatJob(ctx, "puller", tk.ID, tk.Take.HandOut)
+func finish(ctx context.Context, c *client.Client, taken pull.Taken) error {
+	tk := taken.Job
+	hb, err := c.HeartbeatJob(ctx, "puller", tk.ID, tk.Take.HandOut, taken.TakeToken)
 	if err != nil {
 		return err
 	}
 	if hb.LeaseUntil.Before(tk.LeaseUntil) {
 		return context.DeadlineExceeded // never: a heartbeat only extends
 	}
-	if err := c.ReportTakenJob(ctx, "puller", tk.ID, api.TakerReport{HandOut: tk.Take.HandOut,
+	if err := c.ReportTakenJob(ctx, "puller", tk.ID, api.TakerReport{HandOut: tk.Take.HandOut, TakeToken: taken.TakeToken,
 		JobReport: api.JobReport{Status: release.JobInProgress, ExternalID: "run-" + tk.ID}}); err != nil {
 		return err
 	}
-	return c.ReportTakenJob(ctx, "puller", tk.ID, api.TakerReport{HandOut: tk.Take.HandOut,
+	return c.ReportTakenJob(ctx, "puller", tk.ID, api.TakerReport{HandOut: tk.Take.HandOut, TakeToken: taken.TakeToken,
 		JobReport: api.JobReport{Status: release.JobSuccessful, Message: "deployed by " + tk.Take.Taker}})
 }
 
@@ -107,7 +110,7 @@ func TestPullAgentEndToEnd(t *testing.T) {
 					mu.Lock()
 					takes[tk.Job.ID] = append(takes[tk.Job.ID], tk.HandOut())
 					mu.Unlock()
-					err = finish(ctx, c, tk.Job)
+					err = finish(ctx, c, tk)
 				}
 				if err != nil || ok {
 					finished <- err
@@ -158,12 +161,12 @@ func TestPullAgentHandsOutAgainEndToEnd(t *testing.T) {
 		require.True(t, ok, "a job whose taker stopped heartbeating is handed out again")
 		require.Equal(t, 2, tk.HandOut())
 		require.Contains(t, tk.Job.Message, `the lease of "stops" (hand-out 1) ran out`)
-		require.NoError(t, finish(ctx, w.c2, tk.Job))
+		require.NoError(t, finish(ctx, w.c2, tk))
 	}
 	for _, j := range first {
-		_, err := w.c1.HeartbeatJob(ctx, "puller", j.ID, 1)
+		_, err := w.c1.HeartbeatJob(ctx, "puller", j.ID, 1, "stale")
 		require.ErrorIs(t, err, ports.ErrConflict, "a late heartbeat is fenced")
-		err = w.c1.ReportTakenJob(ctx, "puller", j.ID, api.TakerReport{HandOut: 1, JobReport: api.JobReport{Status: release.JobFailure}})
+		err = w.c1.ReportTakenJob(ctx, "puller", j.ID, api.TakerReport{HandOut: 1, TakeToken: "stale", JobReport: api.JobReport{Status: release.JobFailure}})
 		require.ErrorIs(t, err, ports.ErrConflict, "a late report is fenced")
 		require.Contains(t, err.Error(), "hand-out 1 is fenced")
 		got, err := w.c1.GetJob(ctx, j.ID)
@@ -174,8 +177,10 @@ func TestPullAgentHandsOutAgainEndToEnd(t *testing.T) {
 
 	// By hand, with the CLI: a fenced heartbeat exits 3 saying why; next
 	// waits for staging's first job (dev succeeded) and prints it.
+	takeTok := "stale" // a fenced hand-out's token, whatever it was
 	cli := func(args ...string) (string, int) {
 		cmd := exec.Command(w.bin, append(args, "--server", w.url1, "--token", w.token)...)
+		cmd.Env = append(os.Environ(), takeTokenEnv+"="+takeTok)
 		out, _ := cmd.CombinedOutput() // the exit code says how it went
 		return string(out), cmd.ProcessState.ExitCode()
 	}
@@ -187,10 +192,12 @@ func TestPullAgentHandsOutAgainEndToEnd(t *testing.T) {
 	var tk struct {
 		Job         ports.JobRow
 		Environment release.Environment
+		TakeToken   string `json:"take_token"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &tk), out)
 	require.Equal(t, "staging", tk.Environment.Name)
 	require.Equal(t, "by-hand", tk.Job.Take.Taker)
+	takeTok = tk.TakeToken
 	out, code = cli("jobs", "report", tk.Job.ID, "--agent", "puller", "--hand-out", "1", "--status", "successful")
 	require.Equal(t, 0, code, out)
 }

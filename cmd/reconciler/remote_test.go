@@ -44,7 +44,7 @@ func apiServer(t *testing.T) (string, map[ports.Scope]string) {
 	t.Cleanup(hs.Close)
 	out := map[ports.Scope]string{}
 	for _, s := range ports.Scopes {
-		_, secret, err := api.IssueToken(ctx, tokens, clock, "cli-"+string(s), []ports.Scope{s})
+		_, secret, err := api.IssueToken(ctx, tokens, clock, "cli-"+string(s), []ports.Scope{s}, boundIfAgent(s)...)
 		require.NoError(t, err)
 		out[s] = secret
 	}
@@ -214,10 +214,16 @@ func TestTokenCommandsThroughServer(t *testing.T) {
 		return runCLI(t, "", append(args, "--server", url, "--token", tok[s])...)
 	}
 	r := as(ports.ScopeAdmin, "token", "create", "--name", "remote-ci", "--scope", "read,agent", "--expires", "24h", "-o", "yaml")
+	require.Equal(t, 2, r.code, "an agent token names its job agents")
+	require.Contains(t, r.err.Error(), "--agent")
+	r = as(ports.ScopeAdmin, "token", "create", "--name", "remote-ci", "--scope", "read", "--agent", "deployer")
+	require.Equal(t, 2, r.code, "--agent only with scope agent")
+	r = as(ports.ScopeAdmin, "token", "create", "--name", "remote-ci", "--scope", "read,agent", "--agent", "deployer,web-runner", "--expires", "24h", "-o", "yaml")
 	require.Equal(t, 0, r.code, r.stderr)
 	var created api.TokenCreated
 	require.NoError(t, yaml.Unmarshal([]byte(r.stdout), &created), r.stdout)
 	require.Equal(t, []ports.Scope{ports.ScopeRead, ports.ScopeAgent}, created.Token.Scopes)
+	require.Equal(t, []string{"deployer", "web-runner"}, created.Token.Agents)
 	require.WithinDuration(t, time.Now().Add(24*time.Hour), created.Token.ExpiresAt, time.Minute)
 	require.Equal(t, 0, runCLI(t, "", "get", "targets", "--server", url, "--token", created.Secret).code, "the new secret works")
 	r = as(ports.ScopeAdmin, "token", "list")
@@ -237,4 +243,13 @@ func TestTokenCommandsThroughServer(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "revoked token "+created.Token.ID+"\n", r.stdout)
 	require.Equal(t, 5, runCLI(t, "", "get", "targets", "--server", url, "--token", created.Secret).code, "revoked")
+}
+
+// boundIfAgent binds a test token of scope s to a job agent when s is
+// agent, as every agent token must be.
+func boundIfAgent(s ports.Scope) []api.TokenOption {
+	if s != ports.ScopeAgent {
+		return nil
+	}
+	return []api.TokenOption{api.ForAgents("test-agent")}
 }

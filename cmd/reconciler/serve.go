@@ -337,7 +337,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		cat := catalog.New(be.catalog, be.catalogConfig())
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
-			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: agentConfigValidator(),
+			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: withHMACKeys(agentConfigValidator(), secrets),
 			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait, LongPolls: o.http.maxLongPolls})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
@@ -354,7 +354,8 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		if gh != nil && gh.hook != nil && !demo {
 			hook = gh.hook
 		}
-		mountWebhooks(extra, githubActionsWebhooks{agents: be.releases.JobAgents(), secrets: secrets, report: rt.report}, hook)
+		mountWebhooks(extra, githubActionsWebhooks{agents: be.releases.JobAgents(), secrets: secrets, report: rt.report,
+			deliveries: deliveryClaims(be.tokens, clock)}, hook)
 	}
 	handler := newHTTPHandler(be, reg, extra, world)
 	if o.insecureNoAuth {

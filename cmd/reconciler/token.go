@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,17 +69,20 @@ func newTokenCreateCmd() *cobra.Command {
 	var name string
 	var scopes []string
 	var expires time.Duration
+	var agents []string
 	cmd := &cobra.Command{
-		Use:   "create --name NAME --scope SCOPE... [--expires DURATION]",
+		Use:   "create --name NAME --scope SCOPE... [--agent ID...] [--expires DURATION]",
 		Short: "Create a token and print its secret once (token scope admin)",
 		Long: `create stores a new token named NAME with the given scopes (read, write,
 approve, agent, admin; repeat --scope or separate with commas) and prints its
-secret, which is not stored and cannot be shown again. With --expires the
+secret, which is not stored and cannot be shown again. A token of scope
+agent must name the job agents it acts for with --agent ID[,ID] (repeatable):
+it takes, heartbeats and reports only their jobs. With --expires the
 token is refused (401, "expired") from that long after its creation on;
 without it, it is valid until revoked. -o json or yaml prints the token record
 with the secret.`,
 		Example: `  reconciler token create --name ci --scope read,write --expires 720h --dsn "$RECONCILER_DSN"
-  reconciler token create --name deploy-agent --scope agent --server http://127.0.0.1:8080`,
+  reconciler token create --name deploy-agent --scope agent --agent deployer --server http://127.0.0.1:8080`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
 			req := api.TokenCreate{Name: name}
@@ -89,6 +93,17 @@ with the secret.`,
 					}
 					req.Scopes = append(req.Scopes, ports.Scope(one))
 				}
+			}
+			for _, a := range agents {
+				for _, one := range strings.Split(a, ",") {
+					req.Agents = append(req.Agents, strings.TrimSpace(one))
+				}
+			}
+			if len(req.Agents) > 0 && (!slices.Contains(req.Scopes, ports.ScopeAgent) || slices.Contains(req.Scopes, ports.ScopeAdmin)) {
+				return usagef("token create: --agent is only for a token of --scope agent (without admin)")
+			}
+			if slices.Contains(req.Scopes, ports.ScopeAgent) && !slices.Contains(req.Scopes, ports.ScopeAdmin) && len(req.Agents) == 0 {
+				return usagef("token create: --scope agent needs --agent ID[,ID]: the job agents the token acts for")
 			}
 			if name == "" || len(req.Scopes) == 0 {
 				return usagef("token create: --name and at least one --scope are required")
@@ -115,6 +130,7 @@ with the secret.`,
 	o.bind(cmd, true)
 	cmd.Flags().StringVar(&name, "name", "", "whose token: recorded as the author of what it does")
 	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "read, write, approve, agent or admin; repeat for several")
+	cmd.Flags().StringSliceVar(&agents, "agent", nil, "with --scope agent (required there): a job agent id the token acts for; repeat or separate with commas")
 	durationRangeVar(cmd.Flags(), &expires, "expires", 0, 0, api.MaxTokenLifetime, "how long the token is valid (e.g. 720h); 0: until revoked")
 	return cmd
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/reconcilerhq/reconciler/adapters/github"
 	"github.com/reconcilerhq/reconciler/adapters/githubactions"
 	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/internal/delivery"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -32,6 +35,10 @@ const (
 // check.
 func mountWebhooks(extra map[string]http.Handler, actions githubActionsWebhooks, hook http.Handler) {
 	extra[githubActionsWebhookPath] = actions
+	if w, ok := hook.(github.Webhook); ok && actions.deliveries != nil {
+		w.Deliveries = actions.deliveries
+		hook = w
+	}
 	if hook != nil {
 		extra[githubWebhookPath] = http.MaxBytesHandler(hook, 1<<20+1)
 	}
@@ -49,6 +56,22 @@ type githubActionsWebhooks struct {
 	agents  ports.Objects[release.JobAgent]
 	secrets ports.SecretResolver
 	report  ports.JobReporter
+	// deliveries remembers delivery ids, for both webhooks (nil: none).
+	deliveries delivery.Claim
+}
+
+// deliveryClaims remembers GitHub delivery ids in tokens' nonces for
+// delivery.Window, so every process sharing the store takes a delivery
+// once.
+func deliveryClaims(tokens ports.Tokens, clock ports.Clock) delivery.Claim {
+	return func(ctx context.Context, id string) (bool, error) {
+		now := clock.Now()
+		ok, err := tokens.NonceClaim(ctx, "github-delivery:"+id, now, now.Add(delivery.Window))
+		if err != nil {
+			return false, fmt.Errorf("claim delivery %s: %w", id, err)
+		}
+		return ok, nil
+	}
 }
 
 // ServeHTTP handles one delivery.
@@ -73,7 +96,7 @@ func (h githubActionsWebhooks) ServeHTTP(w http.ResponseWriter, r *http.Request)
 		unknown.ServeHTTP(w, r)
 		return
 	}
-	githubactions.WebhookHandler{AgentID: id, SecretRef: ref, Secrets: h.secrets, Reporter: h.report}.ServeHTTP(w, r)
+	githubactions.WebhookHandler{AgentID: id, SecretRef: ref, Secrets: h.secrets, Reporter: h.report, Deliveries: h.deliveries}.ServeHTTP(w, r)
 }
 
 // unguessableSecret resolves every reference to 32 fresh random bytes: a

@@ -341,3 +341,31 @@ func (c *Controller) Status(ctx context.Context, id string) (Status, error) {
 	}
 	return Status{Workflow: w, TaskRuns: runs}, nil
 }
+
+// JobAgentOf returns the id of the job agent a workflow job (see JobID)
+// goes to: its task's jobAgentRef. A job id that is not a workflow job's,
+// or names no TaskRun, is ErrNotFound.
+func (c *Controller) JobAgentOf(ctx context.Context, jobID string) (string, error) {
+	wfID, trID, _, ok := parseJobID(jobID)
+	if !ok {
+		return "", fmt.Errorf("job %s: not a workflow job: %w", jobID, ports.ErrNotFound)
+	}
+	w, err := c.Store.WorkflowGet(ctx, wfID)
+	if err != nil {
+		return "", fmt.Errorf("job %s: %w", jobID, err)
+	}
+	r, err := c.Store.TaskRunGet(ctx, wfID, trID)
+	if err != nil {
+		return "", fmt.Errorf("job %s: %w", jobID, err)
+	}
+	t, err := c.template(&w)
+	if err != nil {
+		return "", fmt.Errorf("job %s: %w", jobID, err)
+	}
+	for i := range t.Spec.Tasks {
+		if t.Spec.Tasks[i].Name == r.Task {
+			return t.Spec.Tasks[i].JobAgentRef, nil
+		}
+	}
+	return "", fmt.Errorf("job %s: task %s is not in its template: %w", jobID, r.Task, ports.ErrNotFound)
+}

@@ -2,6 +2,10 @@ package pull
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -50,6 +54,26 @@ type Taken struct {
 	Deployment  release.Deployment        `json:"deployment"`
 	Environment release.Environment       `json:"environment"`
 	Resource    release.Resource          `json:"resource"`
+	// TakeToken is the hand-out's secret (256 random bits, hex): every
+	// heartbeat and report of the hand-out carries it. Only its hash is
+	// stored (release.JobTake.TokenHash).
+	TakeToken string `json:"take_token"`
+}
+
+// newTakeToken returns a fresh take token and its stored hash.
+func newTakeToken() (token, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", fmt.Errorf("take token: %w", err)
+	}
+	token = hex.EncodeToString(b)
+	return token, hashTakeToken(token), nil
+}
+
+// hashTakeToken is how a take token is stored.
+func hashTakeToken(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
 }
 
 // HandOut is the hand-out the taker holds: it names it on every heartbeat
@@ -125,11 +149,14 @@ func (s *Service) take(ctx context.Context, p ports.JobTakeParams) (Taken, error
 		if err != nil {
 			return err
 		}
+		if row, err = s.issueTakeToken(ctx, row, &out); err != nil {
+			return err
+		}
 		t, err := release.ParseTargetKey(row.TargetKey)
 		if err != nil {
 			return fmt.Errorf("job %s: %w", row.ID, err)
 		}
-		out = Taken{Job: row}
+		out.Job = row
 		if out.Release, err = s.Store.ReleaseGet(ctx, row.ReleaseID); err != nil {
 			return fmt.Errorf("job %s: %w", row.ID, err)
 		}
@@ -146,17 +173,38 @@ func (s *Service) take(ctx context.Context, p ports.JobTakeParams) (Taken, error
 	return out, err
 }
 
-// Heartbeat renews the lease of hand-out handOut of job jobID of agent
-// agentID to the agent's lease from now, and returns the job. A job of
-// another agent is ErrNotFound; a hand-out the job was handed out again
-// from, or a job that ended, is ErrConflict saying so.
-func (s *Service) Heartbeat(ctx context.Context, agentID, jobID string, handOut int) (ports.JobRow, error) {
+// issueTakeToken gives the hand-out row holds a fresh take token: its hash
+// is stored on the job, the token goes to out.
+func (s *Service) issueTakeToken(ctx context.Context, row ports.JobRow, out *Taken) (ports.JobRow, error) {
+	token, hash, err := newTakeToken()
+	if err != nil {
+		return row, err
+	}
+	next := row.Job
+	take := *next.Take
+	take.TokenHash = hash
+	next.Take = &take
+	v, err := s.Store.JobUpdate(ctx, next, row.Version)
+	if err != nil {
+		return row, fmt.Errorf("job %s: store take token: %w", row.ID, err)
+	}
+	row.Job, row.Version = next, v
+	out.TakeToken = token
+	return row, nil
+}
+
+// Heartbeat renews the lease of hand-out handOut (with its take token) of
+// job jobID of agent agentID to the agent's lease from now, and returns
+// the job. A job of another agent is ErrNotFound; a wrong take token is
+// ErrUnauthorized; a hand-out the job was handed out again from, or a job
+// that ended, is ErrConflict saying so.
+func (s *Service) Heartbeat(ctx context.Context, agentID, jobID string, handOut int, takeToken string) (ports.JobRow, error) {
 	_, st, err := s.Agent(ctx, agentID)
 	if err != nil {
 		return ports.JobRow{}, err
 	}
 	for range 5 {
-		row, err := s.job(ctx, agentID, jobID, handOut)
+		row, err := s.job(ctx, agentID, jobID, handOut, takeToken)
 		if err != nil {
 			return ports.JobRow{}, err
 		}
@@ -182,15 +230,16 @@ func (s *Service) Heartbeat(ctx context.Context, agentID, jobID string, handOut 
 	return ports.JobRow{}, fmt.Errorf("heartbeat on job %s: the job kept changing: %w", jobID, ports.ErrConflict)
 }
 
-// Report records hand-out handOut's report r on job jobID of agent
-// agentID through the Reporter, which fences it (ports.JobReport.HandOut);
-// a non-terminal report renews the lease as a heartbeat does.
-func (s *Service) Report(ctx context.Context, agentID, jobID string, handOut int, r ports.JobReport) error {
+// Report records hand-out handOut's report r (with its take token) on job
+// jobID of agent agentID through the Reporter, which fences it
+// (ports.JobReport.HandOut); a non-terminal report renews the lease as a
+// heartbeat does.
+func (s *Service) Report(ctx context.Context, agentID, jobID string, handOut int, takeToken string, r ports.JobReport) error {
 	_, st, err := s.Agent(ctx, agentID)
 	if err != nil {
 		return err
 	}
-	if _, err := s.job(ctx, agentID, jobID, handOut); err != nil {
+	if _, err := s.job(ctx, agentID, jobID, handOut, takeToken); err != nil {
 		return err
 	}
 	r.JobID, r.AgentID, r.HandOut = jobID, agentID, handOut
@@ -201,8 +250,8 @@ func (s *Service) Report(ctx context.Context, agentID, jobID string, handOut int
 }
 
 // job reads job jobID of agentID, checking that handOut is its current
-// hand-out.
-func (s *Service) job(ctx context.Context, agentID, jobID string, handOut int) (ports.JobRow, error) {
+// hand-out and takeToken that hand-out's token.
+func (s *Service) job(ctx context.Context, agentID, jobID string, handOut int, takeToken string) (ports.JobRow, error) {
 	if handOut < 1 {
 		return ports.JobRow{}, release.Invalid("hand_out", "must be the hand-out the job was taken under (1 or more)")
 	}
@@ -216,8 +265,15 @@ func (s *Service) job(ctx context.Context, agentID, jobID string, handOut int) (
 	if why := row.CheckHandOut(handOut); why != "" {
 		return ports.JobRow{}, fmt.Errorf("%s: %w", why, ports.ErrConflict)
 	}
+	if row.Take.TokenHash == "" || subtle.ConstantTimeCompare([]byte(hashTakeToken(takeToken)), []byte(row.Take.TokenHash)) != 1 {
+		return ports.JobRow{}, fmt.Errorf("job %s: take_token is not hand-out %d's: %w", jobID, handOut, ErrBadTakeToken)
+	}
 	return row, nil
 }
+
+// ErrBadTakeToken is a heartbeat or report whose take token is not its
+// hand-out's.
+var ErrBadTakeToken = errors.New("bad take token")
 
 func (s *Service) inTx(ctx context.Context, fn func(context.Context) error) error {
 	if s.Tx == nil {

@@ -24,6 +24,7 @@ func Tokens(t *testing.T, newStore func(t *testing.T) ports.Tokens) {
 	t.Run("CreateFindList", func(t *testing.T) { tokCreateFindList(setup(t)) })
 	t.Run("Refused", func(t *testing.T) { tokRefused(setup(t)) })
 	t.Run("Revoke", func(t *testing.T) { tokRevoke(setup(t)) })
+	t.Run("AgentsKept", func(t *testing.T) { tokAgentsKept(setup(t)) })
 	t.Run("Expiry", func(t *testing.T) { tokExpiry(setup(t)) })
 	t.Run("NonceOnce", func(t *testing.T) { tokNonceOnce(setup(t)) })
 	t.Run("NonceConcurrent", func(t *testing.T) { tokNonceConcurrent(setup(t)) })
@@ -56,6 +57,23 @@ func tokCreateFindList(t *testing.T, ctx context.Context, s ports.Tokens) {
 	require.Equal(t, []string{"a", "b"}, []string{list[0].ID, list[1].ID}, "by id")
 }
 
+// tokAgentsKept: an agent token's job agents are stored with it, in
+// order, and reads return copies.
+func tokAgentsKept(t *testing.T, ctx context.Context, s ports.Tokens) {
+	tok := ports.Token{ID: "t1", Name: "runner", Scopes: []ports.Scope{ports.ScopeAgent}, Agents: []string{"web-runner", "api-runner"}, CreatedAt: tokT0}
+	require.NoError(t, s.TokenCreate(ctx, tok, []byte("h1")))
+	got, err := s.TokenByHash(ctx, []byte("h1"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"web-runner", "api-runner"}, got.Agents)
+	require.True(t, got.ActsFor("api-runner"))
+	require.False(t, got.ActsFor("other"))
+	got.Agents[0] = "other"
+	list, err := s.TokenList(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, []string{"web-runner", "api-runner"}, list[0].Agents, "reads return copies")
+}
+
 func tokRefused(t *testing.T, ctx context.Context, s ports.Tokens) {
 	ok := ports.Token{ID: "t1", Name: "ci", Scopes: []ports.Scope{ports.ScopeRead}, CreatedAt: tokT0}
 	require.NoError(t, s.TokenCreate(ctx, ok, []byte("h1")))
@@ -76,6 +94,13 @@ func tokRefused(t *testing.T, ctx context.Context, s ports.Tokens) {
 		"no hash":        {ports.Token{ID: "t3", Name: "x", Scopes: []ports.Scope{ports.ScopeRead}}, "", "hash"},
 		"NUL in name":    {ports.Token{ID: "t3", Name: "x\x00", Scopes: []ports.Scope{ports.ScopeRead}}, "h3", "name"},
 		"escape in name": {ports.Token{ID: "t3", Name: "x\x1b[31m", Scopes: []ports.Scope{ports.ScopeRead}}, "h3", "name"},
+		"unbound agent":  {ports.Token{ID: "t3", Name: "x", Scopes: []ports.Scope{ports.ScopeAgent}}, "h3", "agents"},
+		"agents on read": {ports.Token{ID: "t3", Name: "x", Scopes: []ports.Scope{ports.ScopeRead}, Agents: []string{"a"}}, "h3", "agents"},
+		"agents on admin": {ports.Token{ID: "t3", Name: "x", Scopes: []ports.Scope{ports.ScopeAgent, ports.ScopeAdmin},
+			Agents: []string{"a"}}, "h3", "agents"},
+		"empty agent":     {ports.Token{ID: "t3", Name: "x", Scopes: []ports.Scope{ports.ScopeAgent}, Agents: []string{""}}, "h3", "agents[0]"},
+		"agent twice":     {ports.Token{ID: "t3", Name: "x", Scopes: []ports.Scope{ports.ScopeAgent}, Agents: []string{"a", "a"}}, "h3", "agents[1]"},
+		"escape in agent": {ports.Token{ID: "t3", Name: "x", Scopes: []ports.Scope{ports.ScopeAgent}, Agents: []string{"a\x1b"}}, "h3", "agents[0]"},
 	} {
 		err := s.TokenCreate(ctx, tc.tok, []byte(tc.hash))
 		var fe *release.FieldError
@@ -88,7 +113,7 @@ func tokRefused(t *testing.T, ctx context.Context, s ports.Tokens) {
 }
 
 func tokRevoke(t *testing.T, ctx context.Context, s ports.Tokens) {
-	tok := ports.Token{ID: "t1", Name: "ci", Scopes: []ports.Scope{ports.ScopeAgent}, CreatedAt: tokT0}
+	tok := ports.Token{ID: "t1", Name: "ci", Scopes: []ports.Scope{ports.ScopeAgent}, Agents: []string{"a"}, CreatedAt: tokT0}
 	require.NoError(t, s.TokenCreate(ctx, tok, []byte("h1")))
 	require.ErrorIs(t, s.TokenRevoke(ctx, "nope", tokT0), ports.ErrNotFound)
 	require.NoError(t, s.TokenRevoke(ctx, "t1", tokT0.Add(time.Minute)))

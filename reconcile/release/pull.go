@@ -84,6 +84,10 @@ type JobTake struct {
 	// Taker is the name the taker gave, for people.
 	Taker   string    `json:"taker,omitempty"`
 	TakenAt time.Time `json:"taken_at"`
+	// TokenHash is the hex SHA-256 of the hand-out's take token, which
+	// its taker's heartbeats and reports carry (the hand-out number alone
+	// is guessable); empty until the token is issued.
+	TokenHash string `json:"token_hash,omitempty"`
 }
 
 // Takeable reports whether a pull agent's job may be handed to a taker at
