@@ -67,6 +67,8 @@ def main(src, dst, ops):
             node = node.setdefault(part, {})
         node[pointer[-1]] = resolve(pointer)
     out[top] = kept.get(top, {})
+    if v3 and "securitySchemes" in doc.get("components", {}):
+        out[top]["securitySchemes"] = doc["components"]["securitySchemes"]
     if v3:
         out.pop("x-webhooks", None)
         out.pop("webhooks", None)

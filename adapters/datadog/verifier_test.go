@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/contract"
 	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
 	"github.com/reconcilerhq/reconciler/policy"
@@ -31,20 +32,35 @@ func (fixedClock) Now() time.Time { return now }
 // fakeDatadog implements GET /api/v1/query: it answers each query with
 // the configured rate as a series of three points.
 type fakeDatadog struct {
-	t        *testing.T
-	mu       sync.Mutex
-	rate     float64
-	faults   []int
-	body     string // answered as is when set
-	requests []*http.Request
-	srv      *httptest.Server
+	t      *testing.T
+	mu     sync.Mutex
+	rate   float64
+	faults []int
+	body   string // answered as is when set
+	// offContract: body is outside Datadog's definition on purpose.
+	offContract bool
+	requests    []*http.Request
+	srv         *httptest.Server
 }
 
+// newFake starts the fake behind Datadog's published definition of the
+// call: each request and answer is checked against it (5xx, which Datadog
+// answers on any route, excepted).
 func newFake(t *testing.T, rate float64) *fakeDatadog {
 	f := &fakeDatadog{t: t, rate: rate}
-	f.srv = httptest.NewServer(f)
+	c, err := contract.Load("testdata/datadog-v1.openapi.json")
+	require.NoError(t, err)
+	c.AllowStatus(http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable).FailOnViolations(t)
+	f.srv = httptest.NewServer(c.Wrap(f))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// writeJSON answers code with body, a JSON document.
+func writeJSON(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(body))
 }
 
 func (f *fakeDatadog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -55,11 +71,11 @@ func (f *fakeDatadog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		code := f.faults[0]
 		f.faults = f.faults[1:]
 		w.Header().Set("Retry-After", "0")
-		http.Error(w, `{"errors":["Rate limit exceeded"]}`, code)
+		writeJSON(w, code, `{"errors":["Rate limit exceeded"]}`)
 		return
 	}
 	if r.Header.Get("DD-API-KEY") != "dd-api" || r.Header.Get("DD-APPLICATION-KEY") != "dd-app" {
-		http.Error(w, `{"errors":["Forbidden"]}`, http.StatusForbidden)
+		writeJSON(w, http.StatusForbidden, `{"errors":["Forbidden"]}`)
 		return
 	}
 	if r.Method != http.MethodGet || r.URL.Path != "/api/v1/query" {
@@ -67,7 +83,10 @@ func (f *fakeDatadog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.body != "" {
-		_, _ = w.Write([]byte(f.body))
+		if f.offContract {
+			w.Header().Set(contract.OffContract, "a malformed answer on purpose")
+		}
+		writeJSON(w, http.StatusOK, f.body)
 		return
 	}
 	q := r.URL.Query()
@@ -140,14 +159,18 @@ func TestRetriesAndErrors(t *testing.T) {
 	_, err = newVerifier().Measure(t.Context(), f.request("q"))
 	require.ErrorContains(t, err, "datadog: query metrics: status 500")
 
-	for body, want := range map[string]string{
-		`{"status":"error","error":"Rule 'foo' not parsed"}`: "Rule 'foo' not parsed",
-		`{"status":"ok"}`: "malformed response",
-		`{"status":"ok","series":[{"pointlist":[[1]]}]}`: "malformed response",
-		`<html>`: "malformed response",
+	for body, tc := range map[string]struct {
+		want        string
+		offContract bool // else the body is one Datadog's definition allows
+	}{
+		`{"status":"error","error":"Rule 'foo' not parsed"}`: {want: "Rule 'foo' not parsed"},
+		`{"status":"ok"}`: {want: "malformed response"},
+		`{"status":"ok","series":[{"pointlist":[[1]]}]}`: {want: "malformed response", offContract: true},
+		`<html>`: {want: "malformed response", offContract: true},
 	} {
+		want := tc.want
 		f := newFake(t, 0)
-		f.body = body
+		f.body, f.offContract = body, tc.offContract
 		_, err := newVerifier().Measure(t.Context(), f.request("q"))
 		require.ErrorContains(t, err, want, body)
 	}
