@@ -79,8 +79,10 @@ YAML
 ready=0
 for _ in 1 2 3 4 5; do
 	port=$(free_port)
+	# native histograms on: the verifier's test queries one (they are
+	# scraped over the protobuf exposition format).
 	prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/data" \
-		--web.listen-address="127.0.0.1:$port" --log.level=warn >"$tmp/prometheus.log" 2>&1 &
+		--enable-feature=native-histograms --web.listen-address="127.0.0.1:$port" --log.level=warn >"$tmp/prometheus.log" 2>&1 &
 	pid=$!
 	for _ in $(seq 1 100); do
 		if ! kill -0 "$pid" 2>/dev/null; then

@@ -35,6 +35,12 @@ func TestAgainstARealPrometheus(t *testing.T) {
 	rate := promclient.NewGaugeVec(promclient.GaugeOpts{Name: "reconciler_test_error_rate", Help: "Errors per request."}, []string{"service"})
 	reg.MustRegister(rate)
 	rate.WithLabelValues("web").Set(0.002)
+	latency := promclient.NewHistogram(promclient.HistogramOpts{Name: "reconciler_test_latency_seconds", Help: "A native histogram.",
+		NativeHistogramBucketFactor: 1.1})
+	reg.MustRegister(latency)
+	for _, v := range []float64{0.2, 0.25, 0.3} {
+		latency.Observe(v)
+	}
 	ln, err := net.Listen("tcp", target)
 	require.NoError(t, err)
 	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
@@ -89,6 +95,26 @@ func TestAgainstARealPrometheus(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "scalar", scalar["resultType"])
 	require.InDelta(t, 0.6, scalar["value"], 1e-9)
+
+	// A native histogram (Prometheus scrapes it with native histograms
+	// on, as scripts/with-prometheus.sh starts it): its sample is kept as
+	// {count, sum}, not refused as malformed.
+	var hist map[string]any
+	deadline := time.Now().Add(60 * time.Second)
+	for hist == nil {
+		m, err := measure(`reconciler_test_latency_seconds{job="reconciler-test"}`)
+		require.NoError(t, err)
+		if s, _ := m["samples"].([]any); len(s) == 1 {
+			hist, _ = s[0].(map[string]any)["histogram"].(map[string]any)
+			require.NotNil(t, hist, "the sample is a native histogram: %v", m)
+			require.Nil(t, m["value"])
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the native histogram was never scraped; last result %v", m)
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Equal(t, 3.0, hist["count"])
+	require.InDelta(t, 0.75, hist["sum"], 1e-9)
 
 	_, err = measure(`reconciler_test_error_rate{`)
 	require.ErrorContains(t, err, "prometheus: instant query: status 400")

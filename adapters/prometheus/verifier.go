@@ -9,7 +9,9 @@
 //	value       the first sample's value (null when there is none or it
 //	            is NaN or infinite)
 //	values      every sample's value, in the response's order
-//	samples     each sample's labels and value ({metric, value}), capped
+//	samples     each sample's labels and value ({metric, value}), capped;
+//	            a native histogram sample has value null and histogram
+//	            {count, sum} instead
 //
 // so a stored measurement says what was measured. A range query result
 // (matrix) or a string is refused: a metric wants a number.
@@ -22,11 +24,15 @@ package prometheus
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
@@ -70,13 +76,15 @@ func New(secrets ports.SecretResolver, o Options) *Verifier {
 // Type returns "prometheus".
 func (v *Verifier) Type() string { return Type }
 
-type config struct{ address, query, tokenRef string }
+type config struct{ address, query, tokenRef, username, passwordRef, tenant string }
 
 // ValidateConfig checks a prometheus provider.config; a refusal is a
 // *release.FieldError naming provider.config.<key>. Keys: address (the
 // server's URL, required unless the verifier has a default), query
 // (PromQL, required), tokenRef (secret reference of a bearer token,
-// optional).
+// optional), username and passwordRef (HTTP basic authentication, both or
+// neither; not with tokenRef) and tenant (sent as X-Scope-OrgID, the
+// tenant header of Cortex, Mimir and Thanos).
 func ValidateConfig(cfg map[string]any) error {
 	_, err := New(nil, Options{}).parse(cfg)
 	return err
@@ -87,6 +95,21 @@ func (v *Verifier) parse(cfg map[string]any) (config, error) {
 	c := config{address: r.URL("address", v.o.Address), query: r.Required("query")}
 	if _, ok := cfg["tokenRef"]; ok {
 		c.tokenRef = r.SecretRef("tokenRef", "")
+	}
+	c.username = r.String("username", "")
+	if _, ok := cfg["passwordRef"]; ok {
+		c.passwordRef = r.SecretRef("passwordRef", "")
+	}
+	c.tenant = r.String("tenant", "")
+	switch {
+	case c.tenant != "" && !tenantID.MatchString(c.tenant):
+		r.Fail("tenant", "want 1 to 150 of A-Z a-z 0-9 ! - _ . * ' ( ) and | between tenants")
+	case strings.ContainsAny(c.username, ":") || strings.ContainsFunc(c.username, unicode.IsControl):
+		r.Fail("username", "a basic-auth user name has no ':' and no control characters")
+	case (c.username == "") != (c.passwordRef == ""):
+		r.Fail("passwordRef", "username and passwordRef go together (HTTP basic authentication)")
+	case c.username != "" && c.tokenRef != "":
+		r.Fail("tokenRef", "a bearer token and basic authentication exclude each other")
 	}
 	return c, r.Err
 }
@@ -115,6 +138,16 @@ func (v *Verifier) Measure(ctx context.Context, r ports.MeasureRequest) (any, er
 			return nil, fmt.Errorf("%s: metric %q: %w", Type, r.Metric.Name, err)
 		}
 		h.Set("Authorization", "Bearer "+token)
+	}
+	if cfg.username != "" {
+		password, err := configmap.Resolve(ctx, v.secrets, "provider.config.passwordRef", cfg.passwordRef)
+		if err != nil {
+			return nil, fmt.Errorf("%s: metric %q: %w", Type, r.Metric.Name, err)
+		}
+		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cfg.username+":"+password)))
+	}
+	if cfg.tenant != "" {
+		h.Set("X-Scope-OrgID", cfg.tenant)
 	}
 	now := float64(v.o.Clock.Now().UnixMilli()) / 1000
 	q := url.Values{"query": {cfg.query}, "time": {strconv.FormatFloat(now, 'f', 3, 64)}}
@@ -149,17 +182,27 @@ func (v *Verifier) Measure(ctx context.Context, r ports.MeasureRequest) (any, er
 			if !ok {
 				return nil, v.http.Errorf(call, "%w: a sample is not an object", outbound.ErrMalformed)
 			}
-			val, err := sampleValue(s["value"])
-			if err != nil {
-				return nil, v.http.Errorf(call, "%w: %v", outbound.ErrMalformed, err)
-			}
 			metric, _ := s["metric"].(map[string]any)
 			if metric == nil {
 				metric = map[string]any{}
 			}
-			values = append(values, val)
+			sample := map[string]any{"metric": metric, "value": nil}
+			if h, ok := s["histogram"]; ok {
+				hist, err := histogramSample(h)
+				if err != nil {
+					return nil, v.http.Errorf(call, "%w: %v", outbound.ErrMalformed, err)
+				}
+				sample["histogram"] = hist
+			} else {
+				val, err := sampleValue(s["value"])
+				if err != nil {
+					return nil, v.http.Errorf(call, "%w: %v", outbound.ErrMalformed, err)
+				}
+				sample["value"] = val
+			}
+			values = append(values, sample["value"])
 			if len(samples) < maxSamples {
-				samples = append(samples, map[string]any{"metric": metric, "value": val})
+				samples = append(samples, sample)
 			}
 		}
 	case "scalar":
@@ -177,6 +220,33 @@ func (v *Verifier) Measure(ctx context.Context, r ports.MeasureRequest) (any, er
 	result["values"] = values
 	result["samples"] = samples
 	return result, nil
+}
+
+// tenantID is an X-Scope-OrgID value: Mimir's tenant id characters, "|"
+// between the tenants of a federated query.
+var tenantID = regexp.MustCompile(`^[A-Za-z0-9!._*'()|-]{1,150}$`)
+
+// histogramSample reads a native histogram sample, [time, {"count":
+// "N", "sum": "S", "buckets": [...]}], as {count, sum} (NaN and infinite
+// sums are null); the buckets are not kept.
+func histogramSample(v any) (any, error) {
+	pair, ok := v.([]any)
+	if !ok || len(pair) != 2 {
+		return nil, fmt.Errorf("a histogram sample is not [time, {count, sum, buckets}]")
+	}
+	h, ok := pair[1].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("a histogram sample's histogram is not an object")
+	}
+	out := map[string]any{}
+	for _, k := range []string{"count", "sum"} {
+		val, err := sampleValue([]any{pair[0], h[k]})
+		if err != nil {
+			return nil, fmt.Errorf("histogram %s: %w", k, err)
+		}
+		out[k] = val
+	}
+	return out, nil
 }
 
 // sampleValue reads a [time, "value"] pair; NaN and infinities are null.

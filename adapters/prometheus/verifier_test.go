@@ -145,3 +145,54 @@ func TestRetriesAndErrors(t *testing.T) {
 	require.ErrorContains(t, ValidateConfig(map[string]any{"query": "up", "address": "http://p", "tokenRef": "raw"}), "provider.config.tokenRef")
 	require.NoError(t, ValidateConfig(map[string]any{"query": "up", "address": "http://p:9090"}))
 }
+
+// TestBasicAuthAndTenant: username and passwordRef send HTTP basic
+// authentication, tenant sends X-Scope-OrgID; bad combinations are
+// refused naming the field.
+func TestBasicAuthAndTenant(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, `{"status":"success","data":{"resultType":"scalar","result":[1800000000.5,"1"]}}`)
+	v := New(configmap.Secrets{"env:RECONCILER_SECRET_PROM_PW": "s3cret"}, Options{Address: f.srv.URL, Clock: fixedClock{}, HTTP: outbound.Options{Guard: netguard.Loopback}})
+	_, err := v.Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"query": "1", "username": "grafana",
+		"passwordRef": "env:RECONCILER_SECRET_PROM_PW", "tenant": "team-a|team-b"}, 1))
+	require.NoError(t, err)
+	user, pw, ok := f.requests[0].BasicAuth()
+	require.True(t, ok)
+	require.Equal(t, "grafana", user)
+	require.Equal(t, "s3cret", pw)
+	require.Equal(t, "team-a|team-b", f.requests[0].Header.Get("X-Scope-OrgID"))
+
+	for field, cfg := range map[string]map[string]any{
+		"provider.config.passwordRef": {"query": "1", "username": "u"},
+		"provider.config.tokenRef":    {"query": "1", "username": "u", "passwordRef": "env:RECONCILER_SECRET_P", "tokenRef": "env:RECONCILER_SECRET_T"},
+		"provider.config.username":    {"query": "1", "username": "a:b", "passwordRef": "env:RECONCILER_SECRET_P"},
+		"provider.config.tenant":      {"query": "1", "tenant": "a\r\nX-Injected: 1"},
+	} {
+		err := ValidateConfig(map[string]any{"address": "http://prom:9090", "query": cfg["query"]})
+		require.NoError(t, err)
+		cfg["address"] = "http://prom:9090"
+		require.ErrorContains(t, ValidateConfig(cfg), field)
+	}
+}
+
+// nativeHistogram is how Prometheus's query API documents an instant
+// vector sample of a native histogram: "histogram" instead of "value"
+// (TestAgainstARealPrometheus queries a real one).
+const nativeHistogram = `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"reconciler_test_latency_seconds","instance":"127.0.0.1:9","job":"reconciler-test"},"histogram":[1800000000.5,{"count":"3","sum":"0.75","buckets":[[0,"0.1767766952966369","0.25","2"],[0,"0.5","0.7071067811865476","1"]]}]}]}}`
+
+// TestNativeHistogramSample: a native histogram sample is kept as
+// {count, sum} with value null, not refused as malformed.
+func TestNativeHistogramSample(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, nativeHistogram)
+	got, err := newVerifier(f).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"query": "reconciler_test_latency_seconds"}, 1))
+	require.NoError(t, err)
+	m := got.(map[string]any)
+	require.Nil(t, m["value"])
+	sample := m["samples"].([]any)[0].(map[string]any)
+	require.Equal(t, map[string]any{"count": 3.0, "sum": 0.75}, sample["histogram"])
+	spec := policy.MetricSpec{Name: "few", Count: 1, SuccessCondition: "result.samples[0].histogram.count < 10.0",
+		Provider: policy.Provider{Type: Type, Config: map[string]any{"query": "x"}}}
+	status, msg := policy.EvaluateMeasurements(spec, []release.Measurement{{At: now, Result: got}})
+	require.Equal(t, release.VerificationPassed, status, msg)
+}
