@@ -162,9 +162,11 @@ func Verify(secret, body []byte, timestamp, signature string, now time.Time, win
 // Dispatch delivers the job once per job id in this process (a retry
 // after a crash delivers again with the same Idempotency-Key). A 2xx
 // answer accepts it (status inProgress; the external id is the answer's
-// JSON "external_id", or the job id); another 4xx ends the job
-// invalidJobAgent; a 5xx or no answer is an error, retried with the work
-// item.
+// JSON "external_id", or the job id); 409 is the receiver still
+// processing an earlier delivery of the job (the Idempotency-Key in use,
+// as after a crash): an error, delivered again later, never the end of
+// the job; another 4xx ends the job invalidJobAgent; a 5xx or no answer
+// is an error, retried with the work item.
 func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDispatchResult, error) {
 	return a.track.Dispatch(ctx, d, func(ctx context.Context) (jobfollow.Started, error) {
 		invalid := func(err error) (jobfollow.Started, error) {
@@ -192,6 +194,9 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		}
 		switch {
 		case resp.Status/100 == 2:
+		case resp.Status == http.StatusConflict:
+			return jobfollow.Started{}, &outbound.Error{Adapter: Type, Call: "deliver job", Status: resp.Status,
+				Err: errors.New("the receiver is still processing an earlier delivery of this job (its Idempotency-Key is in use); delivered again later")}
 		case resp.Status/100 == 4:
 			return invalid(fmt.Errorf("the receiver refused the job: status %d", resp.Status))
 		default:

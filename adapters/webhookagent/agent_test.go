@@ -32,6 +32,10 @@ type receiver struct {
 	answer string // body of a 2xx answer; default {"external_id": "run-<n>"}
 	keys   map[string]string
 	jobs   []Payload
+	// processing are keys whose first delivery the receiver is still
+	// processing: another delivery with the key gets 409, as the
+	// Idempotency-Key HTTP header draft has it.
+	processing map[string]bool
 	srv    *httptest.Server
 }
 
@@ -56,6 +60,10 @@ func newReceiver(t *testing.T) *receiver {
 			return
 		}
 		key := req.Header.Get("Idempotency-Key")
+		if r.processing[key] {
+			http.Error(w, `{"title":"a request with this Idempotency-Key is being processed"}`, http.StatusConflict)
+			return
+		}
 		id, seen := r.keys[key]
 		if !seen {
 			var p Payload
@@ -117,6 +125,31 @@ func TestRedeliveryAfterACrashCarriesTheSameKey(t *testing.T) {
 	r2, err := newAgent(t).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", r.config()))
 	require.NoError(t, err)
 	require.Equal(t, r1, r2)
+	require.Len(t, r.jobs, 1, "the receiver ran the job once")
+}
+
+// TestRedeliveryWhileTheFirstIsProcessed: a receiver still processing
+// the first delivery answers the redelivery (after a crash) 409; the
+// job is not ended invalid but delivered again, and taken once.
+func TestRedeliveryWhileTheFirstIsProcessed(t *testing.T) {
+	t.Parallel()
+	r := newReceiver(t)
+	first, err := newAgent(t).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", r.config()))
+	require.NoError(t, err)
+	r.mu.Lock()
+	r.processing = map[string]bool{"job-1": true}
+	r.mu.Unlock()
+
+	_, err = newAgent(t).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", r.config()))
+	require.ErrorContains(t, err, "status 409", "an error, retried with the work item: not the end of the job")
+	require.ErrorContains(t, err, "Idempotency-Key")
+
+	r.mu.Lock()
+	r.processing = nil
+	r.mu.Unlock()
+	again, err := newAgent(t).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", r.config()))
+	require.NoError(t, err)
+	require.Equal(t, first, again)
 	require.Len(t, r.jobs, 1, "the receiver ran the job once")
 }
 
