@@ -67,42 +67,54 @@ func TestPRGetSummarisesStateChecksAndReviews(t *testing.T) {
 		require.Equal(t, "Bearer tok-123", r.Auth)
 		got = append(got, r.Method+" "+r.Path)
 	}
-	require.Equal(t, []string{"GET /repos/acme/api/pulls/1", "GET /repos/acme/api/commits/sha1/check-runs", "GET /repos/acme/api/pulls/1/reviews"}, got)
+	require.Equal(t, []string{"GET /repos/acme/api/pulls/1", "GET /repos/acme/api/commits/sha1/check-runs", "GET /repos/acme/api/commits/sha1/status",
+		"GET /repos/acme/api/pulls/1/reviews"}, got)
 }
 
 func TestPRGetChecksAndReviewRules(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name    string
-		state   string
-		checks  []githubtest.CheckRun
-		reviews []githubtest.Review
-		want    func(pr *reconcile.PullRequest)
+		name     string
+		state    string
+		checks   []githubtest.CheckRun
+		reviews  []githubtest.Review
+		want     func(pr *reconcile.PullRequest)
+		statuses []string
 	}{
-		{"no check runs", "", nil, nil, func(pr *reconcile.PullRequest) { pr.Checks, pr.Review = reconcile.ChecksNone, reconcile.ReviewNone }},
+		{"no check runs", "", nil, nil, func(pr *reconcile.PullRequest) { pr.Checks, pr.Review = reconcile.ChecksNone, reconcile.ReviewNone }, nil},
 		{"an unfinished run is pending", "", []githubtest.CheckRun{{Status: "completed", Conclusion: "success"}, {Status: "in_progress"}}, nil,
-			func(pr *reconcile.PullRequest) { pr.Checks = reconcile.ChecksPending }},
+			func(pr *reconcile.PullRequest) { pr.Checks = reconcile.ChecksPending }, nil},
 		{"a failure beats a pending run", "", []githubtest.CheckRun{{Status: "in_progress"}, {Status: "completed", Conclusion: "timed_out"}}, nil,
-			func(pr *reconcile.PullRequest) { pr.Checks = reconcile.ChecksFailing }},
+			func(pr *reconcile.PullRequest) { pr.Checks = reconcile.ChecksFailing }, nil},
 		{"conflicts beat checks", "dirty", []githubtest.CheckRun{{Status: "completed", Conclusion: "success"}}, nil,
-			func(pr *reconcile.PullRequest) { pr.Checks, pr.Mergeable = reconcile.ChecksConflicts, false }},
+			func(pr *reconcile.PullRequest) { pr.Checks, pr.Mergeable = reconcile.ChecksConflicts, false }, nil},
 		{"a change request beats another's approval", "", nil,
 			[]githubtest.Review{{User: "ann", State: "APPROVED"}, {User: "bob", State: "CHANGES_REQUESTED"}},
-			func(pr *reconcile.PullRequest) { pr.Review = reconcile.ReviewChangesRequested }},
+			func(pr *reconcile.PullRequest) { pr.Review = reconcile.ReviewChangesRequested }, nil},
 		{"a reviewer's later approval replaces their change request", "", nil,
 			[]githubtest.Review{{User: "bob", State: "CHANGES_REQUESTED"}, {User: "bob", State: "APPROVED"}},
-			func(pr *reconcile.PullRequest) { pr.Review = reconcile.ReviewApproved }},
+			func(pr *reconcile.PullRequest) { pr.Review = reconcile.ReviewApproved }, nil},
 		{"a comment does not undo an approval", "", nil,
 			[]githubtest.Review{{User: "ann", State: "APPROVED"}, {User: "ann", State: "COMMENTED"}},
-			func(pr *reconcile.PullRequest) { pr.Review = reconcile.ReviewApproved }},
+			func(pr *reconcile.PullRequest) { pr.Review = reconcile.ReviewApproved }, nil},
 		{"comments only", "", nil, []githubtest.Review{{User: "ann", State: "COMMENTED"}},
-			func(pr *reconcile.PullRequest) { pr.Review = reconcile.ReviewCommented }},
+			func(pr *reconcile.PullRequest) { pr.Review = reconcile.ReviewCommented }, nil},
+		{"commit statuses alone pass", "", nil, nil, func(pr *reconcile.PullRequest) { pr.Checks = reconcile.ChecksPassing }, []string{"success"}},
+		{"a failed commit status fails passing runs", "", []githubtest.CheckRun{{Status: "completed", Conclusion: "success"}}, nil,
+			func(pr *reconcile.PullRequest) { pr.Checks = reconcile.ChecksFailing }, []string{"success", "error"}},
+		{"a pending commit status holds passing runs", "", []githubtest.CheckRun{{Status: "completed", Conclusion: "success"}}, nil,
+			func(pr *reconcile.PullRequest) { pr.Checks = reconcile.ChecksPending }, []string{"pending"}},
+		{"the 101st check run is read", "", append(passing(100), githubtest.CheckRun{Status: "completed", Conclusion: "failure"}), nil,
+			func(pr *reconcile.PullRequest) { pr.Checks = reconcile.ChecksFailing }, nil},
+		{"the 101st review is read", "", nil, append(reviews(100, "ann", "COMMENTED"), githubtest.Review{User: "bob", State: "CHANGES_REQUESTED"}),
+			func(pr *reconcile.PullRequest) { pr.Review = reconcile.ReviewChangesRequested }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, nil)
 			url := b.fake.AddPR(githubtest.PR{Number: 1, Owner: "o", Repo: "r", HeadSHA: "s", MergeableState: tc.state})
 			b.fake.SetChecks("s", tc.checks...)
+			b.fake.SetStatuses("s", tc.statuses...)
 			for _, rv := range tc.reviews {
 				b.fake.AddReview(1, rv)
 			}
@@ -114,6 +126,24 @@ func TestPRGetChecksAndReviewRules(t *testing.T) {
 			require.Equal(t, want, pr)
 		})
 	}
+}
+
+// passing is n successful check runs.
+func passing(n int) []githubtest.CheckRun {
+	out := make([]githubtest.CheckRun, n)
+	for i := range out {
+		out[i] = githubtest.CheckRun{Status: "completed", Conclusion: "success"}
+	}
+	return out
+}
+
+// reviews is n reviews of user in state.
+func reviews(n int, user, state string) []githubtest.Review {
+	out := make([]githubtest.Review, n)
+	for i := range out {
+		out[i] = githubtest.Review{User: user, State: state}
+	}
+	return out
 }
 
 func TestPROpenFromTheAgentsBranchOnce(t *testing.T) {

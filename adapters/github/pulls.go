@@ -106,32 +106,68 @@ func (c *Client) PRGet(ctx context.Context, u string) (reconcile.PullRequest, er
 	return out, nil
 }
 
-// checks summarises the check runs of the head commit.
+// maxPages bounds the pages read of one list (100 items each).
+const maxPages = 10
+
+// checks summarises the head commit's check runs (every page, up to
+// maxPages) and its commit statuses (the combined status): failing when
+// any fails, pending when any is not done, passing when some passed, none
+// when it has neither.
 func (c *Client) checks(ctx context.Context, r prRef, sha string) (reconcile.ChecksStatus, error) {
 	if sha == "" {
 		return reconcile.ChecksNone, nil
 	}
-	var res struct {
-		CheckRuns []struct {
-			Status     string `json:"status"`
-			Conclusion string `json:"conclusion"`
-		} `json:"check_runs"`
+	commit := fmt.Sprintf("/repos/%s/%s/commits/%s", url.PathEscape(r.owner), url.PathEscape(r.repo), url.PathEscape(sha))
+	st := reconcile.ChecksNone
+	pending := false
+	for page, seen := 1, 0; page <= maxPages; page++ {
+		var res struct {
+			TotalCount int `json:"total_count"`
+			CheckRuns  []struct {
+				Status     string `json:"status"`
+				Conclusion string `json:"conclusion"`
+			} `json:"check_runs"`
+		}
+		if err := c.do(ctx, "list check runs", http.MethodGet, fmt.Sprintf("%s/check-runs?per_page=100&page=%d", commit, page), nil, &res); err != nil {
+			return "", err
+		}
+		for _, cr := range res.CheckRuns {
+			switch {
+			case cr.Status != "completed":
+				pending = true
+			case cr.Conclusion == "failure" || cr.Conclusion == "cancelled" || cr.Conclusion == "timed_out" || cr.Conclusion == "action_required" || cr.Conclusion == "startup_failure":
+				return reconcile.ChecksFailing, nil
+			default:
+				st = reconcile.ChecksPassing
+			}
+		}
+		seen += len(res.CheckRuns)
+		if len(res.CheckRuns) < 100 || seen >= res.TotalCount {
+			break
+		}
+		if page == maxPages {
+			pending = true // more runs than we read: not known to pass
+		}
 	}
-	path := fmt.Sprintf("/repos/%s/%s/commits/%s/check-runs?per_page=100", url.PathEscape(r.owner), url.PathEscape(r.repo), url.PathEscape(sha))
-	if err := c.do(ctx, "list check runs", http.MethodGet, path, nil, &res); err != nil {
+	var combined struct {
+		State      string `json:"state"`
+		TotalCount int    `json:"total_count"`
+	}
+	if err := c.do(ctx, "get combined status", http.MethodGet, commit+"/status", nil, &combined); err != nil {
 		return "", err
 	}
-	if len(res.CheckRuns) == 0 {
-		return reconcile.ChecksNone, nil
-	}
-	st := reconcile.ChecksPassing
-	for _, cr := range res.CheckRuns {
-		switch {
-		case cr.Status != "completed":
-			st = reconcile.ChecksPending
-		case cr.Conclusion == "failure" || cr.Conclusion == "cancelled" || cr.Conclusion == "timed_out" || cr.Conclusion == "action_required" || cr.Conclusion == "startup_failure":
+	if combined.TotalCount > 0 {
+		switch combined.State {
+		case "failure", "error":
 			return reconcile.ChecksFailing, nil
+		case "success":
+			st = reconcile.ChecksPassing
+		default:
+			pending = true
 		}
+	}
+	if pending {
+		return reconcile.ChecksPending, nil
 	}
 	return st, nil
 }
@@ -146,13 +182,21 @@ type apiReview struct {
 	} `json:"user"`
 }
 
-// listReviews lists the pull request's reviews, oldest first.
+// listReviews lists the pull request's reviews, oldest first: every
+// page, up to maxPages.
 func (c *Client) listReviews(ctx context.Context, r prRef) ([]apiReview, error) {
-	var res []apiReview
-	if err := c.do(ctx, "list reviews", http.MethodGet, r.path()+"/reviews?per_page=100", nil, &res); err != nil {
-		return nil, err
+	var all []apiReview
+	for page := 1; page <= maxPages; page++ {
+		var res []apiReview
+		if err := c.do(ctx, "list reviews", http.MethodGet, fmt.Sprintf("%s/reviews?per_page=100&page=%d", r.path(), page), nil, &res); err != nil {
+			return nil, err
+		}
+		all = append(all, res...)
+		if len(res) < 100 {
+			break
+		}
 	}
-	return res, nil
+	return all, nil
 }
 
 // reviews summarises the latest review of each reviewer.

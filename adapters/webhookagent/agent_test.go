@@ -36,7 +36,7 @@ type receiver struct {
 	// processing: another delivery with the key gets 409, as the
 	// Idempotency-Key HTTP header draft has it.
 	processing map[string]bool
-	srv    *httptest.Server
+	srv        *httptest.Server
 }
 
 func newReceiver(t *testing.T) *receiver {

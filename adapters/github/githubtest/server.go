@@ -62,6 +62,7 @@ type Server struct {
 	mu        sync.Mutex
 	prs       map[int]*PR
 	checks    map[string][]CheckRun
+	statuses  map[string][]string // commit statuses' states by sha, oldest first
 	reviews   map[int][]Review
 	requests  []Request
 	limitLeft int   // X-RateLimit-Remaining to answer with; -1: unlimited
@@ -79,7 +80,7 @@ var AnyRoute = []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusN
 // New starts a fake accepting token; t fails when it ends if an exchange
 // broke GitHub's definition.
 func New(t contract.TB, token string) *Server {
-	s := &Server{Token: token, prs: map[int]*PR{}, checks: map[string][]CheckRun{}, reviews: map[int][]Review{}, limitLeft: -1}
+	s := &Server{Token: token, prs: map[int]*PR{}, checks: map[string][]CheckRun{}, statuses: map[string][]string{}, reviews: map[int][]Review{}, limitLeft: -1}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /repos/{owner}/{repo}", s.getRepo)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/pulls", s.listPRs)
@@ -89,6 +90,7 @@ func New(t contract.TB, token string) *Server {
 	mux.HandleFunc("GET /repos/{owner}/{repo}/pulls/{n}/reviews", s.listReviews)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/pulls/{n}/reviews", s.postReview)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/commits/{sha}/check-runs", s.listChecks)
+	mux.HandleFunc("GET /repos/{owner}/{repo}/commits/{sha}/status", s.combinedStatus)
 	c, err := contract.Parse("githubtest/api.github.com.json", Definition)
 	if err != nil {
 		panic(err) // the embedded definition is fixed
@@ -186,6 +188,14 @@ func (s *Server) SetChecks(sha string, runs ...CheckRun) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.checks[sha] = runs
+}
+
+// SetStatuses sets the commit statuses of a commit (one state each:
+// error, failure, pending or success; one context each).
+func (s *Server) SetStatuses(sha string, states ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.statuses[sha] = states
 }
 
 // AddReview adds a review to a pull request.
@@ -324,8 +334,10 @@ func (s *Server) listReviews(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []map[string]any{}
-	for i, rv := range s.reviews[pr.Number] {
-		out = append(out, map[string]any{"id": i + 1, "state": rv.State, "body": rv.Body, "user": map[string]any{"login": rv.User}, "commit_id": rv.CommitID})
+	all := s.reviews[pr.Number]
+	from, to := pageOf(r, len(all))
+	for i, rv := range all[from:to] {
+		out = append(out, map[string]any{"id": from + i + 1, "state": rv.State, "body": rv.Body, "user": map[string]any{"login": rv.User}, "commit_id": rv.CommitID})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -352,16 +364,54 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": len(s.reviews[pr.Number]), "state": state})
 }
 
+// pageOf is the part of n items the request's page and per_page (GitHub's
+// defaults: 1 and 30, at most 100) ask for, as [from, to).
+func pageOf(r *http.Request, n int) (from, to int) {
+	page, perPage := 1, 30
+	if v, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && v > 0 {
+		page = v
+	}
+	if v, err := strconv.Atoi(r.URL.Query().Get("per_page")); err == nil && v > 0 {
+		perPage = min(v, 100)
+	}
+	return min((page-1)*perPage, n), min(page*perPage, n)
+}
+
+// combinedStatus answers the combined status of a commit's statuses:
+// failure if any failed or errored, else pending if any is pending, else
+// success (pending when there are none), as GitHub documents it.
+func (s *Server) combinedStatus(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sha := r.PathValue("sha")
+	state, list := "success", []map[string]any{}
+	if len(s.statuses[sha]) == 0 {
+		state = "pending"
+	}
+	for i, st := range s.statuses[sha] {
+		switch {
+		case st == "failure" || st == "error":
+			state = "failure"
+		case st == "pending" && state != "failure":
+			state = "pending"
+		}
+		list = append(list, map[string]any{"id": i + 1, "state": st, "context": fmt.Sprintf("ci/%d", i+1)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"state": state, "sha": sha, "total_count": len(list), "statuses": list})
+}
+
 func (s *Server) listChecks(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	runs := []map[string]any{}
-	for _, c := range s.checks[r.PathValue("sha")] {
+	all := s.checks[r.PathValue("sha")]
+	from, to := pageOf(r, len(all))
+	for _, c := range all[from:to] {
 		var conclusion any // null until the run completes, as GitHub answers
 		if c.Conclusion != "" {
 			conclusion = c.Conclusion
 		}
 		runs = append(runs, map[string]any{"status": c.Status, "conclusion": conclusion})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(runs), "check_runs": runs})
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(all), "check_runs": runs})
 }

@@ -27,6 +27,7 @@ var calledOperations = []string{
 	"GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews",
 	"POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews",
 	"GET /repos/{owner}/{repo}/commits/{ref}/check-runs",
+	"GET /repos/{owner}/{repo}/commits/{ref}/status",
 	"GET /repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs",
 	"POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches",
 	"GET /repos/{owner}/{repo}/actions/runs/{run_id}",
