@@ -36,7 +36,7 @@ type fakeTFC struct {
 func newFakeTFC(t *testing.T) *fakeTFC {
 	f := &fakeTFC{end: "applied", runs: map[string]*runData{}}
 	f.Server = jobagenttest.NewServer(t, jobagenttest.ServerOptions{Authorized: jobagenttest.Bearer(token),
-		Unauthorized: map[string]any{"errors": []any{map[string]any{"status": "401", "title": "unauthorized"}}}}, f.handle)
+		Unauthorized: map[string]any{"errors": []any{map[string]any{"status": "401", "title": "unauthorized"}}}}, checkedByGoTFE(t, f.handle))
 	return f
 }
 
@@ -87,6 +87,7 @@ func (f *fakeTFC) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		if f.malformed {
 			f.malformed = false
+			w.Header().Set("X-Fake-Malformed", "on purpose")
 			_, _ = w.Write([]byte(`{"data":`))
 			return
 		}
