@@ -129,7 +129,7 @@ func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDi
 			return jobfollow.Started{}, fmt.Errorf("%s: connect: %w", Type, err)
 		}
 		return jobfollow.Started{
-			Poll:  func(ctx context.Context) (jobfollow.State, error) { return poll(ctx, cs, ns, name, d.Job.ID) },
+			Poll:  func(ctx context.Context) (jobfollow.State, error) { return poll(ctx, cs, ns, name, d.Job.ID, cfg.ttlSet) },
 			Watch: func(ctx context.Context, changed chan<- struct{}) { a.watch(ctx, cs, ns, name, changed) },
 		}, nil
 	}, a.begin(d))
@@ -174,7 +174,7 @@ func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.
 		ns, name := cfg.namespace, job.Name
 		return jobfollow.Started{
 			Result: ports.JobDispatchResult{ExternalID: ns + "/" + name, Status: release.JobInProgress, Message: "job " + ns + "/" + name + " created"},
-			Poll:   func(ctx context.Context) (jobfollow.State, error) { return poll(ctx, cs, ns, name, d.Job.ID) },
+			Poll:   func(ctx context.Context) (jobfollow.State, error) { return poll(ctx, cs, ns, name, d.Job.ID, cfg.ttlSet) },
 			Watch:  func(ctx context.Context, changed chan<- struct{}) { a.watch(ctx, cs, ns, name, changed) },
 		}, nil
 	}
@@ -231,10 +231,17 @@ func buildJob(d ports.JobDispatch, cfg config) *batchv1.Job {
 	return job
 }
 
-// poll reads the Job and maps its conditions.
-func poll(ctx context.Context, cs kubernetes.Interface, ns, name, jobID string) (jobfollow.State, error) {
+// poll reads the Job and maps its conditions. A Job that is gone was
+// deleted: cancelled, unless the config set ttlAfterFinished (ttl), when
+// Kubernetes may have deleted it after it ended (a follower resumed late
+// finds it gone): its outcome is then unknown, externalRunNotFound.
+func poll(ctx context.Context, cs kubernetes.Interface, ns, name, jobID string, ttl bool) (jobfollow.State, error) {
 	j, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		if ttl {
+			return jobfollow.State{Status: release.JobExternalRunNotFound, Message: "job " + ns + "/" + name +
+				" is gone: deleted, or removed by its ttlAfterFinished after it ended; its outcome is unknown"}, nil
+		}
 		return jobfollow.State{Status: release.JobCancelled, Message: "job " + ns + "/" + name + " was deleted"}, nil
 	}
 	if err != nil {

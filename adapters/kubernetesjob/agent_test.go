@@ -410,3 +410,20 @@ func TestConformance(t *testing.T) {
 		return clusters[t].created(JobName(jobID))
 	}})
 }
+
+// TestJobGoneAfterItsTTLIsNotCalledCancelled: with ttlAfterFinished set,
+// a Job the follower finds gone may have ended and been removed by
+// Kubernetes: the outcome is unknown (externalRunNotFound), not cancelled.
+func TestJobGoneAfterItsTTLIsNotCalledCancelled(t *testing.T) {
+	t.Parallel()
+	cs := fake.NewClientset()
+	rep := jobagenttest.NewReports()
+	cfg := baseConfig()
+	cfg["ttlAfterFinished"] = "1m"
+	_, err := newAgent(t, rep, fastOptions(cs)).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", cfg))
+	require.NoError(t, err)
+	require.NoError(t, cs.BatchV1().Jobs("deploy").Delete(t.Context(), JobName("job-1"), metav1.DeleteOptions{}))
+	got := rep.Terminal(t)
+	require.Equal(t, release.JobExternalRunNotFound, got.Status)
+	require.Contains(t, got.Message, "ttlAfterFinished")
+}
