@@ -129,7 +129,9 @@ func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDi
 			return jobfollow.Started{}, fmt.Errorf("%s: connect: %w", Type, err)
 		}
 		return jobfollow.Started{
-			Poll:  func(ctx context.Context) (jobfollow.State, error) { return poll(ctx, cs, ns, name, d.Job.ID, cfg.ttlSet) },
+			Poll: func(ctx context.Context) (jobfollow.State, error) {
+				return poll(ctx, cs, ns, name, d.Job.ID, cfg.ttlSet)
+			},
 			Watch: func(ctx context.Context, changed chan<- struct{}) { a.watch(ctx, cs, ns, name, changed) },
 		}, nil
 	}, a.begin(d))
@@ -174,8 +176,10 @@ func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.
 		ns, name := cfg.namespace, job.Name
 		return jobfollow.Started{
 			Result: ports.JobDispatchResult{ExternalID: ns + "/" + name, Status: release.JobInProgress, Message: "job " + ns + "/" + name + " created"},
-			Poll:   func(ctx context.Context) (jobfollow.State, error) { return poll(ctx, cs, ns, name, d.Job.ID, cfg.ttlSet) },
-			Watch:  func(ctx context.Context, changed chan<- struct{}) { a.watch(ctx, cs, ns, name, changed) },
+			Poll: func(ctx context.Context) (jobfollow.State, error) {
+				return poll(ctx, cs, ns, name, d.Job.ID, cfg.ttlSet)
+			},
+			Watch: func(ctx context.Context, changed chan<- struct{}) { a.watch(ctx, cs, ns, name, changed) },
 		}, nil
 	}
 }
