@@ -7,7 +7,12 @@
 //
 // Requests go through internal/outbound (timeouts, retries of 429 and 5xx
 // honouring Retry-After, body cap, errors that never quote a header); the
-// client adds GitHub's own rate limit on top.
+// client adds GitHub's own rate limit on top. Its nine calls are checked,
+// request and answer, against GitHub's published REST description in the
+// tests (githubtest). It does not use go-github: that client brings its
+// own HTTP stack, which would bypass the outbound address guard and the
+// one classification of answers every adapter shares, for calls this
+// small.
 //
 // Invariants: the token is resolved through ports.SecretResolver for each
 // request and sent only in the Authorization header, never logged or put
