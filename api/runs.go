@@ -81,6 +81,19 @@ type RunMessage struct {
 	Text string `json:"text" minLength:"1" maxLength:"4096"`
 }
 
+// RunSubtask sets a subtask of a repo run.
+type RunSubtask struct {
+	// Blocking: the subtask must complete before the run's pull request
+	// may be merged automatically.
+	Blocking bool `json:"blocking"`
+}
+
+// RunSubtaskPath names a subtask of a run in a path.
+type RunSubtaskPath struct {
+	RunPath
+	Child string `path:"child" maxLength:"255"`
+}
+
 // RunPath names a run in a path.
 type RunPath struct {
 	Kind reconcile.RunKind `path:"kind" enum:"repo,standalone,pr-review,persistent-agent"`
@@ -147,6 +160,28 @@ func (s *Server) registerRuns() {
 		}
 		return reply(RunIntentResult{Run: row, Next: next}), nil
 	})
+	setSub := s.op("setRunSubtask", http.MethodPut, "/runs/{kind}/{id}/subtasks/{child}",
+		"Make repo run child a subtask of this repo run, blocking (it must complete before the run's pull request is merged automatically) or not; "+
+			"setting it again changes its blocking flag. Recorded in the run's decisions with the caller", ports.ScopeWrite, "runs")
+	huma.Register(s.api, setSub, func(ctx context.Context, in *struct {
+		RunSubtaskPath
+		Body RunSubtask
+	}) (*body[ports.RunRow], error) {
+		row, err := s.o.Runs.SetSubtask(ctx, in.ref(), in.Child, in.Body.Blocking, principal(ctx).Name)
+		if err != nil {
+			return nil, s.fail(ctx, err)
+		}
+		return reply(row), nil
+	})
+	huma.Register(s.api, s.op("removeRunSubtask", http.MethodDelete, "/runs/{kind}/{id}/subtasks/{child}",
+		"Remove a subtask from a repo run (a subtask that is not there changes nothing); recorded in the run's decisions with the caller", ports.ScopeWrite, "runs"),
+		func(ctx context.Context, in *RunSubtaskPath) (*body[ports.RunRow], error) {
+			row, err := s.o.Runs.RemoveSubtask(ctx, in.ref(), in.Child, principal(ctx).Name)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			return reply(row), nil
+		})
 	msg := s.op("runMessage", http.MethodPost, "/runs/{kind}/{id}/messages",
 		"Send a message to a persistent agent: kept in its inbox (the newest 10), counted as pending, and the agent starts a turn; an archived agent refuses it (409)", ports.ScopeWrite, "runs")
 	msg.DefaultStatus = http.StatusAccepted

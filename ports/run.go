@@ -45,6 +45,9 @@ type RunUpdateParams struct {
 	// ResetPod forgets the observed pod in the same write: an agent launch
 	// starts a new pod, so the previous attempt's must not be judged again.
 	ResetPod bool
+	// Subtasks, when set, replaces the run's subtasks in the same write
+	// (their ids and blocking flags; a pass reads their states afresh).
+	Subtasks *[]reconcile.Subtask
 	// Decision, when set, is recorded in the run's decision history in the
 	// same write (only if the write lands); the store stamps its At and
 	// Version.
@@ -140,7 +143,8 @@ type RunStore interface {
 	// runs are absent from the map.
 	RunStates(ctx context.Context, kind reconcile.RunKind, ids []string) (map[string]reconcile.State, error)
 	// RunDependents returns, in id order, the ids of the non-terminal runs
-	// of kind whose DependsOn names id: the runs to wake when it finishes.
+	// of kind whose DependsOn or Subtasks name id: the runs to wake when it
+	// finishes.
 	RunDependents(ctx context.Context, kind reconcile.RunKind, id string) ([]string, error)
 	// RunCounts counts runs holding an agent slot (provisioning or running
 	// states of every kind, reviewing reviews), globally and for repo.

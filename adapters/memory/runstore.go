@@ -113,6 +113,12 @@ func (s *RunStore) RunUpdate(_ context.Context, p ports.RunUpdateParams) (int64,
 	if p.ResetPod {
 		r.Pod = nil
 	}
+	if p.Subtasks != nil {
+		r.Subtasks = nil
+		if len(*p.Subtasks) > 0 {
+			r.Subtasks = slices.Clone(*p.Subtasks)
+		}
+	}
 	s.countSlot(r, 1)
 	r.Version++
 	r.UpdatedAt = s.now()
@@ -235,8 +241,8 @@ func (s *RunStore) RunStates(_ context.Context, kind reconcile.RunKind, ids []st
 	return out, nil
 }
 
-// RunDependents returns the non-terminal runs of kind that depend on id,
-// in id order (a scan of the kind's runs).
+// RunDependents returns the non-terminal runs of kind that depend on id
+// or have it as a subtask, in id order (a scan of the kind's runs).
 func (s *RunStore) RunDependents(_ context.Context, kind reconcile.RunKind, id string) ([]string, error) {
 	if !kind.Valid() {
 		return nil, fmt.Errorf("run dependents: %w: kind %q is not a run kind", ports.ErrInvalidRun, kind)
@@ -246,7 +252,8 @@ func (s *RunStore) RunDependents(_ context.Context, kind reconcile.RunKind, id s
 	m := reconcile.MachineFor(kind)
 	var out []string
 	for rid, r := range s.runs[kind].byID {
-		if !m.IsTerminal(r.State) && slices.Contains(r.DependsOn, id) {
+		sub := slices.ContainsFunc(r.Subtasks, func(st reconcile.Subtask) bool { return st.ID == id })
+		if !m.IsTerminal(r.State) && (sub || slices.Contains(r.DependsOn, id)) {
 			out = append(out, rid)
 		}
 	}

@@ -166,10 +166,21 @@ func (s *RunStore) RunUpdate(ctx context.Context, p ports.RunUpdateParams) (int6
 		body = "{}"
 	}
 	var version int64
+	var subtasks *string // NULL: none
+	if p.Subtasks != nil && len(*p.Subtasks) > 0 {
+		b, err := json.Marshal(*p.Subtasks)
+		if err != nil {
+			return 0, fmt.Errorf("update run %s: subtasks: %w", p.Ref, err)
+		}
+		str := string(b)
+		subtasks = &str
+	}
 	update := `UPDATE runs SET state = ?, terminal = ?, body = ?::jsonb, version = version + 1, updated_at = ?,
-		    pod = CASE WHEN ? THEN NULL ELSE pod END
+		    pod = CASE WHEN ? THEN NULL ELSE pod END,
+		    subtasks = CASE WHEN ? THEN ?::jsonb ELSE subtasks END
 		 WHERE kind = ? AND id = ? AND version = ? RETURNING version, updated_at`
-	args := []any{p.State, runTerminal(p.Ref.Kind, p.State), body, s.now(), p.ResetPod, p.Ref.Kind, p.Ref.ID, p.ExpectedVersion}
+	args := []any{p.State, runTerminal(p.Ref.Kind, p.State), body, s.now(), p.ResetPod, p.Subtasks != nil, subtasks,
+		p.Ref.Kind, p.Ref.ID, p.ExpectedVersion}
 	var q string
 	if d := p.Decision; d != nil {
 		// One statement: the update, its decision (only if the update
@@ -338,14 +349,18 @@ func (s *RunStore) RunList(ctx context.Context, p ports.RunListParams) ([]ports.
 }
 
 // RunDependents returns the non-terminal runs of kind whose depends_on
-// names id, in id order (the GIN index of migration 0012).
+// (the GIN index of migration 0012) or subtasks name id, in id order.
 func (s *RunStore) RunDependents(ctx context.Context, kind reconcile.RunKind, id string) ([]string, error) {
 	if !kind.Valid() {
 		return nil, fmt.Errorf("run dependents: %w: kind %q is not a run kind", ports.ErrInvalidRun, kind)
 	}
 	var ids []string
-	err := s.db.idb(ctx).NewRaw(`SELECT id FROM runs WHERE kind = ? AND NOT terminal AND depends_on @> ? ORDER BY id`,
-		kind, pgdialect.Array([]string{id})).Scan(ctx, &ids)
+	sub, err := json.Marshal([]map[string]string{{"id": id}})
+	if err != nil {
+		return nil, fmt.Errorf("%s run dependents of %s: %w", kind, id, err)
+	}
+	err = s.db.idb(ctx).NewRaw(`SELECT id FROM runs WHERE kind = ? AND NOT terminal AND (depends_on @> ? OR subtasks @> ?::jsonb) ORDER BY id`,
+		kind, pgdialect.Array([]string{id}), string(sub)).Scan(ctx, &ids)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s run dependents of %s: %w", kind, id, err)
 	}

@@ -46,6 +46,16 @@ func (c *Client) RunMessage(ctx context.Context, ref reconcile.RunRef, text stri
 	return post[ports.RunRow](ctx, c, http.MethodPost, runPath(ref)+"/messages", api.RunMessage{Text: text})
 }
 
+// RunSetSubtask makes repo run child a subtask of ref, blocking or not.
+func (c *Client) RunSetSubtask(ctx context.Context, ref reconcile.RunRef, child string, blocking bool) (ports.RunRow, error) {
+	return post[ports.RunRow](ctx, c, http.MethodPut, runPath(ref)+"/subtasks/"+esc(child), api.RunSubtask{Blocking: blocking})
+}
+
+// RunRemoveSubtask removes child from ref's subtasks.
+func (c *Client) RunRemoveSubtask(ctx context.Context, ref reconcile.RunRef, child string) (ports.RunRow, error) {
+	return post[ports.RunRow](ctx, c, http.MethodDelete, runPath(ref)+"/subtasks/"+esc(child), nil)
+}
+
 // runPath is the path of one run.
 func runPath(ref reconcile.RunRef) string {
 	return "/runs/" + esc(string(ref.Kind)) + "/" + esc(ref.ID)

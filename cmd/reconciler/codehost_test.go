@@ -207,3 +207,62 @@ func httptestRequest(t *testing.T, body []byte, sig string) *http.Request {
 }
 
 func httptestRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+// decisions counts the decisions logged for run id (any outcome).
+func (l *lockedBuffer) decisions(t *testing.T, id string) int {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range bytes.Split(bytes.TrimSpace(l.b.Bytes()), []byte("\n")) {
+		var rec struct{ Msg, ID string }
+		if json.Unmarshal(line, &rec) == nil && rec.Msg == "reconcile.decision" && rec.ID == id {
+			n++
+		}
+	}
+	return n
+}
+
+// TestBlockingSubtaskHoldsTheAutoMerge: a repo run whose pull request is
+// approved with CI green is not merged while a blocking subtask (set
+// through runs.Control, as the API and CLI do) has not completed; once it
+// completes, the run merges. The subtask's state is read afresh each
+// pass.
+func TestBlockingSubtaskHoldsTheAutoMerge(t *testing.T) {
+	t.Parallel()
+	w, fake, logs := setupGitHubWorld(t, githubtest.CheckRun{Status: "completed", Conclusion: "success"}, true)
+	ctx := context.Background()
+	child := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "child"}
+	_, err := w.store.RunCreate(ctx, ports.RunRow{Ref: child, State: reconcile.RepoNeedsAttention, Body: []byte(`{}`), Repo: "acme/api"})
+	require.NoError(t, err)
+	ref := reconcile.RunRef{Kind: reconcile.KindRepo, ID: "task-1"}
+	b, err := json.Marshal(reconcile.RepoRun{MaxRetries: 1})
+	require.NoError(t, err)
+	_, err = w.store.RunCreate(ctx, ports.RunRow{Ref: ref, State: reconcile.RepoQueued, Body: b, Repo: "acme/api",
+		Settings: reconcile.Settings{AutoMerge: true}})
+	require.NoError(t, err)
+	ctl := &runs.Control{Store: w.store, Queue: w.q, Clock: ports.SystemClock}
+	row, err := ctl.SetSubtask(ctx, ref, child.ID, true, "ann")
+	require.NoError(t, err)
+	require.Equal(t, []reconcile.Subtask{{ID: "child", Blocking: true}}, row.Subtasks)
+
+	w.await(t, ref, reconcile.RepoPROpened, func(r ports.RunRow) bool {
+		return r.PR.Checks == reconcile.ChecksPassing && r.PR.Review == reconcile.ReviewApproved
+	})
+	seen := logs.decisions(t, ref.ID)
+	w.wake(t, ref) // a pass that surely reads the mergeable PR
+	waitUntil(t, 10*time.Second, func() bool { return logs.decisions(t, ref.ID) > seen })
+	row, err = w.store.RunGet(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.RepoPROpened, row.State, "a pass saw the mergeable PR and held it for the subtask")
+	pr, _ := fake.GetPR(1)
+	require.False(t, pr.Merged)
+
+	cr, err := w.store.RunGet(ctx, child)
+	require.NoError(t, err)
+	_, err = w.store.RunUpdate(ctx, ports.RunUpdateParams{Ref: child, ExpectedVersion: cr.Version, State: reconcile.RepoCompleted, Body: cr.Body})
+	require.NoError(t, err)
+	w.wake(t, ref) // what the child's own pass does when it completes (RunDependents)
+	row = w.await(t, ref, reconcile.RepoCompleted)
+	require.True(t, row.PR.Merged, "merged once a pass read the subtask completed")
+}

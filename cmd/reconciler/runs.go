@@ -9,6 +9,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/api/client"
+	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
 
@@ -55,10 +56,10 @@ next pass, which ` + "`runs get`" + ` shows among the run's decisions.
 ` + exitHelp,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return usagef("runs: want a subcommand (create, list, get, message, or an intent: cancel, retry, resume, restart, rereview, pause, archive)")
+			return usagef("runs: want a subcommand (create, list, get, message, subtask, or an intent: cancel, retry, resume, restart, rereview, pause, archive)")
 		},
 	}
-	cmd.AddCommand(newRunsCreateCmd(), newRunsListCmd(), newRunsGetCmd(), newRunsMessageCmd())
+	cmd.AddCommand(newRunsCreateCmd(), newRunsListCmd(), newRunsGetCmd(), newRunsMessageCmd(), newRunsSubtaskCmd())
 	for _, it := range runIntents {
 		cmd.AddCommand(newRunsIntentCmd(it.intent, it.short))
 	}
@@ -222,6 +223,58 @@ func newRunsIntentCmd(in reconcile.Intent, short string) *cobra.Command {
 			return nil
 		}),
 	}
+	o.bind(cmd, true)
+	return cmd
+}
+
+func newRunsSubtaskCmd() *cobra.Command {
+	var o releaseOpts
+	var blocking, remove bool
+	cmd := &cobra.Command{
+		Use:   "subtask repo/ID CHILD",
+		Short: "Make repo run CHILD a subtask of a repo run (--blocking: it must complete before the run's pull request is merged automatically), or --remove it",
+		Long: `subtask records repo run CHILD as a subtask of the repo run: with --blocking
+its completion gates the run's auto-merge (an approved pull request with CI
+green waits until CHILD is completed). Run again to change --blocking, or
+with --remove to take CHILD off. Each change is one of the run's decisions
+(runs get), with who made it.`,
+		Args: argsUsage(cobra.ExactArgs(2)),
+		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
+			ref, err := parseRunRef(args[0])
+			if err != nil {
+				return err
+			}
+			if remove && cmd.Flags().Changed("blocking") {
+				return usagef("--remove and --blocking exclude each other")
+			}
+			var row ports.RunRow
+			if remove {
+				row, err = c.RunRemoveSubtask(ctx, ref, args[1])
+			} else {
+				row, err = c.RunSetSubtask(ctx, ref, args[1], blocking)
+			}
+			if err != nil {
+				return err
+			}
+			if ok, err := structured(cmd.OutOrStdout(), o.output, row); ok {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s subtasks:", row.Ref)
+			if len(row.Subtasks) == 0 {
+				fmt.Fprint(cmd.OutOrStdout(), " none")
+			}
+			for _, st := range row.Subtasks {
+				fmt.Fprintf(cmd.OutOrStdout(), " %s", st.ID)
+				if st.Blocking {
+					fmt.Fprint(cmd.OutOrStdout(), " (blocking)")
+				}
+			}
+			fmt.Fprintln(cmd.OutOrStdout())
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&blocking, "blocking", false, "the subtask must complete before the run's pull request is merged automatically")
+	cmd.Flags().BoolVar(&remove, "remove", false, "remove CHILD from the run's subtasks")
 	o.bind(cmd, true)
 	return cmd
 }

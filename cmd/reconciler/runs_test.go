@@ -61,6 +61,32 @@ func runsCLI(t *testing.T, target func(ports.Scope) []string) {
 	require.Regexp(t, `message\s+message\s+-\s+\S+`, r.stdout)
 	require.Regexp(t, `intent\s+pause\s+-\s+\S+`, r.stdout)
 	require.Equal(t, 4, as(ports.ScopeRead, "runs", "get", "repo/nope").code)
+
+	// Subtasks: set, change, show in the decisions, refuse bad input, remove.
+	require.Equal(t, 0, as(ports.ScopeWrite, "runs", "create", "repo/child", "--repo", "acme/api").code)
+	r = as(ports.ScopeWrite, "runs", "subtask", "repo/fix-login", "child", "--blocking")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "repo/fix-login subtasks: child (blocking)\n", r.stdout)
+	r = as(ports.ScopeWrite, "runs", "subtask", "repo/fix-login", "child")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "repo/fix-login subtasks: child\n", r.stdout)
+	r = as(ports.ScopeRead, "runs", "get", "repo/fix-login")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `subtask\s+add child \(blocking\)\s+-\s+\S+`, r.stdout)
+	for _, bad := range [][]string{
+		{"runs", "subtask", "repo/fix-login", "nosuch"},      // no such child: the field child
+		{"runs", "subtask", "repo/fix-login", "fix-login"},   // itself
+		{"runs", "subtask", "persistent-agent/bot", "child"}, // not a repo run
+		{"runs", "subtask", "repo/fix-login", "bad id!"},     // not an id
+		{"runs", "subtask", "repo/fix-login", "child", "--remove", "--blocking"},
+	} {
+		r = as(ports.ScopeWrite, bad...)
+		require.Equal(t, 2, r.code, "%v: %s", bad, r.stderr)
+	}
+	require.Equal(t, 4, as(ports.ScopeWrite, "runs", "subtask", "repo/nope", "child").code)
+	r = as(ports.ScopeWrite, "runs", "subtask", "repo/fix-login", "child", "--remove")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "repo/fix-login subtasks: none\n", r.stdout)
 }
 
 func TestCLIRunsServer(t *testing.T) {

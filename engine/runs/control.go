@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 
@@ -38,12 +39,16 @@ const (
 	maxCASAttempts = 5
 )
 
-// ActionIntent and ActionMessage are the history actions of an operator's
-// requests.
+// ActionIntent, ActionMessage and ActionSubtask are the history actions
+// of an operator's requests.
 const (
 	ActionIntent  = "intent"
 	ActionMessage = "message"
+	ActionSubtask = "subtask"
 )
+
+// MaxSubtasks caps a repo run's subtasks.
+const MaxSubtasks = 100
 
 // runID is what a run id may be: it names the agent's working directory
 // and a path segment of the API.
@@ -302,6 +307,70 @@ func (c *Control) Message(ctx context.Context, ref reconcile.RunRef, text, by st
 	})
 }
 
+// SetSubtask makes repo run child a subtask of repo run parent, blocking
+// (its completion gates the parent's auto-merge) or not, recorded as asked
+// by by, and wakes the parent; setting it again changes its blocking flag.
+// Bad input is a *release.FieldError naming the field; a child that does
+// not exist is one on "child".
+func (c *Control) SetSubtask(ctx context.Context, parent reconcile.RunRef, child string, blocking bool, by string) (ports.RunRow, error) {
+	if err := checkSubtask(parent, child); err != nil {
+		return ports.RunRow{}, err
+	}
+	if _, err := c.Store.RunGet(ctx, reconcile.RunRef{Kind: reconcile.KindRepo, ID: child}); errors.Is(err, ports.ErrNotFound) {
+		return ports.RunRow{}, release.Invalid("child", fmt.Sprintf("repo run %q does not exist", child))
+	} else if err != nil {
+		return ports.RunRow{}, fmt.Errorf("subtask %s: %w", child, err)
+	}
+	reason := "add " + child
+	if blocking {
+		reason += " (blocking)"
+	}
+	return c.updateWith(ctx, parent, func(row ports.RunRow, _ reconcile.Snapshot) (*ports.RunDecision, *[]reconcile.Subtask, error) {
+		list := slices.Clone(row.Subtasks)
+		i := slices.IndexFunc(list, func(s reconcile.Subtask) bool { return s.ID == child })
+		switch {
+		case i >= 0 && list[i].Blocking == blocking:
+			return nil, nil, nil // as asked already
+		case i >= 0:
+			list[i].Blocking = blocking
+		case len(list) >= MaxSubtasks:
+			return nil, nil, release.Invalid("child", fmt.Sprintf("run %s has %d subtasks, the most it may have", parent, MaxSubtasks))
+		default:
+			list = append(list, reconcile.Subtask{ID: child, Blocking: blocking})
+		}
+		return &ports.RunDecision{Action: ActionSubtask, Reason: reason, By: by}, &list, nil
+	})
+}
+
+// RemoveSubtask removes child from parent's subtasks, recorded as asked by
+// by; removing one that is not there changes nothing.
+func (c *Control) RemoveSubtask(ctx context.Context, parent reconcile.RunRef, child, by string) (ports.RunRow, error) {
+	if err := checkSubtask(parent, child); err != nil {
+		return ports.RunRow{}, err
+	}
+	return c.updateWith(ctx, parent, func(row ports.RunRow, _ reconcile.Snapshot) (*ports.RunDecision, *[]reconcile.Subtask, error) {
+		list := slices.DeleteFunc(slices.Clone(row.Subtasks), func(s reconcile.Subtask) bool { return s.ID == child })
+		if len(list) == len(row.Subtasks) {
+			return nil, nil, nil
+		}
+		return &ports.RunDecision{Action: ActionSubtask, Reason: "remove " + child, By: by}, &list, nil
+	})
+}
+
+// checkSubtask checks a subtask request's parent and child.
+func checkSubtask(parent reconcile.RunRef, child string) error {
+	if parent.Kind != reconcile.KindRepo {
+		return release.Invalid("kind", "subtasks belong to repo runs only, not "+string(parent.Kind))
+	}
+	if !runID.MatchString(child) {
+		return release.Invalid("child", fmt.Sprintf("%q is not a run id (letters, digits, '.', '_', '-'; up to 255)", child))
+	}
+	if child == parent.ID {
+		return release.Invalid("child", "a run cannot be its own subtask")
+	}
+	return nil
+}
+
 // setIntent sets the intent on the snapshot's run row.
 func setIntent(snap reconcile.Snapshot, in reconcile.Intent) error {
 	switch s := snap.(type) {
@@ -324,6 +393,14 @@ func setIntent(snap reconcile.Snapshot, in reconcile.Intent) error {
 // compare-and-swap on a fresh read; a nil decision means nothing to write.
 // The run is woken after a write.
 func (c *Control) update(ctx context.Context, ref reconcile.RunRef, change func(ports.RunRow, reconcile.Snapshot) (*ports.RunDecision, error)) (ports.RunRow, error) {
+	return c.updateWith(ctx, ref, func(row ports.RunRow, snap reconcile.Snapshot) (*ports.RunDecision, *[]reconcile.Subtask, error) {
+		d, err := change(row, snap)
+		return d, nil, err
+	})
+}
+
+// updateWith is update whose change may also replace the run's subtasks.
+func (c *Control) updateWith(ctx context.Context, ref reconcile.RunRef, change func(ports.RunRow, reconcile.Snapshot) (*ports.RunDecision, *[]reconcile.Subtask, error)) (ports.RunRow, error) {
 	if err := ports.ValidateRunRef(ref); err != nil {
 		return ports.RunRow{}, release.Invalid("kind", err.Error())
 	}
@@ -336,7 +413,7 @@ func (c *Control) update(ctx context.Context, ref reconcile.RunRef, change func(
 		if err != nil {
 			return ports.RunRow{}, err
 		}
-		d, err := change(row, snap)
+		d, subtasks, err := change(row, snap)
 		if err != nil || d == nil {
 			return row, err
 		}
@@ -345,7 +422,8 @@ func (c *Control) update(ctx context.Context, ref reconcile.RunRef, change func(
 		if err != nil {
 			return ports.RunRow{}, err
 		}
-		_, err = c.Store.RunUpdate(ctx, ports.RunUpdateParams{Ref: ref, ExpectedVersion: row.Version, State: row.State, Body: body, Decision: d})
+		_, err = c.Store.RunUpdate(ctx, ports.RunUpdateParams{Ref: ref, ExpectedVersion: row.Version, State: row.State, Body: body,
+			Subtasks: subtasks, Decision: d})
 		if errors.Is(err, ports.ErrConflict) && attempt < maxCASAttempts {
 			continue
 		}

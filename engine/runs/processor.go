@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,6 +159,24 @@ func (p *Processor) Snapshot(ctx context.Context, ref reconcile.RunRef) (reconci
 				st = reconcile.RepoFailed // a vanished dependency can never complete
 			}
 			deps = append(deps, reconcile.Dependency{ID: id, State: st})
+		}
+	}
+	if len(row.Subtasks) > 0 {
+		ids := make([]string, len(row.Subtasks))
+		for i, st := range row.Subtasks {
+			ids[i] = st.ID
+		}
+		states, err := p.Store.RunStates(ctx, reconcile.KindRepo, ids)
+		if err != nil {
+			w.ReadErrors = append(w.ReadErrors, reconcile.ReadError{Source: "subtasks", Message: err.Error()})
+		}
+		row.Subtasks = slices.Clone(row.Subtasks)
+		for i := range row.Subtasks {
+			st, ok := states[row.Subtasks[i].ID]
+			if !ok && err == nil {
+				st = reconcile.RepoFailed // a vanished subtask never completes
+			}
+			row.Subtasks[i].State = st
 		}
 	}
 	snap, err := snapshotOf(row, w, deps)

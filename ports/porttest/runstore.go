@@ -32,6 +32,7 @@ func RunStore(t *testing.T, newStore func(t *testing.T) ports.RunStore) {
 	t.Run("UpdateCompareAndSwap", func(t *testing.T) { runUpdateCAS(t, newStore) })
 	t.Run("UpdateChainBumpsVersion", func(t *testing.T) { runUpdateChain(setup(t)) })
 	t.Run("UpdateResetPod", func(t *testing.T) { runUpdateResetPod(setup(t)) })
+	t.Run("UpdateSubtasks", func(t *testing.T) { runUpdateSubtasks(setup(t)) })
 	t.Run("UpdateVersionProperty", func(t *testing.T) { runUpdateProperty(setup(t)) })
 	t.Run("Observe", func(t *testing.T) { runObserve(t, newStore) })
 	t.Run("ObserveInvalidatesStaleDecision", func(t *testing.T) { runObserveInvalidates(setup(t)) })
@@ -300,6 +301,29 @@ func runUpdateResetPod(t *testing.T, ctx context.Context, s ports.RunStore) {
 	require.NoError(t, err)
 	require.Nil(t, got.Pod)
 	require.Equal(t, reconcile.StandaloneRunning, got.State)
+}
+
+// runUpdateSubtasks: Subtasks replaces the subtasks in the write; a write
+// without it keeps them; an empty list clears them.
+func runUpdateSubtasks(t *testing.T, ctx context.Context, s ports.RunStore) {
+	row := mustCreate(t, ctx, s, baseRow(reconcile.KindRepo, "parent", reconcile.RepoQueued))
+	set := []reconcile.Subtask{{ID: "child-a", Blocking: true}, {ID: "child-b"}}
+	v, err := s.RunUpdate(ctx, ports.RunUpdateParams{Ref: row.Ref, ExpectedVersion: row.Version, State: row.State, Subtasks: &set})
+	require.NoError(t, err)
+	got, err := s.RunGet(ctx, row.Ref)
+	require.NoError(t, err)
+	require.Equal(t, set, got.Subtasks)
+	v, err = s.RunUpdate(ctx, ports.RunUpdateParams{Ref: row.Ref, ExpectedVersion: v, State: row.State})
+	require.NoError(t, err)
+	got, err = s.RunGet(ctx, row.Ref)
+	require.NoError(t, err)
+	require.Equal(t, set, got.Subtasks, "a write without Subtasks keeps them")
+	none := []reconcile.Subtask{}
+	_, err = s.RunUpdate(ctx, ports.RunUpdateParams{Ref: row.Ref, ExpectedVersion: v, State: row.State, Subtasks: &none})
+	require.NoError(t, err)
+	got, err = s.RunGet(ctx, row.Ref)
+	require.NoError(t, err)
+	require.Empty(t, got.Subtasks)
 }
 
 func runUpdateChain(t *testing.T, ctx context.Context, s ports.RunStore) {

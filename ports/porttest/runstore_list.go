@@ -153,9 +153,12 @@ func runDependents(t *testing.T, ctx context.Context, s ports.RunStore) {
 	mk(reconcile.KindRepo, "done", reconcile.RepoCompleted, "parent")
 	mk(reconcile.KindRepo, "elsewhere", reconcile.RepoPending, "other")
 	mk(reconcile.KindStandalone, "waits-a", reconcile.StandaloneQueued, "parent")
+	boss := baseRow(reconcile.KindRepo, "has-it-as-subtask", reconcile.RepoPROpened)
+	boss.Subtasks = []reconcile.Subtask{{ID: "other"}, {ID: "parent", Blocking: true}}
+	mustCreate(t, ctx, s, boss)
 	got, err := s.RunDependents(ctx, reconcile.KindRepo, "parent")
 	require.NoError(t, err)
-	require.Equal(t, []string{"waits-a", "waits-b"}, got)
+	require.Equal(t, []string{"has-it-as-subtask", "waits-a", "waits-b"}, got, "dependents and the runs it is a subtask of")
 	got, err = s.RunDependents(ctx, reconcile.KindRepo, "nobody")
 	require.NoError(t, err)
 	require.Empty(t, got)
@@ -167,7 +170,7 @@ func runDependents(t *testing.T, ctx context.Context, s ports.RunStore) {
 	require.NoError(t, err)
 	got, err = s.RunDependents(ctx, reconcile.KindRepo, "parent")
 	require.NoError(t, err)
-	require.Equal(t, []string{"waits-b"}, got, "a dependent that finished is not woken")
+	require.Equal(t, []string{"has-it-as-subtask", "waits-b"}, got, "a dependent that finished is not woken")
 
 	_, err = s.RunDependents(ctx, "nope", "parent")
 	require.ErrorIs(t, err, ports.ErrInvalidRun)
