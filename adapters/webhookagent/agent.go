@@ -51,7 +51,7 @@ import (
 )
 
 // Type is the release.JobAgent.Type this agent serves.
-const Type = "webhook"
+const Type = release.WebhookAgentType
 
 // Header names of a delivery.
 const (
