@@ -148,8 +148,8 @@ func (s *Server) registerJobs() {
 				if err != nil {
 					return nil, s.fail(ctx, err)
 				}
-				if !t.ActsFor(agent) {
-					return nil, huma.Error403Forbidden("this token does not act for the job's agent")
+				if err := s.reportableWithToken(ctx, t, ports.JobRow{Job: release.Job{ID: in.ID, JobAgentID: agent}}); err != nil {
+					return nil, err
 				}
 			}
 			if err := s.o.Flows.ReportJob(ctx, rep); err != nil {
