@@ -317,7 +317,7 @@ func (w *world) prunable(ctx context.Context, ws string, objs []*object) ([]stor
 			}
 		}
 	}
-	for _, k := range []string{"Resource", "System"} {
+	for _, k := range []string{"Resource", "RelationshipRule", "System"} {
 		if err := add(kindOf(k), ws); err != nil {
 			return nil, nil, err
 		}
@@ -425,7 +425,9 @@ func (fx *effects) touch(k *kindDef, id, parent string) {
 		fx.sync[parent] = true
 	case "VariableSet":
 		fx.evaluate[parent] = true
-	case "Resource":
+	case "Resource", "RelationshipRule":
+		// A rule changes what reference variables resolve to in its
+		// workspace, as a resource does.
 		fx.resourceWS[parent] = true
 	case "Policy":
 		fx.policy = true
