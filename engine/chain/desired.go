@@ -439,19 +439,48 @@ func (c *Chain) resolveVariables(ctx context.Context, det *ports.TargetDetail) (
 	if err != nil || !hasReference(vars) {
 		return vars, nil, err
 	}
-	ws := det.Resource.WorkspaceID
-	rules, err := ports.ListAll(ctx, c.Store.RelationshipRules(), ws)
+	rf, err := c.relationFacts(ctx, det.Resource.WorkspaceID)
 	if err != nil {
-		return nil, nil, fmt.Errorf("relationship rules of workspace %s: %w", ws, err)
+		return nil, nil, err
 	}
-	var cands []ports.Stored[release.Resource]
-	if len(rules) > 0 {
-		if cands, err = ports.ListAll(ctx, c.Store.Resources(), ws); err != nil {
-			return nil, nil, fmt.Errorf("resources of workspace %s: %w", ws, err)
+	vars, rels := release.ResolveReferences(vars, &det.Resource, rf.rules, rf.resources)
+	return vars, rels, nil
+}
+
+// relationFacts are a workspace's relationship rules and, when it has
+// any, its resources: the candidates of its relations.
+type relationFacts struct {
+	rules     []release.RelationshipRule
+	resources []release.Resource
+}
+
+// relationFacts reads the relation facts of workspace ws, once per batch.
+func (c *Chain) relationFacts(ctx context.Context, ws string) (*relationFacts, error) {
+	b := batchOf(ctx)
+	if b != nil {
+		if rf, ok := b.related[ws]; ok {
+			return rf, nil
 		}
 	}
-	vars, rels := release.ResolveReferences(vars, &det.Resource, values(rules), values(cands))
-	return vars, rels, nil
+	rules, err := ports.ListAll(ctx, c.Store.RelationshipRules(), ws)
+	if err != nil {
+		return nil, fmt.Errorf("relationship rules of workspace %s: %w", ws, err)
+	}
+	rf := &relationFacts{rules: values(rules)}
+	if len(rules) > 0 {
+		res, err := ports.ListAll(ctx, c.Store.Resources(), ws)
+		if err != nil {
+			return nil, fmt.Errorf("resources of workspace %s: %w", ws, err)
+		}
+		rf.resources = values(res)
+	}
+	if b != nil {
+		if b.related == nil {
+			b.related = map[string]*relationFacts{}
+		}
+		b.related[ws] = rf
+	}
+	return rf, nil
 }
 
 // hasReference reports whether a value of vals is a reference.
