@@ -49,6 +49,7 @@ func (s *Server) registerObjects() {
 	registerKind(s, objectKind[release.Environment]{kind: ports.EnvironmentKind, objects: anyCaller(st.Environments)})
 	registerKind(s, objectKind[release.Resource]{kind: ports.ResourceKind, objects: anyCaller(st.Resources)})
 	registerKind(s, objectKind[release.VariableSet]{kind: ports.VariableSetKind, objects: anyCaller(st.VariableSets)})
+	registerKind(s, objectKind[release.RelationshipRule]{kind: ports.RelationshipRuleKind, objects: anyCaller(st.RelationshipRules)})
 	registerKind(s, objectKind[release.JobAgent]{kind: ports.JobAgentKind, objects: anyCaller(st.JobAgents),
 		check: func(_ context.Context, a, _ *release.JobAgent) error {
 			return s.fieldProblem(apply.CheckJobAgent(s.o.AgentConfig, a))

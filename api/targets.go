@@ -81,7 +81,7 @@ func (s *Server) registerTargets() {
 			}
 			return reply(st), nil
 		})
-	huma.Register(s.api, s.op("explainTarget", http.MethodGet, "/targets/{key}/explain", "Every rule's verdict, message and next check time for a target's newest versions", ports.ScopeRead, "targets"),
+	huma.Register(s.api, s.op("explainTarget", http.MethodGet, "/targets/{key}/explain", "Every rule's verdict, message and next check time for a target's newest versions, and how its reference variables resolve (relations: the relationship rule and related resource used, or why unresolved)", ports.ScopeRead, "targets"),
 		func(ctx context.Context, in *struct {
 			TargetPath
 			Versions int `query:"versions" minimum:"1" maximum:"1000" default:"5" doc:"how many of the newest versions"`

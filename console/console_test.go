@@ -524,3 +524,32 @@ func TestUndecodablePathIs400(t *testing.T) {
 		require.Contains(t, res.body, "control character", p)
 	}
 }
+
+// TestTargetShowsRelations: the target page shows how each reference
+// variable resolves: the rule and related resource, or why not.
+func TestTargetShowsRelations(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx, s := f.ctx, f.rel
+	_, err := s.Resources().Put(ctx, release.Resource{ID: "vpc-1", WorkspaceID: "ws", Kind: "VPC", Identifier: "aws/vpc-1", Name: "vpc-1",
+		Metadata: map[string]string{"region": "eu-west-1"}}, 0)
+	require.NoError(t, err)
+	r1, err := s.Resources().Get(ctx, "r1")
+	require.NoError(t, err)
+	r1.Value.Metadata = map[string]string{"vpc": "vpc-1"}
+	_, err = s.Resources().Put(ctx, r1.Value, r1.Version)
+	require.NoError(t, err)
+	_, err = s.RelationshipRules().Put(ctx, release.RelationshipRule{ID: "cluster-vpc", WorkspaceID: "ws", Name: "vpc", Match: `from.metadata.vpc == to.id`}, 0)
+	require.NoError(t, err)
+	web, err := s.Deployments().Get(ctx, "web")
+	require.NoError(t, err)
+	web.Value.Variables = append(web.Value.Variables,
+		release.DeploymentVariable{Key: "region", Default: &release.Value{Reference: &release.Reference{Relation: "vpc", Path: []string{"metadata", "region"}}}},
+		release.DeploymentVariable{Key: "db", Default: &release.Value{Reference: &release.Reference{Relation: "database", Path: []string{"id"}}}})
+	_, err = s.Deployments().Put(ctx, web.Value, web.Version)
+	require.NoError(t, err)
+
+	page := f.login("read").page("/targets/web:dev:r1")
+	require.Contains(t, page, "<dt>Variable region</dt><dd class=\"relation\">vpc.metadata.region: rule cluster-vpc, resource vpc-1</dd>")
+	require.Contains(t, page, "<dt>Variable db</dt><dd class=\"relation\">database.id: unresolved: no resource is related to r1 as &#34;database&#34;</dd>")
+}

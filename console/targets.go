@@ -218,9 +218,11 @@ type targetView struct {
 	Cell        cell
 	Convergence chain.Convergence
 	Forced      string
-	Candidates  []candidate
-	Jobs        []ports.JobRow
-	Now         time.Time
+	// Relations are how the target's reference variables resolve.
+	Relations  []release.Relation
+	Candidates []candidate
+	Jobs       []ports.JobRow
+	Now        time.Time
 }
 
 // target is one release target: every candidate version's verdicts.
@@ -271,7 +273,7 @@ func (s *Server) targetData(r *http.Request, versions int) (targetView, error) {
 	if err != nil {
 		return targetView{}, err
 	}
-	v := targetView{Target: t, Key: t.Key(), Cell: c, Convergence: x.Convergence, Forced: x.Forced, Now: s.o.Clock.Now(),
+	v := targetView{Target: t, Key: t.Key(), Cell: c, Convergence: x.Convergence, Forced: x.Forced, Relations: x.Relations, Now: s.o.Clock.Now(),
 		Jobs: x.Jobs[:min(len(x.Jobs), maxJobs)]}
 	user := sessionOf(ctx).Name
 	for _, vv := range x.Versions[:min(len(x.Versions), versions)] {

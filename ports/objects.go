@@ -66,6 +66,9 @@ var (
 		ParentKind: "system", Parent: func(v *release.VariableSet) string { return v.SystemID }}
 	JobAgentKind = Kind[release.JobAgent]{Name: "job agent", Plural: "job agents",
 		ID: func(v *release.JobAgent) string { return v.ID }, Validate: (*release.JobAgent).Validate}
+	RelationshipRuleKind = Kind[release.RelationshipRule]{Name: "relationship rule", Plural: "relationship rules",
+		ID: func(v *release.RelationshipRule) string { return v.ID }, Validate: (*release.RelationshipRule).Validate,
+		ParentKind: "workspace", Parent: func(v *release.RelationshipRule) string { return v.WorkspaceID }}
 	PolicyKind = Kind[policy.Policy]{Name: "policy", Plural: "policies",
 		ID: func(v *policy.Policy) string { return v.ID }, Validate: (*policy.Policy).Validate}
 )
@@ -135,11 +138,11 @@ type Objects[T any] interface {
 // kind (e.g. store.Deployments().Put(ctx, d, 0)).
 //
 // What a Delete refuses while it exists (ErrInUse):
-//   - workspace: its systems and resources;
+//   - workspace: its systems, resources and relationship rules;
 //   - system: its deployments, environments and variable sets;
 //   - deployment: its versions and its release targets;
 //   - environment, resource: their release targets;
-//   - variable set: nothing depends on a variable set;
+//   - variable set, relationship rule: nothing depends on them;
 //   - job agent: a deployment naming it.
 //
 // Policies are not among them: they are revisions of the catalog (a
@@ -164,6 +167,9 @@ type ObjectStore interface {
 	VariableSets() Objects[release.VariableSet]
 	// JobAgents are top-level.
 	JobAgents() Objects[release.JobAgent]
+	// RelationshipRules belong to a workspace: they relate its resources,
+	// for reference variables (release.ResolveReferences).
+	RelationshipRules() Objects[release.RelationshipRule]
 }
 
 // ListAll reads every object of parent (all when empty), page by page.

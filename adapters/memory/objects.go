@@ -26,7 +26,8 @@ type objects[T any] struct {
 func (s *ReleaseStore) Workspaces() ports.Objects[release.Workspace] {
 	return &objects[release.Workspace]{s: s, kind: &ports.WorkspaceKind, table: s.workspaces,
 		dependent: func(id string) string {
-			return firstOf("system", s.systems.byParent[id]) + firstOf("resource", s.resources.byParent[id])
+			return firstOf("system", s.systems.byParent[id]) + firstOf("resource", s.resources.byParent[id]) +
+				firstOf("relationship rule", s.relRules.byParent[id])
 		}}
 }
 
@@ -42,6 +43,12 @@ func (s *ReleaseStore) Systems() ports.Objects[release.System] {
 // VariableSets implements ports.ObjectStore.
 func (s *ReleaseStore) VariableSets() ports.Objects[release.VariableSet] {
 	return &objects[release.VariableSet]{s: s, kind: &ports.VariableSetKind, table: s.variableSets, parentHas: s.systems.has,
+		dependent: func(string) string { return "" }}
+}
+
+// RelationshipRules implements ports.ObjectStore.
+func (s *ReleaseStore) RelationshipRules() ports.Objects[release.RelationshipRule] {
+	return &objects[release.RelationshipRule]{s: s, kind: &ports.RelationshipRuleKind, table: s.relRules, parentHas: s.workspaces.has,
 		dependent: func(string) string { return "" }}
 }
 

@@ -34,6 +34,7 @@ type ReleaseStore struct {
 	resources    *docTable[release.Resource]
 	variableSets *docTable[release.VariableSet]
 	agents       *docTable[release.JobAgent]
+	relRules     *docTable[release.RelationshipRule]
 
 	targets targetIndex
 
@@ -75,6 +76,7 @@ func NewReleaseStore(clock ports.Clock, opts ...ReleaseOption) *ReleaseStore {
 		resources:     newDocTable("resource", func(v *release.Resource) string { return v.WorkspaceID }, copyResource),
 		variableSets:  newDocTable("variable set", func(v *release.VariableSet) string { return v.SystemID }, copyVariableSet),
 		agents:        newDocTable("job agent", nil, copyJobAgent),
+		relRules:      newDocTable("relationship rule", func(v *release.RelationshipRule) string { return v.WorkspaceID }, copyRelationshipRule),
 		targets:       newTargetIndex(),
 		versions:      map[string]*release.DeploymentVersion{},
 		versionsByDep: map[string][]*release.DeploymentVersion{},

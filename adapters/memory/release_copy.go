@@ -74,6 +74,8 @@ func copyWorkspace(w *release.Workspace) release.Workspace { return *w }
 
 func copySystem(s *release.System) release.System { return *s }
 
+func copyRelationshipRule(r *release.RelationshipRule) release.RelationshipRule { return *r }
+
 func copyVariableSet(v *release.VariableSet) release.VariableSet {
 	out := *v
 	out.Values = copyValues(v.Values)

@@ -40,7 +40,8 @@ func childOf(what, table, col, idCol string) dependent {
 var (
 	relWorkspaces = objectTable{table: "release_workspaces", dependents: []dependent{
 		childOf("system", "release_systems", "workspace_id", "id"),
-		childOf("resource", "release_resources", "workspace_id", "id")}}
+		childOf("resource", "release_resources", "workspace_id", "id"),
+		childOf("relationship rule", "release_relationship_rules", "workspace_id", "id")}}
 	relSystems = objectTable{table: "release_systems", parentCol: "workspace_id", parentTable: "release_workspaces",
 		dependents: []dependent{
 			childOf("deployment", "release_deployments", "system_id", "id"),
@@ -55,6 +56,7 @@ var (
 	relResources = objectTable{table: "release_resources", parentCol: "workspace_id", parentTable: "release_workspaces",
 		dependents: []dependent{childOf("release target", "release_targets", "resource_id", "key")}}
 	relVariableSets = objectTable{table: "release_variable_sets", parentCol: "system_id", parentTable: "release_systems"}
+	relRelRules     = objectTable{table: "release_relationship_rules", parentCol: "workspace_id", parentTable: "release_workspaces"}
 	relAgents       = objectTable{table: "release_job_agents", dependents: []dependent{
 		{what: "deployment", query: "SELECT id FROM release_deployments WHERE doc->>'job_agent_id' = ? ORDER BY id LIMIT 1"}}}
 )
@@ -97,6 +99,11 @@ func (s *ReleaseStore) Resources() ports.Objects[release.Resource] {
 // VariableSets implements ports.ObjectStore.
 func (s *ReleaseStore) VariableSets() ports.Objects[release.VariableSet] {
 	return &objects[release.VariableSet]{s: s, kind: &ports.VariableSetKind, t: relVariableSets}
+}
+
+// RelationshipRules implements ports.ObjectStore.
+func (s *ReleaseStore) RelationshipRules() ports.Objects[release.RelationshipRule] {
+	return &objects[release.RelationshipRule]{s: s, kind: &ports.RelationshipRuleKind, t: relRelRules}
 }
 
 // JobAgents implements ports.ObjectStore.

@@ -24,7 +24,10 @@ var (
 	Resources    = Kind[release.Resource]{"resources"}
 	VariableSets = Kind[release.VariableSet]{"variable-sets"}
 	JobAgents    = Kind[release.JobAgent]{"job-agents"}
-	Policies     = Kind[policy.Policy]{"policies"}
+	// RelationshipRules relate a workspace's resources for reference
+	// variables.
+	RelationshipRules = Kind[release.RelationshipRule]{"relationship-rules"}
+	Policies          = Kind[policy.Policy]{"policies"}
 )
 
 // GetObject reads one object with its version.

@@ -221,12 +221,12 @@ func newApplyCmd() *cobra.Command {
 	var req apply.Request
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE|DIR|-",
-		Short: "Create or update workspaces, systems, variable sets, deployments, environments, resources, job agents and policies from documents",
+		Short: "Create or update workspaces, systems, variable sets, deployments, environments, resources, relationship rules, job agents and policies from documents",
 		Long: `apply makes the release store match declarative documents, all or nothing:
 
   apiVersion: ` + apply.APIVersion + `
-  kind: Deployment   # Workspace, System, VariableSet, Deployment, Environment, Resource, JobAgent, Policy
-  metadata: {name: web, system: shop}   # name is the id; workspace (System, Resource) or
+  kind: Deployment   # Workspace, System, VariableSet, Deployment, Environment, Resource, RelationshipRule, JobAgent, Policy
+  metadata: {name: web, system: shop}   # name is the id; workspace (System, Resource, RelationshipRule) or
                                         # system (VariableSet, Deployment, Environment) is the parent
   spec: {name: Web, slug: web, resource_selector: 'resource.kind == "KubernetesCluster"'}
 
@@ -243,7 +243,7 @@ whether it is created or removed and the gating rules (approval, window,
 progression, rollout, verification; as policy/rule, type and policy
 revision) that start (+) or stop (-) applying to it. -o json or yaml prints
 the answer of POST /api/v1/apply as is (the plan under "plan"). --prune also deletes the systems, variable sets, resources,
-environments and deployments of the workspace (--workspace, default the one the documents name)
+relationship rules, environments and deployments of the workspace (--workspace, default the one the documents name)
 whose kind the documents hold and whose name they do not; job agents and
 policies, which belong to no workspace, are never pruned.
 

@@ -27,6 +27,7 @@ var documentKinds = []struct {
 	{"deployments", []string{"deployment"}, "Deployment"},
 	{"environments", []string{"environment"}, "Environment"},
 	{"resources", []string{"resource"}, "Resource"},
+	{"relationship-rules", []string{"relationship-rule", "relationshiprules", "relationshiprule"}, "RelationshipRule"},
 	{"job-agents", []string{"job-agent", "jobagents", "jobagent"}, "JobAgent"},
 	{"policies", []string{"policy"}, "Policy"},
 }
@@ -108,12 +109,12 @@ func newDeleteCmd() *cobra.Command {
 	var o releaseOpts
 	cmd := &cobra.Command{
 		Use:   "delete KIND NAME",
-		Short: "Delete a workspace, system, variable set, deployment, environment, resource, job agent or policy",
+		Short: "Delete a workspace, system, variable set, deployment, environment, resource, relationship rule, job agent or policy",
 		Long: `delete removes one object with its release targets, in one transaction. It
 never cascades: an object others depend on (a system's deployments, a
 deployment's versions, a job agent a deployment names) is refused as a conflict.
 KIND is workspace, system, variable-set, deployment, environment, resource,
-job-agent or policy (plural accepted). With --server through that server's API (token scope
+relationship-rule, job-agent or policy (plural accepted). With --server through that server's API (token scope
 write); with --dsn through the same API served in this process.
 
 Exit status: 0 deleted, 2 bad input (an unknown kind), 3 still in use, 4 not

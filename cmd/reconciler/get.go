@@ -70,11 +70,12 @@ func newGetCmd() *cobra.Command {
 read), or, with --dsn, through the same API served in this process over that
 database. Lists page with --limit and --cursor (the next cursor is printed on
 standard error). -o table (default), json or yaml. The objects (workspaces,
-systems, variable-sets, deployments, environments, resources, job-agents, policies; one NAME
+systems, variable-sets, deployments, environments, resources, relationship-rules,
+job-agents, policies; one NAME
 or all) print with -o yaml as the documents ` + "`reconciler apply`" + ` takes unchanged.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return usagef("get: want a subcommand (workspaces, systems, variable-sets, deployments, environments, resources, job-agents, policies, targets, target, versions, version, jobs, job, workflows, workflow)")
+			return usagef("get: want a subcommand (workspaces, systems, variable-sets, deployments, environments, resources, relationship-rules, job-agents, policies, targets, target, versions, version, jobs, job, workflows, workflow)")
 		},
 	}
 	var o releaseOpts

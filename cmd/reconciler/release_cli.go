@@ -348,7 +348,9 @@ func newExplainCmd() *cobra.Command {
 desired-release controller does, and prints each rule's verdict: the answer to
 "why is this version not deploying?". It also says whether the target has
 converged (its newest job is a successful job of its desired release) and, if
-not, what it runs and what it waits for. It changes nothing. With --server it
+not, what it runs and what it waits for, and how each reference variable
+resolves: the relationship rule and related resource used, or why it is
+unresolved. It changes nothing. With --server it
 asks that server's API (token scope read); with --dsn it reads the database
 (one that lacks migrations exits 6: run ` + "`reconciler migrate up`" + `).`,
 		Example: `  reconciler explain web:prod:eu-1 --server http://127.0.0.1:8080
@@ -434,6 +436,20 @@ func explainText(ex *chain.Explanation) string {
 		fmt.Fprintf(&b, "forced: %s (policies skipped for it)\n", ex.Forced)
 	}
 	fmt.Fprintf(&b, "policies now: %s\n", policyRevisions(ex.Policies))
+	if len(ex.Relations) > 0 {
+		b.WriteString("relations (reference variables):\n")
+		for _, r := range ex.Relations {
+			ref := r.Reference + "." + strings.Join(r.Path, ".")
+			switch {
+			case r.Unresolved != "" && r.Rule == "":
+				fmt.Fprintf(&b, "  %s = %s: unresolved: %s\n", r.Variable, ref, r.Unresolved)
+			case r.Unresolved != "":
+				fmt.Fprintf(&b, "  %s = %s: rule %s, resource %s: unresolved: %s\n", r.Variable, ref, r.Rule, r.ResourceID, r.Unresolved)
+			default:
+				fmt.Fprintf(&b, "  %s = %s: rule %s, resource %s\n", r.Variable, ref, r.Rule, r.ResourceID)
+			}
+		}
+	}
 	if len(ex.Jobs) > 0 {
 		b.WriteString("jobs (newest first):\n")
 		for i, j := range ex.Jobs {

@@ -79,10 +79,10 @@ type Request struct {
 	Documents []Document `json:"documents" maxItems:"1000" doc:"the objects, each once per kind and name"`
 	// DryRun computes and checks everything, reports it, and writes nothing.
 	DryRun bool `json:"dry_run,omitempty" doc:"report what would change and write nothing"`
-	// Prune deletes the systems, variable sets, resources, environments
-	// and deployments of Workspace whose kind the documents hold but whose
+	// Prune deletes the systems, variable sets, resources, relationship
+	// rules, environments and deployments of Workspace whose kind the documents hold but whose
 	// name they do not.
-	Prune bool `json:"prune,omitempty" doc:"delete the objects of the documents' kinds (systems, variable sets, resources, environments, deployments) in the workspace that the documents no longer name"`
+	Prune bool `json:"prune,omitempty" doc:"delete the objects of the documents' kinds (systems, variable sets, resources, relationship rules, environments, deployments) in the workspace that the documents no longer name"`
 	// Workspace is the one workspace Prune may touch; empty: the one
 	// workspace the documents name.
 	Workspace string `json:"workspace,omitempty" doc:"with prune: the workspace it acts in; default: the one workspace the documents name"`
@@ -317,7 +317,7 @@ func (w *world) prunable(ctx context.Context, ws string, objs []*object) ([]stor
 			}
 		}
 	}
-	for _, k := range []string{"Resource", "System"} {
+	for _, k := range []string{"Resource", "RelationshipRule", "System"} {
 		if err := add(kindOf(k), ws); err != nil {
 			return nil, nil, err
 		}
@@ -425,7 +425,9 @@ func (fx *effects) touch(k *kindDef, id, parent string) {
 		fx.sync[parent] = true
 	case "VariableSet":
 		fx.evaluate[parent] = true
-	case "Resource":
+	case "Resource", "RelationshipRule":
+		// A rule changes what reference variables resolve to in its
+		// workspace, as a resource does.
 		fx.resourceWS[parent] = true
 	case "Policy":
 		fx.policy = true

@@ -46,7 +46,7 @@ const DeprecatedAPIVersion = "ctrlplane.dev/v1"
 // id and parent, which are metadata.
 type Document struct {
 	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind" enum:"Workspace,System,VariableSet,Deployment,Environment,Resource,JobAgent,Policy"`
+	Kind       string   `json:"kind" enum:"Workspace,System,VariableSet,Deployment,Environment,Resource,RelationshipRule,JobAgent,Policy"`
 	Metadata   Metadata `json:"metadata"`
 	// Spec is the object's fields; absent is none.
 	Spec map[string]any `json:"spec,omitempty"`
@@ -56,7 +56,7 @@ type Document struct {
 type Metadata struct {
 	// Name is the object's id.
 	Name string `json:"name"`
-	// Workspace is the parent of a System or a Resource.
+	// Workspace is the parent of a System, a Resource or a RelationshipRule.
 	Workspace string `json:"workspace,omitempty"`
 	// System is the parent of a Deployment, an Environment or a
 	// VariableSet.
@@ -166,9 +166,10 @@ var kinds = []*kindDef{
 	def("System", 2, &ports.SystemKind, "workspace_id", true, func(a *Applier) ports.Objects[release.System] { return a.Store.Systems() }),
 	def("VariableSet", 3, &ports.VariableSetKind, "system_id", true, func(a *Applier) ports.Objects[release.VariableSet] { return a.Store.VariableSets() }),
 	def("Resource", 4, &ports.ResourceKind, "workspace_id", true, func(a *Applier) ports.Objects[release.Resource] { return a.Store.Resources() }),
-	def("Environment", 5, &ports.EnvironmentKind, "system_id", true, func(a *Applier) ports.Objects[release.Environment] { return a.Store.Environments() }),
-	def("Deployment", 6, &ports.DeploymentKind, "system_id", true, func(a *Applier) ports.Objects[release.Deployment] { return a.Store.Deployments() }),
-	def("Policy", 7, &ports.PolicyKind, "", false, func(a *Applier) ports.Objects[policy.Policy] { return a.policies() }),
+	def("RelationshipRule", 5, &ports.RelationshipRuleKind, "workspace_id", true, func(a *Applier) ports.Objects[release.RelationshipRule] { return a.Store.RelationshipRules() }),
+	def("Environment", 6, &ports.EnvironmentKind, "system_id", true, func(a *Applier) ports.Objects[release.Environment] { return a.Store.Environments() }),
+	def("Deployment", 7, &ports.DeploymentKind, "system_id", true, func(a *Applier) ports.Objects[release.Deployment] { return a.Store.Deployments() }),
+	def("Policy", 8, &ports.PolicyKind, "", false, func(a *Applier) ports.Objects[policy.Policy] { return a.policies() }),
 }
 
 // KindNames lists the document kinds in write order.

@@ -61,6 +61,9 @@ type batch struct {
 	progression map[string]*progression
 	// targets are the target lists read once per batch (scopeTargets).
 	targets map[ports.TargetScope][]release.ReleaseTarget
+	// related are the workspaces' relationship rules and resources, read
+	// once per batch (relationFacts).
+	related map[string]*relationFacts
 }
 
 // prefetch reads the facts of the items' targets in one statement.

@@ -100,7 +100,7 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 			return nil
 		})
 	}
-	vars, err := resolveVariables(&f.Detail)
+	vars, _, err := c.resolveVariables(ctx, &f.Detail)
 	if err != nil {
 		return fail(fmt.Errorf("desired release of %s: %w", t, err))
 	}
@@ -429,9 +429,66 @@ func (c *Chain) scopeTargets(ctx context.Context, scope ports.TargetScope) ([]re
 
 // resolveVariables resolves the deployment's variables for the target
 // (release.ResolveVariables: resource, deployment value, variable set,
-// default).
-func resolveVariables(det *ports.TargetDetail) (map[string]release.Value, error) {
+// default), then their references through the relationship rules of the
+// resource's workspace over the workspace's resources
+// (release.ResolveReferences), which are read only when a reference is
+// left to resolve. The relations say how each reference was resolved.
+func (c *Chain) resolveVariables(ctx context.Context, det *ports.TargetDetail) (map[string]release.Value, []release.Relation, error) {
 	s := release.Subject{Deployment: &det.Deployment, Environment: &det.Environment, Resource: &det.Resource}
 	vars, _, err := release.ResolveVariables(&s, det.VariableSets, release.CEL{})
-	return vars, err
+	if err != nil || !hasReference(vars) {
+		return vars, nil, err
+	}
+	rf, err := c.relationFacts(ctx, det.Resource.WorkspaceID)
+	if err != nil {
+		return nil, nil, err
+	}
+	vars, rels := release.ResolveReferences(vars, &det.Resource, rf.rules, rf.resources)
+	return vars, rels, nil
+}
+
+// relationFacts are a workspace's relationship rules and, when it has
+// any, its resources: the candidates of its relations.
+type relationFacts struct {
+	rules     []release.RelationshipRule
+	resources []release.Resource
+}
+
+// relationFacts reads the relation facts of workspace ws, once per batch.
+func (c *Chain) relationFacts(ctx context.Context, ws string) (*relationFacts, error) {
+	b := batchOf(ctx)
+	if b != nil {
+		if rf, ok := b.related[ws]; ok {
+			return rf, nil
+		}
+	}
+	rules, err := ports.ListAll(ctx, c.Store.RelationshipRules(), ws)
+	if err != nil {
+		return nil, fmt.Errorf("relationship rules of workspace %s: %w", ws, err)
+	}
+	rf := &relationFacts{rules: values(rules)}
+	if len(rules) > 0 {
+		res, err := ports.ListAll(ctx, c.Store.Resources(), ws)
+		if err != nil {
+			return nil, fmt.Errorf("resources of workspace %s: %w", ws, err)
+		}
+		rf.resources = values(res)
+	}
+	if b != nil {
+		if b.related == nil {
+			b.related = map[string]*relationFacts{}
+		}
+		b.related[ws] = rf
+	}
+	return rf, nil
+}
+
+// hasReference reports whether a value of vals is a reference.
+func hasReference(vals map[string]release.Value) bool {
+	for _, v := range vals {
+		if v.Reference != nil {
+			return true
+		}
+	}
+	return false
 }

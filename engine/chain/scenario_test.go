@@ -510,6 +510,54 @@ func TestScenarioVariables(t *testing.T) {
 	})
 }
 
+// TestScenarioRelations: a reference variable resolves, per target, to the
+// field of the resource its relationship rule relates the target's
+// resource to (each cluster to its own network), batched or not; a
+// cluster with no related network has the variable unresolved.
+func TestScenarioRelations(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		ctx, s := h.ctx, h.store
+		for id, net := range map[string]string{"c1": "net-eu", "c2": "net-none"} {
+			res, err := s.Resources().Get(ctx, id)
+			require.NoError(t, err)
+			res.Value.Metadata = map[string]string{"network": net}
+			_, err = s.Resources().Put(ctx, res.Value, res.Version)
+			require.NoError(t, err)
+		}
+		_, err := s.Resources().Put(ctx, release.Resource{ID: "net-eu", WorkspaceID: "ws", Kind: "network", Identifier: "net-eu", Name: "net-eu",
+			Config: map[string]any{"cidr": "10.1.0.0/16"}}, 0)
+		require.NoError(t, err)
+		_, err = s.RelationshipRules().Put(ctx, release.RelationshipRule{ID: "cluster-network", WorkspaceID: "ws", Name: "network",
+			Match: `from.metadata.network == to.id && to.kind == "network"`}, 0)
+		require.NoError(t, err)
+		dep, err := s.Deployments().Get(ctx, "api")
+		require.NoError(t, err)
+		dep.Value.Variables = []release.DeploymentVariable{{Key: "cidr",
+			Default: &release.Value{Reference: &release.Reference{Relation: "network", Path: []string{"config", "cidr"}}}}}
+		_, err = s.Deployments().Put(ctx, dep.Value, dep.Version)
+		require.NoError(t, err)
+		h.version("v1")
+		h.drain()
+		for _, env := range []string{"dev", "staging", "prod"} {
+			d, err := s.DesiredGet(ctx, target(env, "c1"))
+			require.NoError(t, err)
+			rel, err := s.ReleaseGet(ctx, d.ReleaseID)
+			require.NoError(t, err)
+			require.Equal(t, map[string]release.Value{"cidr": {Literal: "10.1.0.0/16"}}, rel.Variables, env)
+			d, err = s.DesiredGet(ctx, target(env, "c2"))
+			require.NoError(t, err)
+			rel, err = s.ReleaseGet(ctx, d.ReleaseID)
+			require.NoError(t, err)
+			require.Empty(t, rel.Variables, "%s: c2 has no related network", env)
+		}
+		ex, err := h.chain.Explain(ctx, target("prod", "c2"), 1)
+		require.NoError(t, err)
+		require.Equal(t, []release.Relation{{Variable: "cidr", Reference: "network", Path: []string{"config", "cidr"},
+			Unresolved: `no resource is related to c2 as "network"`}}, ex.Relations)
+	})
+}
+
 // lockedBuffer is a bytes.Buffer safe for concurrent writers.
 type lockedBuffer struct {
 	mu  sync.Mutex

@@ -179,7 +179,11 @@ type Explanation struct {
 	// the target now, the latest published revision of each.
 	DecidedWith []release.PolicyRevision `json:"decided_with,omitempty"`
 	Policies    []release.PolicyRevision `json:"policies,omitempty"`
-	Versions    []VersionVerdicts        `json:"versions"`
+	// Relations say how each reference variable resolves for the target
+	// now: the relationship rule and the related resource used, or why
+	// the variable is unresolved.
+	Relations []release.Relation `json:"relations,omitempty"`
+	Versions  []VersionVerdicts  `json:"versions"`
 }
 
 // Explain computes the per-version, per-rule verdicts of the target's
@@ -205,6 +209,9 @@ func (c *Chain) Explain(ctx context.Context, t release.ReleaseTarget, limit int)
 		return Explanation{}, fmt.Errorf("%s: %w", op, err)
 	} else {
 		out.Forced = why
+	}
+	if _, out.Relations, err = c.resolveVariables(ctx, &f.Detail); err != nil && !errors.Is(err, release.ErrInvalid) {
+		return Explanation{}, fmt.Errorf("%s: %w", op, err)
 	}
 	for cand, err := range c.candidates(ctx, f) {
 		if err != nil {

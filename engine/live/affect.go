@@ -119,6 +119,51 @@ func (s *Store) variableSetChanged(ctx context.Context, before, after *release.V
 	return s.evaluate(ctx, affected)
 }
 
+// relatedChanged enqueues, when the workspace has relationship rules, every
+// target of a resource of the workspace: a resource's change may change
+// what another resource's reference variables resolve to.
+func (s *Store) relatedChanged(ctx context.Context, workspaceID string) error {
+	rules, err := s.ReleaseStore.RelationshipRules().List(ctx, ports.ListParams{Workspace: workspaceID, Limit: 1})
+	if err != nil {
+		return fmt.Errorf("relationship rules of %s: %w", workspaceID, err)
+	}
+	if len(rules.Items) == 0 {
+		return nil
+	}
+	return s.workspaceTargets(ctx, workspaceID)
+}
+
+// workspaceTargets enqueues desired-release for every target of a resource
+// of the workspace.
+func (s *Store) workspaceTargets(ctx context.Context, workspaceID string) error {
+	res, err := ports.ListAll(ctx, s.ReleaseStore.Resources(), workspaceID)
+	if err != nil {
+		return err
+	}
+	in := make(map[string]bool, len(res))
+	for _, r := range res {
+		in[r.Value.ID] = true
+	}
+	var affected []release.ReleaseTarget
+	afterKey := ""
+	for len(in) > 0 {
+		page, err := s.TargetList(ctx, ports.TargetListParams{AfterKey: afterKey, Limit: ports.MaxListLimit})
+		if err != nil {
+			return err
+		}
+		for _, t := range page {
+			if in[t.ResourceID] {
+				affected = append(affected, t)
+			}
+		}
+		if len(page) < ports.MaxListLimit {
+			break
+		}
+		afterKey = page[len(page)-1].Key()
+	}
+	return s.evaluate(ctx, affected)
+}
+
 // PolicyChanged enqueues desired-release for every target the policy
 // applies to before or after a change (nil: absent, or no revision
 // published); a disabled policy applies to nothing. A selector that fails

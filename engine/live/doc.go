@@ -14,7 +14,10 @@
 //   - a variable set: desired-release of the targets of its system whose
 //     resolved variables differ with the set before and after;
 //   - a version status change (SetVersionStatus): its deployment's
-//     targets.
+//     targets;
+//   - a relationship rule, or a resource of a workspace that has one:
+//     every target of a resource of the workspace (what reference
+//     variables resolve to may change).
 //
 // A delete of a deployment, environment or resource enqueues nothing: the
 // store refuses it while the object has targets. Writes that touch no
@@ -24,6 +27,7 @@
 // the targets its old or new selector matches (enabled); a deployment,
 // environment or resource → its targets recomputed, every one it has now
 // enqueued; a variable set → the targets whose resolved variables change; a
-// version status → its deployment's targets; a failed enqueue undoes the
+// version status → its deployment's targets; a relationship rule → the
+// targets of its workspace's resources; a failed enqueue undoes the
 // write
 package live

@@ -367,3 +367,43 @@ func (e *env) pending() int {
 	}
 	return n
 }
+
+// TestRelationshipWritesEnqueueTheWorkspace: a relationship rule's write
+// enqueues every target of its workspace's resources, and so does then a
+// resource's (what another resource's references resolve to may change);
+// the targets' releases carry the related resource's field.
+func TestRelationshipWritesEnqueueTheWorkspace(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, e *env) {
+		s := e.live
+		d, err := s.Deployments().Get(e.ctx, "api")
+		require.NoError(t, err)
+		d.Value.ResourceSelector = `resource.kind == "cluster"`
+		d.Value.Variables = []release.DeploymentVariable{{Key: "region",
+			Default: &release.Value{Reference: &release.Reference{Relation: "net", Path: []string{"metadata", "region"}}}}}
+		_, err = s.Deployments().Put(e.ctx, d.Value, d.Version)
+		require.NoError(t, err)
+		_, err = s.Resources().Put(e.ctx, release.Resource{ID: "net-1", WorkspaceID: "ws", Kind: "network", Identifier: "net-1", Name: "net-1",
+			Metadata: map[string]string{"region": "eu"}}, 0)
+		require.NoError(t, err)
+		e.drain()
+		e.rec.take()
+		require.NotContains(t, e.desiredRelease("api:dev:c1").Variables, "region", "no rule yet: unresolved")
+
+		_, err = s.RelationshipRules().Put(e.ctx, release.RelationshipRule{ID: "net", WorkspaceID: "ws", Name: "net", Match: `to.kind == "network"`}, 0)
+		require.NoError(t, err)
+		all := append(slices.Clone(dev), prod...)
+		require.Equal(t, desired(all...), e.rec.take(), "the rule: every target of the workspace")
+		e.drain()
+		require.Equal(t, release.Value{Literal: "eu"}, e.desiredRelease("api:prod:c2").Variables["region"])
+
+		n, err := s.Resources().Get(e.ctx, "net-1")
+		require.NoError(t, err)
+		n.Value.Metadata["region"] = "us"
+		_, err = s.Resources().Put(e.ctx, n.Value, n.Version)
+		require.NoError(t, err)
+		require.Equal(t, desired(all...), e.rec.take(), "a resource of a workspace with rules: every target of the workspace")
+		e.drain()
+		require.Equal(t, release.Value{Literal: "us"}, e.desiredRelease("api:dev:c1").Variables["region"])
+	})
+}

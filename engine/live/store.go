@@ -2,6 +2,8 @@ package live
 
 import (
 	"context"
+	"fmt"
+
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -69,7 +71,27 @@ func (s *Store) Resources() ports.Objects[release.Resource] {
 			if r == nil {
 				return nil // a delete: refused while the resource has targets
 			}
-			return s.recompute(ctx, ports.TargetScope{ResourceID: r.ID}, "")
+			if err := s.recompute(ctx, ports.TargetScope{ResourceID: r.ID}, ""); err != nil {
+				return err
+			}
+			return s.relatedChanged(ctx, r.WorkspaceID)
+		}}
+}
+
+// RelationshipRules implements ports.ObjectStore: a write enqueues every
+// target of a resource of the rule's workspace (what a reference variable
+// resolves to may change).
+func (s *Store) RelationshipRules() ports.Objects[release.RelationshipRule] {
+	return &objects[release.RelationshipRule]{s: s, kind: &ports.RelationshipRuleKind, inner: s.ReleaseStore.RelationshipRules(),
+		affect: func(ctx context.Context, before, after *release.RelationshipRule) error {
+			r := after
+			if r == nil {
+				r = before
+			}
+			if err := s.workspaceTargets(ctx, r.WorkspaceID); err != nil {
+				return fmt.Errorf("relationship rule %s: %w", r.ID, err)
+			}
+			return nil
 		}}
 }
 

@@ -62,6 +62,7 @@ func Objects(t *testing.T, newStore ReleaseStoreFactory) {
 	t.Run("DeleteConcurrentWithChild", func(t *testing.T) { objDeleteConcurrentChild(setup(t)) })
 	t.Run("RefusesNUL", func(t *testing.T) { relRefusesNUL(setup(t)) })
 	t.Run("ReadsAreCopies", func(t *testing.T) { relCatalogCopies(setup(t)) })
+	t.Run("RelationshipRules", func(t *testing.T) { objRelationshipRules(setup(t)) })
 }
 
 // Targets is the conformance suite of ports.Targets.
@@ -355,6 +356,22 @@ func relCatalogKinds() []relCatalogKind {
 			invalidField: "kind",
 			del:          deleter(ports.ReleaseStore.Resources),
 			list:         lister(ports.ReleaseStore.Resources, func(v *release.Resource) string { return v.ID }),
+		},
+		{
+			name: "relationship rule", parent: relWS, missingParent: "ws-missing",
+			put: func(e *relEnv, id, parent, label string, exp int64) (int64, error) {
+				return e.s.RelationshipRules().Put(e.ctx, release.RelationshipRule{ID: id, WorkspaceID: parent, Name: "vpc", Description: label,
+					Match: `from.metadata.vpc == to.id && to.kind == "VPC"`}, exp)
+			},
+			get: get(func(s ports.ReleaseStore) func(context.Context, string) (string, int64, time.Time, error) {
+				return getter(s.RelationshipRules().Get, func(v *release.RelationshipRule) string { return v.Description })
+			}),
+			putInvalid: func(e *relEnv, id, parent string, exp int64) (int64, error) {
+				return e.s.RelationshipRules().Put(e.ctx, release.RelationshipRule{ID: id, WorkspaceID: parent, Name: "vpc", Match: "from.id =="}, exp)
+			},
+			invalidField: "match",
+			del:          deleter(ports.ReleaseStore.RelationshipRules),
+			list:         lister(ports.ReleaseStore.RelationshipRules, func(v *release.RelationshipRule) string { return v.ID }),
 		},
 		{
 			name: "job agent",
