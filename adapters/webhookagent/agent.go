@@ -175,7 +175,7 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		var secret string
 		if err == nil {
-			secret, err = configmap.Resolve(ctx, a.secrets, "job_agent_config.secretRef", cfg.secretRef)
+			secret, err = configmap.ResolveTo(ctx, a.secrets, "job_agent_config.secretRef", cfg.secretRef, cfg.url)
 		}
 		if err != nil {
 			return invalid(err)

@@ -1,29 +1,118 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/pflag"
 
+	"github.com/reconcilerhq/reconciler/adapters/argocd"
+	"github.com/reconcilerhq/reconciler/adapters/argoworkflows"
+	"github.com/reconcilerhq/reconciler/adapters/githubactions"
+	"github.com/reconcilerhq/reconciler/adapters/terraformcloud"
+	"github.com/reconcilerhq/reconciler/adapters/webhookagent"
+	"github.com/reconcilerhq/reconciler/engine/apply"
 	"github.com/reconcilerhq/reconciler/internal/netguard"
+	"github.com/reconcilerhq/reconciler/internal/secretdest"
+	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// outboundOptions configure where serve's outbound clients may connect.
+// outboundOptions configure where serve's outbound clients may connect
+// and where they may send secrets.
 type outboundOptions struct {
-	allow []string
-	guard *netguard.Guard
+	allow       []string
+	guard       *netguard.Guard
+	secretDests []string
+	secretDest  *secretdest.Policy
 }
 
-// outboundFlags binds --outbound-allow.
+// outboundFlags binds --outbound-allow and --secret-destination.
 func outboundFlags(f *pflag.FlagSet, o *outboundOptions) {
 	f.StringSliceVar(&o.allow, "outbound-allow", nil,
 		"a CIDR, address or host name the job agents, verification providers, workflow webhook tasks and the code host may reach although it is loopback, private, link-local, CGNAT, unspecified or multicast (repeatable, or comma-separated); every other such address is refused after DNS resolution")
+	f.StringArrayVar(&o.secretDests, "secret-destination", nil,
+		"REF_PATTERN=URL_PREFIX: the secret references the glob matches (env:RECONCILER_SECRET_GH_*, file:/secrets/argo/*) may be sent by job agents, verification providers and workflow tasks to URLs under the prefix (scheme://host[:port][/path]) (repeatable); a secret goes nowhere else. Without it: any secret to https://api.github.com, https://app.terraform.io and https://api.datadoghq.com only")
 }
 
-// check builds the guard, naming the flag on a bad entry.
+// check builds the guard and the secret destinations, naming the flag on a
+// bad entry.
 func (o *outboundOptions) check() error {
 	g, err := netguard.New(o.allow...)
 	if err != nil {
 		return usagef("%v", err)
 	}
 	o.guard = g
+	if o.secretDest, err = secretdest.Parse(o.secretDests...); err != nil {
+		return usagef("%v", err)
+	}
 	return nil
+}
+
+// secrets wraps the daemon's resolver for the outbound clients: a secret
+// resolves only for a destination --secret-destination binds to it.
+func (o *outboundOptions) secrets(next ports.SecretResolver) ports.SecretResolver {
+	return secretdest.Resolver{Next: next, Policy: o.secretDest}
+}
+
+// connection is where a job agent type's config sends its secrets: the
+// references under refKeys go to the URL under urlKey (def when absent).
+type connection struct {
+	urlKey, def string
+	refKeys     []string
+}
+
+// agentConnections are the connections of the job agent types that send a
+// secret to a URL their config names. kubernetes-job's kubeconfigRef names
+// its own server; a pull agent's report_secret and github-actions'
+// webhookSecretRef are keys serve checks signatures with, never sent.
+var agentConnections = map[string]connection{
+	githubactions.Type:  {urlKey: "baseURL", def: githubactions.DefaultBaseURL, refKeys: []string{"tokenRef"}},
+	argocd.Type:         {urlKey: "server", refKeys: []string{"tokenRef"}},
+	argoworkflows.Type:  {urlKey: "server", refKeys: []string{"tokenRef"}},
+	terraformcloud.Type: {urlKey: "address", def: terraformcloud.DefaultAddress, refKeys: []string{"tokenRef"}},
+	webhookagent.Type:   {urlKey: "url", refKeys: []string{"secretRef"}},
+}
+
+// destination is the URL a job of agent type typ with config cfg sends its
+// secrets to; empty when the type sends none to a URL or cfg names none.
+func destination(typ string, cfg map[string]any) string {
+	c, ok := agentConnections[typ]
+	if !ok {
+		return ""
+	}
+	if u, ok := cfg[c.urlKey].(string); ok && u != "" {
+		return u
+	}
+	return c.def
+}
+
+// withSecretDestinations refuses, after v's check, a job agent config
+// that names both a secret reference and, explicitly, a URL the secret may
+// not be sent to (422 naming job_agent_config.<ref key>). A URL the config
+// leaves to its default (or to a deployment's config) is checked when the
+// merged config is, and at dispatch in any case.
+func withSecretDestinations(v apply.AgentConfigValidator, p *secretdest.Policy) apply.AgentConfigValidator {
+	return func(typ string, cfg map[string]any) error {
+		if err := v(typ, cfg); err != nil {
+			return err
+		}
+		c, ok := agentConnections[typ]
+		if !ok {
+			return nil
+		}
+		dest, _ := cfg[c.urlKey].(string)
+		if dest == "" {
+			return nil
+		}
+		for _, key := range c.refKeys {
+			ref, _ := cfg[key].(string)
+			if ref == "" {
+				continue
+			}
+			if err := p.Allow(ref, dest); err != nil {
+				return release.Invalid("job_agent_config."+key, fmt.Sprintf("%v (job_agent_config.%s)", err, c.urlKey))
+			}
+		}
+		return nil
+	}
 }

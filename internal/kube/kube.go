@@ -76,7 +76,7 @@ func (k *Connector) Client(ctx context.Context, c Cluster) (kubernetes.Interface
 	if c.KubeconfigRef == "" {
 		id = sha256.Sum256([]byte("in-cluster"))
 	} else {
-		raw, rerr := configmap.Resolve(ctx, k.Secrets, release.Field(k.Field, "kubeconfigRef"), c.KubeconfigRef)
+		raw, rerr := configmap.Resolve(ports.SelfAddressedSecret(ctx), k.Secrets, release.Field(k.Field, "kubeconfigRef"), c.KubeconfigRef)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -94,7 +94,7 @@ func (k *Connector) Client(ctx context.Context, c Cluster) (kubernetes.Interface
 			return nil, release.Invalid(release.Field(k.Field, "kubeconfigRef"), "not set, and not running in a cluster: "+err.Error())
 		}
 	} else {
-		raw, rerr := configmap.Resolve(ctx, k.Secrets, release.Field(k.Field, "kubeconfigRef"), c.KubeconfigRef)
+		raw, rerr := configmap.Resolve(ports.SelfAddressedSecret(ctx), k.Secrets, release.Field(k.Field, "kubeconfigRef"), c.KubeconfigRef)
 		if rerr != nil {
 			return nil, rerr
 		}
