@@ -8,22 +8,26 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/argocd"
 	"github.com/reconcilerhq/reconciler/adapters/argoworkflows"
 	"github.com/reconcilerhq/reconciler/adapters/githubactions"
+	"github.com/reconcilerhq/reconciler/adapters/kubernetesjob"
 	"github.com/reconcilerhq/reconciler/adapters/terraformcloud"
 	"github.com/reconcilerhq/reconciler/adapters/webhookagent"
 	"github.com/reconcilerhq/reconciler/engine/apply"
+	"github.com/reconcilerhq/reconciler/internal/kube"
 	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/secretdest"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// outboundOptions configure where serve's outbound clients may connect
-// and where they may send secrets.
+// outboundOptions configure where serve's outbound clients may connect,
+// where they may send secrets and where kubernetes-job may run pods: what
+// a token that writes job agents may make serve do.
 type outboundOptions struct {
 	allow       []string
 	guard       *netguard.Guard
 	secretDests []string
 	secretDest  *secretdest.Policy
+	kube        kubernetesjob.Limits
 }
 
 // outboundFlags binds --outbound-allow and --secret-destination.
@@ -32,6 +36,26 @@ func outboundFlags(f *pflag.FlagSet, o *outboundOptions) {
 		"a CIDR, address or host name the job agents, verification providers, workflow webhook tasks and the code host may reach although it is loopback, private, link-local, CGNAT, unspecified or multicast (repeatable, or comma-separated); every other such address is refused after DNS resolution")
 	f.StringArrayVar(&o.secretDests, "secret-destination", nil,
 		"REF_PATTERN=URL_PREFIX: the secret references the glob matches (env:RECONCILER_SECRET_GH_*, file:/secrets/argo/*) may be sent by job agents, verification providers and workflow tasks to URLs under the prefix (scheme://host[:port][/path]) (repeatable); a secret goes nowhere else. Without it: any secret to https://api.github.com, https://app.terraform.io and https://api.datadoghq.com only")
+	f.StringSliceVar(&o.kube.Namespaces, "kubernetes-namespace", nil,
+		"a namespace kubernetes-job agents may create Jobs in (repeatable, or comma-separated); default: the namespace serve runs in, else default")
+	f.StringSliceVar(&o.kube.ServiceAccounts, "kubernetes-service-account", nil,
+		"a service account kubernetes-job pods may run as (repeatable, or comma-separated); default: default")
+}
+
+// netGuard is the guard, nil (public addresses only) when o is nil.
+func (o *outboundOptions) netGuard() *netguard.Guard {
+	if o == nil {
+		return nil
+	}
+	return o.guard
+}
+
+// kubeLimits are kubernetes-job's limits, the defaults when o is nil.
+func (o *outboundOptions) kubeLimits() kubernetesjob.Limits {
+	if o == nil {
+		return kubernetesjob.Limits{}
+	}
+	return o.kube
 }
 
 // check builds the guard and the secret destinations, naming the flag on a
@@ -44,6 +68,13 @@ func (o *outboundOptions) check() error {
 	o.guard = g
 	if o.secretDest, err = secretdest.Parse(o.secretDests...); err != nil {
 		return usagef("%v", err)
+	}
+	for flag, names := range map[string][]string{"--kubernetes-namespace": o.kube.Namespaces, "--kubernetes-service-account": o.kube.ServiceAccounts} {
+		for _, n := range names {
+			if !kube.IsDNSLabel(n) {
+				return usagef("%s %q: want a Kubernetes name (lower-case letters, digits and -)", flag, n)
+			}
+		}
 	}
 	return nil
 }
@@ -86,15 +117,20 @@ func destination(typ string, cfg map[string]any) string {
 	return c.def
 }
 
-// withSecretDestinations refuses, after v's check, a job agent config
-// that names both a secret reference and, explicitly, a URL the secret may
-// not be sent to (422 naming job_agent_config.<ref key>). A URL the config
-// leaves to its default (or to a deployment's config) is checked when the
-// merged config is, and at dispatch in any case.
-func withSecretDestinations(v apply.AgentConfigValidator, p *secretdest.Policy) apply.AgentConfigValidator {
+// withOperatorLimits refuses, after v's check, a job agent config that
+// names both a secret reference and, explicitly, a URL the secret may not
+// be sent to (422 naming job_agent_config.<ref key>), and a kubernetes-job
+// config outside --kubernetes-namespace and --kubernetes-service-account.
+// A URL the config leaves to its default (or to a deployment's config) is
+// checked when the merged config is, and at dispatch in any case.
+func withOperatorLimits(v apply.AgentConfigValidator, o *outboundOptions) apply.AgentConfigValidator {
+	p := o.secretDest
 	return func(typ string, cfg map[string]any) error {
 		if err := v(typ, cfg); err != nil {
 			return err
+		}
+		if typ == kubernetesjob.Type {
+			return o.kube.Check(cfg)
 		}
 		c, ok := agentConnections[typ]
 		if !ok {

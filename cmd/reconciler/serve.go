@@ -306,7 +306,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots, Metrics: eng.Metrics(),
 		}, engine.KindOptions{Concurrency: o.concurrency})
 	}
-	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, o.outbound.secrets(secrets), o.outbound.guard, testrunner.WithLease(o.lock))
+	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, o.outbound.secrets(secrets), &o.outbound, testrunner.WithLease(o.lock))
 	defer rt.close()
 	rt.register(eng, o.concurrency)
 	// The process's liveness row: jobs its in-process agents run are
@@ -337,7 +337,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		cat := catalog.New(be.catalog, be.catalogConfig())
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
-			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: withSecretDestinations(withHMACKeys(agentConfigValidator(), secrets), o.outbound.secretDest),
+			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: withOperatorLimits(withHMACKeys(agentConfigValidator(), secrets), &o.outbound),
 			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait, LongPolls: o.http.maxLongPolls})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
