@@ -189,6 +189,9 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		h := http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {d.Job.ID},
 			HeaderTimestamp: {ts}, HeaderSignature: {Sign([]byte(secret), ts, body)}}
 		resp, err := a.http.Do(ctx, outbound.Request{Call: "deliver job", Method: http.MethodPost, URL: cfg.url, Header: h, Body: body, Idempotent: true})
+		if outbound.IsRefusal(err) { // the outbound guard's: the same whether the port is open or not
+			return invalid(errors.New(outbound.Message(err)))
+		}
 		if err != nil {
 			return jobfollow.Started{}, err
 		}
