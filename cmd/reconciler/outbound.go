@@ -35,7 +35,7 @@ func outboundFlags(f *pflag.FlagSet, o *outboundOptions) {
 	f.StringSliceVar(&o.allow, "outbound-allow", nil,
 		"a CIDR, address or host name the job agents, verification providers, workflow webhook tasks and the code host may reach although it is loopback, private, link-local, CGNAT, unspecified or multicast (repeatable, or comma-separated); every other such address is refused after DNS resolution")
 	f.StringArrayVar(&o.secretDests, "secret-destination", nil,
-		"REF_PATTERN=URL_PREFIX: the secret references the glob matches (env:RECONCILER_SECRET_GH_*, file:/secrets/argo/*) may be sent by job agents, verification providers and workflow tasks to URLs under the prefix (scheme://host[:port][/path]) (repeatable); a secret goes nowhere else. Without it: any secret to https://api.github.com, https://app.terraform.io and https://api.datadoghq.com only")
+		"REF_PATTERN=URL_PREFIX: the secret references the glob matches (env:RECONCILER_SECRET_GH_*, file:/secrets/argo/*) may be sent by job agents, verification providers and workflow tasks to URLs under the prefix (scheme://host[:port][/path]) (repeatable); a secret goes nowhere else. Without it: any secret to https://api.github.com, https://app.terraform.io and Datadog's API sites (https://api.datadoghq.com, .eu, us3, us5, ap1, ddog-gov) only")
 	f.StringSliceVar(&o.kube.Namespaces, "kubernetes-namespace", nil,
 		"a namespace kubernetes-job agents may create Jobs in (repeatable, or comma-separated); default: the namespace serve runs in, else default")
 	f.StringSliceVar(&o.kube.ServiceAccounts, "kubernetes-service-account", nil,

@@ -131,8 +131,8 @@ Workflow secrets (sensitive variables) are resolved when a job or request is
 sent: env:NAME reads the daemon's variable NAME (only names with
 --secret-prefix), file:/path a file under a --secret-dir. A secret goes
 only where --secret-destination binds its reference (without it: only to
-https://api.github.com, https://app.terraform.io and
-https://api.datadoghq.com); kubernetes-job runs pods only in
+https://api.github.com, https://app.terraform.io and Datadog's API
+sites); kubernetes-job runs pods only in
 --kubernetes-namespace as --kubernetes-service-account, never privileged
 or on the host's network, PIDs, IPC or files. See docs/security.md.
 

@@ -37,12 +37,17 @@ import (
 const Flag = "--secret-destination"
 
 // DefaultRules hold when the operator gives no binding: any secret may go
-// to the vendors' own API hosts (GitHub, Terraform Cloud, Datadog), whose
-// answers never echo a credential back, and nowhere else.
+// to the vendors' own API hosts (GitHub, Terraform Cloud, Datadog's sites),
+// whose answers never echo a credential back, and nowhere else.
 var DefaultRules = []string{
 	"*=https://api.github.com",
 	"*=https://app.terraform.io",
 	"*=https://api.datadoghq.com",
+	"*=https://api.datadoghq.eu",
+	"*=https://api.us3.datadoghq.com",
+	"*=https://api.us5.datadoghq.com",
+	"*=https://api.ap1.datadoghq.com",
+	"*=https://api.ddog-gov.com",
 }
 
 // ErrRefused is wrapped by every refusal to resolve a secret for a

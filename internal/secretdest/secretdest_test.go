@@ -59,7 +59,7 @@ func TestRefusalNamesReferenceDestinationAndFlag(t *testing.T) {
 func TestDefaultsAreTheVendorHostsOnly(t *testing.T) {
 	p, err := secretdest.Parse()
 	require.NoError(t, err)
-	for _, d := range []string{"https://api.github.com", "https://app.terraform.io/api/v2", "https://api.datadoghq.com"} {
+	for _, d := range []string{"https://api.github.com", "https://app.terraform.io/api/v2", "https://api.datadoghq.com", "https://api.datadoghq.eu"} {
 		require.NoError(t, p.Allow("env:RECONCILER_SECRET_ANY", d), d)
 	}
 	for _, d := range []string{"http://127.0.0.1:8080", "https://github.example.com/api/v3", "http://169.254.169.254/latest"} {
