@@ -7,16 +7,20 @@ import (
 
 	"github.com/reconcilerhq/reconciler/adapters/argocd"
 	"github.com/reconcilerhq/reconciler/adapters/argoworkflows"
+	"github.com/reconcilerhq/reconciler/adapters/datadog"
 	"github.com/reconcilerhq/reconciler/adapters/githubactions"
 	"github.com/reconcilerhq/reconciler/adapters/kubernetesjob"
+	"github.com/reconcilerhq/reconciler/adapters/prometheus"
 	"github.com/reconcilerhq/reconciler/adapters/terraformcloud"
 	"github.com/reconcilerhq/reconciler/adapters/webhookagent"
 	"github.com/reconcilerhq/reconciler/engine/apply"
 	"github.com/reconcilerhq/reconciler/internal/kube"
 	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/secretdest"
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/reconcile/revision"
 )
 
 // outboundOptions configure where serve's outbound clients may connect,
@@ -85,11 +89,13 @@ func (o *outboundOptions) secrets(next ports.SecretResolver) ports.SecretResolve
 	return secretdest.Resolver{Next: next, Policy: o.secretDest}
 }
 
-// connection is where a job agent type's config sends its secrets: the
-// references under refKeys go to the URL under urlKey (def when absent).
+// connection is where a job agent's or verification provider's config
+// sends its secrets: the references under refKeys (refDefs[key] when
+// absent) go to the URL under urlKey (def when absent).
 type connection struct {
 	urlKey, def string
 	refKeys     []string
+	refDefs     map[string]string
 }
 
 // agentConnections are the connections of the job agent types that send a
@@ -102,6 +108,15 @@ var agentConnections = map[string]connection{
 	argoworkflows.Type:  {urlKey: "server", refKeys: []string{"tokenRef"}},
 	terraformcloud.Type: {urlKey: "address", def: terraformcloud.DefaultAddress, refKeys: []string{"tokenRef"}},
 	webhookagent.Type:   {urlKey: "url", refKeys: []string{"secretRef"}},
+}
+
+// providerConnections are the verification providers' connections (the
+// http provider takes no secret reference).
+var providerConnections = map[string]connection{
+	datadog.Type: {urlKey: "address", def: datadog.DefaultAddress, refKeys: []string{"apiKeyRef", "appKeyRef"},
+		refDefs: map[string]string{"apiKeyRef": datadog.DefaultAPIKeyRef, "appKeyRef": datadog.DefaultAppKeyRef}},
+	prometheus.Type:     {urlKey: "address", refKeys: []string{"tokenRef", "passwordRef"}},
+	terraformcloud.Type: {urlKey: "address", def: terraformcloud.DefaultAddress, refKeys: []string{"tokenRef"}},
 }
 
 // destination is the URL a job of agent type typ with config cfg sends its
@@ -117,6 +132,33 @@ func destination(typ string, cfg map[string]any) string {
 	return c.def
 }
 
+// check refuses cfg (its fields named under prefix) when a secret
+// reference it sends is not bound to its URL. defaults: the URL and the
+// references left out take their defaults (a complete config); else a
+// config that names no URL passes (another layer may name it).
+func (c connection) check(p *secretdest.Policy, prefix string, cfg map[string]any, defaults bool) error {
+	dest, _ := cfg[c.urlKey].(string)
+	if dest == "" && defaults {
+		dest = c.def
+	}
+	if dest == "" {
+		return nil
+	}
+	for _, key := range c.refKeys {
+		ref, _ := cfg[key].(string)
+		if ref == "" && defaults {
+			ref = c.refDefs[key]
+		}
+		if ref == "" {
+			continue
+		}
+		if err := p.Allow(ref, dest); err != nil {
+			return release.Invalid(prefix+"."+key, fmt.Sprintf("%v (%s.%s)", err, prefix, c.urlKey))
+		}
+	}
+	return nil
+}
+
 // withOperatorLimits refuses, after v's check, a job agent config that
 // names both a secret reference and, explicitly, a URL the secret may not
 // be sent to (422 naming job_agent_config.<ref key>), and a kubernetes-job
@@ -124,7 +166,6 @@ func destination(typ string, cfg map[string]any) string {
 // A URL the config leaves to its default (or to a deployment's config) is
 // checked when the merged config is, and at dispatch in any case.
 func withOperatorLimits(v apply.AgentConfigValidator, o *outboundOptions) apply.AgentConfigValidator {
-	p := o.secretDest
 	return func(typ string, cfg map[string]any) error {
 		if err := v(typ, cfg); err != nil {
 			return err
@@ -132,23 +173,46 @@ func withOperatorLimits(v apply.AgentConfigValidator, o *outboundOptions) apply.
 		if typ == kubernetesjob.Type {
 			return o.kube.Check(cfg)
 		}
-		c, ok := agentConnections[typ]
-		if !ok {
-			return nil
+		if c, ok := agentConnections[typ]; ok {
+			return c.check(o.secretDest, "job_agent_config", cfg, false)
 		}
-		dest, _ := cfg[c.urlKey].(string)
-		if dest == "" {
-			return nil
+		return nil
+	}
+}
+
+// catalogValidators are the catalog's validators with the policy kind's
+// extended: a verification metric whose provider would send a secret to a
+// URL not bound to it is refused (422 naming
+// rules[i].metrics[j].provider.config.<ref key>).
+func (o *outboundOptions) catalogValidators() map[revision.Kind]func(content []byte) error {
+	v := catalogValidators()
+	base := v[revision.KindPolicy]
+	v[revision.KindPolicy] = func(content []byte) error {
+		if base != nil {
+			if err := base(content); err != nil {
+				return err
+			}
 		}
-		for _, key := range c.refKeys {
-			ref, _ := cfg[key].(string)
-			if ref == "" {
+		pol, err := policy.Decode(content)
+		if err != nil {
+			return revision.Invalid(err)
+		}
+		for i, r := range pol.Rules {
+			ver, ok := r.Spec.(policy.Verification)
+			if !ok {
 				continue
 			}
-			if err := p.Allow(ref, dest); err != nil {
-				return release.Invalid("job_agent_config."+key, fmt.Sprintf("%v (job_agent_config.%s)", err, c.urlKey))
+			for j, m := range ver.Metrics {
+				c, ok := providerConnections[m.Provider.Type]
+				if !ok {
+					continue
+				}
+				if err := c.check(o.secretDest, fmt.Sprintf("rules[%d].metrics[%d].provider.config", i, j), m.Provider.Config, true); err != nil {
+					return revision.Invalid(err)
+				}
 			}
 		}
 		return nil
 	}
+	return v
 }

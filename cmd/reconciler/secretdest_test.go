@@ -19,8 +19,10 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/kubernetesjob"
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/api/client"
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/reconcile/revision"
 )
 
 // TestWriteTokenCannotSendASecretWhereItChooses is finding 1 of issue 28,
@@ -109,6 +111,16 @@ func TestWriteTokenCannotSendASecretWhereItChooses(t *testing.T) {
 	require.NotContains(t, msg, canary)
 	require.Zero(t, hits.Load(), "no request reached the attacker's listener")
 	require.False(t, leaked.Load())
+
+	// Finding 5: a policy whose verification sends the Datadog keys to an
+	// address of the (approve) token's choosing is 422.
+	pol, err := policy.Decode([]byte(`{"id":"dd","name":"dd","selector":"true","rules":[{"id":"v","type":"verification","metrics":[` +
+		`{"name":"errors","provider":{"type":"datadog","config":{"query":"q","address":"` + listener.URL + `"}},"interval_seconds":60,"count":1,"success_condition":"true"}]}]}`))
+	require.NoError(t, err)
+	_, err = client.PutObject(ctx, ops, client.Policies, pol.ID, pol, 0)
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusUnprocessableEntity, apiErr.Status, "%v", err)
+	require.ErrorContains(t, err, "provider.config.apiKeyRef")
 }
 
 func TestOutboundOptionsRefuseBadFlagsNamingThem(t *testing.T) {
@@ -150,4 +162,26 @@ func TestApplyRefusesKubernetesJobsOutsideTheOperatorsLists(t *testing.T) {
 		require.ErrorAs(t, v(kubernetesjob.Type, c), &fe, field)
 		require.Equal(t, field, fe.Field)
 	}
+}
+
+// TestPolicyWithAnUnboundProviderIsRefused: finding 5 of issue 28 — an
+// approve token pointed a verification's Datadog keys at an address of its
+// choosing. serve's policy validator refuses it naming the field; the
+// vendor's default site passes.
+func TestPolicyWithAnUnboundProviderIsRefused(t *testing.T) {
+	t.Parallel()
+	o := outboundOptions{}
+	require.NoError(t, o.check())
+	validate := o.catalogValidators()[revision.KindPolicy]
+	doc := func(provider string) []byte {
+		return []byte(`{"id":"p","name":"p","selector":"true","rules":[{"id":"v","type":"verification","metrics":[` +
+			`{"name":"errors","provider":` + provider + `,"interval_seconds":60,"count":1,"success_condition":"result.value < 1"}]}]}`)
+	}
+	require.NoError(t, validate(doc(`{"type":"datadog","config":{"query":"q"}}`)), "Datadog's own site, its default keys")
+	err := validate(doc(`{"type":"datadog","config":{"query":"q","address":"https://dd.evil.example"}}`))
+	require.ErrorContains(t, err, "rules[0].metrics[0].provider.config.apiKeyRef")
+	require.ErrorContains(t, err, "--secret-destination")
+	err = validate(doc(`{"type":"prometheus","config":{"query":"up","address":"https://prom.evil.example","tokenRef":"env:RECONCILER_SECRET_CANARY"}}`))
+	require.ErrorContains(t, err, "rules[0].metrics[0].provider.config.tokenRef")
+	require.NoError(t, validate(doc(`{"type":"http","config":{"url":"https://status.example"}}`)), "no secret")
 }

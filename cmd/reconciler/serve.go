@@ -339,7 +339,9 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 
 	extra := map[string]http.Handler{}
 	if o.listen != "" {
-		cat := catalog.New(be.catalog, be.catalogConfig())
+		catCfg := be.catalogConfig()
+		catCfg.Validators = o.outbound.catalogValidators() // a policy's providers send secrets only where bound
+		cat := catalog.New(be.catalog, catCfg)
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
 			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: withOperatorLimits(withHMACKeys(agentConfigValidator(), secrets), &o.outbound),
