@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -147,8 +148,8 @@ func (s *Server) registerJobs() {
 				if err != nil {
 					return nil, s.fail(ctx, err)
 				}
-				if !t.ActsFor(agent) {
-					return nil, huma.Error403Forbidden("this token does not act for the job's agent")
+				if err := s.reportableWithToken(ctx, t, ports.JobRow{Job: release.Job{ID: in.ID, JobAgentID: agent}}); err != nil {
+					return nil, err
 				}
 			}
 			if err := s.o.Flows.ReportJob(ctx, rep); err != nil {
@@ -167,7 +168,7 @@ func (s *Server) registerJobs() {
 			}
 		} else if err != nil {
 			return nil, s.fail(ctx, err)
-		} else if err := reportableWithToken(principal(ctx).Token, j); err != nil {
+		} else if err := s.reportableWithToken(ctx, principal(ctx).Token, j); err != nil {
 			return nil, err
 		}
 		if err := s.o.Chain.ReportJob(ctx, rep); err != nil {
@@ -186,14 +187,23 @@ func (s *Server) registerJobs() {
 
 // reportableWithToken checks a bearer report on release job j: an admin
 // token may report on any job; an agent token only on a job of a job agent
-// it is bound to that no pull taker holds (a taker reports through
+// it is bound to, whose jobs report through the API
+// (release.ReportsThroughAPI: not a followed push agent's, whose status is
+// the vendor's), and that no pull taker holds (a taker reports through
 // /job-agents/{id}/jobs/{job}/report under its take).
-func reportableWithToken(t ports.Token, j ports.JobRow) error {
+func (s *Server) reportableWithToken(ctx context.Context, t ports.Token, j ports.JobRow) error {
 	if t.Allows(ports.ScopeAdmin) {
 		return nil
 	}
 	if !t.ActsFor(j.JobAgentID) {
 		return huma.Error403Forbidden("this token does not act for the job's agent")
+	}
+	a, err := s.objects().JobAgents().Get(ctx, j.JobAgentID)
+	if err != nil && !errors.Is(err, ports.ErrNotFound) {
+		return s.fail(ctx, err)
+	}
+	if err != nil || !release.ReportsThroughAPI(a.Value.Type) {
+		return huma.Error403Forbidden("job " + j.ID + "'s agent " + j.JobAgentID + " is followed by serve (its status comes from the system it runs on): a report here is an operator's override and needs scope admin")
 	}
 	if j.Take != nil {
 		return huma.Error403Forbidden("job " + j.ID + " is taken by a pull agent: its taker reports under its take, an operator with scope admin here")

@@ -366,3 +366,27 @@ func TestPullSignedAgentIDsNotEnumerable(t *testing.T) {
 	require.Equal(t, known["detail"], unknown["detail"])
 	require.NotContains(t, unknown["detail"], "no-such-agent")
 }
+
+// TestAgentTokenCannotReportAFollowedAgentsJob: a job of an agent serve
+// follows (github-actions here: its status is the vendor's) takes no
+// report from an agent token, even one bound to its agent; an admin's
+// report is the operator's override (issue 28).
+func TestAgentTokenCannotReportAFollowedAgentsJob(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
+		id := f.activeJob("web:dev:r1")
+		a, err := f.st.releases.JobAgents().Get(f.ctx, "ext")
+		require.NoError(t, err)
+		a.Value.Type = "github-actions" // the job's agent is now one serve follows
+		_, err = f.st.releases.JobAgents().Put(f.ctx, a.Value, a.Version)
+		require.NoError(t, err)
+		report := "/api/v1/jobs/" + url.PathEscape(id) + "/report"
+		p := f.do(http.MethodPost, report, "agent", map[string]any{"status": "successful"}).problem(t, http.StatusForbidden)
+		require.Contains(t, p["detail"], "needs scope admin")
+		require.NotEqual(t, "successful", f.jobField(id, "status"), "no forged success")
+		res := f.do(http.MethodPost, report, "admin", map[string]any{"status": "successful"})
+		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
+		require.Equal(t, "successful", f.jobField(id, "status"))
+	})
+}

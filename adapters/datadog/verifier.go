@@ -14,7 +14,11 @@
 // so a stored measurement says what was measured. The site is the
 // metric's provider.config.address (default DefaultAddress, the US1
 // site); there is no process-wide default. Keys come only from the
-// SecretResolver, per request.
+// SecretResolver, per request. The one call goes through the shared
+// outbound client rather than Datadog's official Go client, whose module
+// is large for one GET and would bypass the address guard and the shared
+// classification of answers; the tests check it against Datadog's
+// published definition instead (testdata, from that client's repository).
 //
 // Invariants: Results are JSON-like and keep what was measured (query,
 // window, values); bad config names `provider.config.<key>`; keys only

@@ -1,9 +1,12 @@
 package prometheus
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"testing"
 	"time"
@@ -116,10 +119,50 @@ func TestAgainstARealPrometheus(t *testing.T) {
 	require.Equal(t, 3.0, hist["count"])
 	require.InDelta(t, 0.75, hist["sum"], 1e-9)
 
+	if os.Getenv("RECONCILER_CAPTURE_PROMETHEUS") == "1" {
+		captureAnswers(t, addr)
+	}
+
 	_, err = measure(`reconciler_test_error_rate{`)
 	require.ErrorContains(t, err, "prometheus: instant query: status 400")
 	require.ErrorContains(t, err, "bad_data")
 	_, err = measure(`reconciler_test_error_rate[1m]`)
 	require.ErrorContains(t, err, "matrix")
 
+}
+
+// capturedQueries are the instant queries whose raw answers
+// testdata/captured.json keeps, by name: what TestCapturedAnswers serves.
+var capturedQueries = map[string]string{
+	"vector":    `reconciler_test_error_rate{job="reconciler-test"}`,
+	"scalar":    `scalar(reconciler_test_error_rate{job="reconciler-test"}) * 2`,
+	"histogram": `reconciler_test_latency_seconds{job="reconciler-test"}`,
+	"bad_data":  `reconciler_test_error_rate{`,
+	"matrix":    `reconciler_test_error_rate[1m]`,
+	"empty":     `reconciler_test_no_such_metric`,
+}
+
+// captured is one raw answer of the real server.
+type captured struct {
+	Query  string          `json:"query"`
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body"`
+}
+
+// captureAnswers rewrites testdata/captured.json with the real server's
+// answers to capturedQueries (RECONCILER_CAPTURE_PROMETHEUS=1
+// scripts/with-prometheus.sh go test ./adapters/prometheus -run Real).
+func captureAnswers(t *testing.T, addr string) {
+	out := map[string]captured{}
+	for name, q := range capturedQueries {
+		res, err := http.Get(addr + "/api/v1/query?" + url.Values{"query": {q}}.Encode())
+		require.NoError(t, err)
+		b, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NoError(t, err)
+		out[name] = captured{Query: q, Status: res.StatusCode, Body: b}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile("testdata/captured.json", append(b, '\n'), 0o644))
 }

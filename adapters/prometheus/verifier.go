@@ -16,6 +16,11 @@
 // so a stored measurement says what was measured. A range query result
 // (matrix) or a string is refused: a metric wants a number.
 //
+// The query goes through the shared outbound client (address guard, one
+// classification of answers, capped bodies), not client_golang's api/v1
+// client, which has its own HTTP handling; the answers it reads are
+// checked against ones captured from a real Prometheus (testdata).
+//
 // Invariants: Results are JSON-like and keep what was measured (query,
 // window, values); bad config names `provider.config.<key>`; keys only
 // through `SecretResolver`; a Datadog metric's site is its own

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -195,4 +196,49 @@ func TestNativeHistogramSample(t *testing.T) {
 		Provider: policy.Provider{Type: Type, Config: map[string]any{"query": "x"}}}
 	status, msg := policy.EvaluateMeasurements(spec, []release.Measurement{{At: now, Result: got}})
 	require.Equal(t, release.VerificationPassed, status, msg)
+}
+
+// TestCapturedAnswers: the verifier reads the answers a real Prometheus
+// (2.42, native histograms on) gave, kept in testdata/captured.json by
+// TestAgainstARealPrometheus (RECONCILER_CAPTURE_PROMETHEUS=1): Prometheus
+// publishes no API definition, so its own answers are the reference.
+func TestCapturedAnswers(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("testdata/captured.json")
+	require.NoError(t, err)
+	var answers map[string]struct {
+		Query  string          `json:"query"`
+		Status int             `json:"status"`
+		Body   json.RawMessage `json:"body"`
+	}
+	require.NoError(t, json.Unmarshal(b, &answers))
+	measure := func(name string) (map[string]any, error) {
+		a, ok := answers[name]
+		require.True(t, ok, name)
+		f := newFake(t, string(a.Body))
+		f.status = a.Status
+		got, err := newVerifier(f).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"query": a.Query}, 1))
+		m, _ := got.(map[string]any)
+		return m, err
+	}
+	got, err := measure("vector")
+	require.NoError(t, err)
+	require.Equal(t, 0.3, got["value"])
+	require.Equal(t, "reconciler-test", got["samples"].([]any)[0].(map[string]any)["metric"].(map[string]any)["job"])
+	got, err = measure("scalar")
+	require.NoError(t, err)
+	require.InDelta(t, 0.6, got["value"], 1e-9)
+	got, err = measure("histogram")
+	require.NoError(t, err)
+	require.Nil(t, got["value"])
+	require.Equal(t, map[string]any{"count": 3.0, "sum": 0.75}, got["samples"].([]any)[0].(map[string]any)["histogram"])
+	got, err = measure("empty")
+	require.NoError(t, err)
+	require.Nil(t, got["value"])
+	require.Empty(t, got["values"])
+	_, err = measure("bad_data")
+	require.ErrorContains(t, err, "status 400")
+	require.ErrorContains(t, err, "bad_data")
+	_, err = measure("matrix")
+	require.ErrorContains(t, err, "matrix")
 }

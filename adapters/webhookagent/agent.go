@@ -51,7 +51,7 @@ import (
 )
 
 // Type is the release.JobAgent.Type this agent serves.
-const Type = "webhook"
+const Type = release.WebhookAgentType
 
 // Header names of a delivery.
 const (
@@ -105,7 +105,12 @@ func parseConfig(cfg map[string]any) (config, error) {
 	return c, r.Err
 }
 
-// Payload is the body of a delivery.
+// Payload is the body of a delivery. It is the same for every delivery of
+// a job: the job's fields that change while it waits for its dispatch
+// (lease_until, message, status, started_at) are left out, so a receiver
+// that keys idempotency on Idempotency-Key and the body (as the
+// Idempotency-Key HTTP header draft does) sees a redelivery as the same
+// request, never a key reused with another payload (its 422).
 type Payload struct {
 	Job         release.Job               `json:"job"`
 	Agent       payloadAgent              `json:"agent"`
@@ -114,6 +119,12 @@ type Payload struct {
 	Deployment  release.Deployment        `json:"deployment"`
 	Environment release.Environment       `json:"environment"`
 	Resource    release.Resource          `json:"resource"`
+}
+
+// stableJob is job without the fields that change between deliveries.
+func stableJob(job release.Job) release.Job {
+	job.LeaseUntil, job.Message, job.Status, job.StartedAt = time.Time{}, "", "", time.Time{}
+	return job
 }
 
 // payloadAgent names the agent record without its config.
@@ -180,7 +191,7 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		if err != nil {
 			return invalid(err)
 		}
-		body, err := json.Marshal(Payload{Job: d.Job, Agent: payloadAgent{ID: d.Agent.ID, Name: d.Agent.Name, Type: d.Agent.Type},
+		body, err := json.Marshal(Payload{Job: stableJob(d.Job), Agent: payloadAgent{ID: d.Agent.ID, Name: d.Agent.Name, Type: d.Agent.Type},
 			Release: d.Release, Version: d.Version, Deployment: d.Deployment, Environment: d.Environment, Resource: d.Resource})
 		if err != nil {
 			return jobfollow.Started{}, fmt.Errorf("%s: encode job %s: %w", Type, d.Job.ID, err)

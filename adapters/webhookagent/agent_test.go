@@ -154,6 +154,29 @@ func TestRedeliveryWhileTheFirstIsProcessed(t *testing.T) {
 	require.Len(t, r.jobs, 1, "the receiver ran the job once")
 }
 
+// TestRedeliveryBodyIsTheSame: a job redelivered after its lease and
+// message changed has the same body, so an idempotent receiver never sees
+// its key reused with another payload.
+func TestRedeliveryBodyIsTheSame(t *testing.T) {
+	t.Parallel()
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, b)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := map[string]any{"url": srv.URL, "secretRef": "env:RECONCILER_SECRET_HOOK"}
+	d := porttest.JobAgentDispatch(Type, "job-1", cfg)
+	_, err := newAgent(t).Dispatch(t.Context(), d)
+	require.NoError(t, err)
+	d.Job.LeaseUntil, d.Job.Message, d.Job.Status = d.Job.CreatedAt.Add(time.Minute), "dispatch failed; retried", release.JobInProgress
+	_, err = newAgent(t).Dispatch(t.Context(), d)
+	require.NoError(t, err)
+	require.Len(t, bodies, 2)
+	require.JSONEq(t, string(bodies[0]), string(bodies[1]))
+}
+
 func TestRetriesAndAnswers(t *testing.T) {
 	t.Parallel()
 	r := newReceiver(t)

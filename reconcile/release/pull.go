@@ -18,6 +18,17 @@ const APIAgentType = "api"
 // IsPullAgentType reports whether an agent of type typ is a pull agent.
 func IsPullAgentType(typ string) bool { return typ == PullAgentType || typ == APIAgentType }
 
+// WebhookAgentType is the JobAgent.Type of the webhook push agent: it
+// delivers each job to a receiver, which reports through the API.
+const WebhookAgentType = "webhook"
+
+// ReportsThroughAPI reports whether the jobs of an agent of type typ get
+// their status from reports sent to the API by the agent (pull agents,
+// the webhook agent's receiver). The other types' status comes from the
+// system they run on, which serve follows: a report sent to the API on
+// their jobs is an operator's override.
+func ReportsThroughAPI(typ string) bool { return IsPullAgentType(typ) || typ == WebhookAgentType }
+
 // The defaults and bounds of a pull agent's settings.
 const (
 	DefaultPullLease  = time.Minute
