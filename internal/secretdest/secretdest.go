@@ -14,8 +14,8 @@
 // Invariants: a refusal names the reference, the destination and the flag,
 // never a value; no rule, no resolution (without flags the vendor default
 // hosts of DefaultRules hold); matching is by scheme, host and port (the
-// scheme's default port filled in) and a path prefix on segment boundaries,
-// never by string prefix, so `https://api.github.com.evil.example` and
+// scheme's default port filled in) and a path prefix on segment boundaries
+// of the decoded, cleaned path, never by string prefix, so `https://api.github.com.evil.example` and
 // `https://api.github.com@evil.example` do not match `https://api.github.com`.
 package secretdest
 
@@ -126,8 +126,11 @@ func parse(raw string) (target, error) {
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[scheme]
 	}
+	// The path decoded and cleaned, so "/api/../admin" and
+	// "/api%2F..%2Fadmin" are not under "/api".
+	clean := path.Clean("/" + u.Path)
 	return target{scheme: scheme, host: strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), port: port,
-		path: strings.TrimSuffix(u.EscapedPath(), "/")}, nil
+		path: strings.TrimSuffix(clean, "/")}, nil
 }
 
 // under reports whether d lies under prefix p: same scheme, host and port,

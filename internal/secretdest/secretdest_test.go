@@ -31,6 +31,8 @@ func TestAllowMatchesReferenceAndDestination(t *testing.T) {
 		{"path under prefix", "file:/secrets/argo/token", "https://argocd.internal:8443/api/v1/applications", true},
 		{"path prefix not on a segment", "file:/secrets/argo/token", "https://argocd.internal:8443/apix", false},
 		{"path outside prefix", "file:/secrets/argo/token", "https://argocd.internal:8443/", false},
+		{"dot-dot out of the prefix", "file:/secrets/argo/token", "https://argocd.internal:8443/api/../admin", false},
+		{"encoded dot-dot out of the prefix", "file:/secrets/argo/token", "https://argocd.internal:8443/api%2F..%2Fadmin", false},
 		{"other port", "file:/secrets/argo/token", "https://argocd.internal/api", false},
 		{"glob stays in its directory", "file:/secrets/argo/x/token", "https://argocd.internal:8443/api", false},
 		{"exact reference and port", "env:RECONCILER_SECRET_HOOK", "http://127.0.0.1:9000/hook", true},
