@@ -190,7 +190,7 @@ func missing(err error) bool {
 
 // header is the request header with the token.
 func (a *Agent) header(ctx context.Context, cfg config) (http.Header, error) {
-	return a.Bearer(ctx, "job_agent_config.tokenRef", cfg.tokenRef)
+	return a.Bearer(ctx, "job_agent_config.tokenRef", cfg.tokenRef, cfg.server)
 }
 
 // appURL is the URL of the Application (or a path below it), with its

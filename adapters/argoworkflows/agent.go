@@ -125,7 +125,7 @@ type wf struct {
 
 // header is the request header with the token.
 func (a *Agent) header(ctx context.Context, cfg config) (http.Header, error) {
-	return a.Bearer(ctx, "job_agent_config.tokenRef", cfg.tokenRef)
+	return a.Bearer(ctx, "job_agent_config.tokenRef", cfg.tokenRef, cfg.server)
 }
 
 // Dispatch submits the job's Workflow once (see the package doc). A bad

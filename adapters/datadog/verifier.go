@@ -153,11 +153,11 @@ func (v *Verifier) Measure(ctx context.Context, r ports.MeasureRequest) (any, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: metric %q: %w", Type, r.Metric.Name, err)
 	}
-	apiKey, err := configmap.Resolve(ctx, v.secrets, "provider.config.apiKeyRef", cfg.apiKeyRef)
+	apiKey, err := configmap.ResolveTo(ctx, v.secrets, "provider.config.apiKeyRef", cfg.apiKeyRef, cfg.address)
 	if err != nil {
 		return nil, fmt.Errorf("%s: metric %q: %w", Type, r.Metric.Name, err)
 	}
-	appKey, err := configmap.Resolve(ctx, v.secrets, "provider.config.appKeyRef", cfg.appKeyRef)
+	appKey, err := configmap.ResolveTo(ctx, v.secrets, "provider.config.appKeyRef", cfg.appKeyRef, cfg.address)
 	if err != nil {
 		return nil, fmt.Errorf("%s: metric %q: %w", Type, r.Metric.Name, err)
 	}

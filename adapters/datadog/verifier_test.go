@@ -14,6 +14,7 @@ import (
 	"github.com/reconcilerhq/reconciler/internal/contract"
 	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
+	"github.com/reconcilerhq/reconciler/internal/secretdest"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
@@ -218,4 +219,32 @@ func TestAddressIsTheMetricsProviderConfig(t *testing.T) {
 	require.Equal(t, 0.001, got.(map[string]any)["value"])
 	require.Len(t, eu.requests, 1)
 	require.Len(t, us.requests, 1)
+}
+
+// TestKeysGoOnlyToABoundSite: finding 5 of issue 28 — an approve token
+// could send the Datadog keys to an address of its choosing. Behind serve's
+// binding resolver (default: Datadog's own sites) a metric whose address is
+// elsewhere is refused naming the reference and the flag, and nothing is
+// sent.
+func TestKeysGoOnlyToABoundSite(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, 0.5)
+	policy, err := secretdest.Parse()
+	require.NoError(t, err)
+	v := New(secretdest.Resolver{Next: secrets, Policy: policy}, Options{Clock: fixedClock{}, HTTP: outbound.Options{Guard: netguard.Loopback}})
+	_, err = v.Measure(t.Context(), f.request("q"))
+	require.ErrorIs(t, err, secretdest.ErrRefused)
+	require.ErrorContains(t, err, "provider.config.apiKeyRef")
+	require.ErrorContains(t, err, "--secret-destination")
+	require.NotContains(t, err.Error(), "dd-api")
+	f.mu.Lock()
+	require.Empty(t, f.requests, "no request reached the address")
+	f.mu.Unlock()
+
+	bound, err := secretdest.Parse(DefaultAPIKeyRef+"="+f.srv.URL, DefaultAppKeyRef+"="+f.srv.URL)
+	require.NoError(t, err)
+	v = New(secretdest.Resolver{Next: secrets, Policy: bound}, Options{Clock: fixedClock{}, HTTP: outbound.Options{Guard: netguard.Loopback}})
+	got, err := v.Measure(t.Context(), f.request("q"))
+	require.NoError(t, err, "bound by the operator")
+	require.Equal(t, 0.5, got.(map[string]any)["value"])
 }

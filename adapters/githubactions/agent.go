@@ -127,7 +127,7 @@ func (a *Agent) started(cfg config, r run) jobfollow.Started {
 
 // header is the request header with the token.
 func (a *Agent) header(ctx context.Context, cfg config) (http.Header, error) {
-	h, err := a.Bearer(ctx, "job_agent_config.tokenRef", cfg.tokenRef)
+	h, err := a.Bearer(ctx, "job_agent_config.tokenRef", cfg.tokenRef, cfg.baseURL)
 	if err != nil {
 		return nil, err
 	}

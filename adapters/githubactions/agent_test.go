@@ -391,11 +391,9 @@ func TestDefaultGuardKeepsTheTokenOffLoopback(t *testing.T) {
 	a := newAgent(t, rep, o)
 	cfg := map[string]any{"owner": "o", "repo": "r", "workflowFile": "deploy.yml", "tokenRef": "env:RECONCILER_SECRET_GH", "baseURL": srv.URL}
 	res, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-canary", cfg))
-	if err == nil {
-		final := rep.Terminal(t)
-		require.Contains(t, final.Message, "--outbound-allow", "%+v", res)
-	} else {
-		require.ErrorContains(t, err, "--outbound-allow")
-	}
+	require.NoError(t, err, "the guard's refusal ends the job, it is not retried")
+	require.Equal(t, release.JobInvalidJobAgent, res.Status)
+	require.Contains(t, res.Message, "refused by the outbound guard")
+	require.Contains(t, res.Message, "--outbound-allow")
 	require.Zero(t, got.Load(), "the token never reached the listener")
 }

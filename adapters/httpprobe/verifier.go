@@ -8,10 +8,13 @@
 //	method   the method used
 //	status   the response's status code
 //	headers  the response's headers, lower-case names, first value each
-//	body     the body decoded as JSON when it is JSON, else as text
+//	body     the body decoded as JSON when it is JSON, else as text; a
+//	         body over MaxStoredBody (4 KiB) is kept as its first 4 KiB of
+//	         text followed by TruncatedMarker, never decoded
 //
 // so a stored measurement says what was measured; the request's own
-// headers (which may carry credentials) are not kept. A probe is tried
+// headers (which may carry credentials) are not kept, and a measurement
+// (readable with the read scope) holds at most 4 KiB of any page. A probe is tried
 // once: its answer, a 5xx too, is the measurement.
 //
 // Invariants: Results are JSON-like and keep what was measured (query,
@@ -25,8 +28,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
 	"github.com/reconcilerhq/reconciler/internal/outbound"
@@ -40,8 +45,14 @@ const Type = "http"
 const (
 	DefaultTimeout = 10 * time.Second
 	MaxBody        = 1 << 20
-	maxHeaders     = 50
+	// MaxStoredBody is the most of a response body a measurement keeps.
+	MaxStoredBody = 4 << 10
+	maxHeaders    = 50
 )
+
+// TruncatedMarker ends a body cut at MaxStoredBody; the number of bytes
+// the whole body had follows it.
+const TruncatedMarker = "…[truncated; the body had "
 
 // Verifier is the http verification provider; goroutine-safe.
 type Verifier struct{ http *outbound.Client }
@@ -117,10 +128,25 @@ func (v *Verifier) Measure(ctx context.Context, r ports.MeasureRequest) (any, er
 			headers[strings.ToLower(k)] = vs[0]
 		}
 	}
-	var body any = string(resp.Body)
-	var decoded any
-	if len(resp.Body) > 0 && json.Unmarshal(resp.Body, &decoded) == nil {
-		body = decoded
-	}
+	body := storedBody(resp.Body)
 	return map[string]any{"url": cfg.url, "method": cfg.method, "status": float64(resp.Status), "headers": headers, "body": body}, nil
+}
+
+// storedBody is what a measurement keeps of a response body b: b decoded
+// as JSON when it is JSON, else as text, while it is at most MaxStoredBody
+// bytes; else its first MaxStoredBody bytes (cut on a character boundary)
+// and TruncatedMarker with b's size.
+func storedBody(b []byte) any {
+	if len(b) > MaxStoredBody {
+		cut := MaxStoredBody
+		for cut > 0 && !utf8.RuneStart(b[cut]) {
+			cut--
+		}
+		return strings.ToValidUTF8(string(b[:cut]), "\uFFFD") + TruncatedMarker + strconv.Itoa(len(b)) + " bytes]"
+	}
+	var decoded any
+	if len(b) > 0 && json.Unmarshal(b, &decoded) == nil {
+		return decoded
+	}
+	return string(b)
 }

@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -96,4 +98,37 @@ func TestBodyOverTheCapIsAnError(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(make([]byte, 2048)) })
 	_, err := New(outbound.Options{Guard: netguard.Loopback, MaxBody: 1024}).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"url": srv.URL}, 1))
 	require.ErrorIs(t, err, outbound.ErrTooLarge)
+}
+
+// TestStoredBodyIsCapped: finding 5 of issue 28 stored a whole page
+// (`db_password=…`) in the measurement, readable with the read scope; a
+// measurement keeps at most MaxStoredBody bytes of it, marked.
+func TestStoredBodyIsCapped(t *testing.T) {
+	t.Parallel()
+	long := "db_password=hunter2\n" + strings.Repeat("x", 10_000) + "SECRET_AT_THE_END"
+	jsonLong := `{"pad":"` + strings.Repeat("y", 5_000) + `","secret":"s3"}`
+	utf := strings.Repeat("a", MaxStoredBody-1) + "é" + strings.Repeat("b", 10)
+	for _, tc := range []struct {
+		name, page string
+		want       any
+	}{
+		{"short text kept", "ok", "ok"},
+		{"short JSON decoded", `{"a":1}`, map[string]any{"a": 1.0}},
+		{"exactly the cap kept", strings.Repeat("z", MaxStoredBody), strings.Repeat("z", MaxStoredBody)},
+		{"long text cut", long, long[:MaxStoredBody] + TruncatedMarker + strconv.Itoa(len(long)) + " bytes]"},
+		{"long JSON cut, not decoded", jsonLong, jsonLong[:MaxStoredBody] + TruncatedMarker + strconv.Itoa(len(jsonLong)) + " bytes]"},
+		{"cut on a character boundary", utf, strings.Repeat("a", MaxStoredBody-1) + TruncatedMarker + strconv.Itoa(len(utf)) + " bytes]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(tc.page)) })
+			res, err := New(outbound.Options{Guard: netguard.Loopback}).Measure(t.Context(), porttest.MeasureRequestFor(Type, map[string]any{"url": srv.URL}, 1))
+			require.NoError(t, err)
+			body := res.(map[string]any)["body"]
+			require.Equal(t, tc.want, body)
+			if s, ok := body.(string); ok {
+				require.LessOrEqual(t, len(s), MaxStoredBody+len(TruncatedMarker)+20)
+				require.NotContains(t, s, "SECRET_AT_THE_END")
+			}
+		})
+	}
 }

@@ -75,6 +75,9 @@ type Options struct {
 	// Client returns the clientset of a cluster; default a kube.Connector
 	// over the agent's SecretResolver. Tests pass client-go's fake.
 	Client func(ctx context.Context, c kube.Cluster) (kubernetes.Interface, error)
+	// Limits are the namespaces and service accounts the Jobs may use;
+	// a Job outside them ends invalidJobAgent before anything is created.
+	Limits Limits
 }
 
 // Agent is the kubernetes-job job agent; goroutine-safe. Close it when
@@ -83,6 +86,7 @@ type Agent struct {
 	*jobagent.Base[config]
 	client func(ctx context.Context, c kube.Cluster) (kubernetes.Interface, error)
 	retry  time.Duration
+	limits Limits
 }
 
 var (
@@ -102,7 +106,7 @@ func New(reporter ports.JobReporter, secrets ports.SecretResolver, o Options) *A
 	if retry <= 0 {
 		retry = 2 * time.Second
 	}
-	return &Agent{Base: jobagent.New[config](Type, reporter, secrets, o.Options), client: o.Client, retry: retry}
+	return &Agent{Base: jobagent.New[config](Type, reporter, secrets, o.Options), client: o.Client, retry: retry, limits: o.Limits}
 }
 
 // JobName is the name of job id's Job: its correlation key.
@@ -142,6 +146,9 @@ func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDi
 func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.Started, error) {
 	return func(ctx context.Context) (jobfollow.Started, error) {
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
+		if err == nil {
+			err = a.limits.check(cfg)
+		}
 		if err != nil {
 			return a.Invalid(err)
 		}

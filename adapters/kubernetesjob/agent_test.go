@@ -28,7 +28,8 @@ import (
 
 func fastOptions(cs kubernetes.Interface) Options {
 	return Options{Options: jobagenttest.FastOptions(),
-		Client: func(context.Context, kube.Cluster) (kubernetes.Interface, error) { return cs, nil }}
+		Client: func(context.Context, kube.Cluster) (kubernetes.Interface, error) { return cs, nil },
+		Limits: Limits{Namespaces: []string{"deploy"}, ServiceAccounts: []string{"default", "deployer"}}}
 }
 
 func newAgent(t *testing.T, r ports.JobReporter, o Options) *Agent {
@@ -333,7 +334,7 @@ func TestConnectRefusalEndsTheJobInvalid(t *testing.T) {
 	t.Parallel()
 	cfg := baseConfig()
 	cfg["kubeconfigRef"] = "env:RECONCILER_SECRET_KUBECONFIG"
-	a := newAgent(t, jobagenttest.NewReports(), Options{}) // the real connector, with no secret resolver
+	a := newAgent(t, jobagenttest.NewReports(), Options{Limits: Limits{Namespaces: []string{"deploy"}}}) // the real connector, with no secret resolver
 	res, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", cfg))
 	require.NoError(t, err)
 	require.Equal(t, release.JobInvalidJobAgent, res.Status)
@@ -426,4 +427,78 @@ func TestJobGoneAfterItsTTLIsNotCalledCancelled(t *testing.T) {
 	got := rep.Terminal(t)
 	require.Equal(t, release.JobExternalRunNotFound, got.Status)
 	require.Contains(t, got.Message, "ttlAfterFinished")
+}
+
+// TestJobsOutsideTheOperatorsLimitsAreRefused: finding 1 of issue 28 —
+// with in-cluster credentials a write token ran any pod serve's RBAC
+// allows. A namespace or service account outside the operator's lists, or
+// a pod spec that reaches the node, is refused at apply (ValidateConfig and
+// Limits.Check) and at dispatch, where nothing is created.
+func TestJobsOutsideTheOperatorsLimitsAreRefused(t *testing.T) {
+	t.Parallel()
+	limits := Limits{Namespaces: []string{"deploy"}, ServiceAccounts: []string{"default", "deployer"}}
+	spec := func(s map[string]any) map[string]any { return map[string]any{"spec": s} }
+	ctr := func(sc map[string]any) map[string]any {
+		return spec(map[string]any{"containers": []any{map[string]any{"name": "job", "securityContext": sc}}})
+	}
+	for _, tc := range []struct {
+		name, key string
+		val       any
+		field     string
+	}{
+		{"allowed", "serviceAccountName", "deployer", ""},
+		{"namespace outside the list", "namespace", "kube-system", "job_agent_config.namespace"},
+		{"service account outside the list", "serviceAccountName", "cluster-admin", "job_agent_config.serviceAccountName"},
+		{"template's service account", "template", spec(map[string]any{"serviceAccountName": "cluster-admin"}), "job_agent_config.template.spec.serviceAccountName"},
+		{"template's deprecated service account", "template", spec(map[string]any{"serviceAccount": "cluster-admin"}), "job_agent_config.template.spec.serviceAccount"},
+		{"hostNetwork", "template", spec(map[string]any{"hostNetwork": true}), "job_agent_config.template.spec.hostNetwork"},
+		{"hostPID", "template", spec(map[string]any{"hostPID": true}), "job_agent_config.template.spec.hostPID"},
+		{"hostIPC", "template", spec(map[string]any{"hostIPC": true}), "job_agent_config.template.spec.hostIPC"},
+		{"hostPath", "template", spec(map[string]any{"volumes": []any{map[string]any{"name": "root", "hostPath": map[string]any{"path": "/"}}}}),
+			"job_agent_config.template.spec.volumes[0].hostPath"},
+		{"privileged", "template", ctr(map[string]any{"privileged": true}), "job_agent_config.template.spec.containers[0].securityContext.privileged"},
+		{"allowPrivilegeEscalation", "template", ctr(map[string]any{"allowPrivilegeEscalation": true}),
+			"job_agent_config.template.spec.containers[0].securityContext.allowPrivilegeEscalation"},
+		{"added capabilities", "template", ctr(map[string]any{"capabilities": map[string]any{"add": []any{"NET_ADMIN"}}}),
+			"job_agent_config.template.spec.containers[0].securityContext.capabilities.add"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg[tc.key] = tc.val
+			cs := fake.NewClientset()
+			o := fastOptions(cs)
+			o.Limits = limits
+			res, err := newAgent(t, jobagenttest.NewReports(), o).Dispatch(t.Context(), porttest.JobAgentDispatch(Type, "job-1", cfg))
+			require.NoError(t, err)
+			applyErr := ValidateConfig(cfg)
+			if applyErr == nil {
+				applyErr = limits.Check(cfg)
+			}
+			if tc.field == "" {
+				require.NoError(t, applyErr)
+				require.Equal(t, release.JobInProgress, res.Status)
+				return
+			}
+			var fe *release.FieldError
+			require.ErrorAs(t, applyErr, &fe)
+			require.Equal(t, tc.field, fe.Field)
+			require.Equal(t, release.JobInvalidJobAgent, res.Status)
+			require.Contains(t, res.Message, tc.field)
+			for _, a := range cs.Actions() {
+				require.False(t, a.Matches("create", "jobs"), "nothing is created")
+			}
+		})
+	}
+}
+
+func TestLimitsDefaultToTheDefaultNamespaceAndServiceAccount(t *testing.T) {
+	t.Parallel()
+	cfg := baseConfig()
+	cfg["namespace"] = DefaultNamespace()
+	require.NoError(t, Limits{}.Check(cfg))
+	cfg["serviceAccountName"] = "deployer"
+	require.ErrorContains(t, Limits{}.Check(cfg), "serve --kubernetes-service-account deployer allows it")
+	cfg = baseConfig()
+	cfg["namespace"] = "elsewhere"
+	require.ErrorContains(t, Limits{}.Check(cfg), "serve --kubernetes-namespace elsewhere allows it")
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
@@ -98,7 +100,92 @@ func parseConfig(cfg map[string]any) (config, error) {
 	if rp := c.template.Spec.RestartPolicy; rp != "" && rp != corev1.RestartPolicyNever && rp != corev1.RestartPolicyOnFailure {
 		r.Fail("template.spec.restartPolicy", "a Job's pods restart Never or OnFailure, not "+string(rp))
 	}
+	kube.CheckPodSecurity(r, "template.spec", &c.template.Spec)
 	return c, r.Err
+}
+
+// Limits are the namespaces and service accounts the operator lets
+// kubernetes-job Jobs use (serve --kubernetes-namespace,
+// --kubernetes-service-account): whoever may write a job agent's config
+// must not run a pod in kube-system or as a powerful service account.
+type Limits struct {
+	// Namespaces the Jobs may be created in; none: DefaultNamespace only.
+	Namespaces []string
+	// ServiceAccounts the pods may run as; none: "default" only. A pod
+	// that names none runs as "default".
+	ServiceAccounts []string
+}
+
+// serviceAccountNamespaceFile holds, in a pod, the pod's namespace.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// DefaultNamespace is the namespace serve runs in (its pod's service
+// account namespace file), else "default".
+func DefaultNamespace() string {
+	if b, err := os.ReadFile(serviceAccountNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(b)); kube.IsDNSLabel(ns) {
+			return ns
+		}
+	}
+	return "default"
+}
+
+// namespaces and serviceAccounts are l's lists, the defaults filled in.
+func (l Limits) namespaces() []string {
+	if len(l.Namespaces) == 0 {
+		return []string{DefaultNamespace()}
+	}
+	return l.Namespaces
+}
+
+func (l Limits) serviceAccounts() []string {
+	if len(l.ServiceAccounts) == 0 {
+		return []string{"default"}
+	}
+	return l.ServiceAccounts
+}
+
+// Check refuses a config whose Job would run outside l: its namespace,
+// or the service account of serviceAccountName, template.spec's
+// serviceAccountName or serviceAccount ("default" when none is named). The
+// refusal names job_agent_config.<key> and the serve flag that allows it.
+func (l Limits) Check(cfg map[string]any) error {
+	c, err := parseConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return l.check(c)
+}
+
+func (l Limits) check(c config) error {
+	if ns := l.namespaces(); !slices.Contains(ns, c.namespace) {
+		return release.Invalid("job_agent_config.namespace", fmt.Sprintf("%q is not a namespace Jobs may be created in (%s); serve --kubernetes-namespace %s allows it",
+			c.namespace, strings.Join(ns, ", "), c.namespace))
+	}
+	sa := map[string]string{"serviceAccountName": c.serviceAccountName,
+		"template.spec.serviceAccountName": c.template.Spec.ServiceAccountName, "template.spec.serviceAccount": c.template.Spec.DeprecatedServiceAccount}
+	named := false
+	for _, key := range []string{"serviceAccountName", "template.spec.serviceAccountName", "template.spec.serviceAccount"} {
+		if sa[key] == "" {
+			continue
+		}
+		named = true
+		if err := l.checkAccount("job_agent_config."+key, sa[key]); err != nil {
+			return err
+		}
+	}
+	if !named {
+		return l.checkAccount("job_agent_config.serviceAccountName", "default")
+	}
+	return nil
+}
+
+func (l Limits) checkAccount(field, name string) error {
+	if accounts := l.serviceAccounts(); !slices.Contains(accounts, name) {
+		return release.Invalid(field, fmt.Sprintf("service account %q is not one the Jobs' pods may run as (%s); serve --kubernetes-service-account %s allows it",
+			name, strings.Join(accounts, ", "), name))
+	}
+	return nil
 }
 
 // variableEnv turns the release's variables into environment variables:

@@ -138,14 +138,14 @@ func (v *Verifier) Measure(ctx context.Context, r ports.MeasureRequest) (any, er
 	}
 	h := http.Header{}
 	if cfg.tokenRef != "" {
-		token, err := configmap.Resolve(ctx, v.secrets, "provider.config.tokenRef", cfg.tokenRef)
+		token, err := configmap.ResolveTo(ctx, v.secrets, "provider.config.tokenRef", cfg.tokenRef, cfg.address)
 		if err != nil {
 			return nil, fmt.Errorf("%s: metric %q: %w", Type, r.Metric.Name, err)
 		}
 		h.Set("Authorization", "Bearer "+token)
 	}
 	if cfg.username != "" {
-		password, err := configmap.Resolve(ctx, v.secrets, "provider.config.passwordRef", cfg.passwordRef)
+		password, err := configmap.ResolveTo(ctx, v.secrets, "provider.config.passwordRef", cfg.passwordRef, cfg.address)
 		if err != nil {
 			return nil, fmt.Errorf("%s: metric %q: %w", Type, r.Metric.Name, err)
 		}

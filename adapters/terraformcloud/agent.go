@@ -70,8 +70,10 @@ type runData struct {
 	} `json:"attributes"`
 }
 
-func (p *api) header(ctx context.Context, field, ref string) (http.Header, error) {
-	token, err := configmap.Resolve(ctx, p.secrets, field, ref)
+// header is the request header with the token ref names, resolved for
+// requests to address.
+func (p *api) header(ctx context.Context, field, ref, address string) (http.Header, error) {
+	token, err := configmap.ResolveTo(ctx, p.secrets, field, ref, address)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +117,7 @@ func (a *Agent) ResumeJob(ctx context.Context, d ports.JobDispatch) (ports.JobDi
 // follow polls run id.
 func (a *Agent) follow(cfg config, id string) jobfollow.Poll {
 	return func(ctx context.Context) (jobfollow.State, error) {
-		h, err := a.api.header(ctx, "job_agent_config.tokenRef", cfg.tokenRef)
+		h, err := a.api.header(ctx, "job_agent_config.tokenRef", cfg.tokenRef, cfg.address)
 		if err != nil {
 			return jobfollow.State{}, err
 		}
@@ -137,7 +139,7 @@ func (a *Agent) begin(d ports.JobDispatch) func(ctx context.Context) (jobfollow.
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		var h http.Header
 		if err == nil {
-			h, err = a.api.header(ctx, "job_agent_config.tokenRef", cfg.tokenRef)
+			h, err = a.api.header(ctx, "job_agent_config.tokenRef", cfg.tokenRef, cfg.address)
 		}
 		if err != nil {
 			return a.Invalid(err)
@@ -249,7 +251,7 @@ func (a *Agent) CancelJob(ctx context.Context, c ports.JobCancel) error {
 	if !ok || !runID.MatchString(c.ExternalID) {
 		return nil
 	}
-	h, err := a.api.header(ctx, "job_agent_config.tokenRef", cfg.tokenRef)
+	h, err := a.api.header(ctx, "job_agent_config.tokenRef", cfg.tokenRef, cfg.address)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func (v *Verifier) Measure(ctx context.Context, r ports.MeasureRequest) (any, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: metric %q: %w", Type, r.Metric.Name, err)
 	}
-	h, err := v.api.header(ctx, "provider.config.tokenRef", cfg.tokenRef)
+	h, err := v.api.header(ctx, "provider.config.tokenRef", cfg.tokenRef, cfg.address)
 	if err != nil {
 		return nil, fmt.Errorf("%s: metric %q: %w", Type, r.Metric.Name, err)
 	}

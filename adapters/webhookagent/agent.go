@@ -186,7 +186,7 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		cfg, err := parseConfig(d.Job.JobAgentConfig)
 		var secret string
 		if err == nil {
-			secret, err = configmap.Resolve(ctx, a.secrets, "job_agent_config.secretRef", cfg.secretRef)
+			secret, err = configmap.ResolveTo(ctx, a.secrets, "job_agent_config.secretRef", cfg.secretRef, cfg.url)
 		}
 		if err != nil {
 			return invalid(err)
@@ -200,6 +200,9 @@ func (a *Agent) Dispatch(ctx context.Context, d ports.JobDispatch) (ports.JobDis
 		h := http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {d.Job.ID},
 			HeaderTimestamp: {ts}, HeaderSignature: {Sign([]byte(secret), ts, body)}}
 		resp, err := a.http.Do(ctx, outbound.Request{Call: "deliver job", Method: http.MethodPost, URL: cfg.url, Header: h, Body: body, Idempotent: true})
+		if outbound.IsRefusal(err) { // the outbound guard's: the same whether the port is open or not
+			return invalid(errors.New(outbound.Message(err)))
+		}
 		if err != nil {
 			return jobfollow.Started{}, err
 		}

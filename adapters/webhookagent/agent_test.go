@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -226,4 +227,47 @@ func TestVerify(t *testing.T) {
 	later := strconv.FormatInt(now.Unix()+1, 10)
 	require.ErrorIs(t, Verify([]byte(secret), body, later, sig, now, 0), ErrBadSignature, "the timestamp is signed too")
 	require.ErrorIs(t, Verify(nil, body, ts, Sign(nil, ts, body), now, 0), ErrBadSignature)
+}
+
+// TestARefusedAddressIsNoPortOracle: finding 1 of issue 28 — a webhook
+// agent pointed at any host:port serve reaches told, through its job's
+// message (readable with read), whether the port was open (404, delivered,
+// pending). Behind the guard an open port, a closed one and a secret's
+// destination read the same: the job ends invalidJobAgent saying only that
+// the guard refused the address, with no request made.
+func TestARefusedAddressIsNoPortOracle(t *testing.T) {
+	t.Parallel()
+	var hits int
+	var mu sync.Mutex
+	open := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(open.Close)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+
+	a := New(testSecrets, nil, outbound.Options{Guard: netguard.MustNew(), Backoff: time.Millisecond})
+	t.Cleanup(a.Close)
+	message := func(id, url string) string {
+		res, err := a.Dispatch(t.Context(), porttest.JobAgentDispatch(Type, id, map[string]any{"url": url, "secretRef": "env:RECONCILER_SECRET_HOOK"}))
+		require.NoError(t, err, "a refusal is no transient error to retry")
+		require.Equal(t, release.JobInvalidJobAgent, res.Status)
+		require.Contains(t, res.Message, outbound.GuardRefusal)
+		for _, leak := range []string{"404", "Not Found", "connection refused", "delivered", "status"} {
+			require.NotContains(t, res.Message, leak)
+		}
+		return res.Message
+	}
+	openPort := strings.TrimPrefix(open.URL, "http://127.0.0.1:")
+	closedPort := strings.TrimPrefix(closedURL, "http://127.0.0.1:")
+	require.Equal(t,
+		strings.ReplaceAll(message("job-open", open.URL+"/jobs"), openPort, "PORT"),
+		strings.ReplaceAll(message("job-closed", closedURL+"/jobs"), closedPort, "PORT"))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Zero(t, hits, "no request reached the open port")
 }

@@ -39,13 +39,14 @@ type integrations struct {
 // and reading credentials through secrets only; their followers hold a
 // lease of lease on each job (zero: none), so that a job whose follower
 // died with its process is resumed by another (ports.JobResumer).
-func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log *slog.Logger, lease time.Duration, guard *netguard.Guard) *integrations {
+func newIntegrations(report ports.JobReporter, secrets ports.SecretResolver, log *slog.Logger, lease time.Duration, guard *netguard.Guard,
+	kube kubernetesjob.Limits) *integrations {
 	o := jobagent.Options{Logger: log, Lease: lease, HTTP: outbound.Options{Guard: guard}}
 	gha := githubactions.New(report, secrets, githubactions.Options{Options: o})
 	acd := argocd.New(report, secrets, o)
 	tfc := terraformcloud.New(report, secrets, o)
 	awf := argoworkflows.New(report, secrets, o)
-	kjob := kubernetesjob.New(report, secrets, kubernetesjob.Options{Options: o})
+	kjob := kubernetesjob.New(report, secrets, kubernetesjob.Options{Options: o, Limits: kube})
 	hook := webhookagent.New(secrets, ports.SystemClock, outbound.Options{Guard: guard})
 	return &integrations{
 		agents: map[string]ports.JobAgent{githubactions.Type: gha, argocd.Type: acd, terraformcloud.Type: tfc,

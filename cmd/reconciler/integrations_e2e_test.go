@@ -221,7 +221,10 @@ func TestServeRunsMultiClusterDeploymentAgainstExternalSystems(t *testing.T) {
 				_, err = s.JobAgents().Put(ctx, a, 0)
 				require.NoError(t, err)
 			}
-			cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "", "--lock", "2s", "--outbound-allow", "127.0.0.0/8")
+			cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "", "--lock", "2s", "--outbound-allow", "127.0.0.0/8",
+				"--secret-destination", "env:RECONCILER_SECRET_GITHUB_TOKEN="+world.github.URL,
+				"--secret-destination", "env:RECONCILER_SECRET_ARGOCD_TOKEN="+world.argo.URL,
+				"--secret-destination", "env:RECONCILER_SECRET_DATADOG_*="+world.datadog.URL)
 			cmd.Env = append(os.Environ(), "RECONCILER_DSN=",
 				"RECONCILER_SECRET_GITHUB_TOKEN="+e2eGitHubToken, "RECONCILER_SECRET_ARGOCD_TOKEN="+e2eArgoToken,
 				"RECONCILER_SECRET_DATADOG_API_KEY="+e2eDDAPIKey, "RECONCILER_SECRET_DATADOG_APP_KEY="+e2eDDAppKey)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/adapters/kubernetesjob"
 	"github.com/reconcilerhq/reconciler/adapters/webhookagent"
 	"github.com/reconcilerhq/reconciler/ports"
 )
@@ -15,7 +16,7 @@ import (
 // checked before it is stored.
 func TestEveryIntegrationHasAConfigValidator(t *testing.T) {
 	t.Parallel()
-	in := newIntegrations(nil, nil, nil, time.Minute, nil)
+	in := newIntegrations(nil, nil, nil, time.Minute, nil, kubernetesjob.Limits{})
 	defer in.close()
 	for typ, a := range in.agents {
 		require.Equal(t, typ, a.Type())

@@ -131,7 +131,8 @@ func TestKilledServeFollowerIsResumedByTheNextOne(t *testing.T) {
 
 	log := &procLog{keep: []string{"action=resumed", "msg=release.job"}}
 	serve := func(what string) *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "", "--lock", "2s", "--concurrency", "4", "--outbound-allow", "127.0.0.0/8")
+		cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "", "--lock", "2s", "--concurrency", "4", "--outbound-allow", "127.0.0.0/8",
+			"--secret-destination", "env:RECONCILER_SECRET_ARGO_WF_TOKEN="+world.srv.URL)
 		cmd.Env = append(os.Environ(), "RECONCILER_DSN=", "RECONCILER_SECRET_ARGO_WF_TOKEN="+e2eArgoWorkflowsToken)
 		startProcessLog(t, cmd, "engine starting", what, log)
 		return cmd

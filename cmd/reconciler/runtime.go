@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"context"
-	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"log/slog"
 	"maps"
 
@@ -37,10 +36,13 @@ type releaseRuntime struct {
 }
 
 // newReleaseRuntime wires the runtime over the stores; secrets may be nil;
-// guard decides which addresses the job agents, verifiers and webhook tasks
-// may reach (nil: public ones only); runner configures the test runner.
+// out's guard decides which addresses the job agents, verifiers and webhook
+// tasks may reach (nil: public ones only) and its Kubernetes limits where
+// kubernetes-job runs pods (nil: the defaults); runner configures the test
+// runner.
 func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStore, catalog ports.Catalog, q ports.Queue,
-	clock ports.Clock, log *slog.Logger, secrets ports.SecretResolver, guard *netguard.Guard, runner ...testrunner.Option) *releaseRuntime {
+	clock ports.Clock, log *slog.Logger, secrets ports.SecretResolver, out *outboundOptions, runner ...testrunner.Option) *releaseRuntime {
+	guard := out.netGuard()
 	rt := &releaseRuntime{}
 	report := ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error {
 		if flow.IsJobID(r.JobID) {
@@ -50,7 +52,7 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 	})
 	rt.report = report
 	rt.runner = testrunner.New(report, clock, append([]testrunner.Option{testrunner.WithLogger(log)}, runner...)...)
-	rt.ext = newIntegrations(report, secrets, log, rt.runner.JobLease(), guard) // serve: --lock, as the test runner's
+	rt.ext = newIntegrations(report, secrets, log, rt.runner.JobLease(), guard, out.kubeLimits()) // serve: --lock, as the test runner's
 	rt.chain = &chain.Chain{Store: releases, Queue: q, Clock: clock, Logger: log,
 		Agents: map[string]ports.JobAgent{testrunner.Type: rt.runner,
 			release.PullAgentType: pull.NewAgent(release.PullAgentType), release.APIAgentType: pull.NewAgent(release.APIAgentType)},
@@ -59,7 +61,8 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 	maps.Copy(rt.chain.Verifiers, rt.ext.verifiers)
 	rt.flows = &flow.Controller{Store: workflows, Queue: q, Releases: releases, Catalog: catalog, Jobs: rt.chain,
 		Clock: clock, Logger: log, Agents: maps.Clone(rt.chain.Agents), Verifiers: rt.chain.Verifiers,
-		Webhooks: httphook.Client{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: guard.Transport()}}, Secrets: secrets}
+		Webhooks: httphook.Client{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: guard.Transport()}}, Secrets: secrets,
+		JobDestination: destination}
 	rt.chain.Agents[release.WorkflowAgentType] = rt.flows.ReleaseAgent()
 	rt.triggers = &flow.Triggers{Flow: rt.flows, Events: releases}
 	return rt

@@ -129,7 +129,12 @@ requests are only recorded. serve logs a warning naming every stand-in
 
 Workflow secrets (sensitive variables) are resolved when a job or request is
 sent: env:NAME reads the daemon's variable NAME (only names with
---secret-prefix), file:/path a file under a --secret-dir.
+--secret-prefix), file:/path a file under a --secret-dir. A secret goes
+only where --secret-destination binds its reference (without it: only to
+https://api.github.com, https://app.terraform.io and Datadog's API
+sites); kubernetes-job runs pods only in
+--kubernetes-namespace as --kubernetes-service-account, never privileged
+or on the host's network, PIDs, IPC or files. See docs/security.md.
 
 Health: GET /healthz, /readyz (add ?verbose, or /readyz/<check>); metrics: /metrics.
 
@@ -306,7 +311,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 			Clock: clock, Logger: log, GlobalSlots: o.globalSlots, RepoSlots: o.repoSlots, Metrics: eng.Metrics(),
 		}, engine.KindOptions{Concurrency: o.concurrency})
 	}
-	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, secrets, o.outbound.guard, testrunner.WithLease(o.lock))
+	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, o.outbound.secrets(secrets), &o.outbound, testrunner.WithLease(o.lock))
 	defer rt.close()
 	rt.register(eng, o.concurrency)
 	// The process's liveness row: jobs its in-process agents run are
@@ -334,10 +339,12 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 
 	extra := map[string]http.Handler{}
 	if o.listen != "" {
-		cat := catalog.New(be.catalog, be.catalogConfig())
+		catCfg := be.catalogConfig()
+		catCfg.Validators = o.outbound.catalogValidators() // a policy's providers send secrets only where bound
+		cat := catalog.New(be.catalog, catCfg)
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
-			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: withHMACKeys(agentConfigValidator(), secrets),
+			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: withOperatorLimits(withHMACKeys(agentConfigValidator(), secrets), &o.outbound),
 			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait, LongPolls: o.http.maxLongPolls})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {

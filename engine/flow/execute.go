@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,6 +86,50 @@ func (c *Controller) block(ctx context.Context, w *ports.WorkflowRecord, r *port
 		return err
 	}
 	return json.Unmarshal(b, v)
+}
+
+// verification decodes a verification task's block into v, each metric's
+// secrets revealed for the address its provider calls (its url, else its
+// address; ports.WithSecretDestination), so a sensitive variable goes only
+// where it is bound.
+func (c *Controller) verification(ctx context.Context, w *ports.WorkflowRecord, r *ports.TaskRunRecord, v *workflow.Verification) error {
+	var plain struct {
+		Metrics []json.RawMessage `json:"metrics"`
+	}
+	b, err := json.Marshal(r.Dispatch["verification"])
+	if err == nil {
+		err = json.Unmarshal(b, &plain)
+	}
+	if err != nil {
+		return err
+	}
+	v.Metrics = make([]workflow.Metric, len(plain.Metrics))
+	for i, raw := range plain.Metrics {
+		var m workflow.Metric
+		var generic any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		if err := json.Unmarshal(raw, &generic); err != nil {
+			return err
+		}
+		mctx := ctx
+		if dest := cmp.Or(m.Provider.URL, m.Provider.Address); dest != "" {
+			mctx = ports.WithSecretDestination(ctx, dest)
+		}
+		revealed, err := c.reveal(mctx, w, generic)
+		if err != nil {
+			return err
+		}
+		out, err := json.Marshal(revealed)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(out, &v.Metrics[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // end moves a running run to a final phase.
@@ -197,7 +242,7 @@ func countApprovals(a *workflow.Approval, users []string) int {
 // measurement is due.
 func (c *Controller) verify(ctx context.Context, w *ports.WorkflowRecord, r *ports.TaskRunRecord, now time.Time) (bool, time.Time) {
 	var v workflow.Verification
-	if err := c.block(ctx, w, r, "verification", &v); err != nil {
+	if err := c.verification(ctx, w, r, &v); err != nil {
 		end(r, workflow.TaskFailed, now, "verification: "+err.Error())
 		return true, time.Time{}
 	}

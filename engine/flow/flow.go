@@ -106,6 +106,13 @@ type Controller struct {
 	// is sent (nil: their references are sent as they are). Stored state
 	// only ever holds the placeholder ${secret:NAME}.
 	Secrets ports.SecretResolver
+	// JobDestination is the URL a job of the agent type with the (merged,
+	// unrevealed) config sends its secrets to; the sensitive variables a
+	// job task reveals into its config are resolved for that destination
+	// (ports.WithSecretDestination), a webhook task's for its URL. Nil or
+	// empty: they are resolved with no destination, which a resolver that
+	// binds secrets to destinations refuses.
+	JobDestination func(agentType string, config map[string]any) string
 	// Catalog holds the templates of release-triggered workflows
 	// (ReleaseAgent); Jobs takes the report of their end (the chain).
 	Catalog ports.Catalog

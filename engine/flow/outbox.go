@@ -97,6 +97,12 @@ func (c *Controller) jobSend(ctx context.Context, w *ports.WorkflowRecord, t *wo
 	if err != nil {
 		return nil, err
 	}
+	plain, _ := r.Dispatch["config"].(map[string]any)
+	if c.JobDestination != nil {
+		if dest := c.JobDestination(agent.Type, release.MergeConfig(agent.Config, plain)); dest != "" {
+			ctx = ports.WithSecretDestination(ctx, dest)
+		}
+	}
 	revealed, err := c.reveal(ctx, w, r.Dispatch["config"])
 	if err != nil {
 		return nil, err
@@ -115,7 +121,10 @@ func (c *Controller) prepareWebhook(ctx context.Context, w *ports.WorkflowRecord
 	if r.Delivery != nil && !r.Delivery.SentAt.IsZero() {
 		return false, nil
 	}
-	var hook workflow.Webhook
+	var hook, plain workflow.Webhook
+	if b, err := json.Marshal(r.Dispatch["webhook"]); err == nil && json.Unmarshal(b, &plain) == nil && plain.URL != "" {
+		ctx = ports.WithSecretDestination(ctx, plain.URL) // its secrets go there only
+	}
 	if err := c.block(ctx, w, r, "webhook", &hook); err != nil {
 		end(r, workflow.TaskFailed, now, "webhook: "+err.Error())
 		return true, nil

@@ -230,6 +230,14 @@ func Resolve(ctx context.Context, secrets ports.SecretResolver, field, ref strin
 	return v, nil
 }
 
+// ResolveTo is Resolve for a secret about to be sent to dest (the URL the
+// call goes to): a resolver that binds references to destinations
+// (secretdest.Resolver) refuses a destination the operator did not bind to
+// ref, and the refusal names the field.
+func ResolveTo(ctx context.Context, secrets ports.SecretResolver, field, ref, dest string) (string, error) {
+	return Resolve(ports.WithSecretDestination(ctx, dest), secrets, field, ref)
+}
+
 // typeName names a JSON value's type for messages.
 func typeName(v any) string {
 	switch v.(type) {

@@ -158,9 +158,10 @@ func (b *Base[C]) Invalid(err error) (jobfollow.Started, error) {
 }
 
 // Bearer is the request header carrying the token secret reference ref
-// names (field names it in errors), resolved now.
-func (b *Base[C]) Bearer(ctx context.Context, field, ref string) (http.Header, error) {
-	token, err := configmap.Resolve(ctx, b.Secrets, field, ref)
+// names (field names it in errors), resolved now for requests to dest (the
+// API root the token is sent to; see configmap.ResolveTo).
+func (b *Base[C]) Bearer(ctx context.Context, field, ref, dest string) (http.Header, error) {
+	token, err := configmap.ResolveTo(ctx, b.Secrets, field, ref, dest)
 	if err != nil {
 		return nil, err
 	}

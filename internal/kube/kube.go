@@ -76,7 +76,7 @@ func (k *Connector) Client(ctx context.Context, c Cluster) (kubernetes.Interface
 	if c.KubeconfigRef == "" {
 		id = sha256.Sum256([]byte("in-cluster"))
 	} else {
-		raw, rerr := configmap.Resolve(ctx, k.Secrets, release.Field(k.Field, "kubeconfigRef"), c.KubeconfigRef)
+		raw, rerr := configmap.Resolve(ports.SelfAddressedSecret(ctx), k.Secrets, release.Field(k.Field, "kubeconfigRef"), c.KubeconfigRef)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -94,7 +94,7 @@ func (k *Connector) Client(ctx context.Context, c Cluster) (kubernetes.Interface
 			return nil, release.Invalid(release.Field(k.Field, "kubeconfigRef"), "not set, and not running in a cluster: "+err.Error())
 		}
 	} else {
-		raw, rerr := configmap.Resolve(ctx, k.Secrets, release.Field(k.Field, "kubeconfigRef"), c.KubeconfigRef)
+		raw, rerr := configmap.Resolve(ports.SelfAddressedSecret(ctx), k.Secrets, release.Field(k.Field, "kubeconfigRef"), c.KubeconfigRef)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -267,3 +267,54 @@ var envName = regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`)
 
 // IsEnvName reports whether s may name a container's environment variable.
 func IsEnvName(s string) bool { return envName.MatchString(s) }
+
+// CheckPodSecurity refuses, through r (fields under key, e.g.
+// "template.spec.hostNetwork"), what lets a pod out of its container onto
+// the node: hostNetwork, hostPID, hostIPC, a hostPath volume, and in any
+// container (init and ephemeral too) privileged, allowPrivilegeEscalation,
+// added capabilities or a Windows host process. A pod spec whoever may
+// write a job agent's config controls must not reach the node's
+// credentials or the other pods on it.
+func CheckPodSecurity(r *configmap.Reader, key string, spec *corev1.PodSpec) {
+	why := "is refused: it would give the pod the node's"
+	host := map[string]bool{"hostNetwork": spec.HostNetwork, "hostPID": spec.HostPID, "hostIPC": spec.HostIPC}
+	for _, k := range []string{"hostNetwork", "hostPID", "hostIPC"} {
+		if host[k] {
+			r.Fail(key+"."+k, why+" "+strings.TrimPrefix(k, "host")+" namespace")
+		}
+	}
+	for i, v := range spec.Volumes {
+		if v.HostPath != nil {
+			r.Fail(fmt.Sprintf("%s.volumes[%d].hostPath", key, i), why+" files (a hostPath volume)")
+		}
+	}
+	if sc := spec.SecurityContext; sc != nil && sc.WindowsOptions != nil && isTrue(sc.WindowsOptions.HostProcess) {
+		r.Fail(key+".securityContext.windowsOptions.hostProcess", why+" processes (a Windows host process)")
+	}
+	check := func(field string, sc *corev1.SecurityContext) {
+		if sc == nil {
+			return
+		}
+		switch {
+		case isTrue(sc.Privileged):
+			r.Fail(field+".privileged", "is refused: a privileged container has the node's devices and capabilities")
+		case isTrue(sc.AllowPrivilegeEscalation):
+			r.Fail(field+".allowPrivilegeEscalation", "is refused: a process could gain more privileges than its parent")
+		case sc.Capabilities != nil && len(sc.Capabilities.Add) > 0:
+			r.Fail(field+".capabilities.add", fmt.Sprintf("is refused: no capability may be added (%v)", sc.Capabilities.Add))
+		case sc.WindowsOptions != nil && isTrue(sc.WindowsOptions.HostProcess):
+			r.Fail(field+".windowsOptions.hostProcess", why+" processes (a Windows host process)")
+		}
+	}
+	for i := range spec.InitContainers {
+		check(fmt.Sprintf("%s.initContainers[%d].securityContext", key, i), spec.InitContainers[i].SecurityContext)
+	}
+	for i := range spec.Containers {
+		check(fmt.Sprintf("%s.containers[%d].securityContext", key, i), spec.Containers[i].SecurityContext)
+	}
+	for i := range spec.EphemeralContainers {
+		check(fmt.Sprintf("%s.ephemeralContainers[%d].securityContext", key, i), spec.EphemeralContainers[i].SecurityContext)
+	}
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }

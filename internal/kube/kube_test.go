@@ -81,3 +81,52 @@ func TestPodReason(t *testing.T) {
 		require.Equal(t, want, PodReason(&p))
 	}
 }
+
+// TestCheckPodSecurityRefusesEachWayOntoTheNode: finding 1 of issue 28 ran
+// privileged, hostPath and hostNetwork pods through kubernetes-job with a
+// write token; each rule refuses naming its field.
+func TestCheckPodSecurityRefusesEachWayOntoTheNode(t *testing.T) {
+	t.Parallel()
+	yes := true
+	ctr := func(sc *corev1.SecurityContext) []corev1.Container {
+		return []corev1.Container{{Name: "ok", Image: "busybox"}, {Name: "x", Image: "busybox", SecurityContext: sc}}
+	}
+	for _, tc := range []struct {
+		name, field string
+		spec        corev1.PodSpec
+	}{
+		{"plain pod", "", corev1.PodSpec{Containers: ctr(&corev1.SecurityContext{RunAsNonRoot: &yes,
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}})}},
+		{"hostNetwork", "spec.hostNetwork", corev1.PodSpec{HostNetwork: true}},
+		{"hostPID", "spec.hostPID", corev1.PodSpec{HostPID: true}},
+		{"hostIPC", "spec.hostIPC", corev1.PodSpec{HostIPC: true}},
+		{"hostPath volume", "spec.volumes[1].hostPath", corev1.PodSpec{Volumes: []corev1.Volume{
+			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}}},
+		{"privileged", "spec.containers[1].securityContext.privileged", corev1.PodSpec{Containers: ctr(&corev1.SecurityContext{Privileged: &yes})}},
+		{"allowPrivilegeEscalation", "spec.containers[1].securityContext.allowPrivilegeEscalation",
+			corev1.PodSpec{Containers: ctr(&corev1.SecurityContext{AllowPrivilegeEscalation: &yes})}},
+		{"added capabilities", "spec.containers[1].securityContext.capabilities.add",
+			corev1.PodSpec{Containers: ctr(&corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}})}},
+		{"privileged init container", "spec.initContainers[0].securityContext.privileged",
+			corev1.PodSpec{InitContainers: []corev1.Container{{Name: "i", SecurityContext: &corev1.SecurityContext{Privileged: &yes}}}}},
+		{"privileged ephemeral container", "spec.ephemeralContainers[0].securityContext.privileged",
+			corev1.PodSpec{EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "e", SecurityContext: &corev1.SecurityContext{Privileged: &yes}}}}}},
+		{"windows host process", "spec.securityContext.windowsOptions.hostProcess",
+			corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: &yes}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &configmap.Reader{Prefix: "job_agent_config.template", Map: map[string]any{}}
+			CheckPodSecurity(r, "spec", &tc.spec)
+			if tc.field == "" {
+				require.NoError(t, r.Err)
+				return
+			}
+			var fe *release.FieldError
+			require.ErrorAs(t, r.Err, &fe)
+			require.Equal(t, "job_agent_config.template."+tc.field, fe.Field)
+			require.Contains(t, fe.Msg, "refused")
+		})
+	}
+}

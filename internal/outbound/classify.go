@@ -75,8 +75,9 @@ func RetryWait(h http.Header, now time.Time) time.Duration {
 }
 
 // IsRefusal reports whether err carries an *Error the vendor answered
-// with a refusal that will not change (Refusal, as DoJSON classified it):
-// retrying the call is pointless, the job ends invalid with Message.
+// with a refusal that will not change (Refusal, as DoJSON classified it),
+// or one the outbound guard refused to connect (GuardRefusal): retrying
+// the call is pointless, the job ends invalid with Message.
 func IsRefusal(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Refused

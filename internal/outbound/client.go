@@ -224,6 +224,9 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 			if errors.As(err, &oe) {
 				return nil, err // over the cap: retrying reads as much again
 			}
+			if errors.Is(err, netguard.ErrRefused) {
+				return nil, c.guardRefusal(r, err)
+			}
 			lastErr = c.fail(r, 0, nil, err)
 			retryable = r.Idempotent
 		case !r.AnyStatus && (resp.Status == http.StatusTooManyRequests || (!r.KeepsRateLimit && RateLimited(resp.Status, resp.Header)) ||
@@ -291,6 +294,27 @@ func (c *Client) once(ctx context.Context, host string, r Request) (*Response, e
 	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
 }
+
+// guardRefusal is the *Error of a call the guard refused to connect: a
+// refusal (retrying is pointless while the flags stay as they are) whose
+// text is the guard's alone. The guard decides before any connection is
+// made, so the answer is the same whether anything listens at the address
+// or not: a URL a token chooses is no port scanner.
+func (c *Client) guardRefusal(r Request, err error) *Error {
+	for {
+		n := errors.Unwrap(err)
+		if n == nil || n == netguard.ErrRefused {
+			break
+		}
+		err = n
+	}
+	e := c.fail(r, 0, nil, fmt.Errorf("%s: %w", GuardRefusal, err))
+	e.Refused = true
+	return e
+}
+
+// GuardRefusal starts the message of a call the outbound guard refused.
+const GuardRefusal = "refused by the outbound guard"
 
 // scrubURLError drops the URL a *url.Error carries (its query may hold a
 // key) and keeps the cause.

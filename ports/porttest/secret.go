@@ -1,6 +1,7 @@
 package porttest
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +43,8 @@ var suiteSecrets = map[string]string{
 // same every time and under concurrent calls (run it with -race); that a
 // reference to a secret not held, and malformed references (empty, no
 // scheme, no name, unknown scheme, ciphertext the resolver cannot
-// decrypt), are errors and never panic; that a missing reference's error
+// decrypt), are errors and never panic; that a destination in the
+// context changes no value; that a missing reference's error
 // names the reference; and that no error ever contains a secret value.
 func SecretResolver(t *testing.T, setup func(t *testing.T, secrets map[string]string) SecretFixture) {
 	t.Run("ResolvesEachSecretToItsValue", func(t *testing.T) {
@@ -54,6 +56,19 @@ func SecretResolver(t *testing.T, setup func(t *testing.T, secrets map[string]st
 				require.NoError(t, err, name)
 				require.Equal(t, want, got, name)
 			}
+		}
+	})
+	t.Run("ADestinationChangesNoValue", func(t *testing.T) {
+		// The destination in the context (ports.WithSecretDestination) is
+		// for a binding resolver in front of this one; a store resolves
+		// the same value whatever it says.
+		t.Parallel()
+		f := setup(t, suiteSecrets)
+		for _, ctx := range []context.Context{ports.WithSecretDestination(t.Context(), "https://api.example.com/v1"),
+			ports.SelfAddressedSecret(t.Context())} {
+			got, err := f.Resolver.Resolve(ctx, f.Ref("TOKEN"))
+			require.NoError(t, err)
+			require.Equal(t, suiteSecrets["TOKEN"], got)
 		}
 	})
 	t.Run("ConcurrentResolvesAgree", func(t *testing.T) {
