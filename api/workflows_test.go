@@ -229,7 +229,7 @@ func TestCatalogListAcrossObjectsAndMetadata(t *testing.T) {
 		// A draft of policy p, template gated published and an open draft
 		// of it.
 		res := f.do(http.MethodPost, "/api/v1/catalog/policy/p/revisions", "write", map[string]any{"content": map[string]any{
-			"id": "p", "name": "p", "selector": "true", "enabled": true, "rules": []any{}}})
+			"id": "p", "workspace_id": "ws", "name": "p", "selector": "true", "enabled": true, "rules": []any{}}})
 		require.Equal(t, http.StatusCreated, res.status, string(res.body))
 		pub := f.publish("gated", gated)
 		base := "/api/v1/catalog/workflow-template/gated/revisions"

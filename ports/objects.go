@@ -67,7 +67,8 @@ var (
 	JobAgentKind = Kind[release.JobAgent]{Name: "job agent", Plural: "job agents",
 		ID: func(v *release.JobAgent) string { return v.ID }, Validate: (*release.JobAgent).Validate}
 	PolicyKind = Kind[policy.Policy]{Name: "policy", Plural: "policies",
-		ID: func(v *policy.Policy) string { return v.ID }, Validate: (*policy.Policy).Validate}
+		ID: func(v *policy.Policy) string { return v.ID }, Validate: (*policy.Policy).Validate,
+		ParentKind: "workspace", Parent: func(v *policy.Policy) string { return v.WorkspaceID }}
 )
 
 // Page sizes of Objects.List: DefaultListLimit when the caller gives none,

@@ -61,7 +61,7 @@ spec:
 
 // policyJSON returns a valid policy document whose description is desc.
 func policyJSON(desc string) string {
-	return fmt.Sprintf(`{"id": "gate", "name": "Gate", "description": %q, "priority": 1, "enabled": true,
+	return fmt.Sprintf(`{"id": "gate", "workspace_id": "demo", "name": "Gate", "description": %q, "priority": 1, "enabled": true,
  "rules": [{"id": "approvals", "type": "anyApproval", "min_approvals": 1}]}`, desc)
 }
 

@@ -168,7 +168,7 @@ var kinds = []*kindDef{
 	def("Resource", 4, &ports.ResourceKind, "workspace_id", true, func(a *Applier) ports.Objects[release.Resource] { return a.Store.Resources() }),
 	def("Environment", 5, &ports.EnvironmentKind, "system_id", true, func(a *Applier) ports.Objects[release.Environment] { return a.Store.Environments() }),
 	def("Deployment", 6, &ports.DeploymentKind, "system_id", true, func(a *Applier) ports.Objects[release.Deployment] { return a.Store.Deployments() }),
-	def("Policy", 7, &ports.PolicyKind, "", false, func(a *Applier) ports.Objects[policy.Policy] { return a.policies() }),
+	def("Policy", 7, &ports.PolicyKind, "workspace_id", false, func(a *Applier) ports.Objects[policy.Policy] { return a.policies() }),
 }
 
 // KindNames lists the document kinds in write order.

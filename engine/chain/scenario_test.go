@@ -165,6 +165,9 @@ func (h *harness) seed() {
 func (h *harness) policy(p policy.Policy) {
 	h.t.Helper()
 	p.Name, p.Enabled = p.ID, true
+	if p.WorkspaceID == "" {
+		p.WorkspaceID = "ws"
+	}
 	_, err := catalog.New(h.store, catalog.Config{}).Policies("test").Put(h.ctx, p, 0)
 	require.NoError(h.t, err)
 }
