@@ -117,6 +117,7 @@ func TestWorkflows(t *testing.T) {
 		require.Len(t, runs, 1, "only the approval runs")
 		approval := runs[0].(map[string]any)
 		require.Equal(t, "Running", approval["phase"])
+		require.Equal(t, "waiting for approval (0 of 1): ship web:2?", approval["message"], "approvers see what they approve")
 		path := "/api/v1/workflows/wf1/task-runs/" + url.PathEscape(approval["id"].(string)) + "/approve"
 		f.do(http.MethodPost, path, "write", nil).problem(t, http.StatusForbidden)
 		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, path, "approve", nil).status)

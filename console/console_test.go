@@ -300,6 +300,7 @@ func TestWorkflowActions(t *testing.T) {
 	require.Contains(t, page, `hx-get="/workflows/gated-1/live"`, "a running workflow polls")
 	require.Contains(t, page, `data-task="deploy" data-phase="NotStarted"`)
 	require.Contains(t, page, `id="approve-gate"`)
+	require.Contains(t, page, "waiting for approval (0 of 1): ship web:1?", "approvers see what they approve")
 	res := c.submit("/workflows/gated-1/task-runs/gate/approve", nil)
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	require.Equal(t, "/workflows/gated-1", res.header.Get("Location"))
@@ -312,6 +313,7 @@ func TestWorkflowActions(t *testing.T) {
 	require.Contains(t, page, "#0 eu: Running")
 	require.Contains(t, page, "#1 us: Running")
 	require.Regexp(t, `data-task="gate" data-phase="Succeeded"`, page)
+	require.Contains(t, page, "approved by [user-admin]: ship web:1?")
 
 	// Approving it again is refused: it no longer waits (422).
 	res = c.submit("/workflows/gated-1/task-runs/gate/approve", nil)
