@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
 	"github.com/reconcilerhq/reconciler/workflow"
@@ -525,4 +527,26 @@ func TestUndecodablePathIs400(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, res.status, p)
 		require.Contains(t, res.body, "control character", p)
 	}
+}
+
+// TestRunPageSaysWhyItWaits: a run whose newest decision could not be
+// applied (no agent runtime) shows why it waits at the top of its page,
+// not only in the ERROR log (issue 29); a later decision clears it.
+func TestRunPageSaysWhyItWaits(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.login("read")
+	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "run-standalone"}
+	require.NotContains(t, c.page("/runs/standalone/run-standalone"), "data-waiting")
+	row, err := f.runs.RunGet(f.ctx, ref)
+	require.NoError(t, err)
+	why := "launch could not be applied: no agent runtime is configured (serve --runtime)"
+	v, err := f.runs.RunUpdate(f.ctx, ports.RunUpdateParams{Ref: ref, ExpectedVersion: row.Version, State: row.State, Body: row.Body,
+		Decision: &ports.RunDecision{Action: runs.DecisionWaiting, Reason: why}})
+	require.NoError(t, err)
+	require.Contains(t, c.page("/runs/standalone/run-standalone"), "<dt>Waiting</dt><dd data-waiting>"+why+"</dd>")
+	_, err = f.runs.RunUpdate(f.ctx, ports.RunUpdateParams{Ref: ref, ExpectedVersion: v, State: row.State, Body: row.Body,
+		Decision: &ports.RunDecision{Action: "intent", Reason: "cancel", By: "alice"}})
+	require.NoError(t, err)
+	require.NotContains(t, c.page("/runs/standalone/run-standalone"), "data-waiting")
 }
