@@ -66,7 +66,7 @@ func TestApply(t *testing.T) {
 
 		// A policy is published to the catalog approved by the caller: it
 		// needs scope approve beside write.
-		pol := []any{map[string]any{"apiVersion": apply.APIVersion, "kind": "Policy", "metadata": map[string]any{"name": "gate"},
+		pol := []any{map[string]any{"apiVersion": apply.APIVersion, "kind": "Policy", "metadata": map[string]any{"name": "gate", "workspace": "ws"},
 			"spec": map[string]any{"enabled": true, "selector": `environment.name == "staging"`,
 				"rules": []any{map[string]any{"id": "a", "type": "anyApproval", "min_approvals": 1}}}}}
 		f.do(http.MethodPost, "/api/v1/apply", "write", map[string]any{"documents": pol}).problem(t, http.StatusForbidden)

@@ -98,9 +98,24 @@ func TestBadRunAndWorkflowStarts(t *testing.T) {
 // without it reports its real error (issue 29).
 func TestPolicyWithoutPriority(t *testing.T) {
 	f := setup(t, "memory")
-	p := f.do(http.MethodPut, "/api/v1/policies/p1", "admin", `{"id":"p1","name":"p","selector":"nosuch(","enabled":true,"rules":[]}`).
+	p := f.do(http.MethodPut, "/api/v1/policies/p1", "admin", `{"id":"p1","workspace_id":"ws","name":"p","selector":"nosuch(","enabled":true,"rules":[]}`).
 		problem(t, http.StatusUnprocessableEntity)
 	require.Equal(t, []string{"body.selector"}, locations(p))
-	res := f.do(http.MethodPut, "/api/v1/policies/p1", "admin", `{"id":"p1","name":"p","enabled":true,"rules":[]}`)
+	res := f.do(http.MethodPut, "/api/v1/policies/p1", "admin", `{"id":"p1","workspace_id":"ws","name":"p","enabled":true,"rules":[]}`)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
+}
+
+// TestPolicyNamesItsWorkspace: a policy PUT without a workspace, or naming
+// one that does not exist, is a 422 naming body.workspace_id and stores
+// nothing (issue 29: policies belong to a workspace).
+func TestPolicyNamesItsWorkspace(t *testing.T) {
+	f := setup(t, "memory")
+	for _, body := range []string{
+		`{"id":"p1","name":"p","enabled":true,"rules":[]}`,
+		`{"id":"p1","workspace_id":"nowhere","name":"p","enabled":true,"rules":[]}`,
+	} {
+		p := f.do(http.MethodPut, "/api/v1/policies/p1", "admin", body).problem(t, http.StatusUnprocessableEntity)
+		require.Equal(t, []string{"body.workspace_id"}, locations(p), body)
+	}
+	f.do(http.MethodGet, "/api/v1/policies/p1", "admin", nil).problem(t, http.StatusNotFound)
 }

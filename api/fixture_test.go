@@ -189,7 +189,7 @@ func (f *fixture) seed() {
 	r.NoError(err)
 	_, err = s.Deployments().Put(ctx, release.Deployment{ID: "web", SystemID: "sys", Name: "web", Slug: "web", JobAgentID: "ext", ResourceSelector: "true"}, 0)
 	r.NoError(err)
-	_, err = catalog.New(s, catalog.Config{}).Policies("fixture").Put(ctx, policy.Policy{ID: "prod-gate", Name: "prod gate", Selector: `environment.name == "prod"`, Enabled: true,
+	_, err = catalog.New(s, catalog.Config{}).Policies("fixture").Put(ctx, policy.Policy{ID: "prod-gate", WorkspaceID: "ws", Name: "prod gate", Selector: `environment.name == "prod"`, Enabled: true,
 		Rules: []policy.Rule{{ID: "approval", Spec: policy.AnyApproval{MinApprovals: 1}}}}, 0)
 	r.NoError(err)
 	_, err = f.chain.SyncTargets(ctx, "sys")

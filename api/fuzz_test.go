@@ -141,7 +141,7 @@ func FuzzDeploymentPut(f *testing.F) {
 
 func FuzzPolicyPut(f *testing.F) {
 	fuzzRoute(f, http.MethodPut, "/api/v1/policies/p",
-		map[string]any{"id": "p", "name": "p", "priority": 1, "enabled": true, "selector": "true",
+		map[string]any{"id": "p", "workspace_id": "ws", "name": "p", "priority": 1, "enabled": true, "selector": "true",
 			"rules": []any{map[string]any{"id": "r", "type": "anyApproval", "min_approvals": 1}}})
 }
 
@@ -206,7 +206,7 @@ func FuzzApply(f *testing.F) {
 		}},
 		map[string]any{"prune": true, "documents": []any{
 			doc("System", "sys", map[string]any{"workspace": "ws"}, map[string]any{"name": "shop"}),
-			doc("Policy", "after-dev", nil, map[string]any{"name": "after dev", "selector": `environment.name == "prod"`, "enabled": true,
+			doc("Policy", "after-dev", map[string]any{"workspace": "ws"}, map[string]any{"name": "after dev", "selector": `environment.name == "prod"`, "enabled": true,
 				"rules": []any{map[string]any{"id": "w", "type": "deploymentWindow", "rrule": "FREQ=WEEKLY;BYDAY=MO", "duration_minutes": 60}}}),
 		}})
 }

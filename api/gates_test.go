@@ -64,7 +64,7 @@ func TestPolicyRevisionPlan(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, f *fixture) {
 		res := f.do(http.MethodPost, "/api/v1/catalog/policy/prod-gate/revisions", "write", map[string]any{"content": map[string]any{
-			"id": "prod-gate", "name": "prod gate", "selector": `environment.name == "dev"`, "priority": 0, "enabled": true,
+			"id": "prod-gate", "workspace_id": "ws", "name": "prod gate", "selector": `environment.name == "dev"`, "priority": 0, "enabled": true,
 			"rules": []any{map[string]any{"id": "approval", "type": "anyApproval", "min_approvals": 1}}}})
 		require.Equal(t, http.StatusCreated, res.status, string(res.body))
 		id := res.json(t)["id"].(string)

@@ -59,7 +59,20 @@ func (s *Server) registerObjects() {
 	registerKind(s, objectKind[policy.Policy]{kind: ports.PolicyKind, writeScope: ports.ScopeApprove,
 		objects: func(ctx context.Context) ports.Objects[policy.Policy] {
 			return s.o.Catalog.Policies(principal(ctx).Name)
-		}})
+		}, check: s.checkPolicy})
+}
+
+// checkPolicy refuses a policy whose workspace does not exist: it would
+// apply to nothing.
+func (s *Server) checkPolicy(ctx context.Context, p, _ *policy.Policy) error {
+	_, err := s.objects().Workspaces().Get(ctx, p.WorkspaceID)
+	if errors.Is(err, ports.ErrNotFound) {
+		return invalid("body.workspace_id", fmt.Sprintf("workspace %q does not exist", p.WorkspaceID))
+	}
+	if err != nil {
+		return s.fail(ctx, err)
+	}
+	return nil
 }
 
 // objects is the store the object routes write through: the live store

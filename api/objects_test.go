@@ -49,7 +49,7 @@ func TestObjects(t *testing.T) {
 
 		// Policies decode their rules strictly. A write publishes a catalog
 		// revision approved by the caller, so it needs the approve scope.
-		pol := map[string]any{"id": "p2", "name": "p2", "priority": 1, "enabled": true, "selector": "true",
+		pol := map[string]any{"id": "p2", "workspace_id": "ws", "name": "p2", "priority": 1, "enabled": true, "selector": "true",
 			"rules": []any{map[string]any{"id": "r", "type": "anyApproval", "min_approvals": 2}}}
 		f.do(http.MethodPut, "/api/v1/policies/p2", "write", pol).problem(t, http.StatusForbidden)
 		res = f.do(http.MethodPut, "/api/v1/policies/p2", "approve", pol)

@@ -117,6 +117,7 @@ func TestWorkflows(t *testing.T) {
 		require.Len(t, runs, 1, "only the approval runs")
 		approval := runs[0].(map[string]any)
 		require.Equal(t, "Running", approval["phase"])
+		require.Equal(t, "waiting for approval (0 of 1): ship web:2?", approval["message"], "approvers see what they approve")
 		path := "/api/v1/workflows/wf1/task-runs/" + url.PathEscape(approval["id"].(string)) + "/approve"
 		f.do(http.MethodPost, path, "write", nil).problem(t, http.StatusForbidden)
 		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, path, "approve", nil).status)
@@ -229,7 +230,7 @@ func TestCatalogListAcrossObjectsAndMetadata(t *testing.T) {
 		// A draft of policy p, template gated published and an open draft
 		// of it.
 		res := f.do(http.MethodPost, "/api/v1/catalog/policy/p/revisions", "write", map[string]any{"content": map[string]any{
-			"id": "p", "name": "p", "selector": "true", "enabled": true, "rules": []any{}}})
+			"id": "p", "workspace_id": "ws", "name": "p", "selector": "true", "enabled": true, "rules": []any{}}})
 		require.Equal(t, http.StatusCreated, res.status, string(res.body))
 		pub := f.publish("gated", gated)
 		base := "/api/v1/catalog/workflow-template/gated/revisions"

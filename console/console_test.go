@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
 	"github.com/reconcilerhq/reconciler/workflow"
@@ -300,6 +302,7 @@ func TestWorkflowActions(t *testing.T) {
 	require.Contains(t, page, `hx-get="/workflows/gated-1/live"`, "a running workflow polls")
 	require.Contains(t, page, `data-task="deploy" data-phase="NotStarted"`)
 	require.Contains(t, page, `id="approve-gate"`)
+	require.Contains(t, page, "waiting for approval (0 of 1): ship web:1?", "approvers see what they approve")
 	res := c.submit("/workflows/gated-1/task-runs/gate/approve", nil)
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	require.Equal(t, "/workflows/gated-1", res.header.Get("Location"))
@@ -312,6 +315,7 @@ func TestWorkflowActions(t *testing.T) {
 	require.Contains(t, page, "#0 eu: Running")
 	require.Contains(t, page, "#1 us: Running")
 	require.Regexp(t, `data-task="gate" data-phase="Succeeded"`, page)
+	require.Contains(t, page, "approved by [user-admin]: ship web:1?")
 
 	// Approving it again is refused: it no longer waits (422).
 	res = c.submit("/workflows/gated-1/task-runs/gate/approve", nil)
@@ -552,4 +556,26 @@ func TestTargetShowsRelations(t *testing.T) {
 	page := f.login("read").page("/targets/web:dev:r1")
 	require.Contains(t, page, "<dt>Variable region</dt><dd class=\"relation\">vpc.metadata.region: rule cluster-vpc, resource vpc-1</dd>")
 	require.Contains(t, page, "<dt>Variable db</dt><dd class=\"relation\">database.id: unresolved: no resource is related to r1 as &#34;database&#34;</dd>")
+}
+
+// TestRunPageSaysWhyItWaits: a run whose newest decision could not be
+// applied (no agent runtime) shows why it waits at the top of its page,
+// not only in the ERROR log (issue 29); a later decision clears it.
+func TestRunPageSaysWhyItWaits(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.login("read")
+	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "run-standalone"}
+	require.NotContains(t, c.page("/runs/standalone/run-standalone"), "data-waiting")
+	row, err := f.runs.RunGet(f.ctx, ref)
+	require.NoError(t, err)
+	why := "launch could not be applied: no agent runtime is configured (serve --runtime)"
+	v, err := f.runs.RunUpdate(f.ctx, ports.RunUpdateParams{Ref: ref, ExpectedVersion: row.Version, State: row.State, Body: row.Body,
+		Decision: &ports.RunDecision{Action: runs.DecisionWaiting, Reason: why}})
+	require.NoError(t, err)
+	require.Contains(t, c.page("/runs/standalone/run-standalone"), "<dt>Waiting</dt><dd data-waiting>"+why+"</dd>")
+	_, err = f.runs.RunUpdate(f.ctx, ports.RunUpdateParams{Ref: ref, ExpectedVersion: v, State: row.State, Body: row.Body,
+		Decision: &ports.RunDecision{Action: "intent", Reason: "cancel", By: "alice"}})
+	require.NoError(t, err)
+	require.NotContains(t, c.page("/runs/standalone/run-standalone"), "data-waiting")
 }

@@ -178,7 +178,7 @@ func (f *fixture) seed() {
 		ResourceSelector: "true", Variables: []release.DeploymentVariable{
 			{Key: "db_password", Default: &release.Value{Sensitive: &release.SecretRef{Ref: secretRef}}}}}, 0)
 	r.NoError(err)
-	_, err = catalog.New(s, catalog.Config{}).Policies("fixture").Put(ctx, policy.Policy{ID: "prod-gate", Name: "prod gate", Selector: `environment.name == "prod"`, Enabled: true,
+	_, err = catalog.New(s, catalog.Config{}).Policies("fixture").Put(ctx, policy.Policy{ID: "prod-gate", WorkspaceID: "ws", Name: "prod gate", Selector: `environment.name == "prod"`, Enabled: true,
 		Rules: []policy.Rule{{ID: "approval", Spec: policy.AnyApproval{MinApprovals: 1}}}}, 0)
 	r.NoError(err)
 	_, err = f.chain.SyncTargets(ctx, "shop")

@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 
+	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
@@ -102,6 +103,9 @@ type runView struct {
 	CreatedAt string
 	Heartbeat string
 	DependsOn []string
+	// Waiting is why the run waits when its newest decision could not be
+	// applied (runs.DecisionWaiting: no agent runtime, a failed launch).
+	Waiting string
 }
 
 // run shows one run and every decision its store keeps.
@@ -122,5 +126,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := runView{Run: rr, CreatedAt: when(row.CreatedAt), Heartbeat: when(row.Heartbeat), DependsOn: row.DependsOn}
+	if len(rr.Decisions) > 0 && rr.Decisions[0].Action == runs.DecisionWaiting {
+		v.Waiting = rr.Decisions[0].Reason
+	}
 	s.render(w, r, "run", string(ref.Kind)+" run "+ref.ID, "runs", v)
 }

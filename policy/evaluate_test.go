@@ -183,6 +183,7 @@ func genCase(t *rapid.T) ([]Policy, Input) {
 		pl := pol(fmt.Sprint("p", p), rapid.IntRange(0, 3).Draw(t, "prio"))
 		pl.Enabled = rapid.Float64Range(0, 1).Draw(t, "enabled") < 0.8
 		pl.Selector = rapid.SampledFrom([]string{"", `environment.name == "prod"`, `resource.kind == "vm"`}).Draw(t, "psel")
+		pl.WorkspaceID = rapid.SampledFrom([]string{"ws", "other"}).Draw(t, "pws")
 		for range rapid.IntRange(0, 4).Draw(t, "rules") {
 			pl.Rules = append(pl.Rules, ruleGens[rapid.IntRange(0, len(ruleGens)-1).Draw(t, "kind")](n))
 			n++
@@ -193,7 +194,7 @@ func genCase(t *rapid.T) ([]Policy, Input) {
 		Now:         t0.Add(time.Duration(rapid.IntRange(0, 14*24*60).Draw(t, "now")) * time.Minute),
 		Deployment:  release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api"},
 		Environment: release.Environment{ID: "prod", SystemID: "sys", Name: "prod"},
-		Resource:    release.Resource{ID: fmt.Sprint("r", rapid.IntRange(0, 5).Draw(t, "res")), Kind: "cluster", Name: "c"},
+		Resource:    release.Resource{ID: fmt.Sprint("r", rapid.IntRange(0, 5).Draw(t, "res")), WorkspaceID: "ws", Kind: "cluster", Name: "c"},
 		Version:     release.DeploymentVersion{ID: "v2", Tag: "2", CreatedAt: t0},
 	}
 	in.DeploymentTargets = rolloutTargets(6)
@@ -233,6 +234,17 @@ func TestEvaluateProperty(t *testing.T) {
 		require.Equal(t, d1, d2, "deterministic")
 		ex := Explain(policies, in)
 		require.Equal(t, ex, Explain(policies, in), "deterministic")
+
+		// A policy of another workspace never takes part: the decision and
+		// the verdicts are those of the target's workspace's policies alone.
+		var own []Policy
+		for _, p := range policies {
+			if p.WorkspaceID == in.Resource.WorkspaceID {
+				own = append(own, p)
+			}
+		}
+		require.Equal(t, Evaluate(own, in), d1, "another workspace's policy changed the decision")
+		require.Equal(t, Explain(own, in), ex, "another workspace's policy has a verdict")
 
 		want, until := Allowed, time.Time{}
 		for _, rv := range ex {

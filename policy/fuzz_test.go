@@ -26,7 +26,7 @@ func FuzzDecodePolicy(f *testing.F) {
 			}
 		}
 	}
-	f.Add([]byte(`{"id":"w","name":"w","priority":1,"enabled":true,"rules":[{"id":"r","type":"deploymentWindow","rrule":"FREQ=WEEKLY;BYDAY=MO","duration_minutes":60}]}`))
+	f.Add([]byte(`{"id":"w","workspace_id":"ws","name":"w","priority":1,"enabled":true,"rules":[{"id":"r","type":"deploymentWindow","rrule":"FREQ=WEEKLY;BYDAY=MO","duration_minutes":60}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Decode(data)
 		if err != nil {

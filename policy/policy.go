@@ -6,17 +6,22 @@ import (
 )
 
 // Policy is a named, prioritised set of rules applying to the release
-// targets its selector matches.
+// targets of its workspace that its selector matches.
 type Policy struct {
 	// ID names the policy (metadata.name in a document).
 	ID string `json:"id"`
+	// WorkspaceID is the workspace the policy belongs to (metadata.workspace
+	// in a document), required in every write: the policy applies only to
+	// the release targets of this workspace, whatever its selector matches.
+	WorkspaceID string `json:"workspace_id"`
 	// Name is the policy's display name.
 	Name string `json:"name"`
 	// Description says what the policy is for.
 	Description string `json:"description,omitempty"`
 	// Selector is a CEL expression over deployment, environment and
 	// resource choosing the targets the policy applies to. Unlike resource
-	// selectors, an empty Selector applies to EVERY target: a policy only
+	// selectors, an empty Selector applies to EVERY target of the
+	// workspace: a policy only
 	// restricts, so applying it broadly is the safe default.
 	Selector string `json:"selector,omitempty"`
 	// Priority orders policies: higher first (ties by ID); absent is 0. Rules of the
@@ -55,6 +60,9 @@ func (p *Policy) validateFields() error {
 	if err := release.CheckObjectID("id", p.ID); err != nil {
 		return err
 	}
+	if err := release.CheckObjectID("workspace_id", p.WorkspaceID); err != nil {
+		return err
+	}
 	if p.Name == "" {
 		return release.Invalid("name", "is required")
 	}
@@ -75,9 +83,15 @@ func (p *Policy) validateFields() error {
 	return nil
 }
 
-// matches reports whether the policy applies to the target in cx. An empty
-// selector matches every target; an evaluation error is returned.
+// matches reports whether the policy applies to the target in cx: the
+// target is in the policy's workspace (that of the target's resource) and
+// the selector matches it. An empty selector matches every target of the
+// workspace; an evaluation error is returned. A policy without a workspace
+// (only ever built in code: Validate refuses one) is not limited to one.
 func (p *Policy) matches(cx *evalContext) (bool, error) {
+	if p.WorkspaceID != "" && p.WorkspaceID != cx.in.Resource.WorkspaceID {
+		return false, nil
+	}
 	if p.Selector == "" || p.Selector == "true" {
 		return true, nil
 	}

@@ -25,7 +25,10 @@ func TestPolicyReferenceIsCurrent(t *testing.T) {
 Generated from the policy package's source by ` + "`make docs`" + `; a test fails when
 a rule type or field has no entry. A policy is a catalog object
 (docs/catalog.md); apply it as a document of kind Policy, its spec holding the
-fields below. Its ` + "`selector`" + ` and the rules' selectors are CEL
+fields below. A policy belongs to one workspace (` + "`workspace_id`" + `,
+` + "`metadata.workspace`" + ` in a document, required: it is refused without one,
+however many workspaces there are) and applies only to that workspace's
+release targets. Its ` + "`selector`" + ` and the rules' selectors are CEL
 (docs/cel.md). Version gates are evaluated cheapest first and stop at the
 first denial; job gates gate creating a job; rollback and verification act
 after a job.

@@ -100,7 +100,7 @@ func TestDeploymentWindowValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			p := Policy{ID: "p", Name: "p", Rules: []Rule{{ID: "w", Spec: tt.rule}}}
+			p := Policy{ID: "p", WorkspaceID: "ws", Name: "p", Rules: []Rule{{ID: "w", Spec: tt.rule}}}
 			err := p.Validate()
 			require.ErrorIs(t, err, release.ErrInvalid)
 			var fe *release.FieldError
@@ -170,7 +170,7 @@ func TestDenseWindowEvaluationIsBounded(t *testing.T) {
 // TestWindowSetPosWithinPeriod: a BYSETPOS inside the period's set is kept.
 func TestWindowSetPosWithinPeriod(t *testing.T) {
 	t.Parallel()
-	p := Policy{ID: "p", Name: "p", Rules: []Rule{{ID: "w", Spec: DeploymentWindow{RRule: "FREQ=HOURLY;BYMINUTE=0,30;BYSETPOS=-1", DurationMinutes: 10}}}}
+	p := Policy{ID: "p", WorkspaceID: "ws", Name: "p", Rules: []Rule{{ID: "w", Spec: DeploymentWindow{RRule: "FREQ=HOURLY;BYMINUTE=0,30;BYSETPOS=-1", DurationMinutes: 10}}}}
 	require.NoError(t, p.Validate())
 }
 

@@ -70,7 +70,8 @@ var (
 		ID: func(v *release.RelationshipRule) string { return v.ID }, Validate: (*release.RelationshipRule).Validate,
 		ParentKind: "workspace", Parent: func(v *release.RelationshipRule) string { return v.WorkspaceID }}
 	PolicyKind = Kind[policy.Policy]{Name: "policy", Plural: "policies",
-		ID: func(v *policy.Policy) string { return v.ID }, Validate: (*policy.Policy).Validate}
+		ID: func(v *policy.Policy) string { return v.ID }, Validate: (*policy.Policy).Validate,
+		ParentKind: "workspace", Parent: func(v *policy.Policy) string { return v.WorkspaceID }}
 )
 
 // Page sizes of Objects.List: DefaultListLimit when the caller gives none,

@@ -280,7 +280,12 @@ type Provider struct {
 
 // Approval is the block of an approval task.
 type Approval struct {
-	// Message tells the approvers what they approve.
+	// Message tells the approvers what they approve. The task run shows it
+	// (with secrets redacted) as its message while it waits, "waiting for
+	// approval (0 of 1): MESSAGE" (in a release-triggered workflow with
+	// "of version TAG (ID) to environment NAME (ID), target KEY" before the
+	// colon), and after, "approved by [USER]: MESSAGE", in `workflow
+	// status`, the API and the console.
 	Message string `json:"message,omitempty"`
 	// Approvers, when set, are the only users whose approval counts.
 	Approvers []string `json:"approvers,omitempty"`

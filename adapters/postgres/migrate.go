@@ -113,7 +113,8 @@ func parseMigrations(fsys fs.FS, dir string) ([]migration, error) {
 }
 
 // MigrateUp applies every migration the database lacks, in version order,
-// each in its own transaction. Concurrent callers on one schema wait for
+// each in its own transaction (its up file, then its Go step if it has
+// one, see goMigrations). Concurrent callers on one schema wait for
 // each other and every migration is applied once.
 func (db *DB) MigrateUp(ctx context.Context) error {
 	ms, err := loadMigrations()
@@ -132,6 +133,11 @@ func (db *DB) MigrateUp(ctx context.Context) error {
 			err := inConnTx(ctx, conn, func(tx *sql.Tx) error {
 				if _, err := tx.ExecContext(ctx, m.up); err != nil {
 					return err
+				}
+				if step := goMigrations[m.version]; step != nil {
+					if err := step(ctx, tx); err != nil {
+						return err
+					}
 				}
 				_, err := tx.ExecContext(ctx, "INSERT INTO "+migrationsTable+" (version, name, applied_at) VALUES ("+
 					strconv.Itoa(m.version)+", '"+m.name+"', clock_timestamp())")

@@ -20,10 +20,14 @@ func TestMigratePoliciesIntoCatalog(t *testing.T) {
 	db, _, _, conn := setupMigrate(t)
 	require.NoError(t, db.MigrateUp(ctx))
 	steps := migrateDownBefore(t, db, 10)
+	// One workspace: migration 0022 gives the policies it (they match no
+	// target).
+	_, err := conn.Exec(ctx, `INSERT INTO release_workspaces (id, doc, version, updated_at) VALUES ('ws', '{"id":"ws","name":"ws"}', 1, now())`)
+	require.NoError(t, err)
 
 	// gate also has a revision published in the catalog already: the
 	// table's row, the one in effect, becomes revision 2.
-	_, err := conn.Exec(ctx, `INSERT INTO release_policies (id, priority, enabled, doc, version, updated_at) VALUES
+	_, err = conn.Exec(ctx, `INSERT INTO release_policies (id, priority, enabled, doc, version, updated_at) VALUES
 		('gate', 5, true, '{"id":"gate","name":"Gate","priority":5,"enabled":true,"rules":[]}', 3, now()),
 		('off', 0, false, '{"id":"off","name":"Off","priority":0,"enabled":false,"rules":[]}', 1, now())`)
 	require.NoError(t, err)

@@ -29,7 +29,7 @@ spec: {resource_selector: "true"}
 ---
 apiVersion: reconciler.dev/v1
 kind: Policy
-metadata: {name: gate}
+metadata: {name: gate, workspace: acme}
 spec: {enabled: true, rules: [{id: a, type: anyApproval, min_approvals: 1}]}
 `
 	r := runCLI(t, docs, "apply", "-f", "-", "--dsn", dsn)

@@ -174,7 +174,7 @@ func seedBenchPolicies(ctx context.Context, be *backend) error {
 	}
 	svc := catalog.New(be.catalog, catalog.Config{}).Policies("bench")
 	for _, p := range policies {
-		p.Name, p.Enabled = p.ID, true
+		p.Name, p.Enabled, p.WorkspaceID = p.ID, true, "bench"
 		if _, err := svc.Put(ctx, p, 0); err != nil {
 			return fmt.Errorf("bench release: store policy %s: %w", p.ID, err)
 		}

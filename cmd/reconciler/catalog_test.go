@@ -61,7 +61,7 @@ spec:
 
 // policyJSON returns a valid policy document whose description is desc.
 func policyJSON(desc string) string {
-	return fmt.Sprintf(`{"id": "gate", "name": "Gate", "description": %q, "priority": 1, "enabled": true,
+	return fmt.Sprintf(`{"id": "gate", "workspace_id": "demo", "name": "Gate", "description": %q, "priority": 1, "enabled": true,
  "rules": [{"id": "approvals", "type": "anyApproval", "min_approvals": 1}]}`, desc)
 }
 
@@ -261,7 +261,7 @@ func TestCatalogCLIExitStatus(t *testing.T) {
 		{
 			name:  "policy with a bad selector",
 			args:  func(obj string) []string { return []string{"create", obj, "-f", "-"} },
-			stdin: `{"id": "g", "name": "G", "selector": "environment.name ==", "rules": []}`,
+			stdin: `{"id": "g", "workspace_id": "ws", "name": "G", "selector": "environment.name ==", "rules": []}`,
 			code:  2, want: []string{"selector:", "(line 1, column"},
 		},
 		{
@@ -272,8 +272,8 @@ func TestCatalogCLIExitStatus(t *testing.T) {
 		{
 			name:  "policy YAML with a bad CEL names the line and column in the file",
 			args:  func(obj string) []string { return []string{"create", obj, "-f", "-"} },
-			stdin: "id: g\nname: G\nselector: environment.name ==\nrules: []\n",
-			code:  2, want: []string{"selector: invalid CEL", "(line 3, column 30)"},
+			stdin: "id: g\nworkspace_id: ws\nname: G\nselector: environment.name ==\nrules: []\n",
+			code:  2, want: []string{"selector: invalid CEL", "(line 4, column 30)"},
 		},
 		{
 			name:  "policy YAML with a bad rule names the rule's line",

@@ -211,8 +211,8 @@ func TestDemoReleaseBadExpression(t *testing.T) {
 	}{
 		{"cel", base + "environments:\n  - {id: dev, system_id: shop, name: dev, resource_selector: 'resource.kind =='}\n",
 			"release.yaml:5:62: environments[0].resource_selector"},
-		{"rrule", base + "policies:\n  - id: p\n    name: p\n    priority: 1\n    enabled: true\n    rules:\n      - {id: w, type: deploymentWindow, rrule: 'FREQ=SOMETIMES', duration_minutes: 60}\n",
-			"release.yaml:10:48: policies[0].rules[0].rrule"},
+		{"rrule", base + "policies:\n  - id: p\n    workspace_id: demo\n    name: p\n    priority: 1\n    enabled: true\n    rules:\n      - {id: w, type: deploymentWindow, rrule: 'FREQ=SOMETIMES', duration_minutes: 60}\n",
+			"release.yaml:11:48: policies[0].rules[0].rrule"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -70,7 +70,7 @@ func FuzzDemoRelease(f *testing.F) {
 func FuzzApplyManifest(f *testing.F) {
 	f.Add([]byte(shopStaging), "spec.resource_selector")
 	f.Add([]byte("apiVersion: reconciler.dev/v1\nkind: Workspace\nmetadata: {name: acme}\n---\n---\n"+
-		"- apiVersion: reconciler.dev/v1\n  kind: Policy\n  metadata: {name: gate}\n  spec: {enabled: true, rules: [{id: a, type: anyApproval, min_approvals: 1}]}\n"), "spec.rules[0].min_approvals")
+		"- apiVersion: reconciler.dev/v1\n  kind: Policy\n  metadata: {name: gate, workspace: acme}\n  spec: {enabled: true, rules: [{id: a, type: anyApproval, min_approvals: 1}]}\n"), "spec.rules[0].min_approvals")
 	f.Add([]byte(`{"apiVersion":"reconciler.dev/v1","kind":"System","metadata":{"name":"shop","workspace":"acme"},"spec":{"name":"Shop"}}`), "metadata.name")
 	f.Add([]byte("a: &x [*x]\n"), "")
 	f.Fuzz(func(t *testing.T, src []byte, field string) {

@@ -58,7 +58,7 @@ func killRollout(t *testing.T, n int, at float64, res *rolloutKill) {
 	must(s.Deployments().Put(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", JobAgentID: "runner",
 		JobAgentConfig: map[string]any{"delay": "200ms"}, JobTimeoutSeconds: 3,
 		ResourceSelector: `resource.kind == "Node"`}, 0))
-	must(catalog.New(s, catalog.Config{}).Policies("test").Put(ctx, policy.Policy{ID: "retry", Name: "retry", Enabled: true, Selector: "true", Rules: []policy.Rule{
+	must(catalog.New(s, catalog.Config{}).Policies("test").Put(ctx, policy.Policy{ID: "retry", WorkspaceID: "ws", Name: "retry", Enabled: true, Selector: "true", Rules: []policy.Rule{
 		{ID: "retry", Spec: policy.Retry{MaxRetries: 3, RetryOnStatuses: []release.JobStatus{release.JobFailure}}}}}, 0))
 	for i := range n {
 		id := fmt.Sprintf("node-%04d", i)

@@ -40,6 +40,7 @@ deployments:
 workflow_templates: [rollout.yaml]
 policies:
   - id: verify
+    workspace_id: demo
     name: Verify
     selector: 'environment.name == "dev"'
     enabled: true

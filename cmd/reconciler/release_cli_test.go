@@ -114,6 +114,33 @@ func TestReleaseCLI(t *testing.T) {
 	_, err = runRoot(t, "versions", "force-deploy", "web-v9", "--expires", "-1h", "--dsn", dsn)
 	requireExit(t, err, 2, "expires")
 
+	// A second workspace beside the demo, with its own staging: the demo's
+	// staging policy (environment.name == "staging") has no say there
+	// (issue 29), while it still gates the demo's staging.
+	s := be.releases
+	_, err = s.Workspaces().Put(ctx, release.Workspace{ID: "mine", Name: "Mine"}, 0)
+	require.NoError(t, err)
+	_, err = s.Systems().Put(ctx, release.System{ID: "my-shop", WorkspaceID: "mine", Name: "Shop"}, 0)
+	require.NoError(t, err)
+	_, err = s.Environments().Put(ctx, release.Environment{ID: "my-staging", SystemID: "my-shop", Name: "staging", ResourceSelector: "true"}, 0)
+	require.NoError(t, err)
+	_, err = s.Resources().Put(ctx, release.Resource{ID: "my-vm", WorkspaceID: "mine", Kind: "VM", Identifier: "vm/1", Name: "vm"}, 0)
+	require.NoError(t, err)
+	_, err = s.Deployments().Put(ctx, release.Deployment{ID: "my-web", SystemID: "my-shop", Name: "web", Slug: "web", ResourceSelector: "true"}, 0)
+	require.NoError(t, err)
+	_, err = ch.SyncTargets(ctx, "my-shop")
+	require.NoError(t, err)
+	_, err = runRoot(t, "versions", "create", "my-web", "v1", "--dsn", dsn)
+	require.NoError(t, err)
+	for key, rules := range map[string]int{"my-web:my-staging:my-vm": 0, "web:staging:eu-1": 1} {
+		out, err = runRoot(t, "explain", key, "-o", "json", "--dsn", dsn)
+		require.NoError(t, err)
+		ex = chain.Explanation{}
+		require.NoError(t, json.Unmarshal([]byte(out), &ex))
+		require.NotEmpty(t, ex.Versions, key)
+		require.Len(t, ex.Versions[0].Verdicts, rules, "%s: %s", key, out)
+	}
+
 	_, err = runRoot(t, "explain", "web-prod", "--dsn", dsn)
 	requireExit(t, err, 2, "DEPLOYMENT:ENVIRONMENT:RESOURCE")
 	_, err = runRoot(t, "explain", "web:prod:nowhere", "--dsn", dsn)

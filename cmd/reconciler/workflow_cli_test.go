@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,8 +118,10 @@ func TestWorkflowRunCLI(t *testing.T) {
 		return ""
 	}
 	require.Eventually(t, func() bool { return phase("gate") == workflow.TaskRunning }, 10*time.Second, 20*time.Millisecond)
-	out, err = runRoot(t, "workflow", "status", "ship-1", "--dsn", dsn)
-	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		out, err = runRoot(t, "workflow", "status", "ship-1", "--dsn", dsn)
+		return err == nil && strings.Contains(out, "waiting for approval (0 of 1 from local:alice): ship app:3?")
+	}, 10*time.Second, 20*time.Millisecond, "approvers see what they approve: %s", out)
 	require.Contains(t, out, "workflow ship-1 (ship): Running")
 	require.Contains(t, out, "build")
 	require.Contains(t, out, "Succeeded")

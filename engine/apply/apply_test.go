@@ -84,7 +84,7 @@ func eachStore(t *testing.T, fn func(t *testing.T, e *env)) {
 func doc(kind, name, parent string, spec map[string]any) apply.Document {
 	d := apply.Document{APIVersion: apply.APIVersion, Kind: kind, Metadata: apply.Metadata{Name: name}, Spec: spec}
 	switch kind {
-	case "System", "Resource":
+	case "System", "Resource", "Policy":
 		d.Metadata.Workspace = parent
 	case "Deployment", "Environment", "VariableSet":
 		d.Metadata.System = parent
@@ -107,7 +107,7 @@ func shop(ws string) []apply.Document {
 		doc("Resource", ws+"-us-1", ws, map[string]any{"kind": "KubernetesCluster", "identifier": "k8s/" + ws + "/us-1"}),
 		doc("JobAgent", ws+"-runner", "", map[string]any{"name": "Runner", "type": "test-runner", "config": map[string]any{"delay": "3s"}}),
 		doc("Deployment", ws+"-web", sys, map[string]any{"name": "Web", "slug": "web", "job_agent_id": ws + "-runner", "resource_selector": k8s}),
-		doc("Policy", ws+"-staging-after-dev", "", map[string]any{"name": "Staging after dev", "selector": `environment.name == "staging"`, "enabled": true,
+		doc("Policy", ws+"-staging-after-dev", ws, map[string]any{"name": "Staging after dev", "selector": `environment.name == "staging"`, "enabled": true,
 			"rules": []any{map[string]any{"id": "after-dev", "type": "environmentProgression", "depends_on_environment_selector": `environment.name == "dev"`}}}),
 		doc("VariableSet", ws+"-defaults", sys, map[string]any{"name": "defaults", "priority": 1, "values": map[string]any{"region": map[string]any{"literal": "eu"}}}),
 	}
@@ -332,12 +332,14 @@ func TestApplyRefusesBadDocuments(t *testing.T) {
 			d.Spec["rules"] = []any{map[string]any{"id": "w", "type": "deploymentWindow", "rrule": "FREQ=SOMETIMES", "duration_minutes": 60}}
 		}), "documents[8].spec.rules[0].rrule"},
 		{"progression cycle", func(docs []apply.Document) []apply.Document {
-			return append(docs, doc("Policy", "dev-after-staging", "", map[string]any{"name": "Dev after staging", "selector": `environment.name == "dev"`, "enabled": true,
+			return append(docs, doc("Policy", "dev-after-staging", "a", map[string]any{"name": "Dev after staging", "selector": `environment.name == "dev"`, "enabled": true,
 				"rules": []any{map[string]any{"id": "after-staging", "type": "environmentProgression", "depends_on_environment_selector": `environment.name == "staging"`}}}))
 		}, "documents[10].spec.rules[0].depends_on_environment_selector"},
 		{"missing job agent", set(7, func(d *apply.Document) { d.Spec["job_agent_id"] = "nobody" }), "documents[7].spec.job_agent_id"},
 		{"missing system", set(7, func(d *apply.Document) { d.Metadata.System = "nowhere" }), "documents[7].metadata.system"},
 		{"missing workspace", set(4, func(d *apply.Document) { d.Metadata.Workspace = "nowhere" }), "documents[4].metadata.workspace"},
+		{"policy without workspace", set(8, func(d *apply.Document) { d.Metadata.Workspace = "" }), "documents[8].metadata.workspace"},
+		{"policy of a missing workspace", set(8, func(d *apply.Document) { d.Metadata.Workspace = "nowhere" }), "documents[8].metadata.workspace"},
 		{"agent config off its schema", set(6, func(d *apply.Document) { d.Spec["config"] = map[string]any{"delay": 3} }), "documents[6].spec.config.delay"},
 		{"deployment's agent config off its schema", set(7, func(d *apply.Document) { d.Spec["job_agent_config"] = map[string]any{"delay": true} }), "documents[7].spec.job_agent_config.delay"},
 		{"duplicate", func(docs []apply.Document) []apply.Document { return append(docs, docs[3]) }, "documents[10].metadata.name"},
@@ -480,7 +482,7 @@ func genConfig(t *rapid.T, ws string) []apply.Document {
 		}
 	}
 	if rapid.Bool().Draw(t, "policy") {
-		docs = append(docs, doc("Policy", ws+"-p", "", map[string]any{"name": "p", "enabled": rapid.Bool().Draw(t, "enabled"),
+		docs = append(docs, doc("Policy", ws+"-p", ws, map[string]any{"name": "p", "enabled": rapid.Bool().Draw(t, "enabled"),
 			"priority": rapid.IntRange(-3, 3).Draw(t, "ppri"),
 			"rules":    []any{map[string]any{"id": "approval", "type": "anyApproval", "min_approvals": rapid.IntRange(1, 3).Draw(t, "min")}}}))
 	}

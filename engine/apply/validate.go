@@ -123,9 +123,9 @@ func (w *world) references(ctx context.Context, o *object) error {
 }
 
 // progressionCycles refuses environment progressions that wait on each
-// other: within a system, an environment matched by a policy's selector
-// depends on the environments its environmentProgression rules select, and
-// a cycle would leave every target of it pending forever. It reads the
+// other: within a system, an environment of a policy's workspace matched by
+// its selector depends on the environments its environmentProgression rules
+// select, and a cycle would leave every target of it pending forever. It reads the
 // environments and policies as they will be once the Apply is done. A
 // selector that cannot be told from the environment alone (it reads the
 // resource, say) adds no dependency.
@@ -137,6 +137,14 @@ func (w *world) progressionCycles(ctx context.Context, objs []*object) error {
 	pols, err := afterApply[policy.Policy](ctx, w, "Policy", objs)
 	if err != nil {
 		return err
+	}
+	systems, err := afterApply[release.System](ctx, w, "System", objs)
+	if err != nil {
+		return err
+	}
+	workspaceOf := map[string]string{} // system id -> workspace id
+	for _, s := range systems {
+		workspaceOf[s.ID] = s.WorkspaceID
 	}
 	type edge struct {
 		to     string
@@ -165,7 +173,7 @@ func (w *world) progressionCycles(ctx context.Context, objs []*object) error {
 				continue
 			}
 			for _, e := range envs {
-				if !match(p.Selector, e) {
+				if workspaceOf[e.SystemID] != p.WorkspaceID || !match(p.Selector, e) {
 					continue
 				}
 				for _, u := range bySystem[e.SystemID] {

@@ -68,17 +68,27 @@ func (p *Policies) List(ctx context.Context, lp ports.ListParams) (ports.Page[po
 		if r.Name <= after {
 			continue
 		}
-		if len(page.Items) == limit {
-			page.Continue = ports.ContinueToken(page.Items[limit-1].Value.ID)
-			break
-		}
 		st, err := ports.PolicyOf(r)
 		if err != nil {
 			return ports.Page[policy.Policy]{}, fmt.Errorf("list policies: %w", err)
 		}
+		if !inWorkspace(st.Value.WorkspaceID, lp.Parent, lp.Workspace) {
+			continue
+		}
+		if len(page.Items) == limit {
+			page.Continue = ports.ContinueToken(page.Items[limit-1].Value.ID)
+			break
+		}
 		page.Items = append(page.Items, st)
 	}
 	return page, nil
+}
+
+// inWorkspace reports whether a policy of workspace ws is kept by a
+// listing's parent and workspace filters (for a policy, both name its
+// workspace; empty keeps all).
+func inWorkspace(ws, parent, workspace string) bool {
+	return (parent == "" || ws == parent) && (workspace == "" || ws == workspace)
 }
 
 // Put publishes v as the policy's next revision if its latest published

@@ -24,7 +24,7 @@ func TestPoliciesView(t *testing.T) {
 	cat := memory.NewCatalog(ports.SystemClock)
 	svc := catalog.New(cat, catalog.Config{})
 	pols := svc.Policies("alice")
-	p := policy.Policy{ID: "gate", Name: "gate", Selector: "true", Enabled: true,
+	p := policy.Policy{ID: "gate", WorkspaceID: "ws", Name: "gate", Selector: "true", Enabled: true,
 		Rules: []policy.Rule{{ID: "a", Spec: policy.AnyApproval{MinApprovals: 1}}}}
 
 	n, err := pols.Put(ctx, p, 0)
@@ -42,7 +42,7 @@ func TestPoliciesView(t *testing.T) {
 	require.ErrorIs(t, err, ports.ErrConflict, "0 creates only")
 	_, err = pols.Put(ctx, p, 7)
 	require.ErrorIs(t, err, ports.ErrConflict, "stale revision")
-	_, err = pols.Put(ctx, policy.Policy{ID: "nope", Name: "n"}, 3)
+	_, err = pols.Put(ctx, policy.Policy{ID: "nope", WorkspaceID: "ws", Name: "n"}, 3)
 	require.ErrorIs(t, err, ports.ErrNotFound)
 	p.Priority = 3
 	n, err = pols.Put(ctx, p, 1)
@@ -50,18 +50,20 @@ func TestPoliciesView(t *testing.T) {
 	require.Equal(t, int64(2), n)
 
 	// Bad input names the field and publishes nothing.
-	_, err = pols.Put(ctx, policy.Policy{ID: "Upper", Name: "u"}, 0)
+	_, err = pols.Put(ctx, policy.Policy{ID: "Upper", WorkspaceID: "ws", Name: "u"}, 0)
 	requireField(t, err, "id")
-	_, err = pols.Put(ctx, policy.Policy{ID: "bad", Name: "b", Selector: "1 +"}, 0)
+	_, err = pols.Put(ctx, policy.Policy{ID: "nows", Name: "n"}, 0)
+	requireField(t, err, "workspace_id")
+	_, err = pols.Put(ctx, policy.Policy{ID: "bad", WorkspaceID: "ws", Name: "b", Selector: "1 +"}, 0)
 	requireField(t, err, "selector")
-	_, err = svc.Policies("").Put(ctx, policy.Policy{ID: "anon", Name: "a"}, 0)
+	_, err = svc.Policies("").Put(ctx, policy.Policy{ID: "anon", WorkspaceID: "ws", Name: "a"}, 0)
 	requireField(t, err, "approver")
 	all, err := cat.CatalogList(ctx, ports.CatalogListParams{Kind: revision.KindPolicy})
 	require.NoError(t, err)
 	require.Len(t, all, 2, "only gate's two revisions")
 
 	// An open draft (from the catalog commands) makes a write a conflict.
-	other := policy.Policy{ID: "other", Name: "other", Enabled: true}
+	other := policy.Policy{ID: "other", WorkspaceID: "ws", Name: "other", Enabled: true}
 	content, err := json.Marshal(other)
 	require.NoError(t, err)
 	draft, err := svc.Create(ctx, catalog.CreateParams{Kind: revision.KindPolicy, Name: "gate", Content: mustJSON(t, p)})
@@ -81,7 +83,7 @@ func TestPoliciesView(t *testing.T) {
 
 	// Pages continue by id.
 	for _, id := range []string{"b", "c"} {
-		_, err := pols.Put(ctx, policy.Policy{ID: id, Name: id}, 0)
+		_, err := pols.Put(ctx, policy.Policy{ID: id, WorkspaceID: "ws", Name: id}, 0)
 		require.NoError(t, err)
 	}
 	page, err = pols.List(ctx, ports.ListParams{Limit: 2})
@@ -90,6 +92,21 @@ func TestPoliciesView(t *testing.T) {
 	page, err = pols.List(ctx, ports.ListParams{Limit: 2, Continue: page.Continue})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 1)
+	require.Empty(t, page.Continue)
+
+	// A listing by workspace (parent or workspace) keeps that workspace's
+	// policies.
+	_, err = pols.Put(ctx, policy.Policy{ID: "d", WorkspaceID: "ws-b", Name: "d"}, 0)
+	require.NoError(t, err)
+	for _, lp := range []ports.ListParams{{Parent: "ws-b"}, {Workspace: "ws-b"}} {
+		page, err = pols.List(ctx, lp)
+		require.NoError(t, err)
+		require.Len(t, page.Items, 1, "%+v", lp)
+		require.Equal(t, "d", page.Items[0].Value.ID)
+	}
+	page, err = pols.List(ctx, ports.ListParams{Workspace: "ws", Limit: 3})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 3)
 	require.Empty(t, page.Continue)
 
 	// Delete: CAS on the revision; afterwards no revision applies, and a

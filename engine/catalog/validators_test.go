@@ -22,7 +22,7 @@ func template(deps string) json.RawMessage {
 
 // policyDoc returns a policy whose selector is selector.
 func policyDoc(selector string) json.RawMessage {
-	return json.RawMessage(`{"id": "gate", "name": "Gate", "selector": ` + selector + `,
+	return json.RawMessage(`{"id": "gate", "workspace_id": "ws", "name": "Gate", "selector": ` + selector + `,
  "rules": [{"id": "approvals", "type": "anyApproval", "min_approvals": 1}]}`)
 }
 

@@ -45,7 +45,7 @@ func TestScenarioPolicyFromCatalog(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		svc := catalog.New(h.store, catalog.Config{})
-		gate := policy.Policy{ID: "prod-approval", Name: "prod approval", Selector: `environment.name == "prod"`, Enabled: true,
+		gate := policy.Policy{ID: "prod-approval", WorkspaceID: "ws", Name: "prod approval", Selector: `environment.name == "prod"`, Enabled: true,
 			Rules: []policy.Rule{{ID: "approval", Spec: policy.AnyApproval{MinApprovals: 1}}}}
 		content, err := json.Marshal(gate)
 		require.NoError(t, err)

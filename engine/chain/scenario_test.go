@@ -165,6 +165,9 @@ func (h *harness) seed() {
 func (h *harness) policy(p policy.Policy) {
 	h.t.Helper()
 	p.Name, p.Enabled = p.ID, true
+	if p.WorkspaceID == "" {
+		p.WorkspaceID = "ws"
+	}
 	_, err := catalog.New(h.store, catalog.Config{}).Policies("test").Put(h.ctx, p, 0)
 	require.NoError(h.t, err)
 }
@@ -406,6 +409,9 @@ func TestScenarioNoAgentIsInvalidJobAgent(t *testing.T) {
 		require.Equal(t, release.JobInvalidJobAgent, rows[0].Status)
 		require.Contains(t, rows[0].Message, "github-actions")
 		require.Empty(t, h.agent.dispatched)
+		ex, err := h.chain.Explain(h.ctx, target("dev", "c1"), 0)
+		require.NoError(t, err)
+		require.Contains(t, ex.Convergence.Message, `no job can run: no agent of type "github-actions" is registered`, "explain says why it waits")
 	})
 }
 
@@ -446,6 +452,12 @@ func TestScenarioEnvironmentCap(t *testing.T) {
 			waiting = "c1"
 		}
 		other := map[string]string{"c1": "c2", "c2": "c1"}[waiting]
+		ex, err := h.chain.Explain(h.ctx, target("dev", waiting), 0)
+		require.NoError(t, err)
+		require.Contains(t, ex.Convergence.Message, "waits: one-at-a-time pending: 1 active jobs in environment dev (limit 1)", "explain says why it waits")
+		ex, err = h.chain.Explain(h.ctx, target("dev", other), 0)
+		require.NoError(t, err)
+		require.Contains(t, ex.Convergence.Message, "job "+h.jobs("dev", other)[0].ID+" is inProgress", "explain says what the running one does")
 		rows := h.jobs("dev", other)
 		require.NoError(t, h.chain.ReportJob(h.ctx, ports.JobReport{AgentID: "fake-agent", ExternalID: rows[0].ExternalID, Status: release.JobSuccessful}))
 		h.drain()

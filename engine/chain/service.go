@@ -244,7 +244,9 @@ type Convergence struct {
 	Running string `json:"running,omitempty"`
 	// Message says what the target runs, what it should run and, when it
 	// does not, what it waits for: "runs v2; desired v1: deploying: job
-	// ... is inProgress".
+	// ... is inProgress", "...: waits: RULE pending: WHY" (a job gate, such
+	// as an environment at capacity), "...: no job can run: WHY" (no usable
+	// job agent).
 	Message string `json:"message"`
 }
 
@@ -285,6 +287,14 @@ func (c *Chain) convergence(ctx context.Context, f *facts) (Convergence, error) 
 			return out, nil
 		case j.Status.IsActive():
 			out.Message = runs + "; " + want + ": deploying: job " + j.ID + " is " + string(j.Status)
+			return out, nil
+		}
+	}
+	if f.Version != nil {
+		if rt := c.routeOf(f); rt.agent == nil {
+			// No job of it can run: say why, not only that the one it
+			// had ended invalidJobAgent.
+			out.Message = runs + "; " + want + ": no job can run: " + rt.why
 			return out, nil
 		}
 	}

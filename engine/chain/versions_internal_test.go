@@ -21,7 +21,7 @@ func TestBatchVersionsBeyondTheFirstPage(t *testing.T) {
 	const n = 2*ports.DefaultVersionPageSize + 50
 	for _, v := range []int{n - ports.DefaultVersionPageSize + 1, n - ports.DefaultVersionPageSize, 1} {
 		t.Run(fmt.Sprint("v", v), func(t *testing.T) {
-			pin := policy.Policy{ID: "pin", Name: "pin", Enabled: true,
+			pin := policy.Policy{ID: "pin", WorkspaceID: "ws", Name: "pin", Enabled: true,
 				Rules: []policy.Rule{{ID: "pin", Spec: policy.VersionSelector{Selector: fmt.Sprintf(`version.tag == "v%d"`, v)}}}}
 			c, targets := versionsChain(t, n, []string{"c1", "c2", "c3"}, pin)
 			ctx, s := context.Background(), c.Store

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/engine/verify"
@@ -212,11 +213,56 @@ func (c *Controller) approved(ctx context.Context, w *ports.WorkflowRecord, r *p
 		return true
 	}
 	need := max(a.MinApprovals, 1)
-	if countApprovals(&a, r.ApprovedBy) < need {
-		return false
+	what := approvalMessage(r)
+	if got := countApprovals(&a, r.ApprovedBy); got < need {
+		msg := fmt.Sprintf("waiting for approval (%d of %d", got, need)
+		if len(a.Approvers) > 0 {
+			msg += " from " + strings.Join(a.Approvers, ", ")
+		}
+		msg += ")"
+		if rel := releaseSubject(w); rel != "" {
+			msg += " of " + rel
+		}
+		if what != "" {
+			msg += ": " + what
+		}
+		if r.Message == msg {
+			return false
+		}
+		r.Message = msg
+		return true
 	}
-	end(r, workflow.TaskSucceeded, now, "approved by "+fmt.Sprint(r.ApprovedBy))
+	msg := "approved by " + fmt.Sprint(r.ApprovedBy)
+	if what != "" {
+		msg += ": " + what
+	}
+	end(r, workflow.TaskSucceeded, now, msg)
 	return true
+}
+
+// releaseSubject names what a release-triggered workflow releases: the
+// version (tag and id) to the environment (name and id) on its target;
+// "" for another workflow.
+func releaseSubject(w *ports.WorkflowRecord) string {
+	if w.TargetKey == "" {
+		return ""
+	}
+	field := func(obj, key string) string {
+		m, _ := w.Release[obj].(map[string]any)
+		v, _ := m[key].(string)
+		return v
+	}
+	return fmt.Sprintf("version %s (%s) to environment %s (%s), target %s",
+		field("version", "tag"), field("version", "id"), field("environment", "name"), field("environment", "id"), w.TargetKey)
+}
+
+// approvalMessage is what an approval task's run asks its approvers to
+// approve: the message of its shown config, whose secrets are redacted, so
+// the run's message never holds a secret.
+func approvalMessage(r *ports.TaskRunRecord) string {
+	block, _ := r.Config["approval"].(map[string]any)
+	msg, _ := block["message"].(string)
+	return msg
 }
 
 // countApprovals counts the users who may approve.

@@ -391,3 +391,28 @@ func TestReleaseJobTimeoutCancelsItsWorkflow(t *testing.T) {
 		require.Equal(t, workflow.WorkflowCancelled, wf.Phase, key)
 	}
 }
+
+// TestReleaseApprovalSaysWhatItApproves: an approval task of a
+// release-triggered workflow shows, while it waits, the version and the
+// environment it releases to and the task's message, and after, who
+// approved what (issue 29: approvers could not see what they approve).
+func TestReleaseApprovalSaysWhatItApproves(t *testing.T) {
+	t.Parallel()
+	w := newReleaseWorld(t, "memory")
+	w.publish("ship", `{"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": {"name": "ship"},
+ "spec": {"tasks": [{"name": "gate", "type": "approval", "approval": {"message": "ship {{release.version.tag}}?"}}]}}`)
+	require.NoError(t, w.chain.CreateVersion(w.ctx, release.DeploymentVersion{ID: "v1", DeploymentID: "api", Tag: "1.0"}))
+	w.drain()
+	js := w.chainJobs()["api:prod:c1"]
+	require.Len(t, js, 1)
+	id := js[0].ExternalID
+	r, err := w.wfs.TaskRunGet(w.ctx, id, "gate")
+	require.NoError(t, err)
+	require.Equal(t, "waiting for approval (0 of 1) of version 1.0 (v1) to environment prod (prod), target api:prod:c1: ship 1.0?", r.Message)
+	require.NoError(t, w.flows.Approve(w.ctx, id, "gate", "alice"))
+	w.drain()
+	r, err = w.wfs.TaskRunGet(w.ctx, id, "gate")
+	require.NoError(t, err)
+	require.Equal(t, workflow.TaskSucceeded, r.Phase)
+	require.Equal(t, "approved by [alice]: ship 1.0?", r.Message)
+}

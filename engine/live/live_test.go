@@ -189,7 +189,7 @@ func TestPolicyWritesEnqueueTheirTargets(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, e *env) {
 		pols := e.cat.Policies("alice")
-		gate := policy.Policy{ID: "gate", Name: "gate", Selector: `environment.name == "prod"`, Enabled: true,
+		gate := policy.Policy{ID: "gate", WorkspaceID: "ws", Name: "gate", Selector: `environment.name == "prod"`, Enabled: true,
 			Rules: []policy.Rule{{ID: "approval", Spec: policy.AnyApproval{MinApprovals: 1}}}}
 		_, err := pols.Put(e.ctx, gate, 0)
 		require.NoError(t, err)
@@ -343,7 +343,7 @@ func TestFailedWriteEnqueuesNothing(t *testing.T) {
 			return boom
 		}})
 		before := e.pending()
-		_, err := cat.Policies("alice").Put(e.ctx, policy.Policy{ID: "gate", Name: "gate", Enabled: true}, 0)
+		_, err := cat.Policies("alice").Put(e.ctx, policy.Policy{ID: "gate", WorkspaceID: "ws", Name: "gate", Enabled: true}, 0)
 		require.ErrorIs(t, err, boom)
 		_, err = cat.Policies("alice").Get(e.ctx, "gate")
 		require.ErrorIs(t, err, ports.ErrNotFound, "the publication is undone")

@@ -80,7 +80,7 @@ func relCatalogRoundTrip(t *testing.T, e *relEnv) {
 	require.Equal(t, sets[0], gotVS.Value)
 	requireInUse(t, e.s.Systems().Delete(e.ctx, sys.ID, 1), "variable set vs-all", func() error { _, err := e.s.Systems().Get(e.ctx, sys.ID); return err })
 
-	p := policy.Policy{ID: "pfull", Name: "P", Description: "d", Selector: `environment.name == "prod"`, Priority: 7, Enabled: true}
+	p := policy.Policy{ID: "pfull", WorkspaceID: "ws", Name: "P", Description: "d", Selector: `environment.name == "prod"`, Priority: 7, Enabled: true}
 	rev := relPublishPolicy(t, e.ctx, e.s, p)
 	gotP, err := ports.EnabledPolicies(e.ctx, e.s)
 	require.NoError(t, err)
