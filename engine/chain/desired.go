@@ -85,12 +85,13 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 	if err := c.loadPolicyFacts(ctx, f); err != nil {
 		return engine.Retry(fmt.Errorf("desired release of %s: %w", t, err))
 	}
-	version, choice, why, err := c.choose(ctx, f)
+	version, choice, why, snap, err := c.choose(ctx, f)
 	if err != nil {
 		return fail(fmt.Errorf("desired release of %s: %w", t, err))
 	}
 	if version == nil {
-		d := ports.DesiredRelease{Target: t, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt}
+		d := ports.DesiredRelease{Target: t, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt,
+			Decision: decisionOf(it, f, nil, &choice, why, snap, nil)}
 		return c.setDesired(ctx, nil, d, wakeAt(choice.NextCheckAt), func(changed bool) error {
 			attrs := []slog.Attr{slog.Int("examined", choice.Examined)}
 			if !choice.NextCheckAt.IsZero() {
@@ -106,7 +107,8 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 	}
 	rel := release.NewRelease(t, version.ID, vars, time.Time{})
 	rel.Policies = f.decidedWith()
-	d := ports.DesiredRelease{Target: t, ReleaseID: rel.ID, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt}
+	d := ports.DesiredRelease{Target: t, ReleaseID: rel.ID, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt,
+		Decision: decisionOf(it, f, version, &choice, why, snap, &rel)}
 	return c.setDesired(ctx, &rel, d, wakeAt(choice.NextCheckAt), func(changed bool) error {
 		// Always hand off, changed or not: job-dispatch is idempotent, and
 		// a retried pass must not lose the hand-off of the one before. It
@@ -207,14 +209,21 @@ func (c *Chain) forcedVersion(ctx context.Context, f *facts) (*release.Deploymen
 // last good version unless it is no longer a candidate, e.g. rejected),
 // then streams the versions newest first through policy.Choose. It returns
 // the version (nil: none), the choice and a reason code for the log.
-func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersion, policy.Choice, string, error) {
+//
+// The snapshot is the choice's input, replayable through
+// policy.ChooseSnapshot.Replay to the same choice.
+func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersion, policy.Choice, string, *policy.ChooseSnapshot, error) {
+	snap := &policy.ChooseSnapshot{Kind: policy.SnapshotKind, Target: f.Detail.Target, Policies: f.policies, Base: f.base, Candidates: []policy.SnapshotCandidate{}}
 	if v, why, err := c.forcedVersion(ctx, f); err != nil || v != nil {
-		return v, policy.Choice{Reasons: []string{why}}, "force-deploy", err
+		if v != nil {
+			snap.Override = &policy.Override{How: "force-deploy", Version: *v, Reason: why}
+		}
+		return v, policy.Choice{Reasons: []string{why}}, "force-deploy", snap, err
 	}
 	exclude := map[string]string{}
 	rules, err := policy.MatchingRules(f.policies, f.base, policy.TypeRollback)
 	if err != nil {
-		return nil, policy.Choice{}, "", err
+		return nil, policy.Choice{}, "", nil, err
 	}
 	for _, r := range rules {
 		rb := r.Spec.(policy.Rollback)
@@ -232,20 +241,46 @@ func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersio
 		if d := rb.Decide(f.base.Jobs); d.Rollback {
 			v, err := c.Store.VersionGet(ctx, d.VersionID)
 			if err != nil {
-				return nil, policy.Choice{}, "", err
+				return nil, policy.Choice{}, "", nil, err
 			}
 			in := f.base
 			in.Version = v
 			if in.IsCandidate() { // never back to a rejected version: Choose picks then
-				return &v, policy.Choice{Reasons: []string{d.Reason}}, "rollback", nil
+				snap.Override = &policy.Override{How: "rollback", Version: v, Reason: d.Reason}
+				return &v, policy.Choice{Reasons: []string{d.Reason}}, "rollback", snap, nil
 			}
 		}
 	}
-	ch, err := policy.Choose(policy.ChooseParams{Policies: f.policies, Base: f.base, Exclude: exclude}, c.candidates(ctx, f))
-	if err != nil {
-		return nil, policy.Choice{}, "", err
+	if len(exclude) > 0 {
+		snap.Exclude = exclude
 	}
-	return ch.Version, ch, "newest-allowed", nil
+	rec := policy.Recorder{Candidates: snap.Candidates}
+	ch, err := policy.Choose(policy.ChooseParams{Policies: f.policies, Base: f.base, Exclude: exclude}, rec.Wrap(c.candidates(ctx, f)))
+	if err != nil {
+		return nil, policy.Choice{}, "", nil, err
+	}
+	snap.Candidates = rec.Candidates
+	return ch.Version, ch, "newest-allowed", snap, nil
+}
+
+// decisionOf is the history entry of a decision: the choice ch (how) of
+// version over snap, with the release rel (nil: none) and the item that
+// ran the pass.
+func decisionOf(it engine.Item, f *facts, version *release.DeploymentVersion, ch *policy.Choice, how string, snap *policy.ChooseSnapshot, rel *release.Release) *ports.TargetDecision {
+	d := &ports.TargetDecision{How: how, Reasons: ch.Reasons, NextCheckAt: ch.NextCheckAt, Policies: f.decidedWith(), Snapshot: snap,
+		Trigger: fmt.Sprintf("event %s, attempt %d", it.EventTime.UTC().Format(time.RFC3339), it.Attempt)}
+	if version == nil {
+		d.How = "no-release"
+	} else {
+		d.VersionID, d.Tag = version.ID, version.Tag
+	}
+	if rel != nil {
+		d.ReleaseID = rel.ID
+	}
+	if snap != nil {
+		d.Verdicts = snap.Verdicts(ch)
+	}
+	return d
 }
 
 // candidates streams the deployment's versions of f's target newest first
