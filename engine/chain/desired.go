@@ -11,6 +11,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/policy/plan"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -101,11 +102,10 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 			return nil
 		})
 	}
-	vars, err := resolveVariables(&f.Detail)
+	rel, err := releaseOf(f, version)
 	if err != nil {
 		return fail(fmt.Errorf("desired release of %s: %w", t, err))
 	}
-	rel := release.NewRelease(t, version.ID, vars, time.Time{})
 	rel.Policies = f.decidedWith()
 	d := ports.DesiredRelease{Target: t, ReleaseID: rel.ID, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt,
 		Decision: decisionOf(it, f, version, &choice, why, snap, &rel)}
@@ -127,6 +127,45 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 		c.log(ctx, changed, KindDesiredRelease, t.Key(), "release", why, start, attrs...)
 		return nil
 	})
+}
+
+// releaseOf is the release of version on f's target, with its variables
+// resolved.
+func releaseOf(f *facts, version *release.DeploymentVersion) (release.Release, error) {
+	vars, err := resolveVariables(&f.Detail)
+	if err != nil {
+		return release.Release{}, err
+	}
+	return release.NewRelease(f.Detail.Target, version.ID, vars, time.Time{}), nil
+}
+
+// Decide is the desired-release decision for t over the store as ctx reads
+// it, taken as the desired-release controller takes it (the same reads,
+// choose and release) and written nowhere: what a plan compares.
+func (c *Chain) Decide(ctx context.Context, t release.ReleaseTarget) (plan.Desired, error) {
+	op := "decide " + t.Key()
+	f, err := c.load(ctx, t)
+	if err != nil {
+		return plan.Desired{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.loadPolicyFacts(ctx, f); err != nil {
+		return plan.Desired{}, fmt.Errorf("%s: %w", op, err)
+	}
+	version, choice, how, _, err := c.choose(ctx, f)
+	if err != nil {
+		return plan.Desired{}, fmt.Errorf("%s: %w", op, err)
+	}
+	out := plan.Desired{How: how, Reasons: choice.Reasons}
+	if version == nil {
+		out.How = "no-release"
+		return out, nil
+	}
+	rel, err := releaseOf(f, version)
+	if err != nil {
+		return plan.Desired{}, fmt.Errorf("%s: %w", op, err)
+	}
+	out.ReleaseID, out.VersionID, out.Tag = rel.ID, version.ID, version.Tag
+	return out, nil
 }
 
 // setDesired stores the target's decision d, after the release rel when
