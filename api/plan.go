@@ -77,7 +77,7 @@ func (s *Server) planVersion(ctx context.Context, v release.DeploymentVersion, e
 			case pt.Decision.Status == policy.Allowed && x.Forced == "":
 				pt.Chosen, pt.Earliest = true, now
 			case pt.Decision.Status == policy.Pending:
-				pt.Earliest = pt.Decision.Until
+				pt.Earliest = earliest(pt.Verdicts)
 			}
 			if !pt.Chosen {
 				pt.WaitsFor = pt.Decision.Blocking.Message
@@ -93,4 +93,23 @@ func (s *Server) planVersion(ctx context.Context, v release.DeploymentVersion, e
 		return v, Page[VersionPlanTarget]{}, err
 	}
 	return created, page(out, limit, func(p *VersionPlanTarget) string { return p.Target.Key() }), nil
+}
+
+// earliest is when every pending verdict may have changed by time alone:
+// the latest of their Untils, or zero when one of them waits for an event
+// (an approval, an upstream environment) rather than a time.
+func earliest(verdicts []policy.RuleVerdict) time.Time {
+	var out time.Time
+	for _, v := range verdicts {
+		if v.Status != policy.Pending || v.Skipped {
+			continue
+		}
+		if v.Until.IsZero() {
+			return time.Time{}
+		}
+		if v.Until.After(out) {
+			out = v.Until
+		}
+	}
+	return out
 }
