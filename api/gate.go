@@ -28,7 +28,7 @@ func (s *Server) guarded(ctx context.Context, dryRun bool, write func(context.Co
 	}
 	p := gate.Params{Tx: s.o.Tx, Store: s.o.Releases, MayLift: mayLift, DryRun: dryRun}
 	if s.o.Chain != nil {
-		p.Decide = s.o.Chain.Decide
+		p.Decide = s.o.Chain.DecideMany
 	}
 	return gate.Check(ctx, p, write)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,6 +166,41 @@ func (c *Chain) Decide(ctx context.Context, t release.ReleaseTarget) (plan.Desir
 		return plan.Desired{}, fmt.Errorf("%s: %w", op, err)
 	}
 	out.ReleaseID, out.VersionID, out.Tag = rel.ID, version.ID, version.Tag
+	return out, nil
+}
+
+// decideChunk is how many targets DecideMany reads the facts of at once.
+const decideChunk = 1000
+
+// DecideMany is Decide for every target of ts, as one batch: their facts
+// read decideChunk at a time (TargetFactsGetMany), a deployment's versions
+// and progression facts and a scope's targets read once, as a batch pass
+// of the desired-release controller reads them. A target that is not
+// stored is left out of the answer.
+func (c *Chain) DecideMany(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]plan.Desired, error) {
+	b := &batch{size: len(ts)}
+	bctx := context.WithValue(ctx, batchKey{}, b)
+	out := make(map[release.ReleaseTarget]plan.Desired, len(ts))
+	for chunk := range slices.Chunk(ts, decideChunk) {
+		facts, err := c.Store.TargetFactsGetMany(ctx, chunk, historyLimit)
+		if err != nil {
+			return nil, fmt.Errorf("decide: read facts: %w", err)
+		}
+		b.facts, b.prefetched = facts, make(map[release.ReleaseTarget]bool, len(chunk))
+		for _, t := range chunk {
+			b.prefetched[t] = true
+		}
+		for _, t := range chunk {
+			d, err := c.Decide(bctx, t)
+			if errors.Is(err, ports.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			out[t] = d
+		}
+	}
 	return out, nil
 }
 

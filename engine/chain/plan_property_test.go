@@ -117,7 +117,7 @@ func checkPlanProperty(rt *rapid.T, w planWorld) {
 
 	change := drawChange(rt)
 	write := func(ctx context.Context) error { return change.write(ctx, s) }
-	d, err := gate.Check(ctx, gate.Params{Tx: w.tx, Store: s, MayLift: true, DryRun: true, Decide: h.chain.Decide}, write)
+	d, err := gate.Check(ctx, gate.Params{Tx: w.tx, Store: s, MayLift: true, DryRun: true, Decide: h.chain.DecideMany}, write)
 	require.NoError(rt, err, change.name)
 	after, err := s.TargetList(ctx, ports.TargetListParams{})
 	require.NoError(rt, err)

@@ -11,10 +11,10 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// Decider decides a release target's desired release over the store as
-// ctx reads it, as the release chain does, writing nothing
-// (chain.Chain.Decide).
-type Decider func(ctx context.Context, t release.ReleaseTarget) (plan.Desired, error)
+// Decider decides release targets' desired releases over the store as ctx
+// reads it, as the release chain does, writing nothing; a target that is
+// not stored is left out (chain.Chain.DecideMany).
+type Decider func(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]plan.Desired, error)
 
 // worldFacts are the facts of a plan with the variable sets, which change
 // releases but not targets or gates.
@@ -150,21 +150,26 @@ func decideAfter(ctx context.Context, s ports.ReleaseStore, decide Decider, befo
 	}
 	keys := affected(before, after, targets, d)
 	all := make(map[string]release.ReleaseTarget, len(keys))
-	out := make(map[string]plan.DesiredChange, len(keys))
+	var present []release.ReleaseTarget
 	for k := range keys {
 		t, ok := targets[k]
 		if !ok {
 			if t, err = release.ParseTargetKey(k); err != nil {
 				return nil, nil, err
 			}
+		} else {
+			present = append(present, t)
 		}
 		all[k] = t
+	}
+	decided, err := decide(ctx, present)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make(map[string]plan.DesiredChange, len(keys))
+	for k, t := range all {
 		var c plan.DesiredChange
-		if ok {
-			a, err := decide(ctx, t)
-			if err != nil {
-				return nil, nil, err
-			}
+		if a, ok := decided[t]; ok {
 			c.After = &a
 		}
 		out[k] = c
@@ -177,16 +182,19 @@ func decideAfter(ctx context.Context, s ports.ReleaseStore, decide Decider, befo
 // nil), in one transaction rolled back.
 func decideBefore(ctx context.Context, tx ports.Transactor, decide Decider, changes map[string]plan.DesiredChange, targets map[string]release.ReleaseTarget) error {
 	err := tx.InTx(ctx, func(ctx context.Context) error {
+		ts := make([]release.ReleaseTarget, 0, len(changes))
+		for k := range changes {
+			ts = append(ts, targets[k])
+		}
+		decided, err := decide(ctx, ts)
+		if err != nil {
+			return err
+		}
 		for k, c := range changes {
-			b, err := decide(ctx, targets[k])
-			if errors.Is(err, ports.ErrNotFound) {
-				continue
+			if b, ok := decided[targets[k]]; ok {
+				c.Before = &b
+				changes[k] = c
 			}
-			if err != nil {
-				return err
-			}
-			c.Before = &b
-			changes[k] = c
 		}
 		return errRollback
 	})
