@@ -54,7 +54,7 @@ func (r *Recorder) Wrap(seq iter.Seq2[Candidate, error]) iter.Seq2[Candidate, er
 	return func(yield func(Candidate, error) bool) {
 		for c, err := range seq {
 			if err == nil {
-				r.Candidates = append(r.Candidates, SnapshotCandidate{Version: c.Version, Approvals: c.Approvals, Skips: c.Skips, Environments: c.Environments})
+				r.Candidates = append(r.Candidates, SnapshotCandidate(c))
 			}
 			if !yield(c, err) {
 				return
@@ -64,9 +64,7 @@ func (r *Recorder) Wrap(seq iter.Seq2[Candidate, error]) iter.Seq2[Candidate, er
 }
 
 // Candidate is c as Choose reads it.
-func (c *SnapshotCandidate) Candidate() Candidate {
-	return Candidate{Version: c.Version, Approvals: c.Approvals, Skips: c.Skips, Environments: c.Environments}
-}
+func (c *SnapshotCandidate) Candidate() Candidate { return Candidate(*c) }
 
 // Replay decides s again: the override's version when it has one, else
 // Choose over the recorded candidates.
