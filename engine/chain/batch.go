@@ -61,6 +61,9 @@ type batch struct {
 	progression map[string]*progression
 	// targets are the target lists read once per batch (scopeTargets).
 	targets map[ports.TargetScope][]release.ReleaseTarget
+	// grants are the versions' approvals and skips, read once per batch
+	// (versionGrants).
+	grants map[string]grants
 }
 
 // prefetch reads the facts of the items' targets in one statement.

@@ -377,9 +377,7 @@ func (c *Chain) candidates(ctx context.Context, f *facts) iter.Seq2[policy.Candi
 			}
 			cand := policy.Candidate{Version: v}
 			if v.Status == release.VersionReady && len(policies) > 0 {
-				if cand.Approvals, err = c.Store.ApprovalList(ctx, v.ID, ""); err == nil {
-					cand.Skips, err = c.Store.PolicySkipList(ctx, v.ID)
-				}
+				cand.Approvals, cand.Skips, err = c.versionGrants(ctx, v.ID)
 				if err == nil && prog != nil {
 					cand.Environments, err = prog.environments(ctx, c, f, v.ID)
 				}
@@ -393,6 +391,45 @@ func (c *Chain) candidates(ctx context.Context, f *facts) iter.Seq2[policy.Candi
 			}
 		}
 	}
+}
+
+// grants are a version's approvals and policy skips.
+type grants struct {
+	approvals []release.Approval
+	skips     []release.PolicySkip
+}
+
+// versionGrants reads a version's approvals (in every environment) and
+// policy skips; in a batch, once per version for all its items.
+func (c *Chain) versionGrants(ctx context.Context, versionID string) ([]release.Approval, []release.PolicySkip, error) {
+	b := batchOf(ctx)
+	if g, ok := b.grantsOf(versionID); ok {
+		return g.approvals, g.skips, nil
+	}
+	approvals, err := c.Store.ApprovalList(ctx, versionID, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	skips, err := c.Store.PolicySkipList(ctx, versionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b != nil {
+		if b.grants == nil {
+			b.grants = map[string]grants{}
+		}
+		b.grants[versionID] = grants{approvals: approvals, skips: skips}
+	}
+	return approvals, skips, nil
+}
+
+// grantsOf is the grants of a version the batch read already.
+func (b *batch) grantsOf(versionID string) (grants, bool) {
+	if b == nil {
+		return grants{}, false
+	}
+	g, ok := b.grants[versionID]
+	return g, ok
 }
 
 // versionPage is the newest versions of a deployment as a batch read them:
