@@ -15,7 +15,8 @@ import (
 // is otherwise rolled back as a 403 naming the target and the rule. A dry
 // run is rolled back and returns the decision diff. Without a transactor
 // (Options.Tx) the check cannot roll a write back, so only a caller with
-// approve may write.
+// approve may write. A dry run's diff has each affected target's desired
+// release before and after (the chain's Decide).
 func (s *Server) guarded(ctx context.Context, dryRun bool, write func(context.Context) error) (plan.Diff, error) {
 	tok := principal(ctx).Token
 	mayLift := tok.Allows(ports.ScopeApprove)
@@ -25,7 +26,11 @@ func (s *Server) guarded(ctx context.Context, dryRun bool, write func(context.Co
 		}
 		return plan.Diff{}, write(ctx)
 	}
-	return gate.Check(ctx, gate.Params{Tx: s.o.Tx, Store: s.o.Releases, MayLift: mayLift, DryRun: dryRun}, write)
+	p := gate.Params{Tx: s.o.Tx, Store: s.o.Releases, MayLift: mayLift, DryRun: dryRun}
+	if s.o.Chain != nil {
+		p.Decide = s.o.Chain.DecideMany
+	}
+	return gate.Check(ctx, p, write)
 }
 
 // gatedWrite is write under the gate check (guarded), for a write that

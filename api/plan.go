@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -31,6 +32,32 @@ type VersionPlanTarget struct {
 	Earliest time.Time `json:"earliest,omitzero"`
 	// WaitsFor is the blocking rule's message: what the target waits for.
 	WaitsFor string `json:"waits_for,omitempty"`
+}
+
+// PlanOf is what version versionID does on x's target at now, from the
+// chain's explanation of the target: whether it is chosen, every rule's
+// verdict, and the earliest time it may be (the console's plan view reads
+// it too).
+func PlanOf(x *chain.Explanation, versionID string, now time.Time) VersionPlanTarget {
+	pt := VersionPlanTarget{Target: x.Target, Forced: x.Forced, Verdicts: []policy.RuleVerdict{}}
+	for _, c := range x.Versions {
+		if c.Version.ID == versionID {
+			pt.Decision, pt.Verdicts = c.Decision, c.Verdicts
+		}
+	}
+	switch {
+	case pt.Decision.Status == policy.Allowed && x.Forced == "":
+		pt.Chosen, pt.Earliest = true, now
+	case pt.Decision.Status == policy.Pending:
+		pt.Earliest = earliest(pt.Verdicts)
+	}
+	if !pt.Chosen {
+		pt.WaitsFor = pt.Decision.Blocking.Message
+		if x.Forced != "" {
+			pt.WaitsFor = "force-deploy " + x.Forced + " pins another version"
+		}
+	}
+	return pt
 }
 
 // errPlanDone rolls a plan's transaction back.
@@ -67,25 +94,7 @@ func (s *Server) planVersion(ctx context.Context, v release.DeploymentVersion, e
 			if err != nil {
 				return err
 			}
-			pt := VersionPlanTarget{Target: t, Forced: x.Forced, Verdicts: []policy.RuleVerdict{}}
-			for _, c := range x.Versions {
-				if c.Version.ID == v.ID {
-					pt.Decision, pt.Verdicts = c.Decision, c.Verdicts
-				}
-			}
-			switch {
-			case pt.Decision.Status == policy.Allowed && x.Forced == "":
-				pt.Chosen, pt.Earliest = true, now
-			case pt.Decision.Status == policy.Pending:
-				pt.Earliest = pt.Decision.Until
-			}
-			if !pt.Chosen {
-				pt.WaitsFor = pt.Decision.Blocking.Message
-				if x.Forced != "" {
-					pt.WaitsFor = "force-deploy " + x.Forced + " pins another version"
-				}
-			}
-			out = append(out, pt)
+			out = append(out, PlanOf(&x, v.ID, now))
 		}
 		return errPlanDone
 	})
@@ -93,4 +102,23 @@ func (s *Server) planVersion(ctx context.Context, v release.DeploymentVersion, e
 		return v, Page[VersionPlanTarget]{}, err
 	}
 	return created, page(out, limit, func(p *VersionPlanTarget) string { return p.Target.Key() }), nil
+}
+
+// earliest is when every pending verdict may have changed by time alone:
+// the latest of their Untils, or zero when one of them waits for an event
+// (an approval, an upstream environment) rather than a time.
+func earliest(verdicts []policy.RuleVerdict) time.Time {
+	var out time.Time
+	for _, v := range verdicts {
+		if v.Status != policy.Pending || v.Skipped {
+			continue
+		}
+		if v.Until.IsZero() {
+			return time.Time{}
+		}
+		if v.Until.After(out) {
+			out = v.Until
+		}
+	}
+	return out
 }

@@ -147,6 +147,7 @@ func New(o Options) *Server {
 	s.registerAudit()
 	s.registerVersions()
 	s.registerTargets()
+	s.registerTargetDecisions()
 	s.registerJobs()
 	s.registerWorkflows()
 	s.registerCatalog()

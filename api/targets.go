@@ -98,6 +98,30 @@ func (s *Server) registerTargets() {
 		})
 }
 
+// registerTargetDecisions registers a target's decision history.
+func (s *Server) registerTargetDecisions() {
+	huma.Register(s.api, s.op("listTargetDecisions", http.MethodGet, "/targets/{key}/decisions",
+		"A release target's newest desired-release decisions, newest first: the chosen release, every rule's verdict, the policy revisions, "+
+			"what triggered it, when, and the snapshot reconciler decide replays to the same result. Needs scope `read`", ports.ScopeRead, "targets"),
+		func(ctx context.Context, in *struct {
+			TargetPath
+			Limit int `query:"limit" minimum:"0" maximum:"20" default:"20" doc:"how many of the newest decisions (0: all kept)"`
+		}) (*body[[]ports.TargetDecision], error) {
+			t, err := in.target()
+			if err != nil {
+				return nil, err
+			}
+			if _, err := s.o.Releases.TargetGet(ctx, t); err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			ds, err := s.o.Releases.TargetDecisions(ctx, t, in.Limit)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			return reply(ds), nil
+		})
+}
+
 // targetStatus reads what a target runs and should run.
 func (s *Server) targetStatus(ctx context.Context, t release.ReleaseTarget) (TargetStatus, error) {
 	st := TargetStatus{Target: t}

@@ -26,9 +26,10 @@ import (
 var pages = map[string][]string{
 	"/":                                {"System Shop", `data-target="web:dev:r1"`, `data-target="web:prod:r1"`, "approval pending"},
 	"/grid":                            {`id="grid"`, `data-target="web:prod:r1"`},
-	"/targets/web:prod:r1":             {"Rule verdicts for v1 on web:prod:r1", `data-rule="approval" data-verdict="pending"`, "0 of 1 required approvals"},
+	"/targets/web:prod:r1":             {"Rule verdicts for v1 on web:prod:r1", `data-rule="approval" data-verdict="pending"`, "0 of 1 required approvals", "Decision history", `data-how="no-release"`},
+	"/versions/web-v1/plan":            {`data-target="web:dev:r1" data-chosen="true"`, `data-target="web:prod:r1" data-chosen="false"`, `data-rule="approval" data-verdict="pending"`},
 	"/targets/web:prod:r1/live":        {`id="target-live"`, "Convergence"},
-	"/deployments/web/versions":        {`data-version="v1"`, "web:dev:r1"},
+	"/deployments/web/versions":        {`data-version="v1"`, "web:dev:r1", `href="/versions/web-v1/plan"`},
 	"/workflows":                       {"gated-1", "Running"},
 	"/workflows/gated-1":               {`<svg id="dag"`, `data-task="gate"`, `data-task="deploy"`, `data-from="gate" data-to="deploy"`},
 	"/workflows/gated-1/live":          {`id="workflow-live"`, `data-taskrun="gate"`},

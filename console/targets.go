@@ -20,6 +20,7 @@ func (s *Server) routeTargets() {
 	s.mux.HandleFunc("GET /targets/{key}", s.page(s.target))
 	s.mux.HandleFunc("GET /targets/{key}/live", s.page(s.targetLive))
 	s.mux.HandleFunc("GET /deployments/{id}/versions", s.page(s.versions))
+	s.mux.HandleFunc("GET /versions/{id}/plan", s.page(s.versionPlan))
 	s.mux.HandleFunc("POST /versions/{id}/approve", s.action(ports.ScopeApprove, s.approve))
 	s.mux.HandleFunc("POST /versions/{id}/force-deploy", s.action(ports.ScopeApprove, s.forceDeploy))
 	s.mux.HandleFunc("/", s.notFound) // unknown paths are 404 with or without a session
@@ -222,7 +223,9 @@ type targetView struct {
 	Relations  []release.Relation
 	Candidates []candidate
 	Jobs       []ports.JobRow
-	Now        time.Time
+	// Decisions are the target's newest recorded decisions, newest first.
+	Decisions []ports.TargetDecision
+	Now       time.Time
 }
 
 // target is one release target: every candidate version's verdicts.
@@ -253,6 +256,9 @@ const explainVersions = 10
 // maxJobs is how many of a target's newest jobs its page lists.
 const maxJobs = 10
 
+// maxDecisions is how many of a target's newest decisions its page lists.
+const maxDecisions = 10
+
 // targetData reads a target's state and the verdicts of its newest
 // versions versions (none when versions is 0).
 func (s *Server) targetData(r *http.Request, versions int) (targetView, error) {
@@ -275,6 +281,11 @@ func (s *Server) targetData(r *http.Request, versions int) (targetView, error) {
 	}
 	v := targetView{Target: t, Key: t.Key(), Cell: c, Convergence: x.Convergence, Forced: x.Forced, Relations: x.Relations, Now: s.o.Clock.Now(),
 		Jobs: x.Jobs[:min(len(x.Jobs), maxJobs)]}
+	if versions > 0 {
+		if v.Decisions, err = s.o.Releases.TargetDecisions(ctx, t, maxDecisions); err != nil {
+			return targetView{}, err
+		}
+	}
 	user := sessionOf(ctx).Name
 	for _, vv := range x.Versions[:min(len(x.Versions), versions)] {
 		cand := candidate{Version: vv.Version, Decision: vv.Decision, Verdicts: vv.Verdicts}

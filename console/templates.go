@@ -16,6 +16,7 @@ import (
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
 		"targetURL":   targetURL,
+		"planURL":     planURL,
 		"workflowURL": workflowURL,
 		"versionsURL": func(id string) string { return "/deployments/" + url.PathEscape(id) + "/versions" },
 		"objectURL":   func(k revision.Kind, name string) string { return objectURL(k, name) },

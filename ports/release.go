@@ -116,6 +116,46 @@ type DesiredRelease struct {
 	NextCheckAt time.Time `json:"next_check_at,omitzero"`
 	// UpdatedAt is stamped by the store when the decision last changed.
 	UpdatedAt time.Time `json:"updated_at"`
+	// Decision, when set, is recorded in the target's decision history
+	// (Releases.TargetDecisions) by the write that changes the decision,
+	// stamped with its time; an unchanged decision records nothing. It is
+	// never read back with the decision.
+	Decision *TargetDecision `json:"-"`
+}
+
+// TargetDecisionsKept is how many decisions a store keeps per target: the
+// newest.
+const TargetDecisionsKept = 20
+
+// TargetDecision is one entry of a release target's decision history: a
+// desired-release decision as the chain took it.
+type TargetDecision struct {
+	// Seq numbers the target's recorded decisions, increasing; At is the
+	// write's time. Both are stamped by the store.
+	Seq int64     `json:"seq"`
+	At  time.Time `json:"at"`
+	// How is how the version was chosen: newest-allowed (policy.Choose),
+	// force-deploy, rollback, or no-release.
+	How string `json:"how"`
+	// ReleaseID, VersionID and Tag name the chosen release; empty for no
+	// release.
+	ReleaseID string `json:"release_id,omitempty"`
+	VersionID string `json:"version_id,omitempty"`
+	Tag       string `json:"tag,omitempty"`
+	// Reasons and NextCheckAt are the decision's (DesiredRelease's).
+	Reasons     []string  `json:"reasons,omitempty"`
+	NextCheckAt time.Time `json:"next_check_at,omitzero"`
+	// Verdicts are every rule's verdict on the chosen version, or on the
+	// newest version examined when none was chosen.
+	Verdicts []policy.RuleVerdict `json:"verdicts,omitempty"`
+	// Policies are the policy revisions that took part (policy.Matching).
+	Policies []release.PolicyRevision `json:"policies,omitempty"`
+	// Trigger is what ran the pass: the work item's event time and
+	// attempt ("event 2026-11-28T10:00:00Z, attempt 1").
+	Trigger string `json:"trigger,omitempty"`
+	// Snapshot is the decision's input, replayable by reconciler decide
+	// (policy.ChooseSnapshot; docs/target-decision-format.md).
+	Snapshot *policy.ChooseSnapshot `json:"snapshot,omitempty"`
 }
 
 // JobRow is a stored job with what queries need beside it.
@@ -423,6 +463,10 @@ type Releases interface {
 	DesiredSet(ctx context.Context, d DesiredRelease) (bool, error)
 	// DesiredGet reads the target's desired release.
 	DesiredGet(ctx context.Context, t release.ReleaseTarget) (DesiredRelease, error)
+	// TargetDecisions returns up to limit of the target's recorded
+	// decisions, newest first (limit <= 0 or above TargetDecisionsKept
+	// means TargetDecisionsKept); a target with none has an empty history.
+	TargetDecisions(ctx context.Context, t release.ReleaseTarget, limit int) ([]TargetDecision, error)
 }
 
 // DesiredWrite is one target's decision for DesiredBatcher: Release, when

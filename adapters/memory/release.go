@@ -45,6 +45,8 @@ type ReleaseStore struct {
 
 	releases map[string]*release.Release
 	desired  map[release.ReleaseTarget]*ports.DesiredRelease
+	// decisions are each target's recorded decisions, oldest first.
+	decisions map[release.ReleaseTarget][]ports.TargetDecision
 
 	jobs jobIndex
 	// takers are the waiters of JobTakeNotify.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -269,6 +270,15 @@ func (s *ReleaseStore) TargetList(ctx context.Context, p ports.TargetListParams)
 // TargetFactsGet reads t's facts through the other reads, one after the
 // other (each is consistent on its own; the chain recomputes anyway).
 func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarget, jobLimit int) (ports.TargetFacts, error) {
+	policies, err := ports.EnabledPolicies(ctx, s)
+	if err != nil {
+		return ports.TargetFacts{}, err
+	}
+	return s.targetFacts(ctx, t, jobLimit, policies)
+}
+
+// targetFacts is TargetFactsGet with the enabled policies read already.
+func (s *ReleaseStore) targetFacts(ctx context.Context, t release.ReleaseTarget, jobLimit int, policies []ports.Stored[policy.Policy]) (ports.TargetFacts, error) {
 	var f ports.TargetFacts
 	var err error
 	if f.Detail, err = s.TargetGet(ctx, t); err != nil {
@@ -277,9 +287,7 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 	if f.Jobs, err = s.JobsByTarget(ctx, t, jobLimit); err != nil {
 		return ports.TargetFacts{}, err
 	}
-	if f.Policies, err = ports.EnabledPolicies(ctx, s); err != nil {
-		return ports.TargetFacts{}, err
-	}
+	f.Policies = policies
 	f.Forced = s.forced(ctx, t)
 	if id := f.Detail.Deployment.JobAgentID; id != "" {
 		if a, err := s.JobAgents().Get(ctx, id); err == nil {
@@ -313,8 +321,17 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 // TargetFactsGet.
 func (s *ReleaseStore) TargetFactsGetMany(ctx context.Context, ts []release.ReleaseTarget, jobLimit int) (map[release.ReleaseTarget]ports.TargetFacts, error) {
 	out := make(map[release.ReleaseTarget]ports.TargetFacts, len(ts))
+	if len(ts) == 0 {
+		return out, nil
+	}
+	// The enabled policies are one read for every target, as on
+	// PostgreSQL's one statement.
+	policies, err := ports.EnabledPolicies(ctx, s)
+	if err != nil {
+		return nil, err
+	}
 	for _, t := range ts {
-		f, err := s.TargetFactsGet(ctx, t, jobLimit)
+		f, err := s.targetFacts(ctx, t, jobLimit, policies)
 		if errors.Is(err, ports.ErrNotFound) {
 			continue
 		}

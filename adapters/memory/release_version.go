@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -326,9 +327,46 @@ func (s *ReleaseStore) DesiredSet(ctx context.Context, d ports.DesiredRelease) (
 	}
 	c := copyDesired(&d)
 	c.UpdatedAt = s.now()
+	c.Decision = nil
 	s.desired[d.Target] = &c
 	s.onUndo(ctx, func() { restore(s.desired, d.Target, cur, had) })
+	if d.Decision != nil {
+		s.recordDecision(ctx, d.Target, *d.Decision, c.UpdatedAt)
+	}
 	return true, nil
+}
+
+// recordDecision appends d to t's history, stamped at, keeping the newest
+// ports.TargetDecisionsKept; a rollback restores the history.
+func (s *ReleaseStore) recordDecision(ctx context.Context, t release.ReleaseTarget, d ports.TargetDecision, at time.Time) {
+	if s.decisions == nil {
+		s.decisions = map[release.ReleaseTarget][]ports.TargetDecision{}
+	}
+	old, had := s.decisions[t]
+	d.Seq, d.At = 1, at
+	if len(old) > 0 {
+		d.Seq = old[len(old)-1].Seq + 1
+	}
+	hist := append(slices.Clone(old), d)
+	if len(hist) > ports.TargetDecisionsKept {
+		hist = hist[len(hist)-ports.TargetDecisionsKept:]
+	}
+	s.decisions[t] = hist
+	s.onUndo(ctx, func() { restore(s.decisions, t, old, had) })
+}
+
+// TargetDecisions reads the target's newest recorded decisions.
+func (s *ReleaseStore) TargetDecisions(ctx context.Context, t release.ReleaseTarget, limit int) ([]ports.TargetDecision, error) {
+	if limit <= 0 || limit > ports.TargetDecisionsKept {
+		limit = ports.TargetDecisionsKept
+	}
+	defer s.rlock(ctx)()
+	hist := s.decisions[t]
+	out := make([]ports.TargetDecision, 0, min(limit, len(hist)))
+	for i := len(hist) - 1; i >= 0 && len(out) < limit; i-- {
+		out = append(out, hist[i])
+	}
+	return out, nil
 }
 
 // DesiredSetMany implements ports.DesiredBatcher one write at a time: in

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/ports"
@@ -356,28 +357,52 @@ func (s *ReleaseStore) ReleaseGet(ctx context.Context, id string) (release.Relea
 }
 
 // sqlDesiredSet upserts a decision only when it differs from the stored one
-// and its release (if any) is a stored release of the target.
-const sqlDesiredSet = `
-INSERT INTO release_desired AS d (target_key, release_id, reasons, next_check_at, updated_at)
-SELECT ?0::text, ?1::text, ?2::jsonb, ?3::timestamptz, ?4::timestamptz
-WHERE ?1 = '' OR EXISTS (SELECT 1 FROM release_releases WHERE id = ?1 AND target_key = ?0)
-ON CONFLICT (target_key) DO UPDATE SET release_id = excluded.release_id, reasons = excluded.reasons,
-	next_check_at = excluded.next_check_at, updated_at = excluded.updated_at
-WHERE (d.release_id, d.reasons, d.next_check_at) IS DISTINCT FROM (excluded.release_id, excluded.reasons, excluded.next_check_at)`
+// and its release (if any) is a stored release of the target; a written
+// decision with a history entry ?5 (NULL: none) records it (sqlDecisionLog).
+// The result counts the decisions written (0 or 1).
+var sqlDesiredSet = `
+WITH des AS (
+	INSERT INTO release_desired AS d (target_key, release_id, reasons, next_check_at, updated_at)
+	SELECT ?0::text, ?1::text, ?2::jsonb, ?3::timestamptz, ?4::timestamptz
+	WHERE ?1 = '' OR EXISTS (SELECT 1 FROM release_releases WHERE id = ?1 AND target_key = ?0)
+	ON CONFLICT (target_key) DO UPDATE SET release_id = excluded.release_id, reasons = excluded.reasons,
+		next_check_at = excluded.next_check_at, updated_at = excluded.updated_at
+	WHERE (d.release_id, d.reasons, d.next_check_at) IS DISTINCT FROM (excluded.release_id, excluded.reasons, excluded.next_check_at)
+	RETURNING d.target_key, ?5::text AS decision, d.updated_at
+)` + sqlDecisionLog + `
+SELECT count(*) FROM des`
+
+// sqlDecisionLog appends to target_decisions the history entry (decision,
+// NULL for none) of every decision written by the CTE des (target_key,
+// decision, updated_at), and keeps each target's newest
+// ports.TargetDecisionsKept: both CTEs read the history as it was before
+// the statement, so the delete keeps the newest Kept-1 and the insert adds
+// one.
+var sqlDecisionLog = `, hist AS (
+	INSERT INTO target_decisions (target_key, seq, at, doc)
+	SELECT des.target_key, COALESCE((SELECT max(x.seq) FROM target_decisions x WHERE x.target_key = des.target_key), 0) + 1,
+		des.updated_at, des.decision::jsonb
+	FROM des WHERE des.decision IS NOT NULL
+), pruned AS (
+	DELETE FROM target_decisions x USING des
+	WHERE des.decision IS NOT NULL AND x.target_key = des.target_key
+		AND x.seq <= (SELECT max(y.seq) FROM target_decisions y WHERE y.target_key = des.target_key) - ` + strconv.Itoa(ports.TargetDecisionsKept-1) + `
+)`
 
 // sqlDesiredSetMany stores the releases and decisions of many targets: the
 // arrays ?0..?8 are target key, release id, version id (” when there is
 // no release to store), release document, release creation time,
 // deployment id, reasons, next check (NULL for none) and the write's
-// position; ?9 is now. A release is inserted as by ReleaseUpsert, a
+// position; ?9 is now; ?10 the history entries (NULL for none), recorded
+// by sqlDecisionLog for the decisions written. A release is inserted as by ReleaseUpsert, a
 // decision written as by sqlDesiredSet when its release is stored (now or
 // before) for its target. The result has the position of each decision
 // written or found unchanged, and whether it changed.
-const sqlDesiredSetMany = `
+var sqlDesiredSetMany = `
 WITH w AS (
 	SELECT * FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::text[], ?4::timestamptz[], ?5::text[], ?6::text[],
-		?7::timestamptz[], ?8::int[])
-		AS w(target_key, release_id, version_id, doc, created_at, deployment_id, reasons, next_check_at, ord)
+		?7::timestamptz[], ?8::int[], ?10::text[])
+		AS w(target_key, release_id, version_id, doc, created_at, deployment_id, reasons, next_check_at, ord, decision)
 ), rel AS (
 	INSERT INTO release_releases (id, target_key, version_id, doc, created_at)
 	SELECT w.release_id, w.target_key, w.version_id, w.doc::jsonb, w.created_at
@@ -397,8 +422,8 @@ WITH w AS (
 	ON CONFLICT (target_key) DO UPDATE SET release_id = excluded.release_id, reasons = excluded.reasons,
 		next_check_at = excluded.next_check_at, updated_at = excluded.updated_at
 	WHERE (d.release_id, d.reasons, d.next_check_at) IS DISTINCT FROM (excluded.release_id, excluded.reasons, excluded.next_check_at)
-	RETURNING d.target_key
-)
+	RETURNING d.target_key, (SELECT ok2.decision FROM ok ok2 WHERE ok2.target_key = d.target_key) AS decision, d.updated_at
+)` + sqlDecisionLog + `
 SELECT ok.ord, EXISTS (SELECT 1 FROM des WHERE des.target_key = ok.target_key) FROM ok`
 
 // DesiredSetMany implements ports.DesiredBatcher: the valid writes of
@@ -410,6 +435,7 @@ func (s *ReleaseStore) DesiredSetMany(ctx context.Context, writes []ports.Desire
 	done := make([]bool, len(writes))
 	var (
 		keys, rels, versions, docs, deployments, reasons []string
+		decisions                                        []*string
 		created, next                                    []*time.Time
 		ords                                             []int32
 	)
@@ -427,6 +453,10 @@ func (s *ReleaseStore) DesiredSetMany(ctx context.Context, writes []ports.Desire
 			continue
 		}
 		reason, err := desiredReasons(d.Reasons)
+		if err != nil {
+			continue
+		}
+		decision, err := decisionDoc(d.Decision)
 		if err != nil {
 			continue
 		}
@@ -449,11 +479,11 @@ func (s *ReleaseStore) DesiredSetMany(ctx context.Context, writes []ports.Desire
 		}
 		keys, rels, versions, docs = append(keys, key), append(rels, d.ReleaseID), append(versions, version), append(docs, doc)
 		created, deployments, reasons = append(created, at), append(deployments, d.Target.DeploymentID), append(reasons, reason)
-		next, ords = append(next, check), append(ords, int32(i))
+		next, ords, decisions = append(next, check), append(ords, int32(i)), append(decisions, decision)
 	}
 	if len(ords) > 0 {
 		rows, err := s.db.hotQuery(ctx, hotText(sqlDesiredSetMany), keys, rels, versions, docs, created, deployments, reasons,
-			next, ords, now)
+			next, ords, now, decisions)
 		if err == nil {
 			for rows.Next() {
 				var ord int32
@@ -494,8 +524,13 @@ func (s *ReleaseStore) DesiredSet(ctx context.Context, d ports.DesiredRelease) (
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
+	decision, err := decisionDoc(d.Decision)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
 	key := d.Target.Key()
-	n, err := s.hotExecN(ctx, sqlDesiredSet, key, d.ReleaseID, reasons, relNullTime(d.NextCheckAt), s.now())
+	var n int64
+	err = s.hotScan(ctx, sqlDesiredSet, []any{key, d.ReleaseID, reasons, relNullTime(d.NextCheckAt), s.now(), decision}, &n)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
@@ -552,6 +587,44 @@ func (row *desiredRow) decode(t release.ReleaseTarget) (ports.DesiredRelease, er
 	out.Reasons = slices.Clip(out.Reasons)
 	if len(out.Reasons) == 0 {
 		out.Reasons = nil
+	}
+	return out, nil
+}
+
+// decisionDoc is the stored form of a history entry; nil for none.
+func decisionDoc(d *ports.TargetDecision) (*string, error) {
+	if d == nil {
+		return nil, nil
+	}
+	doc, err := relEncode("decision", d)
+	if err != nil {
+		return nil, err
+	}
+	return &doc, nil
+}
+
+// TargetDecisions reads the target's newest recorded decisions.
+func (s *ReleaseStore) TargetDecisions(ctx context.Context, t release.ReleaseTarget, limit int) ([]ports.TargetDecision, error) {
+	if limit <= 0 || limit > ports.TargetDecisionsKept {
+		limit = ports.TargetDecisionsKept
+	}
+	var rows []struct {
+		Seq int64     `bun:"seq"`
+		At  time.Time `bun:"at"`
+		Doc []byte    `bun:"doc"`
+	}
+	err := s.db.idb(ctx).NewRaw(`SELECT seq, at, doc FROM target_decisions WHERE target_key = ? ORDER BY seq DESC LIMIT ?`, t.Key(), limit).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("target decisions of %s: %w", t, err)
+	}
+	out := make([]ports.TargetDecision, 0, len(rows))
+	for _, r := range rows {
+		var d ports.TargetDecision
+		if err := json.Unmarshal(r.Doc, &d); err != nil {
+			return nil, fmt.Errorf("target decisions of %s: decode %d: %w", t, r.Seq, err)
+		}
+		d.Seq, d.At = r.Seq, r.At.UTC()
+		out = append(out, d)
 	}
 	return out, nil
 }

@@ -92,6 +92,12 @@ func (c *Client) ExplainTarget(ctx context.Context, key string, versions int) (c
 	return get[chain.Explanation](ctx, c, "/targets/"+esc(key)+"/explain"+query("versions", strconv.Itoa(versions)))
 }
 
+// TargetDecisions reads a target's newest desired-release decisions,
+// newest first (limit 0: all kept).
+func (c *Client) TargetDecisions(ctx context.Context, key string, limit int) ([]ports.TargetDecision, error) {
+	return get[[]ports.TargetDecision](ctx, c, "/targets/"+esc(key)+"/decisions"+query("limit", strconv.Itoa(limit)))
+}
+
 // ListJobs lists the jobs matching every filter f gives, across targets,
 // newest first.
 func (c *Client) ListJobs(ctx context.Context, f api.JobFilter, p Page) (api.Page[ports.JobRow], error) {

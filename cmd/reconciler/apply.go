@@ -241,7 +241,11 @@ order, then name). --dry-run prints the same with each change's fields and
 writes nothing, then the plan: for each release target the change affects,
 whether it is created or removed and the gating rules (approval, window,
 progression, rollout, verification; as policy/rule, type and policy
-revision) that start (+) or stop (-) applying to it. -o json or yaml prints
+revision) that start (+) or stop (-) applying to it, and its desired release
+before (as stored) and after (decided by the release chain over the change:
+"desired: v1 (release …) -> no release"). Policy documents are not written by
+a dry run, so the plan shows what the other documents do; reconciler catalog
+plan shows what publishing a policy revision would do. -o json or yaml prints
 the answer of POST /api/v1/apply as is (the plan under "plan"). --prune also deletes the systems, variable sets, resources,
 relationship rules, environments and deployments of the workspace (--workspace, default the one the documents name)
 whose kind the documents hold and whose name they do not; job agents and
@@ -331,7 +335,7 @@ func printApplied(w io.Writer, resp apply.Response) error {
 // target, then the rules that start (+) or stop (-) applying to it.
 func printPlan(b *strings.Builder, d *decision.Diff) {
 	if len(d.Targets) == 0 {
-		b.WriteString("plan: no release target changes its gating rules\n")
+		b.WriteString("plan: no release target changes its gating rules or its desired release\n")
 		return
 	}
 	b.WriteString("plan:\n")
@@ -344,12 +348,32 @@ func printPlan(b *strings.Builder, d *decision.Diff) {
 			state = "removed"
 		}
 		fmt.Fprintf(b, "  target %s %s\n", t.Key, state)
+		switch c := t.Desired; {
+		case c == nil:
+		case c.Changed():
+			fmt.Fprintf(b, "    desired: %s -> %s\n", desiredText(c.Before), desiredText(c.After))
+		default:
+			fmt.Fprintf(b, "    desired: %s (unchanged)\n", desiredText(c.After))
+		}
 		for _, r := range t.Starts {
 			fmt.Fprintf(b, "    + %s\n", r)
 		}
 		for _, r := range t.Stops {
 			fmt.Fprintf(b, "    - %s\n", r)
 		}
+	}
+}
+
+// desiredText renders a desired release: its version's tag, "no release",
+// or "none" (not decided, or the target is gone).
+func desiredText(d *decision.Desired) string {
+	switch {
+	case d == nil:
+		return "none"
+	case d.ReleaseID == "":
+		return "no release"
+	default:
+		return d.Tag + " (release " + d.ReleaseID[:min(12, len(d.ReleaseID))] + ")"
 	}
 }
 

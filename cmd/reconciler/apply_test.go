@@ -49,7 +49,8 @@ func TestApplyCLI(t *testing.T) {
 	r := as(ports.ScopeWrite, shopStaging, "apply", "-f", "-", "--dry-run")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.True(t, strings.HasPrefix(r.stdout, "environment/qa created (dry run)\ndeployment/api created (dry run)\nplan:\n"), r.stdout)
-	require.Contains(t, r.stdout, "  target api:prod:eu-1 created\n    + prod-gate/after-staging (environmentProgression, revision 1)\n    + prod-gate/approval (anyApproval, revision 1)\n")
+	require.Contains(t, r.stdout, "  target api:prod:eu-1 created\n    desired: none -> no release\n    + prod-gate/after-staging (environmentProgression, revision 1)\n    + prod-gate/approval (anyApproval, revision 1)\n")
+	require.Regexp(t, `  target web:qa:eu-1 created\n    desired: none -> v1 \(release [0-9a-f]{12}\)\n`, r.stdout, "qa would get web's v1 at once")
 	r = as(ports.ScopeWrite, shopStaging, "apply", "-f", "-", "--dry-run", "-o", "json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var dry apply.Response
@@ -89,7 +90,7 @@ func TestApplyCLI(t *testing.T) {
 	r = as(ports.ScopeWrite, "", "apply", "-f", dir, "--dry-run")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "environment/qa unchanged (dry run)\ndeployment/api changed (dry run)\n  spec.name: \"API\" -> \"API v2\"\n"+
-		"plan: no release target changes its gating rules\n", r.stdout)
+		"plan: no release target changes its gating rules or its desired release\n", r.stdout)
 
 	// A bad document: exit 2, the file, the field's line and the field; nothing written.
 	bad := strings.Replace(changed, `slug: api`, `slug: Not A Slug`, 1)
@@ -112,7 +113,8 @@ func TestApplyCLI(t *testing.T) {
 	prod := "apiVersion: reconciler.dev/v1\nkind: Environment\nmetadata: {name: prod, system: shop}\nspec: {name: 'prod ', resource_selector: 'resource.kind == \"KubernetesCluster\"'}\n"
 	r = as(ports.ScopeWrite, prod, "apply", "-f", "-", "--dry-run")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "  target api:prod:eu-1 changed\n    - prod-gate/after-staging (environmentProgression, revision 1)\n    - prod-gate/approval (anyApproval, revision 1)\n")
+	require.Contains(t, r.stdout, "  target api:prod:eu-1 changed\n    desired: no release (unchanged)\n    - prod-gate/after-staging (environmentProgression, revision 1)\n    - prod-gate/approval (anyApproval, revision 1)\n")
+	require.Regexp(t, `  target web:prod:eu-1 changed\n    desired: no release -> v1 \(release [0-9a-f]{12}\)\n`, r.stdout, "without its gate, prod would get v1")
 	r = as(ports.ScopeWrite, prod, "apply", "-f", "-")
 	require.Equal(t, 5, r.code, r.stdout)
 	require.Contains(t, r.err.Error(), "prod-gate/approval (anyApproval, revision 1) from target api:prod:eu-1")

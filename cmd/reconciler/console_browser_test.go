@@ -189,6 +189,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.Contains(t, why, "0 of 1 required approvals for environment prod")
 	screenshot(t, ctx, "target")
 
+	// The target's decision history is on its page, and v2's plan (from
+	// the deployment's versions) shows every target: staging has it,
+	// prod waits for its approval.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.WaitVisible(chromedp.CSS(`table.decisions tr[data-how]`)),
+		chromedp.Navigate(base+"/deployments/web/versions"),
+		chromedp.Click(chromedp.CSS(`tr[data-version="v2"] a.plan-link`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.plan tr[data-target="web:prod:eu-1"][data-chosen="false"] li[data-rule="approval"][data-verdict="pending"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.plan tr[data-target="web:staging:eu-1"][data-chosen="true"]`)),
+		chromedp.Navigate(base+"/targets/web:prod:eu-1"),
+		chromedp.WaitVisible(chromedp.CSS(`article[data-version="v2"] tr[data-rule="approval"][data-verdict="pending"]`)),
+	), "the plan view")
+
 	// A read-only token, in another browser context, sees the same page
 	// without a button, and its forged approval is refused.
 	ro := tab(t, browser)

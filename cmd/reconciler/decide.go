@@ -25,11 +25,17 @@ func newDecideCmd() *cobra.Command {
 reconcile.snapshot, format in docs/snapshot-format.md), runs the pure decision
 function of its kind and prints the one action it takes, with its reason.
 
+A release target's recorded decision (kind release-target: the snapshot of an
+entry of explain --history, format in docs/target-decision-format.md) is
+replayed through the desired-release choice (policy.Choose) and prints the
+version it chooses, with the reasons newer versions wait.
+
 Use - to read the snapshot from standard input. Bad input exits with status 2
 and a message naming the field (and its line and column).`,
 		Example: `  reconciler decide testdata/snapshots/repo-queued-capacity.json
   reconciler decide --output text testdata/snapshots/*.json
-  reconciler decide - < snapshot.json`,
+  reconciler decide - < snapshot.json
+  reconciler explain web:prod:eu-1 --history -o json | jq '.[0].snapshot' | reconciler decide -`,
 		Args: argsUsage(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "json" && output != "text" {
@@ -85,6 +91,9 @@ func decideOne(stdin io.Reader, out io.Writer, name, output string, prefix bool)
 	data, err := readInput(stdin, name)
 	if err != nil {
 		return usagef("read snapshot: %v", err)
+	}
+	if isTargetSnapshot(data) {
+		return decideTarget(out, name, data, output, prefix)
 	}
 	s, err := reconcile.DecodeSnapshot(data)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/api/client"
 	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -341,6 +342,7 @@ unauthorized, 1 anything else.`,
 func newExplainCmd() *cobra.Command {
 	var o releaseOpts
 	var limit int
+	var history bool
 	cmd := &cobra.Command{
 		Use:   "explain DEPLOYMENT:ENVIRONMENT:RESOURCE",
 		Short: "Show a release target's desired release and every rule's verdict per version",
@@ -352,9 +354,16 @@ not, what it runs and what it waits for, and how each reference variable
 resolves: the relationship rule and related resource used, or why it is
 unresolved. It changes nothing. With --server it
 asks that server's API (token scope read); with --dsn it reads the database
-(one that lacks migrations exits 6: run ` + "`reconciler migrate up`" + `).`,
+(one that lacks migrations exits 6: run ` + "`reconciler migrate up`" + `).
+
+With --history it prints instead the target's newest recorded desired-release
+decisions (at most 20 are kept, --limit of them, 0: all), newest first: when,
+the chosen version, how, every rule's verdict, the policy revisions and the
+trigger. -o json adds each decision's snapshot, which reconciler decide
+replays to the same result (docs/target-decision-format.md).`,
 		Example: `  reconciler explain web:prod:eu-1 --server http://127.0.0.1:8080
-  reconciler explain web:prod:eu-1 -o json --limit 10 --dsn "$RECONCILER_DSN"`,
+  reconciler explain web:prod:eu-1 -o json --limit 10 --dsn "$RECONCILER_DSN"
+  reconciler explain web:prod:eu-1 --history --server http://127.0.0.1:8080`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := release.ParseTargetKey(args[0])
@@ -370,6 +379,9 @@ asks that server's API (token scope read); with --dsn it reads the database
 				}
 				_, err := io.WriteString(cmd.OutOrStdout(), explainText(ex))
 				return err
+			}
+			if history {
+				return explainHistory(cmd, &o, t, limit)
 			}
 			remote := func(ctx context.Context, c *client.Client) error {
 				n := limit
@@ -395,8 +407,63 @@ asks that server's API (token scope read); with --dsn it reads the database
 	}
 	o.bind(cmd, true)
 	o.read = true
-	intRangeVar(cmd.Flags(), &limit, "limit", 5, 0, 10_000, "newest versions to explain (0: all)")
+	intRangeVar(cmd.Flags(), &limit, "limit", 5, 0, 10_000, "newest versions to explain (0: all); with --history, newest decisions")
+	cmd.Flags().BoolVar(&history, "history", false, "print the target's newest recorded decisions instead")
 	return cmd
+}
+
+// explainHistory prints the target's newest recorded decisions.
+func explainHistory(cmd *cobra.Command, o *releaseOpts, t release.ReleaseTarget, limit int) error {
+	if limit > ports.TargetDecisionsKept {
+		limit = ports.TargetDecisionsKept
+	}
+	show := func(ds []ports.TargetDecision) error {
+		if ok, err := structured(cmd.OutOrStdout(), o.output, ds); ok {
+			return err
+		}
+		_, err := io.WriteString(cmd.OutOrStdout(), historyText(t, ds))
+		return err
+	}
+	remote := func(ctx context.Context, c *client.Client) error {
+		ds, err := c.TargetDecisions(ctx, t.Key(), limit)
+		if err != nil {
+			return err
+		}
+		return show(ds)
+	}
+	return o.withRemote(cmd, remote, func() error {
+		return o.run(cmd, func(ctx context.Context, ch *chain.Chain) error {
+			if _, err := ch.Store.TargetGet(ctx, t); err != nil {
+				return err
+			}
+			ds, err := ch.Store.TargetDecisions(ctx, t, limit)
+			if err != nil {
+				return err
+			}
+			return show(ds)
+		})
+	})
+}
+
+// historyText renders a target's decision history for people.
+func historyText(t release.ReleaseTarget, ds []ports.TargetDecision) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "target %s: %d decisions (newest first)\n", t, len(ds))
+	for _, d := range ds {
+		what := "no release"
+		if d.Tag != "" {
+			what = "version " + d.Tag
+		}
+		fmt.Fprintf(&b, "#%d %s  %s (%s)  policies: %s  trigger: %s\n", d.Seq, d.At.UTC().Format(time.RFC3339), what, d.How,
+			policyRevisions(d.Policies), d.Trigger)
+		for _, r := range d.Reasons {
+			fmt.Fprintf(&b, "    %s\n", r)
+		}
+		for _, rv := range d.Verdicts {
+			fmt.Fprintf(&b, "    %-20s %-8s %s\n", ruleName(&rv), rv.Status, rv.Message)
+		}
+	}
+	return b.String()
 }
 
 // policyRevisions renders policy revisions as "a@r2, b@r1", or "none".
@@ -465,10 +532,7 @@ func explainText(ex *chain.Explanation) string {
 	for _, v := range ex.Versions {
 		fmt.Fprintf(&b, "  %s (%s, %s): %s\n", v.Version.Tag, v.Version.ID, v.Version.Status, v.Decision.Status)
 		for _, rv := range v.Verdicts {
-			name := rv.RuleID
-			if name == "" {
-				name = "policy " + rv.PolicyID
-			}
+			name := ruleName(&rv)
 			skipped := ""
 			if rv.Skipped {
 				skipped = " (skipped)"
@@ -477,4 +541,12 @@ func explainText(ex *chain.Explanation) string {
 		}
 	}
 	return b.String()
+}
+
+// ruleName names a verdict's rule: its id, or its policy's.
+func ruleName(rv *policy.RuleVerdict) string {
+	if rv.RuleID != "" {
+		return rv.RuleID
+	}
+	return "policy " + rv.PolicyID
 }

@@ -47,21 +47,9 @@ func requireExit(t *testing.T, err error, code int, contains string) {
 // TestReleaseCLI drives versions create, approve and explain against a
 // Postgres schema holding the demo workspace.
 func TestReleaseCLI(t *testing.T) {
-	t.Setenv("RECONCILER_DSN", "")
 	t.Setenv("USER", "bob") // offline actions are recorded as local:bob
-	dsn, _ := pgtest.Schema(t)
+	dsn, be, _ := demoSchema(t)
 	ctx := context.Background()
-	be, err := openBackend(ctx, dsn, true, ports.SystemClock)
-	require.NoError(t, err)
-	t.Cleanup(be.close)
-	ch := &chain.Chain{Store: be.releases, Queue: be.queue, Clock: ports.SystemClock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	seedCtx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel) // stops the demo's delayed v2
-	fsys, where, err := demoFS("")
-	require.NoError(t, err)
-	w, err := loadReleaseDemo(fsys, where)
-	require.NoError(t, err)
-	require.NoError(t, seedReleaseDemo(seedCtx, ch, be.catalog, be.tx, w))
 
 	out, err := runRoot(t, "versions", "create", "web", "v9", "--dsn", dsn)
 	require.NoError(t, err)
@@ -145,6 +133,27 @@ func TestReleaseCLI(t *testing.T) {
 	requireExit(t, err, 2, "DEPLOYMENT:ENVIRONMENT:RESOURCE")
 	_, err = runRoot(t, "explain", "web:prod:nowhere", "--dsn", dsn)
 	requireExit(t, err, 4, "not found")
+}
+
+// demoSchema is a Postgres schema holding the demo workspace, with its
+// backend and a chain over it; RECONCILER_DSN is cleared.
+func demoSchema(t *testing.T) (string, *backend, *chain.Chain) {
+	t.Helper()
+	t.Setenv("RECONCILER_DSN", "")
+	dsn, _ := pgtest.Schema(t)
+	ctx := context.Background()
+	be, err := openBackend(ctx, dsn, true, ports.SystemClock)
+	require.NoError(t, err)
+	t.Cleanup(be.close)
+	ch := &chain.Chain{Store: be.releases, Queue: be.queue, Clock: ports.SystemClock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	seedCtx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel) // stops the demo's delayed v2
+	fsys, where, err := demoFS("")
+	require.NoError(t, err)
+	w, err := loadReleaseDemo(fsys, where)
+	require.NoError(t, err)
+	require.NoError(t, seedReleaseDemo(seedCtx, ch, be.catalog, be.tx, w))
+	return dsn, be, ch
 }
 
 // TestReleaseCLINoDSN: without a database the commands refuse with a usage

@@ -64,6 +64,9 @@ type batch struct {
 	// related are the workspaces' relationship rules and resources, read
 	// once per batch (relationFacts).
 	related map[string]*relationFacts
+	// grants are the versions' approvals and skips, read once per batch
+	// (versionGrants).
+	grants map[string]grants
 }
 
 // prefetch reads the facts of the items' targets in one statement.

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/policy/plan"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -85,12 +87,13 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 	if err := c.loadPolicyFacts(ctx, f); err != nil {
 		return engine.Retry(fmt.Errorf("desired release of %s: %w", t, err))
 	}
-	version, choice, why, err := c.choose(ctx, f)
+	version, choice, why, snap, err := c.choose(ctx, f)
 	if err != nil {
 		return fail(fmt.Errorf("desired release of %s: %w", t, err))
 	}
 	if version == nil {
-		d := ports.DesiredRelease{Target: t, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt}
+		d := ports.DesiredRelease{Target: t, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt,
+			Decision: decisionOf(it, f, nil, &choice, why, snap, nil)}
 		return c.setDesired(ctx, nil, d, wakeAt(choice.NextCheckAt), func(changed bool) error {
 			attrs := []slog.Attr{slog.Int("examined", choice.Examined)}
 			if !choice.NextCheckAt.IsZero() {
@@ -100,13 +103,13 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 			return nil
 		})
 	}
-	vars, _, err := c.resolveVariables(ctx, &f.Detail)
+	rel, err := c.releaseOf(ctx, f, version)
 	if err != nil {
 		return fail(fmt.Errorf("desired release of %s: %w", t, err))
 	}
-	rel := release.NewRelease(t, version.ID, vars, time.Time{})
 	rel.Policies = f.decidedWith()
-	d := ports.DesiredRelease{Target: t, ReleaseID: rel.ID, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt}
+	d := ports.DesiredRelease{Target: t, ReleaseID: rel.ID, Reasons: choice.Reasons, NextCheckAt: choice.NextCheckAt,
+		Decision: decisionOf(it, f, version, &choice, why, snap, &rel)}
 	return c.setDesired(ctx, &rel, d, wakeAt(choice.NextCheckAt), func(changed bool) error {
 		// Always hand off, changed or not: job-dispatch is idempotent, and
 		// a retried pass must not lose the hand-off of the one before. It
@@ -125,6 +128,80 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 		c.log(ctx, changed, KindDesiredRelease, t.Key(), "release", why, start, attrs...)
 		return nil
 	})
+}
+
+// releaseOf is the release of version on f's target, with its variables
+// resolved.
+func (c *Chain) releaseOf(ctx context.Context, f *facts, version *release.DeploymentVersion) (release.Release, error) {
+	vars, _, err := c.resolveVariables(ctx, &f.Detail)
+	if err != nil {
+		return release.Release{}, err
+	}
+	return release.NewRelease(f.Detail.Target, version.ID, vars, time.Time{}), nil
+}
+
+// Decide is the desired-release decision for t over the store as ctx reads
+// it, taken as the desired-release controller takes it (the same reads,
+// choose and release) and written nowhere: what a plan compares.
+func (c *Chain) Decide(ctx context.Context, t release.ReleaseTarget) (plan.Desired, error) {
+	op := "decide " + t.Key()
+	f, err := c.load(ctx, t)
+	if err != nil {
+		return plan.Desired{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.loadPolicyFacts(ctx, f); err != nil {
+		return plan.Desired{}, fmt.Errorf("%s: %w", op, err)
+	}
+	version, choice, how, _, err := c.choose(ctx, f)
+	if err != nil {
+		return plan.Desired{}, fmt.Errorf("%s: %w", op, err)
+	}
+	out := plan.Desired{How: how, Reasons: choice.Reasons}
+	if version == nil {
+		out.How = "no-release"
+		return out, nil
+	}
+	rel, err := c.releaseOf(ctx, f, version)
+	if err != nil {
+		return plan.Desired{}, fmt.Errorf("%s: %w", op, err)
+	}
+	out.ReleaseID, out.VersionID, out.Tag = rel.ID, version.ID, version.Tag
+	return out, nil
+}
+
+// decideChunk is how many targets DecideMany reads the facts of at once.
+const decideChunk = 1000
+
+// DecideMany is Decide for every target of ts, as one batch: their facts
+// read decideChunk at a time (TargetFactsGetMany), a deployment's versions
+// and progression facts and a scope's targets read once, as a batch pass
+// of the desired-release controller reads them. A target that is not
+// stored is left out of the answer.
+func (c *Chain) DecideMany(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]plan.Desired, error) {
+	b := &batch{size: len(ts)}
+	bctx := context.WithValue(ctx, batchKey{}, b)
+	out := make(map[release.ReleaseTarget]plan.Desired, len(ts))
+	for chunk := range slices.Chunk(ts, decideChunk) {
+		facts, err := c.Store.TargetFactsGetMany(ctx, chunk, historyLimit)
+		if err != nil {
+			return nil, fmt.Errorf("decide: read facts: %w", err)
+		}
+		b.facts, b.prefetched = facts, make(map[release.ReleaseTarget]bool, len(chunk))
+		for _, t := range chunk {
+			b.prefetched[t] = true
+		}
+		for _, t := range chunk {
+			d, err := c.Decide(bctx, t)
+			if errors.Is(err, ports.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			out[t] = d
+		}
+	}
+	return out, nil
 }
 
 // setDesired stores the target's decision d, after the release rel when
@@ -207,14 +284,21 @@ func (c *Chain) forcedVersion(ctx context.Context, f *facts) (*release.Deploymen
 // last good version unless it is no longer a candidate, e.g. rejected),
 // then streams the versions newest first through policy.Choose. It returns
 // the version (nil: none), the choice and a reason code for the log.
-func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersion, policy.Choice, string, error) {
+//
+// The snapshot is the choice's input, replayable through
+// policy.ChooseSnapshot.Replay to the same choice.
+func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersion, policy.Choice, string, *policy.ChooseSnapshot, error) {
+	snap := &policy.ChooseSnapshot{Kind: policy.SnapshotKind, Target: f.Detail.Target, Policies: f.policies, Base: f.base, Candidates: []policy.SnapshotCandidate{}}
 	if v, why, err := c.forcedVersion(ctx, f); err != nil || v != nil {
-		return v, policy.Choice{Reasons: []string{why}}, "force-deploy", err
+		if v != nil {
+			snap.Override = &policy.Override{How: "force-deploy", Version: *v, Reason: why}
+		}
+		return v, policy.Choice{Reasons: []string{why}}, "force-deploy", snap, err
 	}
 	exclude := map[string]string{}
 	rules, err := policy.MatchingRules(f.policies, f.base, policy.TypeRollback)
 	if err != nil {
-		return nil, policy.Choice{}, "", err
+		return nil, policy.Choice{}, "", nil, err
 	}
 	for _, r := range rules {
 		rb := r.Spec.(policy.Rollback)
@@ -232,20 +316,46 @@ func (c *Chain) choose(ctx context.Context, f *facts) (*release.DeploymentVersio
 		if d := rb.Decide(f.base.Jobs); d.Rollback {
 			v, err := c.Store.VersionGet(ctx, d.VersionID)
 			if err != nil {
-				return nil, policy.Choice{}, "", err
+				return nil, policy.Choice{}, "", nil, err
 			}
 			in := f.base
 			in.Version = v
 			if in.IsCandidate() { // never back to a rejected version: Choose picks then
-				return &v, policy.Choice{Reasons: []string{d.Reason}}, "rollback", nil
+				snap.Override = &policy.Override{How: "rollback", Version: v, Reason: d.Reason}
+				return &v, policy.Choice{Reasons: []string{d.Reason}}, "rollback", snap, nil
 			}
 		}
 	}
-	ch, err := policy.Choose(policy.ChooseParams{Policies: f.policies, Base: f.base, Exclude: exclude}, c.candidates(ctx, f))
-	if err != nil {
-		return nil, policy.Choice{}, "", err
+	if len(exclude) > 0 {
+		snap.Exclude = exclude
 	}
-	return ch.Version, ch, "newest-allowed", nil
+	rec := policy.Recorder{Candidates: snap.Candidates}
+	ch, err := policy.Choose(policy.ChooseParams{Policies: f.policies, Base: f.base, Exclude: exclude}, rec.Wrap(c.candidates(ctx, f)))
+	if err != nil {
+		return nil, policy.Choice{}, "", nil, err
+	}
+	snap.Candidates = rec.Candidates
+	return ch.Version, ch, "newest-allowed", snap, nil
+}
+
+// decisionOf is the history entry of a decision: the choice ch (how) of
+// version over snap, with the release rel (nil: none) and the item that
+// ran the pass.
+func decisionOf(it engine.Item, f *facts, version *release.DeploymentVersion, ch *policy.Choice, how string, snap *policy.ChooseSnapshot, rel *release.Release) *ports.TargetDecision {
+	d := &ports.TargetDecision{How: how, Reasons: ch.Reasons, NextCheckAt: ch.NextCheckAt, Policies: f.decidedWith(), Snapshot: snap,
+		Trigger: fmt.Sprintf("event %s, attempt %d", it.EventTime.UTC().Format(time.RFC3339), it.Attempt)}
+	if version == nil {
+		d.How = "no-release"
+	} else {
+		d.VersionID, d.Tag = version.ID, version.Tag
+	}
+	if rel != nil {
+		d.ReleaseID = rel.ID
+	}
+	if snap != nil {
+		d.Verdicts = snap.Verdicts(ch)
+	}
+	return d
 }
 
 // candidates streams the deployment's versions of f's target newest first
@@ -267,9 +377,7 @@ func (c *Chain) candidates(ctx context.Context, f *facts) iter.Seq2[policy.Candi
 			}
 			cand := policy.Candidate{Version: v}
 			if v.Status == release.VersionReady && len(policies) > 0 {
-				if cand.Approvals, err = c.Store.ApprovalList(ctx, v.ID, ""); err == nil {
-					cand.Skips, err = c.Store.PolicySkipList(ctx, v.ID)
-				}
+				cand.Approvals, cand.Skips, err = c.versionGrants(ctx, v.ID)
 				if err == nil && prog != nil {
 					cand.Environments, err = prog.environments(ctx, c, f, v.ID)
 				}
@@ -283,6 +391,45 @@ func (c *Chain) candidates(ctx context.Context, f *facts) iter.Seq2[policy.Candi
 			}
 		}
 	}
+}
+
+// grants are a version's approvals and policy skips.
+type grants struct {
+	approvals []release.Approval
+	skips     []release.PolicySkip
+}
+
+// versionGrants reads a version's approvals (in every environment) and
+// policy skips; in a batch, once per version for all its items.
+func (c *Chain) versionGrants(ctx context.Context, versionID string) ([]release.Approval, []release.PolicySkip, error) {
+	b := batchOf(ctx)
+	if g, ok := b.grantsOf(versionID); ok {
+		return g.approvals, g.skips, nil
+	}
+	approvals, err := c.Store.ApprovalList(ctx, versionID, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	skips, err := c.Store.PolicySkipList(ctx, versionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b != nil {
+		if b.grants == nil {
+			b.grants = map[string]grants{}
+		}
+		b.grants[versionID] = grants{approvals: approvals, skips: skips}
+	}
+	return approvals, skips, nil
+}
+
+// grantsOf is the grants of a version the batch read already.
+func (b *batch) grantsOf(versionID string) (grants, bool) {
+	if b == nil {
+		return grants{}, false
+	}
+	g, ok := b.grants[versionID]
+	return g, ok
 }
 
 // versionPage is the newest versions of a deployment as a batch read them:

@@ -20,6 +20,7 @@ import (
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/policy/plan"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
 // Read reads the facts the diff is computed over: every system,
@@ -63,6 +64,15 @@ func values[T any](s []ports.Stored[T], err error) ([]T, error) {
 	return out, nil
 }
 
+// readFor reads the facts, and the variable sets when withSets.
+func readFor(ctx context.Context, s ports.ReleaseStore, withSets bool) (worldFacts, error) {
+	if withSets {
+		return readWorld(ctx, s)
+	}
+	f, err := Read(ctx, s)
+	return worldFacts{Facts: f}, err
+}
+
 // LiftError is a write refused because it would take gating rules off
 // targets: it needs scope approve.
 type LiftError struct {
@@ -89,6 +99,12 @@ type Params struct {
 	MayLift bool
 	// DryRun rolls the write back after the diff is computed.
 	DryRun bool
+	// Decide, on a dry run, adds to the diff every affected target's
+	// desired release after the write (decided by the chain in the write's
+	// transaction, its targets recomputed) and before it (decided by the
+	// chain over the store as it is, in a second transaction, also rolled
+	// back): plan.Target.Desired.
+	Decide Decider
 }
 
 // Check runs write in one transaction between two reads of the facts and
@@ -98,20 +114,28 @@ type Params struct {
 // always rolled back and never refused.
 func Check(ctx context.Context, p Params, write func(ctx context.Context) error) (plan.Diff, error) {
 	var d plan.Diff
+	decide := p.DryRun && p.Decide != nil
+	var changes map[string]plan.DesiredChange
+	var targets map[string]release.ReleaseTarget
 	err := p.Tx.InTx(ctx, func(ctx context.Context) error {
-		before, err := Read(ctx, p.Store)
+		before, err := readFor(ctx, p.Store, decide)
 		if err != nil {
 			return err
 		}
 		if err := write(ctx); err != nil {
 			return err
 		}
-		after, err := Read(ctx, p.Store)
+		after, err := readFor(ctx, p.Store, decide)
 		if err != nil {
 			return err
 		}
-		if d, err = plan.Compute(before, after); err != nil {
+		if d, err = plan.Compute(before.Facts, after.Facts); err != nil {
 			return err
+		}
+		if decide {
+			if changes, targets, err = decideAfter(ctx, p.Store, p.Decide, &before, &after, &d); err != nil {
+				return err
+			}
 		}
 		if p.DryRun {
 			return errRollback // it changes nothing, so it may show any diff
@@ -123,6 +147,12 @@ func Check(ctx context.Context, p Params, write func(ctx context.Context) error)
 	})
 	if err != nil && !errors.Is(err, errRollback) {
 		return plan.Diff{}, err
+	}
+	if decide {
+		if err := decideBefore(ctx, p.Tx, p.Decide, changes, targets); err != nil {
+			return plan.Diff{}, err
+		}
+		d.WithDesired(changes, targets)
 	}
 	return d, nil
 }

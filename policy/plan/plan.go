@@ -75,6 +75,9 @@ type Target struct {
 	// Starts and Stops are the gating rules that start or stop applying.
 	Starts []Rule `json:"starts,omitempty"`
 	Stops  []Rule `json:"stops,omitempty"`
+	// Desired is the target's desired release before and after the
+	// change, when the caller decided it (a dry run: engine/gate).
+	Desired *DesiredChange `json:"desired,omitempty"`
 }
 
 // Diff is what a change does to every affected target, by key.

@@ -98,6 +98,7 @@ func Releases(t *testing.T, newStore ReleaseStoreFactory) {
 	t.Run("UpsertRefused", func(t *testing.T) { relReleaseRefused(setup(t)) })
 	t.Run("Desired", func(t *testing.T) { relDesired(setup(t)) })
 	t.Run("DesiredMany", func(t *testing.T) { relDesiredMany(t, newStore) })
+	t.Run("Decisions", func(t *testing.T) { relDecisions(setup(t)) })
 }
 
 // Jobs is the conformance suite of ports.Jobs.

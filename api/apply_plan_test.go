@@ -1,0 +1,71 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/engine/apply"
+	"github.com/reconcilerhq/reconciler/policy/plan"
+)
+
+// dryPlan posts documents as a dry run with scope and returns its plan by
+// target key.
+func dryPlan(t *testing.T, f *fixture, scope string, docs ...any) map[string]plan.Target {
+	t.Helper()
+	res := f.do(http.MethodPost, "/api/v1/apply", scope, map[string]any{"documents": docs, "dry_run": true})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	var resp apply.Response
+	require.NoError(t, json.Unmarshal(res.body, &resp))
+	require.NotNil(t, resp.Plan, string(res.body))
+	out := map[string]plan.Target{}
+	for _, t := range resp.Plan.Targets {
+		out[t.Key] = t
+	}
+	return out
+}
+
+// TestApplyDryRunDesired: a dry run's plan gives each affected target's
+// desired release before and after, decided by the chain over the change:
+// renaming prod out of the prod gate's selector moves web:prod:r1 from no
+// release (waiting for its approval) to v1; a new resource's targets are
+// created with the release they will get; nothing is written.
+func TestApplyDryRunDesired(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
+		f.drain()
+
+		env := map[string]any{"apiVersion": apply.APIVersion, "kind": "Environment", "metadata": map[string]any{"name": "prod", "system": "sys"},
+			"spec": map[string]any{"name": "prod ", "resource_selector": "true"}}
+		got := dryPlan(t, f, "admin", env)
+		prod := got["web:prod:r1"]
+		require.NotNil(t, prod.Desired, "%+v", got)
+		require.NotNil(t, prod.Desired.Before)
+		require.Empty(t, prod.Desired.Before.ReleaseID, "prod waits for its approval")
+		require.NotNil(t, prod.Desired.After)
+		require.Equal(t, "web-v1", prod.Desired.After.VersionID, "without the gate, prod would get v1")
+		require.Equal(t, "newest-allowed", prod.Desired.After.How)
+		require.NotEmpty(t, prod.Stops, "beside the rule that stops applying")
+		if dev, ok := got["web:dev:r1"]; ok {
+			require.False(t, dev.Desired.Changed(), "dev keeps v1")
+		}
+
+		res := map[string]any{"apiVersion": apply.APIVersion, "kind": "Resource", "metadata": map[string]any{"name": "r9", "workspace": "ws"},
+			"spec": map[string]any{"kind": "cluster", "identifier": "r9", "name": "r9"}}
+		got = dryPlan(t, f, "write", res)
+		created := got["web:dev:r9"]
+		require.True(t, created.Created, "%+v", got)
+		require.NotNil(t, created.Desired)
+		require.Nil(t, created.Desired.Before)
+		require.Equal(t, "web-v1", created.Desired.After.VersionID)
+		require.Empty(t, got["web:prod:r9"].Desired.After.ReleaseID, "prod:r9 would wait for its approval")
+
+		// Nothing was written.
+		f.do(http.MethodGet, "/api/v1/targets/web:dev:r9", "read", nil).problem(t, http.StatusNotFound)
+		r := f.do(http.MethodGet, "/api/v1/environments/prod", "read", nil)
+		require.Equal(t, "prod", r.json(t)["name"])
+	})
+}
