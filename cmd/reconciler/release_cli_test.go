@@ -48,7 +48,7 @@ func requireExit(t *testing.T, err error, code int, contains string) {
 // Postgres schema holding the demo workspace.
 func TestReleaseCLI(t *testing.T) {
 	t.Setenv("USER", "bob") // offline actions are recorded as local:bob
-	dsn, be, _ := demoSchema(t)
+	dsn, be, ch := demoSchema(t)
 	ctx := context.Background()
 
 	out, err := runRoot(t, "versions", "create", "web", "v9", "--dsn", dsn)
