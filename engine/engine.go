@@ -443,7 +443,9 @@ func (e *Engine) pass(timed context.Context, deadline time.Time, r registration,
 	}()
 
 	start := time.Now()
-	outs := e.safeProcess(ctx, r, items)
+	pctx, span := e.passSpan(ctx, r.kind, items)
+	outs := e.safeProcess(pctx, r, items)
+	endPass(span, outs)
 	pastDeadline := errors.Is(context.Cause(ctx), ErrPassDeadline)
 	took := time.Since(start)
 	r.adaptive.observe(took)

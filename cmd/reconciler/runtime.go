@@ -6,6 +6,7 @@ import (
 
 	"context"
 	"github.com/reconcilerhq/reconciler/internal/netguard"
+	"github.com/reconcilerhq/reconciler/internal/tracing"
 	"log/slog"
 	"maps"
 
@@ -59,7 +60,7 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 	maps.Copy(rt.chain.Verifiers, rt.ext.verifiers)
 	rt.flows = &flow.Controller{Store: workflows, Queue: q, Releases: releases, Catalog: catalog, Jobs: rt.chain,
 		Clock: clock, Logger: log, Agents: maps.Clone(rt.chain.Agents), Verifiers: rt.chain.Verifiers,
-		Webhooks: httphook.Client{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: guard.Transport()}}, Secrets: secrets}
+		Webhooks: httphook.Client{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: tracing.Transport(guard.Transport())}}, Secrets: secrets}
 	rt.chain.Agents[release.WorkflowAgentType] = rt.flows.ReleaseAgent()
 	rt.triggers = &flow.Triggers{Flow: rt.flows, Events: releases}
 	return rt
