@@ -4,6 +4,7 @@ import (
 	"context"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/reconcilerhq/reconciler/ports"
 )
@@ -41,12 +42,37 @@ type carryingQueue struct {
 
 // WorkEnqueue remembers ctx's trace context for each item, then enqueues.
 func (q *carryingQueue) WorkEnqueue(ctx context.Context, items ...ports.EnqueueParams) error {
-	if tp := Traceparent(ctx); tp != "" {
-		for _, it := range items {
-			q.carried.Add(it.Key, tp)
-		}
-	}
+	q.remember(Traceparent(ctx), items)
 	return q.Queue.WorkEnqueue(ctx, items...)
+}
+
+func (q *carryingQueue) remember(tp string, items []ports.EnqueueParams) {
+	if tp == "" {
+		return
+	}
+	for _, it := range items {
+		q.carried.Add(it.Key, tp)
+	}
+}
+
+// Carry remembers ctx's trace context for items when q is a Queue
+// decorator, and returns ctx without its span: an enqueue that a batcher
+// makes later on several callers' behalf (engine.EnqueueBatcher) then
+// carries each caller's trace, not its own caller's. Otherwise it returns
+// ctx.
+func Carry(ctx context.Context, q ports.Queue, items []ports.EnqueueParams) context.Context {
+	r, ok := q.(interface {
+		remember(string, []ports.EnqueueParams)
+	})
+	if !ok {
+		return ctx
+	}
+	tp := Traceparent(ctx)
+	if tp == "" {
+		return ctx
+	}
+	r.remember(tp, items)
+	return trace.ContextWithSpanContext(ctx, trace.SpanContext{})
 }
 
 // Carried implements Carrier.
