@@ -132,3 +132,24 @@ func TestCheckEndpoint(t *testing.T) {
 		require.Error(t, tracing.CheckEndpoint(bad), bad)
 	}
 }
+
+// TestExportPostsToTheCollector: Export sends the spans over OTLP/HTTP to
+// the endpoint's /v1/traces when it has no path, at the latest on
+// shutdown, which then restores the no-op provider.
+func TestExportPostsToTheCollector(t *testing.T) {
+	paths := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { paths <- r.Method + " " + r.URL.Path }))
+	defer srv.Close()
+	shutdown, err := tracing.Export(t.Context(), srv.URL, "test")
+	require.NoError(t, err)
+	require.True(t, tracing.Enabled())
+	_, span := tracing.Start(t.Context(), "pass")
+	span.End()
+	require.NoError(t, shutdown(t.Context()))
+	require.False(t, tracing.Enabled())
+	require.Equal(t, "POST /v1/traces", <-paths)
+
+	_, err = tracing.Export(t.Context(), "127.0.0.1:4318", "test")
+	require.Error(t, err)
+	require.False(t, tracing.Enabled())
+}
