@@ -28,6 +28,7 @@ import (
 	"github.com/reconcilerhq/reconciler/engine/pull"
 	"github.com/reconcilerhq/reconciler/engine/runs"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
+	"github.com/reconcilerhq/reconciler/internal/tracing"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
@@ -122,6 +123,7 @@ func setup(t testing.TB, backend string) *fixture {
 	t.Helper()
 	clock := porttest.NewFakeClock(t0)
 	st := backends[backend](t, clock)
+	st.queue = tracing.Queue(st.queue) // as serve --otlp-endpoint wires it
 	f := &fixture{t: t, ctx: t.Context(), clock: clock, st: st, tokens: map[string]string{}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.chain = &chain.Chain{Store: st.releases, Queue: st.queue, Clock: clock, Logger: log,

@@ -49,23 +49,33 @@ func (m *Metrics) middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		route := r.Pattern
-		if route == "" || route == Prefix+"/" {
-			route = unmatchedRoute
-		}
-		status := rec.status
-		if status == 0 {
-			status = http.StatusOK
-		}
+		route, status := routeOf(r), rec.code()
 		m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 		m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	})
+}
+
+// routeOf is the route template the mux matched for r, once it has
+// served r, or unmatchedRoute.
+func routeOf(r *http.Request) string {
+	if r.Pattern == "" || r.Pattern == Prefix+"/" {
+		return unmatchedRoute
+	}
+	return r.Pattern
 }
 
 // statusRecorder remembers the status code a handler wrote.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+}
+
+// code is the status written, 200 when the handler wrote none.
+func (s *statusRecorder) code() int {
+	if s.status == 0 {
+		return http.StatusOK
+	}
+	return s.status
 }
 
 func (s *statusRecorder) WriteHeader(code int) {

@@ -175,7 +175,9 @@ func New(o Options) *Server {
 }
 
 // Handler serves the API; mount it at "/api/v1/" or at the root.
-func (s *Server) Handler() http.Handler { return s.o.Metrics.middleware(refuseUndecodable(s.mux)) }
+func (s *Server) Handler() http.Handler {
+	return traced(s.o.Metrics.middleware(refuseUndecodable(s.mux)))
+}
 
 // OpenAPI is the API's OpenAPI 3.1 document, as served.
 func (s *Server) OpenAPI() ([]byte, error) {

@@ -487,11 +487,13 @@ func (e *Engine) logCompleteErr(kind string, key ports.WorkKey, out Outcome, err
 	}
 }
 
-// safeProcess runs the processor on items, one outcome per item: a
-// BatchProcessor takes them all in one call, any other processor the one
-// item. A panic is recovered into a retry of every item, and so is a batch
+// safeProcess runs the processor on items, in one span (passSpan), one
+// outcome per item: a BatchProcessor takes them all in one call, any other
+// processor the one item. A panic is recovered into a retry of every item, and so is a batch
 // answer of the wrong length.
 func (e *Engine) safeProcess(ctx context.Context, r registration, items []Item) (outs []Outcome) {
+	ctx, span := e.passSpan(ctx, r.kind, items)
+	defer func() { endPass(span, outs) }()
 	defer func() {
 		if p := recover(); p != nil {
 			e.log.Error("processor panicked", "kind", r.kind, "id", items[0].Key.ScopeID, "items", len(items),

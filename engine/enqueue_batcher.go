@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/reconcilerhq/reconciler/internal/tracing"
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
@@ -19,11 +20,12 @@ import (
 // it).
 type EnqueueBatcher struct {
 	c *Coalescer[[]ports.EnqueueParams]
+	q ports.Queue
 }
 
 // NewEnqueueBatcher batches the enqueues made through it onto q.
 func NewEnqueueBatcher(q ports.Queue) *EnqueueBatcher {
-	return &EnqueueBatcher{c: NewCoalescer(func(ctx context.Context, calls [][]ports.EnqueueParams) []error {
+	return &EnqueueBatcher{q: q, c: NewCoalescer(func(ctx context.Context, calls [][]ports.EnqueueParams) []error {
 		var items []ports.EnqueueParams
 		for _, c := range calls {
 			items = append(items, c...)
@@ -43,5 +45,5 @@ func (b *EnqueueBatcher) WorkEnqueue(ctx context.Context, items ...ports.Enqueue
 	if len(items) == 0 {
 		return nil
 	}
-	return b.c.Do(ctx, items)
+	return b.c.Do(tracing.Carry(ctx, b.q, items), items) // each caller's trace, not the batch's
 }

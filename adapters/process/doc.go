@@ -10,7 +10,8 @@
 // RECONCILER_RUN_KIND, RECONCILER_RUN_ID, RECONCILER_PURPOSE,
 // RECONCILER_TRIGGER and RECONCILER_WORKDIR, and for a repo run
 // RECONCILER_REPO and RECONCILER_BRANCH (reconciler/<id>, where it pushes
-// its work). Its output goes to agent.log in that directory, not to the
+// its work), and TRACEPARENT, the W3C trace context of the pass that
+// launched it, when serve traces (--otlp-endpoint). Its output goes to agent.log in that directory, not to the
 // daemon's log. An Exit hook may add to an exit's observation (serve
 // opens the pull request of a repo agent's branch there).
 //

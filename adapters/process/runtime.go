@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/reconcilerhq/reconciler/internal/runobserve"
+	"github.com/reconcilerhq/reconciler/internal/tracing"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -402,6 +403,9 @@ func (r *Runtime) environ(ctx context.Context, p ports.AgentLaunchParams, dir st
 	}
 	if p.Ref.Kind == reconcile.KindPRReview {
 		env = append(env, "RECONCILER_REVIEW_FILE="+filepath.Join(dir, ReviewFile))
+	}
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		env = append(env, tracing.Env+"="+tp)
 	}
 	for k, v := range r.cfg.Env {
 		env = append(env, k+"="+v)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/internal/runobserve/runobservetest"
+	"github.com/reconcilerhq/reconciler/internal/tracing"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -243,7 +244,9 @@ func TestProcessEnvironmentWorkDirAndSecrets(t *testing.T) {
 	})
 	ref := reconcile.RunRef{Kind: reconcile.KindStandalone, ID: "../escape/me"}
 	b.store.Set(ref, reconcile.StandaloneRunning)
-	require.NoError(t, b.rt.AgentLaunch(context.Background(), ports.AgentLaunchParams{Ref: ref, Purpose: ports.PurposeResume,
+	// The pass that launches it is traced: the agent continues its trace.
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	require.NoError(t, b.rt.AgentLaunch(tracing.Remote(context.Background(), tp), ports.AgentLaunchParams{Ref: ref, Purpose: ports.PurposeResume,
 		Trigger: "ci-failing", IdempotencyKey: "k"}))
 	exited(t, b.proc(t, ref))
 	dir := b.rt.WorkDir(ref)
@@ -251,7 +254,7 @@ func TestProcessEnvironmentWorkDirAndSecrets(t *testing.T) {
 	env, err := os.ReadFile(filepath.Join(dir, "env.txt"))
 	require.NoError(t, err)
 	for _, want := range []string{"MODE=fast", "TOKEN=s3cr3t-value", "RECONCILER_RUN_KIND=standalone", "RECONCILER_RUN_ID=../escape/me",
-		"RECONCILER_PURPOSE=resume", "RECONCILER_TRIGGER=ci-failing", "RECONCILER_WORKDIR=" + dir} {
+		"RECONCILER_PURPOSE=resume", "RECONCILER_TRIGGER=ci-failing", "RECONCILER_WORKDIR=" + dir, "TRACEPARENT=" + tp} {
 		require.Contains(t, string(env), want+"\n")
 	}
 	require.NotContains(t, string(env), "HOME=", "the daemon's environment is not inherited")

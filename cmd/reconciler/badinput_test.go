@@ -173,6 +173,7 @@ func TestBadInputCampaign(t *testing.T) {
 		{args: []string{"serve", "--lock", "1ns", "--dsn", dsn}, names: "--lock"},
 		{args: []string{"serve", "--concurrency", "0", "--dsn", dsn}, names: "--concurrency"},
 		{args: []string{"serve", "--insecure-no-auth", "--listen", "0.0.0.0:0", "--dsn", dsn}, names: "--insecure-no-auth"},
+		{args: []string{"serve", "--otlp-endpoint", "127.0.0.1:4318", "--dsn", dsn}, names: "--otlp-endpoint"},
 		{args: []string{"token", "create", "--name", "n", "--scope", "bogus", "--dsn", dsn}, names: "bogus"},
 		{args: []string{"token", "create", "--scope", "read", "--dsn", dsn}, names: "--name"},
 		{args: []string{"healthcheck", "--url", "ftp://x"}, names: "--url"},

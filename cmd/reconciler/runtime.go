@@ -1,12 +1,11 @@
 package main
 
 import (
-	"net/http"
-	"time"
-
 	"context"
 	"log/slog"
 	"maps"
+	"net/http"
+	"time"
 
 	"github.com/reconcilerhq/reconciler/adapters/httphook"
 	"github.com/reconcilerhq/reconciler/adapters/testrunner"
@@ -15,6 +14,7 @@ import (
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/engine/flow"
 	"github.com/reconcilerhq/reconciler/engine/pull"
+	"github.com/reconcilerhq/reconciler/internal/tracing"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -61,7 +61,7 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 	maps.Copy(rt.chain.Verifiers, rt.ext.verifiers)
 	rt.flows = &flow.Controller{Store: workflows, Queue: q, Releases: releases, Catalog: catalog, Jobs: rt.chain,
 		Clock: clock, Logger: log, Agents: maps.Clone(rt.chain.Agents), Verifiers: rt.chain.Verifiers,
-		Webhooks: httphook.Client{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: guard.Transport()}}, Secrets: secrets,
+		Webhooks: httphook.Client{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: tracing.Transport(guard.Transport())}}, Secrets: secrets,
 		JobDestination: destination}
 	rt.chain.Agents[release.WorkflowAgentType] = rt.flows.ReleaseAgent()
 	rt.triggers = &flow.Triggers{Flow: rt.flows, Events: releases}

@@ -27,12 +27,15 @@ import (
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/runs"
+	"github.com/reconcilerhq/reconciler/internal/tracing"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 )
 
 type serveOptions struct {
-	dsn             string
+	dsn string
+	// otlpEndpoint turns on trace export (internal/tracing); empty: off.
+	otlpEndpoint    string
 	connectTimeout  time.Duration
 	migrate         bool
 	listen          string
@@ -162,6 +165,12 @@ own (12h at most) that logout revokes. Its live parts poll every
 Profiling: /debug/pprof only on the separate --admin-listen listener (off by
 default; keep it on loopback).
 
+Traces: off unless --otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT) names
+an OpenTelemetry collector's OTLP/HTTP URL: then every API request, queue
+pass, outbound call and release-chain transaction is a span, and the trace
+context travels with the work to the jobs and agents (docs/guide.md,
+"Traces").
+
 Logs: --log-format text (default; one readable line a decision, release ids
 cut to 16 characters) or json (one object a line).`,
 		Args: argsUsage(cobra.NoArgs),
@@ -199,6 +208,7 @@ cut to 16 characters) or json (one object a line).`,
 	agentFlags(f, &o.agents)
 	codeHostFlags(f, &o.code)
 	outboundFlags(f, &o.outbound)
+	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to this collector URL (e.g. http://127.0.0.1:4318; a URL without a path gets /v1/traces); empty (the default, unless OTEL_EXPORTER_OTLP_ENDPOINT is set): no traces are recorded or exported")
 	durationRangeVar(f, &o.apiReadWait, "api-read-wait", 2*time.Second, 100*time.Millisecond, time.Hour, "how long an API read (GET) may wait for the store, its wait for a connection of the read lane included; past it the API answers 503 with Retry-After")
 	durationRangeVar(f, &o.consoleRefresh, "console-refresh", console.DefaultRefresh, 100*time.Millisecond, time.Hour, "how often the web console's live parts (grid, target state, running workflows) poll")
 	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "serve the API without tokens (every caller is admin \"anonymous\"); only on a loopback --listen")
@@ -215,6 +225,23 @@ func (o *serveOptions) releaseDemo() bool {
 		return o.demo
 	}
 	return o.demo && (o.demoAsked || o.demoDir != "")
+}
+
+// startTracing exports traces to endpoint until stop, which flushes the
+// spans still queued (for at most 5 s).
+func startTracing(ctx context.Context, endpoint string, log *slog.Logger) (stop func(), err error) {
+	shutdown, err := tracing.Export(ctx, endpoint, currentBuild().Version)
+	if err != nil {
+		return nil, usagef("--otlp-endpoint: %v", err)
+	}
+	log.Info("exporting traces", "endpoint", endpoint)
+	return func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := shutdown(fctx); err != nil {
+			log.Warn("trace export", "error", err)
+		}
+	}, nil
 }
 
 func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
@@ -234,6 +261,14 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	}
 	if err := o.outbound.check(); err != nil {
 		return err
+	}
+	if o.otlpEndpoint == "" {
+		o.otlpEndpoint = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	if o.otlpEndpoint != "" {
+		if err := tracing.CheckEndpoint(o.otlpEndpoint); err != nil {
+			return usagef("--otlp-endpoint: %v", err)
+		}
 	}
 	var tlsCert *certReloader
 	if o.http.tlsCertFile != "" {
@@ -255,6 +290,14 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		return err
 	}
 	defer be.close()
+	if o.otlpEndpoint != "" {
+		stop, err := startTracing(ctx, o.otlpEndpoint, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		be.queue = tracing.Queue(be.queue) // the trace context travels with the work
+	}
 	if o.opened != nil {
 		o.opened(be)
 	}

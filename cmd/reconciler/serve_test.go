@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -155,4 +156,28 @@ func TestServeBadLogFormat(t *testing.T) {
 	res = runCLI(t, "", "serve", "--listen", "")
 	require.Equal(t, 2, res.code)
 	require.ErrorContains(t, res.err, "yaml")
+}
+
+// TestServeExportsTraces: with --otlp-endpoint, serve's spans (the demo's
+// passes) reach the collector over OTLP/HTTP.
+func TestServeExportsTraces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	t.Parallel()
+	posts := make(chan string, 64)
+	collector := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case posts <- r.Method + " " + r.URL.Path + " " + r.Header.Get("Content-Type"):
+		default:
+		}
+	}))
+	defer collector.Close()
+	serveAddrs(t, []string{"RECONCILER_LOG_FORMAT=json"}, parseJSONLine, "--listen", "127.0.0.1:0", "--otlp-endpoint", collector.URL)
+	select {
+	case got := <-posts:
+		require.Equal(t, "POST /v1/traces application/x-protobuf", got)
+	case <-time.After(30 * time.Second): // the batcher exports every 5 s
+		t.Fatal("no spans reached the collector")
+	}
 }

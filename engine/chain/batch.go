@@ -10,7 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/internal/tracing"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -122,11 +125,19 @@ func failed(out engine.Outcome) bool {
 
 // inTx runs fn in one transaction of the store when it has them
 // (ports.Transactor), else as it is.
+// The transaction is one span, "chain.tx", under the pass's.
 func (c *Chain) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	if tx, ok := c.Store.(ports.Transactor); ok {
-		return tx.InTx(ctx, fn)
+	tx, ok := c.Store.(ports.Transactor)
+	if !ok {
+		return fn(ctx)
 	}
-	return fn(ctx)
+	ctx, span := tracing.Start(ctx, "chain.tx")
+	defer span.End()
+	err := tx.InTx(ctx, fn)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return err
 }
 
 // runBatch runs one controller over items in one transaction, in target

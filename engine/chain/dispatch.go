@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/internal/tracing"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -307,6 +308,7 @@ func (c *Chain) createJob(ctx context.Context, f *facts, rel *release.Release, r
 		job.JobAgentConfig = release.MergeConfig(rt.agent.Config, dep.JobAgentConfig, rt.version.JobAgentConfig)
 		job.DispatchContext["version_tag"] = rt.version.Tag
 	}
+	job.Traceparent = tracing.Traceparent(ctx)
 	p := ports.JobCreateParams{Job: job, IdempotencyKey: key, MaxActiveInEnvironment: envCap}
 	if b := batchOf(ctx); b != nil && b.size > 1 && envCap == 0 {
 		b.creates = append(b.creates, pendingCreate{i: b.cur, params: p, then: then})

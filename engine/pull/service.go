@@ -58,6 +58,11 @@ type Taken struct {
 	// heartbeat and report of the hand-out carries it. Only its hash is
 	// stored (release.JobTake.TokenHash).
 	TakeToken string `json:"take_token"`
+	// Traceparent is the W3C trace context the job was created under
+	// (release.Job.Traceparent): a taker that traces continues it, and
+	// sends it back as the traceparent header of its heartbeats and
+	// reports. Empty when tracing is off.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // newTakeToken returns a fresh take token and its stored hash.
@@ -156,7 +161,7 @@ func (s *Service) take(ctx context.Context, p ports.JobTakeParams) (Taken, error
 		if err != nil {
 			return fmt.Errorf("job %s: %w", row.ID, err)
 		}
-		out.Job = row
+		out.Job, out.Traceparent = row, row.Traceparent
 		if out.Release, err = s.Store.ReleaseGet(ctx, row.ReleaseID); err != nil {
 			return fmt.Errorf("job %s: %w", row.ID, err)
 		}

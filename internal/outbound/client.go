@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/reconcilerhq/reconciler/internal/netguard"
+	"github.com/reconcilerhq/reconciler/internal/tracing"
 )
 
 // Defaults of Options.
@@ -94,6 +95,7 @@ func New(o Options) *Client {
 	if t == nil {
 		t = o.Guard.Transport()
 	}
+	t = tracing.Transport(t) // a span per call, and its traceparent header
 	return &Client{o: o, http: &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse // a redirect is an answer, not followed with our credentials
 	}}, hosts: map[string]chan struct{}{}}

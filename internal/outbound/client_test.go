@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/reconcilerhq/reconciler/internal/netguard"
+	"github.com/reconcilerhq/reconciler/internal/tracing"
 )
 
 // fast is a client with tiny waits for tests.
@@ -279,4 +282,31 @@ func TestUnexpectedNamesTheCallStatusAndBodyStart(t *testing.T) {
 	err := c.Unexpected("sync application", &Response{Status: 409, Body: []byte(strings.Repeat("x", bodyPrefix+10))})
 	require.Equal(t, 409, StatusOf(err))
 	require.Equal(t, `argo-cd: sync application: status 409: "`+strings.Repeat("x", bodyPrefix)+`..."`, err.Error())
+}
+
+// TestCallCarriesTraceparent: a call made under a traced context is a
+// span of that trace and sends its traceparent; without an exporter it
+// sends none. Not parallel: it sets the process's provider.
+func TestCallCarriesTraceparent(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got <- r.Header.Get(tracing.Header) }))
+	defer srv.Close()
+	c := fast(Options{})
+
+	rec := tracetest.NewSpanRecorder()
+	restore := tracing.SetProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	ctx, span := tracing.Start(t.Context(), "pass")
+	_, err := c.Do(ctx, Request{Call: "dispatch", Method: http.MethodPost, URL: srv.URL})
+	require.NoError(t, err)
+	span.End()
+	restore()
+	require.Equal(t, span.SpanContext().TraceID(), tracing.SpanContext(<-got).TraceID())
+	require.Len(t, rec.Ended(), 2, "the call's span and its caller's")
+
+	ctx, span = tracing.Start(t.Context(), "pass") // no exporter
+	_, err = c.Do(ctx, Request{Call: "dispatch", Method: http.MethodPost, URL: srv.URL})
+	require.NoError(t, err)
+	span.End()
+	require.Empty(t, <-got)
+	require.Len(t, rec.Ended(), 2, "nothing more recorded")
 }

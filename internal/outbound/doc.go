@@ -15,6 +15,8 @@
 //   - a cap on the response body read;
 //   - context cancellation at every wait;
 //   - at most PerHost requests in flight to one host at once;
+//   - each attempt is a client span (internal/tracing) and carries the
+//     caller's trace context in a traceparent header when serve traces;
 //   - every error is an *Error naming the adapter, the call and the HTTP
 //     status (0 when no response came), never a request header, so a
 //     credential sent in a header cannot leak into a log.

@@ -184,6 +184,11 @@ type Job struct {
 	// Take is, for the job of a pull agent, its current hand-out to a
 	// taker outside the process; nil until it is first taken.
 	Take *JobTake `json:"take,omitempty"`
+	// Traceparent is the W3C trace context of the pass that created the
+	// job, empty when tracing is off: its agent continues that trace (the
+	// header on a push agent's call, the take answer's field for a pull
+	// agent).
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // FinishedAt is when the job completed, falling back to when it started or
