@@ -328,6 +328,11 @@ func (s *ReleaseStore) DesiredSet(ctx context.Context, d ports.DesiredRelease) (
 	c.UpdatedAt = s.now()
 	s.desired[d.Target] = &c
 	s.onUndo(ctx, func() { restore(s.desired, d.Target, cur, had) })
+	var old string
+	if had {
+		old = cur.ReleaseID
+	}
+	s.changes.publishAfterCommit(ctx, ports.DesiredChange(d.Target.Key(), old, c.ReleaseID, s.workspaceOf(d.Target.Key()), c.UpdatedAt)...)
 	return true, nil
 }
 

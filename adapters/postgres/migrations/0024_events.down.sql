@@ -1,0 +1,18 @@
+DROP TRIGGER IF EXISTS catalog_revisions_changes ON catalog_revisions;
+DROP TRIGGER IF EXISTS runs_changes ON runs;
+DROP TRIGGER IF EXISTS workflow_task_runs_changes ON workflow_task_runs;
+DROP TRIGGER IF EXISTS workflows_changes ON workflows;
+DROP TRIGGER IF EXISTS release_desired_changes ON release_desired;
+DROP TRIGGER IF EXISTS release_jobs_changes ON release_jobs;
+DROP FUNCTION IF EXISTS events_revision();
+DROP FUNCTION IF EXISTS events_run();
+DROP FUNCTION IF EXISTS events_workflow();
+DROP FUNCTION IF EXISTS events_desired();
+DROP FUNCTION IF EXISTS events_job();
+DROP FUNCTION IF EXISTS events_prune(bigint, interval);
+DROP FUNCTION IF EXISTS events_publish();
+DROP FUNCTION IF EXISTS events_workspace(text);
+DROP TABLE IF EXISTS events_pruned;
+DROP SEQUENCE IF EXISTS events_id_seq;
+DROP TABLE IF EXISTS events;
+DROP TABLE IF EXISTS events_outbox;
