@@ -89,6 +89,11 @@ type Options struct {
 	// or signing agent) may hold open at once, 429 beyond; zero means
 	// DefaultLongPolls.
 	LongPolls int
+	// Changes is the event stream GET /events serves (each stream counts
+	// as a long-poll); nil answers it 404. EventsHeartbeat is how often an
+	// idle stream sends a comment; zero means DefaultEventsHeartbeat.
+	Changes         ports.ChangeStream
+	EventsHeartbeat time.Duration
 }
 
 // PolicyRule documents the JSON shape of a policy rule (policy.Rule): its
@@ -154,6 +159,7 @@ func New(o Options) *Server {
 	s.registerRuns()
 	s.registerTokens()
 	s.registerPull()
+	s.registerEvents()
 	if o.Releases != nil && o.Queue != nil {
 		tx := o.Tx
 		if tx == nil {

@@ -79,11 +79,15 @@ var ErrChangesExpired = errors.New("changes after this id are no longer retained
 //     reader that resumes after the last id it saw misses none.
 //   - When changes with ID > after were pruned, ChangesAfter returns
 //     ErrChangesExpired.
+//   - ChangesLast is the id of the newest change published (0 before
+//     any); a reader that starts after it sees only later changes.
 //   - ChangesNotify's channel (capacity 1) receives a wake-up after
 //     changes are published, until ctx ends; wake-ups may be spurious.
 type ChangeStream interface {
 	// ChangesAfter lists retained changes with ID > after, oldest first.
 	ChangesAfter(ctx context.Context, after int64, limit int) ([]Change, error)
+	// ChangesLast returns the id of the newest published change.
+	ChangesLast(ctx context.Context) (int64, error)
 	// ChangesNotify returns a channel woken when changes may have been published.
 	ChangesNotify(ctx context.Context) <-chan struct{}
 }

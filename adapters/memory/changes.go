@@ -91,6 +91,13 @@ func (c *Changes) ChangesAfter(_ context.Context, after int64, limit int) ([]por
 	return out, nil
 }
 
+// ChangesLast returns the id of the newest published change.
+func (c *Changes) ChangesLast(context.Context) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last, nil
+}
+
 // ChangesNotify returns a channel woken after every publication, until
 // ctx ends.
 func (c *Changes) ChangesNotify(ctx context.Context) <-chan struct{} {

@@ -162,6 +162,17 @@ func (c *Changes) ChangesAfter(ctx context.Context, after int64, limit int) ([]p
 	return out, nil
 }
 
+// ChangesLast returns the id of the newest published change: the newest
+// retained, else the highest pruned.
+func (c *Changes) ChangesLast(ctx context.Context) (int64, error) {
+	_, _, pool := c.db.on(ctx)
+	var last int64
+	if err := pool.QueryRow(ctx, `SELECT GREATEST((SELECT COALESCE(max(id), 0) FROM events), (SELECT through FROM events_pruned))`).Scan(&last); err != nil {
+		return 0, fmt.Errorf("last change: %w", err)
+	}
+	return last, nil
+}
+
 // ChangesNotify returns a channel woken after changes are published by
 // any process on the database, until ctx ends.
 func (c *Changes) ChangesNotify(ctx context.Context) <-chan struct{} {

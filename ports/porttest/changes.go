@@ -82,10 +82,14 @@ func changesAll(t *testing.T, e *relEnv, w ChangeWorld, after int64) []ports.Cha
 func changeLast(t *testing.T, e *relEnv, w ChangeWorld) int64 {
 	t.Helper()
 	all := changesAll(t, e, w, 0)
-	if len(all) == 0 {
-		return 0
+	var want int64
+	if len(all) > 0 {
+		want = all[len(all)-1].ID
 	}
-	return all[len(all)-1].ID
+	last, err := w.Changes.ChangesLast(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, want, last, "ChangesLast is the newest change's id")
+	return last
 }
 
 // changeShape is what a test compares of a change: its kind, workspace,
@@ -245,6 +249,9 @@ func changeExpiry(t *testing.T, e *relEnv, w ChangeWorld) {
 		require.NoError(t, err)
 		require.Len(t, got, 1, "limit")
 		require.Equal(t, "wf2", got[0].Object)
+		last, err := s.ChangesLast(ctx)
+		require.NoError(t, err)
+		require.Equal(t, first+4, last)
 	}
 }
 
