@@ -51,18 +51,20 @@ type serveOptions struct {
 	demo            bool
 	demoDir         string
 	// demoAsked: --demo (or RECONCILER_DEMO) was given, not defaulted.
-	demoAsked      bool
-	secretPrefix   string
-	secretDirs     []string
-	insecureNoAuth bool
-	consoleRefresh time.Duration
-	apiReadWait    time.Duration
-	http           httpOptions
-	agents         agentOptions
-	code           codeHostOptions
-	outbound       outboundOptions
-	logOut         io.Writer      // where the log goes; nil is standard error
-	opened         func(*backend) // tests: called once the backend is open (to issue tokens)
+	demoAsked       bool
+	secretPrefix    string
+	secretDirs      []string
+	insecureNoAuth  bool
+	consoleRefresh  time.Duration
+	apiReadWait     time.Duration
+	eventsKeep      int
+	eventsRetention time.Duration
+	http            httpOptions
+	agents          agentOptions
+	code            codeHostOptions
+	outbound        outboundOptions
+	logOut          io.Writer      // where the log goes; nil is standard error
+	opened          func(*backend) // tests: called once the backend is open (to issue tokens)
 }
 
 // newServeCmd runs the engine.
@@ -195,6 +197,8 @@ cut to 16 characters) or json (one object a line).`,
 	codeHostFlags(f, &o.code)
 	outboundFlags(f, &o.outbound)
 	durationRangeVar(f, &o.apiReadWait, "api-read-wait", 2*time.Second, 100*time.Millisecond, time.Hour, "how long an API read (GET) may wait for the store, its wait for a connection of the read lane included; past it the API answers 503 with Retry-After")
+	intRangeVar(f, &o.eventsKeep, "events-keep", defaultEventsKeep, 1, 10_000_000, "how many of the newest changes GET /api/v1/events can replay to a client resuming with Last-Event-ID")
+	durationRangeVar(f, &o.eventsRetention, "events-retention", defaultEventsRetention, time.Minute, 30*24*time.Hour, "how long a change stays replayable by GET /api/v1/events (an older resume point is 410)")
 	durationRangeVar(f, &o.consoleRefresh, "console-refresh", console.DefaultRefresh, 100*time.Millisecond, time.Hour, "how often the web console's live parts (grid, target state, running workflows) poll")
 	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "serve the API without tokens (every caller is admin \"anonymous\"); only on a loopback --listen")
 	return cmd
@@ -249,6 +253,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	be.startChanges(o.eventsKeep, o.eventsRetention, clock, log)
 	defer be.close()
 	if o.opened != nil {
 		o.opened(be)
@@ -338,7 +343,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
 			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: withHMACKeys(agentConfigValidator(), secrets),
-			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait, LongPolls: o.http.maxLongPolls})
+			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait, LongPolls: o.http.maxLongPolls, Changes: be.changes})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
 				return err
