@@ -172,3 +172,44 @@ BEGIN
 END $$;
 CREATE TRIGGER catalog_revisions_changes AFTER INSERT OR UPDATE OR DELETE ON catalog_revisions
     FOR EACH ROW EXECUTE FUNCTION events_revision();
+
+-- Hook events (ports.Events): release.failed after a job's job.failed or
+-- verification.failed (the rule of ports.JobEvents), and
+-- resource.created, resource.updated and resource.deleted.
+CREATE OR REPLACE FUNCTION workflow_events_job() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    failed text[] := ARRAY['failure', 'invalidJobAgent', 'invalidIntegration', 'externalRunNotFound'];
+    base jsonb := jsonb_build_object('release_id', NEW.release_id, 'target_key', NEW.target_key,
+        'version_id', NEW.version_id, 'job_id', NEW.id, 'job_status', NEW.status,
+        'job_message', COALESCE(NEW.doc->>'message', ''), 'job_agent_id', NEW.job_agent_id,
+        'external_id', NEW.external_id);
+    any_failed boolean := false;
+BEGIN
+    IF NEW.status = ANY(failed) AND NOT (OLD.status = ANY(failed)) THEN
+        INSERT INTO workflow_events (type, at, doc) VALUES ('job.failed', NEW.updated_at, base);
+        any_failed := true;
+    END IF;
+    IF NEW.doc->>'verification' = 'failed' AND OLD.doc->>'verification' IS DISTINCT FROM 'failed' THEN
+        INSERT INTO workflow_events (type, at, doc) VALUES ('verification.failed', NEW.updated_at,
+            base || jsonb_build_object('metrics', COALESCE((SELECT jsonb_agg(k ORDER BY k COLLATE "C")
+                FROM jsonb_object_keys(COALESCE(NEW.doc->'measurements', '{}'::jsonb)) AS k), '[]'::jsonb)));
+        any_failed := true;
+    END IF;
+    IF any_failed THEN
+        INSERT INTO workflow_events (type, at, doc) VALUES ('release.failed', NEW.updated_at, base);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION workflow_events_resource() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO workflow_events (type, at, doc) VALUES ('resource.deleted', now(), jsonb_build_object('resource_id', OLD.id));
+    ELSE
+        INSERT INTO workflow_events (type, at, doc) VALUES (CASE TG_OP WHEN 'INSERT' THEN 'resource.created' ELSE 'resource.updated' END,
+            NEW.updated_at, jsonb_build_object('resource_id', NEW.id));
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER release_resources_events AFTER INSERT OR UPDATE OR DELETE ON release_resources
+    FOR EACH ROW EXECUTE FUNCTION workflow_events_resource();
