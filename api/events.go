@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -179,7 +180,12 @@ func (s *Server) streamChanges(hctx huma.Context, f *eventsFilter, first []ports
 			if !f.match(&batch[i]) {
 				continue
 			}
-			if err := writeChange(w, &batch[i]); err != nil {
+			frame, err := s.frames.frame(&batch[i])
+			if err != nil {
+				s.o.Logger.ErrorContext(ctx, "api.events_encode_failed", "error", err)
+				return
+			}
+			if _, err := w.Write(frame); err != nil {
 				return
 			}
 		}
@@ -210,12 +216,41 @@ func (s *Server) streamChanges(hctx huma.Context, f *eventsFilter, first []ports
 	}
 }
 
-// writeChange writes one change as an SSE event.
-func writeChange(w io.Writer, c *ports.Change) error {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return fmt.Errorf("encode change %d: %w", c.ID, err)
+// frameCacheSize is how many encoded changes frameCache keeps.
+const frameCacheSize = 4096
+
+// frameCache keeps the SSE frames of the newest changes streamed, so a
+// change sent to many watchers is encoded once.
+type frameCache struct {
+	mu     sync.Mutex
+	frames map[int64][]byte
+	ring   [frameCacheSize]int64 // ids in insertion order, 0: free
+	next   int
+}
+
+// frame returns c's SSE frame: its id, its kind as the event, and the
+// change as JSON data.
+func (f *frameCache) frame(c *ports.Change) ([]byte, error) {
+	f.mu.Lock()
+	b, ok := f.frames[c.ID]
+	f.mu.Unlock()
+	if ok {
+		return b, nil
 	}
-	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", c.ID, c.Kind, b)
-	return err
+	data, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode change %d: %w", c.ID, err)
+	}
+	b = fmt.Appendf(nil, "id: %d\nevent: %s\ndata: %s\n\n", c.ID, c.Kind, data)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.frames == nil {
+		f.frames = make(map[int64][]byte, frameCacheSize)
+	}
+	if _, ok := f.frames[c.ID]; !ok {
+		delete(f.frames, f.ring[f.next])
+		f.ring[f.next], f.frames[c.ID] = c.ID, b
+		f.next = (f.next + 1) % frameCacheSize
+	}
+	return b, nil
 }

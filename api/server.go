@@ -113,6 +113,8 @@ type Server struct {
 	live *live.Store
 	// polls counts open long-polls by caller.
 	polls *longPolls
+	// frames encodes each streamed change once (GET /events).
+	frames frameCache
 }
 
 // New builds the API over o and registers every operation.

@@ -39,6 +39,8 @@ func NewChanges(clock ports.Clock, keep int, retention time.Duration) *Changes {
 }
 
 // publish numbers changes, appends them, prunes and wakes the watchers.
+// The ring only grows at its end and is pruned by reslicing its front, so
+// a reader's snapshot of it (ChangesAfter) stays valid without the lock.
 func (c *Changes) publish(changes ...ports.Change) {
 	if c == nil || len(changes) == 0 {
 		return
@@ -47,48 +49,40 @@ func (c *Changes) publish(changes ...ports.Change) {
 	for _, ch := range changes {
 		c.last++
 		ch.ID = c.last
-		ch.Data = slices.Clone(ch.Data)
 		c.ring = append(c.ring, ch)
 	}
-	c.prune()
+	if drop := len(c.ring) - c.keep; drop > 0 {
+		c.pruned = c.ring[drop-1].ID
+		c.ring = c.ring[drop:]
+	}
 	c.mu.Unlock()
 	c.watchers.wake()
 }
 
-// prune drops the changes beyond keep or older than retention; the caller
-// holds mu.
-func (c *Changes) prune() {
-	drop := max(len(c.ring)-c.keep, 0)
-	if c.retention > 0 {
-		cutoff := c.clock.Now().Add(-c.retention)
-		for drop < len(c.ring) && c.ring[drop].At.Before(cutoff) {
-			drop++
-		}
-	}
-	if drop == 0 {
-		return
-	}
-	c.pruned = c.ring[drop-1].ID
-	c.ring = slices.Delete(c.ring, 0, drop)
-}
-
-// ChangesAfter lists retained changes with ID > after, oldest first.
+// ChangesAfter lists retained changes with ID > after, oldest first. It
+// holds the lock only to take a snapshot of the ring. A change's Data is
+// shared, never copied: it must not be modified.
 func (c *Changes) ChangesAfter(_ context.Context, after int64, limit int) ([]ports.Change, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("changes after %d: limit must be positive", after)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.prune()
-	if after < c.pruned {
-		return nil, fmt.Errorf("changes after %d (pruned through %d): %w", after, c.pruned, ports.ErrChangesExpired)
+	ring, pruned := c.ring, c.pruned
+	c.mu.Unlock()
+	if c.retention > 0 {
+		// Older than the retention counts as pruned.
+		cutoff := c.clock.Now().Add(-c.retention)
+		old, _ := slices.BinarySearchFunc(ring, cutoff, func(ch ports.Change, t time.Time) int { return ch.At.Compare(t) })
+		if old > 0 {
+			pruned = max(pruned, ring[old-1].ID)
+			ring = ring[old:]
+		}
 	}
-	i, _ := slices.BinarySearchFunc(c.ring, after+1, func(ch ports.Change, id int64) int { return cmp.Compare(ch.ID, id) })
-	out := slices.Clone(c.ring[i:min(len(c.ring), i+limit)])
-	for k := range out {
-		out[k].Data = slices.Clone(out[k].Data)
+	if after < pruned {
+		return nil, fmt.Errorf("changes after %d (pruned through %d): %w", after, pruned, ports.ErrChangesExpired)
 	}
-	return out, nil
+	i, _ := slices.BinarySearchFunc(ring, after+1, func(ch ports.Change, id int64) int { return cmp.Compare(ch.ID, id) })
+	return slices.Clone(ring[i:min(len(ring), i+limit)]), nil
 }
 
 // ChangesLast returns the id of the newest published change.
