@@ -144,9 +144,14 @@ refuses a request whose Host is not a loopback name (DNS rebinding) and an
 API write that is not JSON or comes from another site.
 
 Listener: --read-header-timeout, --read-timeout, --write-timeout (a pull
-agent's waiting take gets its wait on top) and --idle-timeout bound slow
-and idle clients; --max-long-polls caps the waiting takes of one token or
-agent (429 with Retry-After beyond). --tls-cert-file/--tls-key-file serve
+agent's waiting take gets its wait on top; an event stream has none) and
+--idle-timeout bound slow and idle clients; --max-long-polls caps the
+waiting takes and event streams of one token or agent (429 with
+Retry-After beyond).
+
+Event stream: GET /api/v1/events streams committed changes (Server-Sent
+Events, resumable with Last-Event-ID); --events-keep and --events-retention
+bound what a resuming client can replay (older: 410). --tls-cert-file/--tls-key-file serve
 TLS (the pair is re-read when it changes); behind a TLS proxy, give
 --public-url https://... so the console's cookie is Secure. See
 docs/security.md.
