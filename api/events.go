@@ -96,13 +96,14 @@ func (s *Server) registerEvents() {
 		if s.o.Changes == nil {
 			return nil, huma.Error404NotFound("the event stream is not served here")
 		}
-		// Subscribe before the first read, so nothing published between
-		// the two goes unnoticed.
-		wake := s.o.Changes.ChangesNotify(ctx)
+		// Join the hub before the first read, so nothing published
+		// between the two goes unnoticed.
+		wake, leave := s.hub.join()
 		var first []ports.Change
 		if f.resume {
 			first, err = s.readChanges(ctx, f.after)
 			if errors.Is(err, ports.ErrChangesExpired) {
+				leave()
 				return nil, huma.Error410Gone("events after " + strconv.FormatInt(f.after, 10) +
 					" are no longer retained (serve --events-keep, --events-retention): read the current state, then stream without Last-Event-ID")
 			}
@@ -110,9 +111,11 @@ func (s *Server) registerEvents() {
 			f.after, err = s.readLast(ctx)
 		}
 		if err != nil {
+			leave()
 			return nil, s.fail(ctx, err)
 		}
 		return &huma.StreamResponse{Body: func(hctx huma.Context) {
+			defer leave()
 			s.streamChanges(hctx, &f, first, wake)
 		}}, nil
 	})
@@ -206,7 +209,11 @@ func (s *Server) streamChanges(hctx huma.Context, f *eventsFilter, first []ports
 			}
 		}
 		var err error
-		batch, err = s.readChanges(ctx, f.after)
+		var ok bool
+		batch, ok = s.hub.after(f.after, eventsBatch)
+		if !ok { // older than the hub holds: read the store
+			batch, err = s.readChanges(ctx, f.after)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				s.o.Logger.WarnContext(ctx, "api.events_read_failed", "after", f.after, "error", err)

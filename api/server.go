@@ -113,8 +113,10 @@ type Server struct {
 	live *live.Store
 	// polls counts open long-polls by caller.
 	polls *longPolls
-	// frames encodes each streamed change once (GET /events).
+	// frames encodes each streamed change once (GET /events); hub reads
+	// the changes once for all streams (nil without Options.Changes).
 	frames frameCache
+	hub    *changeHub
 }
 
 // New builds the API over o and registers every operation.
@@ -161,6 +163,9 @@ func New(o Options) *Server {
 	s.registerRuns()
 	s.registerTokens()
 	s.registerPull()
+	if o.Changes != nil {
+		s.hub = &changeHub{src: o.Changes, log: o.Logger}
+	}
 	s.registerEvents()
 	if o.Releases != nil && o.Queue != nil {
 		tx := o.Tx
