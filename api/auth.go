@@ -97,9 +97,10 @@ func IssueToken(ctx context.Context, tokens ports.Tokens, clock ports.Clock, nam
 // its handler, and puts the Principal in the context.
 func (s *Server) authenticate(ctx huma.Context, next func(huma.Context)) {
 	op := ctx.Operation()
-	if op.Method == http.MethodGet && s.o.ReadWait > 0 {
+	if stream, _ := op.Metadata[metaStream].(bool); op.Method == http.MethodGet && s.o.ReadWait > 0 && !stream {
 		// Reads draw from the store's read lane and wait at most ReadWait
-		// for it, connections included; past it they answer 503 (fail).
+		// for it, connections included; past it they answer 503 (fail). A
+		// stream bounds each of its reads instead (readContext).
 		rctx, cancel := context.WithTimeout(ports.WithLane(ctx.Context(), ports.LaneRead), s.o.ReadWait)
 		defer cancel()
 		ctx = huma.WithContext(ctx, rctx)

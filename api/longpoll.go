@@ -19,6 +19,11 @@ const DefaultLongPolls = 4
 // waits are capped per caller.
 const metaLongPoll = "longPoll"
 
+// metaStream marks an operation that streams until the client leaves (GET
+// /events): it always takes one of its caller's long-poll slots, and has
+// no write deadline.
+const metaStream = "stream"
+
 // longPollSlack is added to MaxTakeWait for the extended write deadline.
 const longPollSlack = 30 * time.Second
 
@@ -55,17 +60,21 @@ func (l *longPolls) release(key string) {
 // refused 429 with Retry-After; and its write deadline is moved past the
 // longest wait, since the server's --write-timeout would cut it.
 func (s *Server) longPoll(ctx huma.Context, next func(huma.Context)) {
-	if lp, _ := ctx.Operation().Metadata[metaLongPoll].(bool); !lp {
+	lp, _ := ctx.Operation().Metadata[metaLongPoll].(bool)
+	stream, _ := ctx.Operation().Metadata[metaStream].(bool)
+	if !lp && !stream {
 		next(ctx)
 		return
 	}
-	if w := ctx.Query("wait"); w == "" || w == "0" || w == "0s" {
+	if w := ctx.Query("wait"); !stream && (w == "" || w == "0" || w == "0s") {
 		next(ctx)
 		return
 	}
 	key := "agent:" + ctx.Param("id")
 	if p := principal(ctx.Context()); p.Token.ID != "" {
 		key = "token:" + p.Token.ID
+	} else if stream {
+		key = "user:" + p.Name
 	}
 	if !s.polls.acquire(key) {
 		ctx.SetHeader("Retry-After", strconv.Itoa(1))
@@ -77,7 +86,11 @@ func (s *Server) longPoll(ctx huma.Context, next func(huma.Context)) {
 	if _, w := humago.Unwrap(ctx); w != nil {
 		// Not every writer supports deadlines (httptest's recorder): then
 		// there is none to extend.
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(MaxTakeWait + longPollSlack))
+		deadline := time.Now().Add(MaxTakeWait + longPollSlack)
+		if stream {
+			deadline = time.Time{} // none: a stream lasts as long as its client
+		}
+		_ = http.NewResponseController(w).SetWriteDeadline(deadline)
 	}
 	next(ctx)
 }

@@ -89,6 +89,11 @@ type Options struct {
 	// or signing agent) may hold open at once, 429 beyond; zero means
 	// DefaultLongPolls.
 	LongPolls int
+	// Changes is the event stream GET /events serves (each stream counts
+	// as a long-poll); nil answers it 404. EventsHeartbeat is how often an
+	// idle stream sends a comment; zero means DefaultEventsHeartbeat.
+	Changes         ports.ChangeStream
+	EventsHeartbeat time.Duration
 }
 
 // PolicyRule documents the JSON shape of a policy rule (policy.Rule): its
@@ -108,6 +113,10 @@ type Server struct {
 	live *live.Store
 	// polls counts open long-polls by caller.
 	polls *longPolls
+	// frames encodes each streamed change once (GET /events); hub reads
+	// the changes once for all streams (nil without Options.Changes).
+	frames frameCache
+	hub    *changeHub
 }
 
 // New builds the API over o and registers every operation.
@@ -155,6 +164,10 @@ func New(o Options) *Server {
 	s.registerRuns()
 	s.registerTokens()
 	s.registerPull()
+	if o.Changes != nil {
+		s.hub = &changeHub{src: o.Changes, log: o.Logger}
+	}
+	s.registerEvents()
 	if o.Releases != nil && o.Queue != nil {
 		tx := o.Tx
 		if tx == nil {

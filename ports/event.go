@@ -34,6 +34,9 @@ type Event struct {
 	// Metrics names the verification's metrics (verification.failed), in
 	// name order.
 	Metrics []string `json:"metrics,omitempty"`
+	// ResourceID is set for resource.created, resource.updated and
+	// resource.deleted (which set no release, target or version).
+	ResourceID string `json:"resource_id,omitempty"`
 }
 
 // Target is the event's release target.
@@ -59,9 +62,10 @@ func JobFailed(s release.JobStatus) bool {
 
 // JobEvents are the events a job update from old to next records, in this
 // order: job.failed when the status moves into a failed one,
-// verification.failed when the verification moves to failed. Memory and
-// Postgres stores share this rule (Postgres in a trigger of migration
-// 0011, which this function mirrors).
+// verification.failed when the verification moves to failed, then
+// release.failed when either did. Memory and Postgres stores share this
+// rule (Postgres in a trigger of migrations 0011 and 0024, which this
+// function mirrors).
 func JobEvents(old, next *release.Job, at time.Time, versionID string) []Event {
 	var out []Event
 	base := Event{At: StoredTime(at), ReleaseID: next.ReleaseID, TargetKey: next.TargetKey, VersionID: versionID,
@@ -80,7 +84,18 @@ func JobEvents(old, next *release.Job, at time.Time, versionID string) []Event {
 		slices.Sort(e.Metrics)
 		out = append(out, e)
 	}
+	if len(out) > 0 {
+		e := base
+		e.Type = workflow.EventReleaseFailed
+		out = append(out, e)
+	}
 	return out
+}
+
+// ResourceEvent is the event of a resource write: typ is
+// resource.created, resource.updated or resource.deleted.
+func ResourceEvent(typ workflow.EventType, resourceID string, at time.Time) Event {
+	return Event{Type: typ, At: StoredTime(at), ResourceID: resourceID}
 }
 
 // ReleaseEvent is the release.created event of a release the store just
@@ -93,7 +108,9 @@ func ReleaseEvent(r *release.Release) Event {
 // Events is the release store's event outbox, read by the workflow hooks'
 // processor (engine/flow). Invariants (checked by porttest.Events):
 //   - ReleaseUpsert that creates a release records release.created; a
-//     JobUpdate records JobEvents(stored, written); each in the same
+//     JobUpdate records JobEvents(stored, written); a Put of a resource
+//     records resource.created (new) or resource.updated, and its Delete
+//     resource.deleted (ResourceEvent); each in the same
 //     atomic write as its change (a refused or conflicting write records
 //     nothing), and no other write records any.
 //   - EventsPending lists unprocessed events by Seq, at most limit;

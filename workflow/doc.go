@@ -33,13 +33,15 @@
 // Besides a user (workflow run) and a release (a deployment's
 // workflow_template), a template can start itself:
 //   - spec.hooks: on an event of the release chain (EventType:
-//     release.created, job.failed, verification.failed), when its filter, a
+//     release.created, job.failed, verification.failed, release.failed,
+//     resource.created, resource.updated, resource.deleted), when its filter, a
 //     CEL expression over `event` that must type-check as bool (event.x ==
 //     "y", not a bare event.x), holds. The event carries type, id, at,
 //     release {id, target}, deployment, environment, resource and version
 //     (the stored objects), job {id, status, message, agentId, externalId}
 //     for job events and verification {status, metrics} for
-//     verification.failed. Hook parameters map value parameters to values
+//     verification.failed; a resource event carries the resource as it is
+//     when the event is handled ({id} alone once deleted). Hook parameters map value parameters to values
 //     reading {{event.<path>}}; the event's release is the workflow's
 //     release.*. An event starts at most one workflow of a template, from
 //     its first matching hook (HookMatches, HookParameters).

@@ -39,7 +39,7 @@ const workflowIntro = "# WorkflowTemplate reference\n\n" +
 	"- `tasks`: an ancestor task's `{outputs}` by name.\n\n" +
 	"Secrets (`env:RECONCILER_SECRET_*`, `file:` under `--secret-dir`) are resolved when a TaskRun is dispatched and stored redacted.\n\n" +
 	"## Hooks and schedules\n\n" +
-	"`spec.hooks` start a workflow on `release.created`, `job.failed` or `verification.failed` when their `filter` (CEL over `event`) holds; " +
+	"`spec.hooks` start a workflow on `release.created`, `job.failed`, `verification.failed`, `release.failed`, `resource.created`, `resource.updated` or `resource.deleted` when their `filter` (CEL over `event`) holds; " +
 	"an event starts at most one workflow per template. `spec.schedule` is a cron expression in `timezone`, with " +
 	"`concurrencyPolicy` allow, forbid or replace and `startingDeadlineSeconds` for fires missed while no process ran.\n"
 

@@ -21,14 +21,27 @@ type EventType string
 //     invalidIntegration or externalRunNotFound.
 //   - verification.failed: the post-deploy verification of a successful
 //     job failed.
+//   - release.failed: a release failed to roll out: its job ended in a
+//     failed status (as job.failed) or its verification failed (as
+//     verification.failed); recorded after that event, with the same
+//     fields.
+//   - resource.created, resource.updated, resource.deleted: a resource was
+//     stored for the first time, written again, or deleted. These events
+//     name no release, deployment or environment, so they reach only
+//     templates without a deployment or system scope.
 const (
 	EventReleaseCreated     EventType = "release.created"
 	EventJobFailed          EventType = "job.failed"
 	EventVerificationFailed EventType = "verification.failed"
+	EventReleaseFailed      EventType = "release.failed"
+	EventResourceCreated    EventType = "resource.created"
+	EventResourceUpdated    EventType = "resource.updated"
+	EventResourceDeleted    EventType = "resource.deleted"
 )
 
 // EventTypes lists the event types, in the order documentation shows them.
-var EventTypes = []EventType{EventReleaseCreated, EventJobFailed, EventVerificationFailed}
+var EventTypes = []EventType{EventReleaseCreated, EventJobFailed, EventVerificationFailed, EventReleaseFailed,
+	EventResourceCreated, EventResourceUpdated, EventResourceDeleted}
 
 // Valid reports whether e is a known event type.
 func (e EventType) Valid() bool {
@@ -57,7 +70,9 @@ const (
 // {{event.path}} takes the value's type, references inside text are
 // written as text.
 type Hook struct {
-	// Event is release.created, job.failed or verification.failed.
+	// Event is one of EventTypes: release.created, job.failed,
+	// verification.failed, release.failed, resource.created,
+	// resource.updated or resource.deleted.
 	Event EventType `json:"event"`
 	// Filter is CEL over `event`; a hook whose filter is false does not start.
 	Filter string `json:"filter,omitempty"`

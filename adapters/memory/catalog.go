@@ -28,6 +28,9 @@ type Catalog struct {
 	// locks maps each held key to the token of its holder.
 	locks     map[string]uint64
 	nextToken uint64
+
+	// changes receives catalog.revision changes (ReleaseStore.SetChanges).
+	changes *Changes
 }
 
 // catalogObject holds the revisions of one object.
@@ -82,6 +85,7 @@ func (c *Catalog) CatalogCreate(ctx context.Context, rev ports.Revision) (ports.
 	stored.CreatedAt, stored.UpdatedAt = now, now
 	obj.revs[ref.ID] = &stored
 	obj.open = ref.ID
+	c.changes.publishAfterCommit(ctx, ports.RevisionChange(&stored, "", false, now)...)
 	return copyRevision(&stored), nil
 }
 
@@ -185,7 +189,9 @@ func (c *Catalog) CatalogUpdate(ctx context.Context, p ports.CatalogUpdateParams
 		r.Revision, r.ApprovedBy, r.PublishedAt = obj.highest, p.ApprovedBy, now
 		obj.open = ""
 	}
+	old := r.Lifecycle
 	r.Lifecycle = to
+	c.changes.publishAfterCommit(ctx, ports.RevisionChange(r, string(old), false, now)...)
 	if u.ContentChanged {
 		r.Content, r.EditedBy = content, p.EditedBy
 	}
@@ -219,6 +225,7 @@ func (c *Catalog) CatalogDelete(ctx context.Context, ref ports.RevisionRef, expe
 		return fmt.Errorf("delete revision %s: %w", ref, err)
 	}
 	obj := c.objects[ref.Object()]
+	c.changes.publishAfterCommit(ctx, ports.RevisionChange(r, string(r.Lifecycle), true, c.now())...)
 	delete(obj.revs, ref.ID)
 	if obj.open == ref.ID {
 		obj.open = ""

@@ -37,6 +37,10 @@ func TestEventsUndoneWithTheirTransaction(t *testing.T) {
 	_, err = s.TargetsReplace(ctx, ports.TargetsReplaceParams{Scope: ports.TargetScope{SystemID: "s"}, Targets: []release.ReleaseTarget{target}})
 	require.NoError(t, err)
 	require.NoError(t, s.VersionCreate(ctx, release.DeploymentVersion{ID: "v", DeploymentID: "d", Tag: "1", Status: release.VersionReady, CreatedAt: clock.Now()}))
+	setup, err := s.EventsPending(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, setup, 1, "the resource's resource.created")
+	require.NoError(t, s.EventsDone(ctx, []int64{setup[0].Seq}))
 
 	boom := errors.New("boom")
 	err = tx.InTx(ctx, func(ctx context.Context) error {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/workflow"
 )
 
 // objects is the one in-memory ports.Objects, parameterised by a kind: its
@@ -20,6 +22,9 @@ type objects[T any] struct {
 	// dependent names one stored dependent of id ("" when none); the caller
 	// holds the lock.
 	dependent func(id string) string
+	// written, when set, records the hook event of a write just made (a
+	// resource's); the caller holds the lock.
+	written func(ctx context.Context, typ workflow.EventType, id string, at time.Time)
 }
 
 // Workspaces implements ports.ObjectStore.
@@ -72,7 +77,10 @@ func (s *ReleaseStore) Environments() ports.Objects[release.Environment] {
 // Resources implements ports.ObjectStore.
 func (s *ReleaseStore) Resources() ports.Objects[release.Resource] {
 	return &objects[release.Resource]{s: s, kind: &ports.ResourceKind, table: s.resources, parentHas: s.workspaces.has,
-		dependent: func(id string) string { return s.targetOf(s.targets.byRes[id]) }}
+		dependent: func(id string) string { return s.targetOf(s.targets.byRes[id]) },
+		written: func(ctx context.Context, typ workflow.EventType, id string, at time.Time) {
+			s.recordEvents(ctx, ports.ResourceEvent(typ, id, at))
+		}}
 }
 
 // JobAgents implements ports.ObjectStore.
@@ -213,9 +221,17 @@ func (o *objects[T]) Put(ctx context.Context, v T, expected int64) (int64, error
 			}
 		})
 	}
+	created := cur.Version == 0
 	cur.Value = norm
 	cur.Version++
 	cur.UpdatedAt = s.now()
+	if o.written != nil {
+		typ := workflow.EventResourceUpdated
+		if created {
+			typ = workflow.EventResourceCreated
+		}
+		o.written(ctx, typ, id, cur.UpdatedAt)
+	}
 	return cur.Version, nil
 }
 
@@ -241,5 +257,8 @@ func (o *objects[T]) Delete(ctx context.Context, id string, expected int64) erro
 	t.unparent(parent, id)
 	delete(t.rows, id)
 	s.onUndo(ctx, func() { t.rows[id] = cur; t.byParent[parent] = insertSorted(t.byParent[parent], id) })
+	if o.written != nil {
+		o.written(ctx, workflow.EventResourceDeleted, id, s.now())
+	}
 	return nil
 }

@@ -53,6 +53,8 @@ type ReleaseStore struct {
 	takers wakeSet
 
 	events eventOutbox
+	// changes receives the event stream's changes (SetChanges); nil: none.
+	changes *Changes
 }
 
 var _ ports.ReleaseStore = (*ReleaseStore)(nil)
@@ -165,4 +167,25 @@ func removeSorted(ids []string, id string) []string {
 		return ids
 	}
 	return slices.Delete(ids, i, i+1)
+}
+
+// SetChanges makes the store (and its catalog) publish the event stream's
+// changes to c, each once its write commits. Call it before first use.
+func (s *ReleaseStore) SetChanges(c *Changes) {
+	s.changes = c
+	s.Catalog.changes = c
+}
+
+// workspaceOf is the workspace of a target's resource ("" when unknown);
+// the caller holds the lock.
+func (s *ReleaseStore) workspaceOf(targetKey string) string {
+	t, err := release.ParseTargetKey(targetKey)
+	if err != nil {
+		return ""
+	}
+	r, err := s.resources.get(t.ResourceID)
+	if err != nil {
+		return ""
+	}
+	return r.Value.WorkspaceID
 }

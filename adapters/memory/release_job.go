@@ -230,6 +230,7 @@ func (s *ReleaseStore) JobCreate(ctx context.Context, p ports.JobCreateParams) (
 	row := &ports.JobRow{Job: job, VersionID: rel.VersionID, IdempotencyKey: p.IdempotencyKey, Version: 1, UpdatedAt: s.now()}
 	s.jobs.insert(row)
 	s.onUndo(ctx, func() { s.jobs.remove(row) })
+	s.changes.publishAfterCommit(ctx, ports.JobChanges(nil, &row.Job, s.workspaceOf(row.TargetKey), row.UpdatedAt)...)
 	if row.Status == release.JobPending {
 		s.takers.wake()
 	}
@@ -261,6 +262,7 @@ func (s *ReleaseStore) JobUpdate(ctx context.Context, job release.Job, expected 
 	s.jobs.replace(cur, func() { cur.Job = next; cur.Version++; cur.UpdatedAt = s.now() })
 	s.onUndo(ctx, func() { s.jobs.replace(cur, func() { *cur = before }) })
 	s.recordEvents(ctx, ports.JobEvents(&before.Job, &cur.Job, cur.UpdatedAt, cur.VersionID)...)
+	s.changes.publishAfterCommit(ctx, ports.JobChanges(&before.Job, &cur.Job, s.workspaceOf(cur.TargetKey), cur.UpdatedAt)...)
 	return cur.Version, nil
 }
 

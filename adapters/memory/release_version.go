@@ -333,6 +333,11 @@ func (s *ReleaseStore) DesiredSet(ctx context.Context, d ports.DesiredRelease) (
 	if d.Decision != nil {
 		s.recordDecision(ctx, d.Target, *d.Decision, c.UpdatedAt)
 	}
+	var old string
+	if had {
+		old = cur.ReleaseID
+	}
+	s.changes.publishAfterCommit(ctx, ports.DesiredChange(d.Target.Key(), old, c.ReleaseID, s.workspaceOf(d.Target.Key()), c.UpdatedAt)...)
 	return true, nil
 }
 

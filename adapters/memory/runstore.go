@@ -27,6 +27,8 @@ type RunStore struct {
 	perRepo map[string]int
 	// decisions holds each run's newest decisions, oldest first.
 	decisions map[reconcile.RunRef][]ports.RunDecision
+	// changes receives run.status changes (SetChanges); nil: none.
+	changes *Changes
 }
 
 // kindRuns holds the runs of one kind with their ids kept sorted for paging.
@@ -75,6 +77,7 @@ func (s *RunStore) RunCreate(_ context.Context, row ports.RunRow) (ports.RunRow,
 	i, _ := slices.BinarySearch(kr.ids, row.Ref.ID)
 	kr.ids = slices.Insert(kr.ids, i, row.Ref.ID)
 	s.countSlot(&stored, 1)
+	s.changes.publish(runChange(row.Ref, "", string(stored.State), now)...)
 	return copyRow(&stored), nil
 }
 
@@ -109,6 +112,7 @@ func (s *RunStore) RunUpdate(_ context.Context, p ports.RunUpdateParams) (int64,
 		return 0, fmt.Errorf("update run %s: expected version %d, stored %d: %w", p.Ref, p.ExpectedVersion, r.Version, ports.ErrConflict)
 	}
 	s.countSlot(r, -1)
+	old := r.State
 	r.State, r.Body = p.State, body
 	if p.ResetPod {
 		r.Pod = nil
@@ -131,6 +135,7 @@ func (s *RunStore) RunUpdate(_ context.Context, p ports.RunUpdateParams) (int64,
 		}
 		s.decisions[p.Ref] = h
 	}
+	s.changes.publish(runChange(p.Ref, string(old), string(r.State), r.UpdatedAt)...)
 	return r.Version, nil
 }
 
@@ -370,4 +375,13 @@ func copyPR(p *reconcile.PullRequest) *reconcile.PullRequest {
 	}
 	c := *p
 	return &c
+}
+
+// SetChanges makes the store publish run.status changes to c. Call it
+// before first use.
+func (s *RunStore) SetChanges(c *Changes) { s.changes = c }
+
+// runChange is the run.status change of a run's state moving.
+func runChange(ref reconcile.RunRef, old, next string, at time.Time) []ports.Change {
+	return ports.PhaseChange(ports.ChangeRunStatus, string(ref.Kind)+"/"+ref.ID, old, next, at, map[string]any{"kind": ref.Kind})
 }

@@ -36,6 +36,8 @@ type memTx struct {
 	queue    *Queue
 	undo     []func()
 	enqueues []ports.EnqueueParams
+	// commits run once the transaction has committed (published changes).
+	commits []func()
 }
 
 // txOf returns the transaction ctx carries, nil when none.
@@ -69,6 +71,9 @@ func (x *Transactor) InTx(ctx context.Context, fn func(ctx context.Context) erro
 		return fmt.Errorf("commit enqueues: %w", err)
 	}
 	committed = true
+	for _, f := range tx.commits {
+		f()
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -23,7 +24,14 @@ type WorkflowStore struct {
 	writes    map[string]int64             // workflow id → TaskRun writes (TaskRunWrites)
 	inbox     map[string][]ports.TaskRunReport
 	seq       int64
+	// changes receives workflow.status and taskrun.status changes
+	// (SetChanges); nil: none.
+	changes *Changes
 }
+
+// SetChanges makes the store publish workflow.status and taskrun.status
+// changes to c. Call it before first use.
+func (s *WorkflowStore) SetChanges(c *Changes) { s.changes = c }
 
 // NewWorkflowStore returns an empty store.
 func NewWorkflowStore() *WorkflowStore {
@@ -57,6 +65,7 @@ func (s *WorkflowStore) WorkflowCreate(_ context.Context, w ports.WorkflowRecord
 	}
 	s.workflows[w.ID], s.versions[w.ID] = b, 1
 	s.runs[w.ID] = map[string][]byte{}
+	s.changes.publish(ports.PhaseChange(ports.ChangeWorkflowStatus, w.ID, "", string(w.Phase), time.Now(), nil)...)
 	return nil
 }
 
@@ -97,6 +106,7 @@ func (s *WorkflowStore) WorkflowUpdate(_ context.Context, w ports.WorkflowRecord
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	s.workflows[w.ID], s.versions[w.ID] = b, w.Version
+	s.changes.publish(ports.PhaseChange(ports.ChangeWorkflowStatus, w.ID, string(stored.Phase), string(w.Phase), time.Now(), nil)...)
 	return w.Version, nil
 }
 
@@ -202,6 +212,8 @@ func (s *WorkflowStore) TaskRunsSave(_ context.Context, workflowID string, runs 
 		return fmt.Errorf("%s: %w", op, ports.ErrNotFound)
 	}
 	seen := make(map[string]bool, len(runs))
+	var changes []ports.Change
+	now := time.Now()
 	for i := range runs {
 		r := &runs[i]
 		if seen[r.ID] {
@@ -225,11 +237,21 @@ func (s *WorkflowStore) TaskRunsSave(_ context.Context, workflowID string, runs 
 				return fmt.Errorf("%s: task run %s at version %d, stored %d: %w", op, r.ID, r.Version, v.Version, ports.ErrConflict)
 			}
 		}
+		var old string
+		if exists {
+			var v struct {
+				Phase string `json:"phase"`
+			}
+			_ = json.Unmarshal(cur, &v) // it decoded above
+			old = v.Phase
+		}
+		changes = append(changes, ports.PhaseChange(ports.ChangeTaskRunStatus, workflowID+"/"+r.ID, old, string(r.Phase), now, nil)...)
 	}
 	for i := range runs {
 		stored[runs[i].ID] = docs[i]
 	}
 	s.writes[workflowID] += int64(len(runs))
+	s.changes.publish(changes...)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,6 +39,9 @@ type publisher struct {
 	pending map[notice]struct{}
 	running bool
 	idle    *sync.Cond // signalled when running turns false
+	// after, once set (NewChanges), runs after each statement: it
+	// publishes the event stream's committed changes.
+	after atomic.Pointer[func(context.Context)]
 }
 
 // newPublisher returns the publisher of db.
@@ -84,6 +88,9 @@ func (p *publisher) send() {
 		ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 		// A failure loses only hints (see publisher).
 		_, _ = p.db.pool.Exec(ctx, sqlPublish, p.db.hotMode, channels, payloads)
+		if f := p.after.Load(); f != nil {
+			(*f)(ctx)
+		}
 		cancel()
 	}
 }

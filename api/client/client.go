@@ -140,11 +140,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
 	if res.StatusCode >= 300 {
-		e := &Error{Status: res.StatusCode, Title: http.StatusText(res.StatusCode)}
-		if json.Unmarshal(b, e) != nil || e.Status == 0 {
-			e.Status, e.Detail = res.StatusCode, strings.TrimSpace(string(b))
-		}
-		return e
+		return answerError(res.StatusCode, b)
 	}
 	if out == nil || res.StatusCode == http.StatusNoContent {
 		return nil
@@ -153,6 +149,15 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 	}
 	return nil
+}
+
+// answerError is the *Error of a non-2xx answer of status with body b.
+func answerError(status int, b []byte) *Error {
+	e := &Error{Status: status, Title: http.StatusText(status)}
+	if json.Unmarshal(b, e) != nil || e.Status == 0 {
+		e.Status, e.Detail = status, strings.TrimSpace(string(b))
+	}
+	return e
 }
 
 // get reads path into a T.

@@ -39,9 +39,47 @@ type backend struct {
 	audit ports.AuditLog
 	// tx makes writes of the release store and queue enqueues
 	// all-or-nothing (ports.Transactor).
-	tx    ports.Transactor
-	db    *postgres.DB
-	close func()
+	tx ports.Transactor
+	// changes is the event stream, once startChanges has run.
+	changes ports.ChangeStream
+	db      *postgres.DB
+	close   func()
+}
+
+// Defaults of the event stream's retention (serve --events-keep,
+// --events-retention).
+const (
+	defaultEventsKeep      = 10_000
+	defaultEventsRetention = 24 * time.Hour
+)
+
+// startChanges starts the backend's event stream, keeping the newest keep
+// changes and none older than retention: in memory a ring the stores
+// publish to; on PostgreSQL the publisher of migration 0024's retention
+// table, stopped by close. Call it before the stores are written.
+func (be *backend) startChanges(keep int, retention time.Duration, clock ports.Clock, log *slog.Logger) ports.ChangeStream {
+	if be.changes != nil {
+		return be.changes
+	}
+	if be.db == nil {
+		c := memory.NewChanges(clock, keep, retention)
+		if s, ok := be.releases.(*memory.ReleaseStore); ok {
+			s.SetChanges(c)
+		}
+		if s, ok := be.workflows.(*memory.WorkflowStore); ok {
+			s.SetChanges(c)
+		}
+		if s, ok := be.runs.(*memory.RunStore); ok {
+			s.SetChanges(c)
+		}
+		be.changes = c
+		return c
+	}
+	c := postgres.NewChanges(be.db, keep, retention, 0, log)
+	closeDB := be.close
+	be.close = func() { c.Close(); closeDB() }
+	be.changes = c
+	return c
 }
 
 // openBackend opens Postgres (migrating it when migrate is set) or builds

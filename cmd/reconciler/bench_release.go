@@ -42,6 +42,9 @@ type benchReleaseOptions struct {
 	// between them, an approval, a window and a gradual rollout in prod
 	// (benchPolicies).
 	policies bool
+	// watchers, when positive, streams every change of the timed phase to
+	// that many clients of GET /api/v1/events (benchWatchers).
+	watchers int
 }
 
 func newBenchReleaseCmd() *cobra.Command {
@@ -92,6 +95,9 @@ The last line is JSON:
 			if o.share && len(o.processes) == 0 {
 				return usagef("--share-machine needs --processes")
 			}
+			if o.watchers > 0 && len(o.processes) > 0 {
+				return usagef("--watchers: not supported with --processes")
+			}
 			if o.policies && len(o.processes) > 0 {
 				return usagef("--policies: not supported with --processes yet")
 			}
@@ -112,6 +118,7 @@ The last line is JSON:
 	f.StringVar(&o.workerBin, "worker-bin", "", "the reconciler binary the worker processes run (default this one)")
 	_ = f.MarkHidden("worker-bin")
 	f.BoolVar(&o.policies, "policies", false, "the demo's shape: --targets split over dev, staging and prod (one resource in each), staging after dev and prod after staging (progression), an approval, an always-open window and a gradual rollout (linear-normalized over 1 s) in prod; the agent's jobs succeed at once")
+	intRangeVar(f, &o.watchers, "watchers", 0, 0, 1000, "stream every change of the timed phase to this many clients of GET /api/v1/events served on loopback, and report the events, the fewest any client received and their delivery lag (not with --processes)")
 	f.BoolVar(&o.share, "share-machine", false, "with --processes, give each of n worker processes 1/n of this machine's CPUs (GOMAXPROCS) and default connection pool (pool_max_conns)")
 	return cmd
 }
@@ -225,6 +232,12 @@ func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseO
 	if err := env.startTimed(ctx); err != nil {
 		return err
 	}
+	var watchers *benchWatchers
+	if o.watchers > 0 {
+		if watchers, err = startBenchWatchers(ctx, env.be, o.watchers, quiet); err != nil {
+			return err
+		}
+	}
 	ch = newChain(env.be)
 
 	fmt.Fprintf(stderr, "bench release: creating a version for %d targets\n", o.targets)
@@ -253,10 +266,20 @@ func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseO
 	n := agent.n.Load()
 	perSec := float64(n) / elapsed.Seconds()
 	fmt.Fprintf(stderr, "dispatched %d of %d jobs in %s = %.0f targets/s\n", n, agent.want, elapsed.Round(time.Millisecond), perSec)
+	var watched map[string]any
+	if watchers != nil {
+		if watched, err = watchers.stop(ctx, 30*time.Second); err != nil {
+			return err
+		}
+		if ev, ok := watched["events"].(int64); ok {
+			watched["events_per_sec"] = round1(float64(ev) / elapsed.Seconds())
+		}
+	}
 	figures, err := env.stopTimed(ctx, "target", n)
 	if err != nil {
 		return err
 	}
+	maps.Copy(figures, watched)
 	line := map[string]any{
 		"bench": "release", "store": env.be.name, "workers": o.workers, "targets": n, "policies": o.policies,
 		"seconds": round3(elapsed.Seconds()), "targets_per_sec": round1(perSec),

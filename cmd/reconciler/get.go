@@ -91,15 +91,22 @@ or all) print with -o yaml as the documents ` + "`reconciler apply`" + ` takes u
 		c.Flags().StringVar(&page.Cursor, "cursor", "", "continue a list where the previous page ended")
 		return c
 	}
-	targets := paged(sub("targets", "List release targets with their desired release, current and active job", cobra.NoArgs,
+	var watchTargets, watchWorkflows watch
+	targets := paged(sub("targets", "List release targets with their desired release, current and active job (--watch: then each change of a desired or current release)", cobra.NoArgs,
 		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			watchTargets.keep = targetKeep(scope.DeploymentID, scope.EnvironmentID, scope.ResourceID)
+			watched := watchTargets.start(cmd, ctx, c)
 			p, err := c.ListTargets(ctx, scope, page)
 			if err != nil {
 				return err
 			}
-			defer nextPage(cmd, p.NextCursor)
-			return show(cmd, o.output, p, "TARGET\tDESIRED\tCURRENT\tACTIVE", func() [][]string { return targetRows(p.Items) })
+			if err := show(cmd, o.output, p, "TARGET\tDESIRED\tCURRENT\tACTIVE", func() [][]string { return targetRows(p.Items) }); err != nil {
+				return err
+			}
+			nextPage(cmd, p.NextCursor)
+			return watched(o.output)
 		}))
+	watchTargets.bind(targets, ports.ChangeTargetDesired, ports.ChangeTargetCurrent)
 	targets.Flags().StringVar(&scope.SystemID, "system", "", "only this system's")
 	targets.Flags().StringVar(&scope.DeploymentID, "deployment", "", "only this deployment's")
 	targets.Flags().StringVar(&scope.EnvironmentID, "environment", "", "only this environment's")
@@ -123,21 +130,27 @@ or all) print with -o yaml as the documents ` + "`reconciler apply`" + ` takes u
 			}
 			return show(cmd, o.output, j, "ID\tTARGET\tVERSION\tSTATUS\tCREATED\tMESSAGE", func() [][]string { return jobRows([]ports.JobRow{j}) })
 		})
-	workflows := paged(sub("workflows", "List workflows by id", cobra.NoArgs,
+	workflows := paged(sub("workflows", "List workflows by id (--watch: then each change of a workflow's or TaskRun's phase)", cobra.NoArgs,
 		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
+			watched := watchWorkflows.start(cmd, ctx, c)
 			p, err := c.ListWorkflows(ctx, page)
 			if err != nil {
 				return err
 			}
-			defer nextPage(cmd, p.NextCursor)
-			return show(cmd, o.output, p, "ID\tTEMPLATE\tPHASE\tCREATED", func() [][]string {
+			err = show(cmd, o.output, p, "ID\tTEMPLATE\tPHASE\tCREATED", func() [][]string {
 				rows := make([][]string, 0, len(p.Items))
 				for _, w := range p.Items {
 					rows = append(rows, []string{w.ID, w.TemplateName, string(w.Phase), ts(w.CreatedAt)})
 				}
 				return rows
 			})
+			if err != nil {
+				return err
+			}
+			nextPage(cmd, p.NextCursor)
+			return watched(o.output)
 		}))
+	watchWorkflows.bind(workflows, ports.ChangeWorkflowStatus, ports.ChangeTaskRunStatus)
 	workflowOne := sub("workflow ID", "Read a workflow's DAG with each TaskRun", cobra.ExactArgs(1),
 		func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
 			st, err := c.GetWorkflow(ctx, args[0])

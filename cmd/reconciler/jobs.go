@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -132,6 +134,7 @@ func newJobsListCmd(use string) *cobra.Command {
 	var o releaseOpts
 	var f api.JobFilter
 	var page client.Page
+	var w watch
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: "List the release chain's jobs across targets, newest first (through the API)",
@@ -140,9 +143,12 @@ filter given: --status (one or more, comma-separated or repeated), --job-agent,
 --deployment, --environment, --resource, --version, --workspace, or --target
 DEPLOYMENT:ENVIRONMENT:RESOURCE. A page holds --limit jobs; the cursor of the
 next one is printed on standard error (pass it as --cursor). -o table
-(default), json or yaml.`,
+(default), json or yaml. --watch then prints each job created or whose status
+changed, as it happens, keeping those of --workspace, --deployment,
+--environment, --resource, --target and --status.`,
 		Example: `  reconciler jobs list --status pending,inProgress --job-agent ext --server http://127.0.0.1:8080
-  reconciler jobs list --deployment web --environment prod -o json`,
+  reconciler jobs list --deployment web --environment prod -o json
+  reconciler get jobs --watch --workspace acme`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
 			for _, st := range f.Status {
@@ -155,15 +161,21 @@ next one is printed on standard error (pass it as --cursor). -o table
 					return usagef("--target: %v", err)
 				}
 			}
+			w.workspace, w.keep = f.WorkspaceID, jobsKeep(&f)
+			watched := w.start(cmd, ctx, c)
 			p, err := c.ListJobs(ctx, f, page)
 			if err != nil {
 				return err
 			}
-			defer nextPage(cmd, p.NextCursor)
-			return show(cmd, o.output, p, "ID\tTARGET\tVERSION\tSTATUS\tCREATED\tMESSAGE", func() [][]string { return jobRows(p.Items) })
+			if err := show(cmd, o.output, p, "ID\tTARGET\tVERSION\tSTATUS\tCREATED\tMESSAGE", func() [][]string { return jobRows(p.Items) }); err != nil {
+				return err
+			}
+			nextPage(cmd, p.NextCursor)
+			return watched(o.output)
 		}),
 	}
 	o.bind(cmd, true)
+	w.bind(cmd, ports.ChangeJobCreated, ports.ChangeJobStatus)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.Status, "status", nil, "only jobs in one of these statuses")
 	fl.StringVar(&f.JobAgentID, "job-agent", "", "only this job agent's jobs")
@@ -361,4 +373,27 @@ worker; "-" when none is due), by the server's clock (token scope read).`,
 	}
 	o.bind(cmd, true)
 	return cmd
+}
+
+// jobsKeep keeps the job changes the list's filters would show: of the
+// target's deployment, environment and resource, in one of the statuses.
+func jobsKeep(f *api.JobFilter) func(*ports.Change) bool {
+	d, e, r := f.DeploymentID, f.Environment, f.ResourceID
+	if t, err := release.ParseTargetKey(f.Target); err == nil {
+		d, e, r = t.DeploymentID, t.EnvironmentID, t.ResourceID
+	}
+	byTarget := targetKeep(d, e, r)
+	if byTarget == nil && len(f.Status) == 0 {
+		return nil
+	}
+	return func(ch *ports.Change) bool {
+		if byTarget != nil && !byTarget(ch) {
+			return false
+		}
+		var data struct {
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(ch.Data, &data)
+		return len(f.Status) == 0 || slices.Contains(f.Status, data.Status)
+	}
 }

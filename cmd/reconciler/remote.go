@@ -8,8 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -89,13 +89,60 @@ func (r *remoteOpts) remote() (*client.Client, error) {
 	return c, nil
 }
 
-// handlerTransport sends requests to an http.Handler in the process.
+// handlerTransport sends requests to an http.Handler in the process. The
+// answer streams: its body is a pipe the handler writes into, so a stream
+// (GET /api/v1/events) is read as it is written; closing the body (or
+// ending the request's context) ends the handler's writes.
 type handlerTransport struct{ h http.Handler }
 
 func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	w := httptest.NewRecorder()
-	t.h.ServeHTTP(w, r)
-	return w.Result(), nil
+	pr, pw := io.Pipe()
+	w := &pipeResponse{header: http.Header{}, body: pw, started: make(chan struct{})}
+	go func() {
+		defer func() {
+			w.start(http.StatusOK)
+			_ = pw.Close()
+		}()
+		t.h.ServeHTTP(w, r)
+	}()
+	select {
+	case <-w.started:
+	case <-r.Context().Done():
+		_ = pr.Close()
+		return nil, r.Context().Err()
+	}
+	return &http.Response{StatusCode: w.status, Status: fmt.Sprintf("%d %s", w.status, http.StatusText(w.status)),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: w.sent, Body: pr, ContentLength: -1, Request: r}, nil
+}
+
+// pipeResponse is the http.ResponseWriter of handlerTransport: the status
+// and headers are sent on the first WriteHeader or Write, the body through
+// the pipe.
+type pipeResponse struct {
+	header, sent http.Header
+	status       int
+	body         *io.PipeWriter
+	once         sync.Once
+	started      chan struct{}
+}
+
+func (w *pipeResponse) Header() http.Header { return w.header }
+
+func (w *pipeResponse) WriteHeader(code int) { w.start(code) }
+
+func (w *pipeResponse) Write(b []byte) (int, error) {
+	w.start(http.StatusOK)
+	return w.body.Write(b)
+}
+
+// Flush does nothing: what is written is read at once.
+func (w *pipeResponse) Flush() {}
+
+func (w *pipeResponse) start(code int) {
+	w.once.Do(func() {
+		w.status, w.sent = code, w.header.Clone()
+		close(w.started)
+	})
 }
 
 // apiClient returns the client a client-only command uses: the server of
@@ -113,13 +160,14 @@ func (o *releaseOpts) apiClient(cmd *cobra.Command) (*client.Client, func(), err
 	if err != nil {
 		return nil, nil, err
 	}
+	changes := be.startChanges(defaultEventsKeep, defaultEventsRetention, ports.SystemClock, nil)
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, ports.SystemClock,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, be.catalogConfig()),
 		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens,
 		Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: ports.SystemClock}, Clock: ports.SystemClock,
 		Insecure: true, InsecurePrincipal: localPrincipal(), Tx: be.tx, Audit: be.audit, AgentConfig: agentConfigValidator(),
-		Pull: rt.pullService(be, ports.SystemClock)})
+		Pull: rt.pullService(be, ports.SystemClock), Changes: changes})
 	c, err := client.New("http://in-process", "", client.WithHTTPClient(&http.Client{Transport: handlerTransport{srv.Handler()}}))
 	if err != nil {
 		be.close()

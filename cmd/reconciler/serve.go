@@ -54,18 +54,20 @@ type serveOptions struct {
 	demo            bool
 	demoDir         string
 	// demoAsked: --demo (or RECONCILER_DEMO) was given, not defaulted.
-	demoAsked      bool
-	secretPrefix   string
-	secretDirs     []string
-	insecureNoAuth bool
-	consoleRefresh time.Duration
-	apiReadWait    time.Duration
-	http           httpOptions
-	agents         agentOptions
-	code           codeHostOptions
-	outbound       outboundOptions
-	logOut         io.Writer      // where the log goes; nil is standard error
-	opened         func(*backend) // tests: called once the backend is open (to issue tokens)
+	demoAsked       bool
+	secretPrefix    string
+	secretDirs      []string
+	insecureNoAuth  bool
+	consoleRefresh  time.Duration
+	apiReadWait     time.Duration
+	eventsKeep      int
+	eventsRetention time.Duration
+	http            httpOptions
+	agents          agentOptions
+	code            codeHostOptions
+	outbound        outboundOptions
+	logOut          io.Writer      // where the log goes; nil is standard error
+	opened          func(*backend) // tests: called once the backend is open (to issue tokens)
 }
 
 // newServeCmd runs the engine.
@@ -150,9 +152,14 @@ refuses a request whose Host is not a loopback name (DNS rebinding) and an
 API write that is not JSON or comes from another site.
 
 Listener: --read-header-timeout, --read-timeout, --write-timeout (a pull
-agent's waiting take gets its wait on top) and --idle-timeout bound slow
-and idle clients; --max-long-polls caps the waiting takes of one token or
-agent (429 with Retry-After beyond). --tls-cert-file/--tls-key-file serve
+agent's waiting take gets its wait on top; an event stream has none) and
+--idle-timeout bound slow and idle clients; --max-long-polls caps the
+waiting takes and event streams of one token or agent (429 with
+Retry-After beyond).
+
+Event stream: GET /api/v1/events streams committed changes (Server-Sent
+Events, resumable with Last-Event-ID); --events-keep and --events-retention
+bound what a resuming client can replay (older: 410). --tls-cert-file/--tls-key-file serve
 TLS (the pair is re-read when it changes); behind a TLS proxy, give
 --public-url https://... so the console's cookie is Secure. See
 docs/security.md.
@@ -210,6 +217,8 @@ cut to 16 characters) or json (one object a line).`,
 	outboundFlags(f, &o.outbound)
 	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to this collector URL (e.g. http://127.0.0.1:4318; a URL without a path gets /v1/traces); empty (the default, unless OTEL_EXPORTER_OTLP_ENDPOINT is set): no traces are recorded or exported")
 	durationRangeVar(f, &o.apiReadWait, "api-read-wait", 2*time.Second, 100*time.Millisecond, time.Hour, "how long an API read (GET) may wait for the store, its wait for a connection of the read lane included; past it the API answers 503 with Retry-After")
+	intRangeVar(f, &o.eventsKeep, "events-keep", defaultEventsKeep, 1, 10_000_000, "how many of the newest changes GET /api/v1/events can replay to a client resuming with Last-Event-ID")
+	durationRangeVar(f, &o.eventsRetention, "events-retention", defaultEventsRetention, time.Minute, 30*24*time.Hour, "how long a change stays replayable by GET /api/v1/events (an older resume point is 410)")
 	durationRangeVar(f, &o.consoleRefresh, "console-refresh", console.DefaultRefresh, 100*time.Millisecond, time.Hour, "how often the web console's live parts (grid, target state, running workflows) poll")
 	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "serve the API without tokens (every caller is admin \"anonymous\"); only on a loopback --listen")
 	return cmd
@@ -289,6 +298,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	be.startChanges(o.eventsKeep, o.eventsRetention, clock, log)
 	defer be.close()
 	if o.otlpEndpoint != "" {
 		stop, err := startTracing(ctx, o.otlpEndpoint, log)
@@ -388,7 +398,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		apiSrv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat,
 			Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Secrets: secrets, Clock: clock, Logger: log, Insecure: o.insecureNoAuth,
 			Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}, Metrics: metrics.api, Tx: be.tx, Audit: be.audit, AgentConfig: withOperatorLimits(withHMACKeys(agentConfigValidator(), secrets), &o.outbound),
-			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait, LongPolls: o.http.maxLongPolls})
+			Pull: rt.pullService(be, clock), ReadWait: o.apiReadWait, LongPolls: o.http.maxLongPolls, Changes: be.changes})
 		if o.dsn == "" && !o.insecureNoAuth {
 			if err := printAdminToken(ctx, cmdOut, be.tokens, clock); err != nil {
 				return err

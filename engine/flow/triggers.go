@@ -337,7 +337,12 @@ func (tr *Triggers) eventContext(ctx context.Context, ev *ports.Event) (eventCtx
 	if err := add("environment", env.Value, err); err != nil {
 		return out, err
 	}
-	res, err := tr.Events.Resources().Get(ctx, t.ResourceID)
+	resID := t.ResourceID
+	if ev.ResourceID != "" { // resource.created, resource.updated, resource.deleted
+		resID = ev.ResourceID
+		e["resource"] = map[string]any{"id": resID} // a deleted one is known by its id only
+	}
+	res, err := tr.Events.Resources().Get(ctx, resID)
 	if err == nil {
 		out.scope.WorkspaceID = res.Value.WorkspaceID
 	}

@@ -91,6 +91,12 @@ func TestHookTriggersStartWorkflows(t *testing.T) {
 				`, "hooks": [{"event": "release.created"}]`))
 			w.publish("shop-failures", hookTemplate("shop-failures", `{"name": "shop-failures", "scope": "system", "scopeId": "shop"}`,
 				`, "hooks": [{"event": "job.failed", "filter": "event.job.status == \"failure\"", "parameters": {"why": "{{event.job.message}}"}}]`))
+			w.publish("rollout-failures", hookTemplate("rollout-failures", `{"name": "rollout-failures", "scope": "system", "scopeId": "shop"}`,
+				`, "hooks": [{"event": "release.failed", "parameters": {"why": "{{event.job.status}}"}}]`))
+			w.publish("edge", hookTemplate("edge", "", `, "hooks": [
+				{"event": "resource.created", "filter": "event.resource.name == \"edge-9\"", "parameters": {"why": "{{event.resource.kind}}"}},
+				{"event": "resource.updated", "filter": "event.resource.id == \"edge-9\""},
+				{"event": "resource.deleted", "filter": "event.resource.id == \"edge-9\"", "parameters": {"why": "gone {{event.resource.id}}"}}]`))
 
 			require.NoError(t, w.chain.CreateVersion(w.ctx, release.DeploymentVersion{ID: "v1", DeploymentID: "api", Tag: "1.0",
 				Config: map[string]any{"image": "api:1.0"}}))
@@ -129,6 +135,36 @@ func TestHookTriggersStartWorkflows(t *testing.T) {
 			}
 			require.Len(t, jobs, 4, "four different jobs")
 			require.Len(t, triggeredIDs(t, w.ctx, w.wfs, ports.TriggerEvent, "on-prod-release"), 2, "nothing started twice")
+			rolled := triggered(t, w.ctx, w.wfs, ports.TriggerEvent, "rollout-failures")
+			require.Len(t, rolled, 4, "one release.failed per failed job")
+			for _, wf := range rolled {
+				require.Equal(t, workflow.EventReleaseFailed, wf.Trigger.Event.Type)
+				require.Equal(t, "failure", wf.Parameters["why"])
+				require.True(t, jobs[wf.Trigger.Event.JobID], "the failed job's release")
+			}
+
+			// Resource events: a resource created, updated, deleted.
+			require.Empty(t, triggered(t, w.ctx, w.wfs, ports.TriggerEvent, "edge"), "the filters kept the fixture's resources out")
+			// Each is handled before the next write: a hook reads the
+			// resource as it is when its event is handled.
+			v, err := w.rel.Resources().Put(w.ctx, release.Resource{ID: "edge-9", WorkspaceID: "ws", Kind: "edge", Identifier: "edge-9", Name: "edge-9"}, 0)
+			require.NoError(t, err)
+			w.settle()
+			v, err = w.rel.Resources().Put(w.ctx, release.Resource{ID: "edge-9", WorkspaceID: "ws", Kind: "edge", Identifier: "edge-9", Name: "edge-nine"}, v)
+			require.NoError(t, err)
+			w.settle()
+			require.NoError(t, w.rel.Resources().Delete(w.ctx, "edge-9", v))
+			w.settle()
+			edge := triggered(t, w.ctx, w.wfs, ports.TriggerEvent, "edge")
+			require.Len(t, edge, 3, "created, updated, deleted")
+			byType := map[workflow.EventType]ports.WorkflowRecord{}
+			for _, wf := range edge {
+				require.Equal(t, "edge-9", wf.Trigger.Event.ResourceID)
+				byType[wf.Trigger.Event.Type] = wf
+			}
+			require.Equal(t, "edge", byType[workflow.EventResourceCreated].Parameters["why"], "the event reads the resource")
+			require.Contains(t, byType, workflow.EventResourceUpdated)
+			require.Equal(t, "gone edge-9", byType[workflow.EventResourceDeleted].Parameters["why"], "a deleted resource is known by its id")
 			pending, err := w.rel.EventsPending(w.ctx, 100)
 			require.NoError(t, err)
 			require.Empty(t, pending, "every event was handled")

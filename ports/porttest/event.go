@@ -21,6 +21,7 @@ func Events(t *testing.T, newStore ReleaseStoreFactory) {
 	t.Run("JobFailed", func(t *testing.T) { eventJobFailed(setup(t)) })
 	t.Run("VerificationFailed", func(t *testing.T) { eventVerificationFailed(setup(t)) })
 	t.Run("RefusedWriteRecordsNothing", func(t *testing.T) { eventRefusedWrite(setup(t)) })
+	t.Run("Resources", func(t *testing.T) { eventResources(setup(t)) })
 	t.Run("PendingAndDone", func(t *testing.T) { eventPendingDone(setup(t)) })
 }
 
@@ -78,11 +79,16 @@ func eventJobFailed(t *testing.T, e *relEnv) {
 	_, err = e.s.JobUpdate(e.ctx, next, v)
 	require.NoError(t, err)
 	evs := eventsPending(t, e)
-	require.Len(t, evs, 1)
+	require.Len(t, evs, 2, "job.failed, then release.failed")
 	ev := evs[0]
 	ev.Seq = 0
-	require.Equal(t, ports.Event{Type: workflow.EventJobFailed, At: relNorm(relAt(9)), ReleaseID: r.ID, TargetKey: r.Target.Key(),
-		VersionID: "v1", JobID: "j1", JobStatus: release.JobFailure, JobMessage: "exit 1", JobAgentID: relAgent, ExternalID: "run-1"}, ev)
+	want := ports.Event{Type: workflow.EventJobFailed, At: relNorm(relAt(9)), ReleaseID: r.ID, TargetKey: r.Target.Key(),
+		VersionID: "v1", JobID: "j1", JobStatus: release.JobFailure, JobMessage: "exit 1", JobAgentID: relAgent, ExternalID: "run-1"}
+	require.Equal(t, want, ev)
+	rf := evs[1]
+	require.Greater(t, rf.Seq, evs[0].Seq)
+	rf.Seq, want.Type = 0, workflow.EventReleaseFailed
+	require.Equal(t, want, rf, "release.failed carries the failed job's fields")
 
 	// Each failed status counts; one job fails once.
 	for i, st := range ports.FailedJobStatuses[1:] {
@@ -93,8 +99,9 @@ func eventJobFailed(t *testing.T, e *relEnv) {
 		_, err := e.s.JobUpdate(e.ctx, next, row.Version)
 		require.NoError(t, err, st)
 	}
-	evs = eventsPending(t, e)
+	evs = eventsOfType(eventsPending(t, e), workflow.EventJobFailed)
 	require.Len(t, evs, len(ports.FailedJobStatuses))
+	require.Len(t, eventsOfType(eventsPending(t, e), workflow.EventReleaseFailed), len(ports.FailedJobStatuses), "each with its release.failed")
 	for i, ev := range evs[1:] {
 		require.Equal(t, workflow.EventJobFailed, ev.Type)
 		require.Equal(t, ports.FailedJobStatuses[i+1], ev.JobStatus)
@@ -119,14 +126,16 @@ func eventVerificationFailed(t *testing.T, e *relEnv) {
 	v, err = e.s.JobUpdate(e.ctx, next, v)
 	require.NoError(t, err)
 	evs := eventsPending(t, e)
-	require.Len(t, evs, 1)
+	require.Len(t, evs, 2, "verification.failed, then release.failed")
+	require.Equal(t, workflow.EventReleaseFailed, evs[1].Type)
+	require.Equal(t, "j1", evs[1].JobID)
 	ev := evs[0]
 	ev.Seq = 0
 	require.Equal(t, ports.Event{Type: workflow.EventVerificationFailed, At: relNorm(relAt(7)), ReleaseID: r.ID, TargetKey: r.Target.Key(),
 		VersionID: "v1", JobID: "j1", JobStatus: release.JobSuccessful, JobAgentID: relAgent, Metrics: []string{"error-rate", "latency"}}, ev)
 	_, err = e.s.JobUpdate(e.ctx, next, v)
 	require.NoError(t, err)
-	require.Len(t, eventsPending(t, e), 1, "rewriting a failed verification records nothing")
+	require.Len(t, eventsPending(t, e), 2, "rewriting a failed verification records nothing")
 }
 
 func eventRefusedWrite(t *testing.T, e *relEnv) {
@@ -168,4 +177,41 @@ func eventPendingDone(t *testing.T, e *relEnv) {
 	require.NoError(t, e.s.EventsDone(e.ctx, []int64{all[0].Seq}), "again: no-op")
 	require.NoError(t, e.s.EventsDone(e.ctx, nil))
 	require.Equal(t, []ports.Event{all[1], all[3]}, eventsPending(t, e))
+}
+
+// eventsOfType keeps the events of type typ.
+func eventsOfType(evs []ports.Event, typ workflow.EventType) []ports.Event {
+	var out []ports.Event
+	for _, ev := range evs {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func eventResources(t *testing.T, e *relEnv) {
+	relWorld(t, e)
+	eventsClear(t, e)
+	e.clock.Set(relAt(3))
+	v, err := e.s.Resources().Put(e.ctx, release.Resource{ID: "r-new", WorkspaceID: relWS, Kind: "Cluster", Identifier: "id-new", Name: "new"}, 0)
+	require.NoError(t, err)
+	e.clock.Set(relAt(4))
+	v, err = e.s.Resources().Put(e.ctx, release.Resource{ID: "r-new", WorkspaceID: relWS, Kind: "Cluster", Identifier: "id-new", Name: "renamed"}, v)
+	require.NoError(t, err)
+	_, err = e.s.Resources().Put(e.ctx, release.Resource{ID: "r-new", WorkspaceID: relWS, Kind: "Cluster", Identifier: "id-new", Name: "x"}, v+1)
+	require.ErrorIs(t, err, ports.ErrConflict)
+	require.NoError(t, e.s.Resources().Delete(e.ctx, "r-new", v))
+	_, err = e.s.Systems().Put(e.ctx, release.System{ID: "sys-new", WorkspaceID: relWS, Name: "s"}, 0)
+	require.NoError(t, err)
+	evs := eventsPending(t, e)
+	require.Len(t, evs, 3, "created, updated, deleted; a refused write and other kinds record none")
+	for i, typ := range []workflow.EventType{workflow.EventResourceCreated, workflow.EventResourceUpdated, workflow.EventResourceDeleted} {
+		require.Equal(t, typ, evs[i].Type)
+		require.Equal(t, "r-new", evs[i].ResourceID)
+		require.Empty(t, evs[i].ReleaseID)
+		require.False(t, evs[i].At.IsZero())
+	}
+	require.Equal(t, relNorm(relAt(3)), evs[0].At)
+	require.Equal(t, relNorm(relAt(4)), evs[1].At)
 }
