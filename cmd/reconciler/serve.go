@@ -317,7 +317,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	rt.register(eng, o.concurrency)
 	// The process's liveness row: jobs its in-process agents run and the
 	// queue items it leases are never lost while it beats.
-	rt.chain.Owner, rt.chain.Liveness = eng.Owner(), be.liveness()
+	rt.chain.Owner, rt.chain.Liveness = eng.Owner(), &engine.OwnLiveness{Liveness: be.liveness()}
 	liveCtx, stopLive := context.WithCancel(ctx)
 	liveDone := make(chan struct{})
 	go func() {
