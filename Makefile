@@ -49,6 +49,13 @@ SOAK        ?= 5m
 soak: ## Loop the kill tests with random kill timings for SOAK (default 5m; make soak SOAK=10m); prints one summary line
 	@RECONCILER_SOAK=$(SOAK) bash -o pipefail -c "scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 24h -run '^TestSoak$$' ./cmd/reconciler/ | grep -E '^(soak:|FAIL|--- FAIL|ok|\s+[a-z_]+_test.go)'"
 
+STARVATION ?= 300
+STARVATION_HOGS ?=
+
+.PHONY: starvation
+starvation: ## CPU hogs (STARVATION_HOGS, default one per core; 0: quiet) while three serve processes roll out STARVATION targets (default 300) with a kill: no lease taken from a live process, no live job lost, explain answers within 2 s
+	@RECONCILER_STARVATION=$(STARVATION) RECONCILER_STARVATION_HOGS=$(STARVATION_HOGS) bash -o pipefail -c "scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 30m -run '^TestStarvation$$' ./cmd/reconciler/ | grep -E '^(\s+[a-z_]+_test.go|--- |ok|FAIL)'"
+
 .PHONY: fuzz
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s; 1000000x = a million executions; FUZZMINIMIZETIME default 200x, a count of calls)
 	FUZZTIME=$(or $(FUZZTIME),30s) FUZZMINIMIZETIME=$(or $(FUZZMINIMIZETIME),200x) scripts/fuzz.sh

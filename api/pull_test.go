@@ -204,19 +204,17 @@ func TestPullWaitEndsWhenAJobComes(t *testing.T) {
 		type answer struct {
 			status int
 			body   []byte
-			took   time.Duration
 		}
 		done := make(chan answer, 1)
-		started := time.Now()
 		go func() {
 			res := f.do(http.MethodPost, takePath("ext", "1m"), "agent", map[string]any{"taker": "waiter"})
-			done <- answer{res.status, res.body, time.Since(started)}
+			done <- answer{res.status, res.body}
 		}()
 		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
 		f.drain()
 		a := <-done
+		// A wait that ran out answers without a job: this one ended with it.
 		require.Equal(t, http.StatusOK, a.status, string(a.body))
-		require.Less(t, a.took, 30*time.Second, "the wait ended when the job came")
 		require.Contains(t, string(a.body), `"taker":"waiter"`)
 	})
 }

@@ -144,8 +144,7 @@ func New(q ports.Queue, opts Options) *Engine {
 		invalid = fmt.Errorf("engine: Options.LeaseDuration %v is below the minimum %v", opts.LeaseDuration, MinLeaseDuration)
 	}
 	if opts.Owner == "" {
-		host, _ := os.Hostname()
-		opts.Owner = fmt.Sprintf("%s-%d", host, os.Getpid())
+		opts.Owner = DefaultOwner()
 	}
 	if opts.Clock == nil {
 		opts.Clock = ports.SystemClock
@@ -259,6 +258,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
+// DefaultOwner is the owner an engine leases under without
+// Options.Owner: host-pid.
+func DefaultOwner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
 // Owner is the name the engine leases under (Options.Owner).
 func (e *Engine) Owner() string { return e.opts.Owner }
 
@@ -313,6 +319,7 @@ func (e *Engine) kindLoop(ctx, workCtx context.Context, r registration, passes *
 		for i := len(leases); i < free; i++ {
 			<-slots
 		}
+		e.opts.Metrics.leaseTaken(r.kind, TakenFromDead, countReclaimed(leases))
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -481,7 +488,9 @@ func (e *Engine) logCompleteErr(kind string, key ports.WorkKey, out Outcome, err
 	case err == nil:
 	case errors.Is(err, ports.ErrLeaseLost):
 		e.opts.Metrics.resultDropped(kind)
-		e.log.Warn("lease lost before completion; result dropped", "kind", kind, "id", key.ScopeID, "outcome", out.String())
+		e.opts.Metrics.leaseTaken(kind, TakenFromLive, 1)
+		e.log.Warn("lease lost before completion; result dropped", "kind", kind, "id", key.ScopeID, "outcome", out.String(),
+			"fault", "renewal late or owner stale: the lease ran out or this process's liveness lapsed before the completion arrived")
 	default:
 		e.log.Error("complete failed", "kind", kind, "id", key.ScopeID, "outcome", out.String(), "error", err)
 	}
@@ -670,6 +679,7 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 			e.mu.Unlock()
 			if lost {
 				e.opts.Metrics.leaseLost(refs[i].Key.Kind)
+				e.opts.Metrics.leaseTaken(refs[i].Key.Kind, TakenFromLive, 1)
 				e.log.Warn("lease lost", "kind", refs[i].Key.Kind, "id", refs[i].Key.ScopeID,
 					"fault", leaseFault(unrenewed, e.opts.LeaseDuration), "unrenewed", unrenewed, "error", r)
 			}
@@ -678,15 +688,28 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 }
 
 // leaseFault says whose fault a lost lease was, from how long it had gone
-// unrenewed when the renewal found it lost: this process's when that is
-// past the lease (its renewals were late or failed, so the lease ran out
-// and another process took the item), else another process's (it took the
-// item while the lease held, or the item was removed).
+// unrenewed when the renewal found it lost: a late renewal's when that is
+// past the lease (renewals late or failed, so the lease ran out and
+// another process took the item), else a stale owner's (this process's
+// liveness row lapsed, so another process reclaimed the item while the
+// lease held, or the item was removed).
 func leaseFault(unrenewed, lease time.Duration) string {
 	if unrenewed >= lease {
-		return "self: not renewed for longer than the lease (renewals late or failed)"
+		return "renewal late: not renewed for longer than the lease"
 	}
-	return "other: taken or removed while the lease held"
+	return "owner stale: reclaimed while the lease held (this process's liveness lapsed) or removed"
+}
+
+// countReclaimed is how many of leases took an item over from an expired
+// lease (ports.Lease.Reclaimed).
+func countReclaimed(leases []ports.Lease) int {
+	n := 0
+	for _, l := range leases {
+		if l.Reclaimed {
+			n++
+		}
+	}
+	return n
 }
 
 // releaseAll gives up the leases of passes that did not finish in time, so

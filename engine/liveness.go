@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/ports"
@@ -11,10 +12,10 @@ import (
 // KeepAlive keeps owner's liveness row (ports.Liveness) alive until ctx
 // ends: it beats at once, then every third of ttl, each beat saying alive
 // until ttl from then, and removes the row when ctx ends (a clean stop).
-// Beats run on the renewal lane; a failed or late one is counted
+// Beats run on the liveness lane; a failed or late one is counted
 // (RenewalLiveness) and logged, and the next one tries again.
 func KeepAlive(ctx context.Context, l ports.Liveness, owner string, ttl time.Duration, clock ports.Clock, log *slog.Logger, m *Metrics) {
-	ctx = ports.WithLane(ctx, ports.LaneRenewal)
+	ctx = ports.WithLane(ctx, ports.LaneLiveness)
 	beat := func() {
 		sent := time.Now()
 		err := l.LivenessBeat(ctx, owner, clock.Now().Add(ttl))
@@ -47,4 +48,53 @@ func KeepAlive(ctx context.Context, l ports.Liveness, owner string, ttl time.Dur
 			beat()
 		}
 	}
+}
+
+// OwnLiveness is a ports.Liveness that remembers the beats made through
+// it, so a process reads its own owner's liveness (its jobs' wake-ups, the
+// chain's lost-job checks) without a query; other owners' are read from
+// the wrapped Liveness.
+type OwnLiveness struct {
+	ports.Liveness
+
+	mu  sync.Mutex
+	own map[string]time.Time
+}
+
+var _ ports.Liveness = (*OwnLiveness)(nil)
+
+// LivenessBeat beats through the wrapped Liveness and remembers until.
+func (o *OwnLiveness) LivenessBeat(ctx context.Context, owner string, until time.Time) error {
+	if err := o.Liveness.LivenessBeat(ctx, owner, until); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.own == nil {
+		o.own = map[string]time.Time{}
+	}
+	if until = ports.StoredTime(until); until.After(o.own[owner]) {
+		o.own[owner] = until
+	}
+	return nil
+}
+
+// LivenessGet is the remembered until of an owner beaten through o, else
+// the wrapped Liveness's answer.
+func (o *OwnLiveness) LivenessGet(ctx context.Context, owner string) (time.Time, error) {
+	o.mu.Lock()
+	until, ok := o.own[owner]
+	o.mu.Unlock()
+	if ok {
+		return until, nil
+	}
+	return o.Liveness.LivenessGet(ctx, owner)
+}
+
+// LivenessEnd forgets owner and ends its row.
+func (o *OwnLiveness) LivenessEnd(ctx context.Context, owner string) error {
+	o.mu.Lock()
+	delete(o.own, owner)
+	o.mu.Unlock()
+	return o.Liveness.LivenessEnd(ctx, owner)
 }

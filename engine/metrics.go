@@ -26,6 +26,7 @@ type Metrics struct {
 	verifications *prometheus.CounterVec
 	renewals      *prometheus.CounterVec
 	dropped       *prometheus.CounterVec
+	taken         *prometheus.CounterVec
 
 	kinds, actions, agents, statuses, providers, outcomes boundedLabel
 }
@@ -104,7 +105,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "reconciler_results_dropped_total",
 		Help: "Pass results dropped because the pass's lease was gone when its ack arrived, by work kind (the item runs again).",
 	}, []string{"kind"})
-	reg.MustRegister(m.passes, m.duration, m.leaseLoss, m.decisions, m.jobs, m.verifications, m.renewals, m.dropped)
+	m.taken = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "reconciler_leases_taken_total",
+		Help: "Work item leases taken over from another holder, by work kind and whose: dead (counted by the taker: it reclaimed an expired lease of an owner whose liveness row lapsed or who had none) or live (counted by the holder, alive, that found its lease taken: a renewal or a completion refused).",
+	}, []string{"kind", "from"})
+	reg.MustRegister(m.passes, m.duration, m.leaseLoss, m.decisions, m.jobs, m.verifications, m.renewals, m.dropped, m.taken)
 	return m
 }
 
@@ -185,6 +190,20 @@ func (m *Metrics) Renewal(kind, result string, n int) {
 func (m *Metrics) resultDropped(kind string) {
 	if m != nil {
 		m.dropped.WithLabelValues(kind).Inc()
+	}
+}
+
+// The owners a lease is taken from (Metrics.taken).
+const (
+	TakenFromDead = "dead"
+	TakenFromLive = "live"
+)
+
+// leaseTaken counts n leases of kind taken over from a dead or live
+// owner (TakenFromDead, TakenFromLive).
+func (m *Metrics) leaseTaken(kind, from string, n int) {
+	if m != nil && n > 0 {
+		m.taken.WithLabelValues(kind, from).Add(float64(n))
 	}
 }
 

@@ -145,3 +145,41 @@ func TestMetricsLabelsBounded(t *testing.T) {
 	none.Job("a", "b")
 	none.Verification("p", "o")
 }
+
+// TestLeaseTakenFromDeadOwnerIsCounted: an item whose lease is held by an
+// owner whose liveness row lapsed is reclaimed at once, long before its
+// lease runs out, and counted as taken from a dead owner; an item of a
+// live owner is not taken.
+func TestLeaseTakenFromDeadOwnerIsCounted(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	q, live := memory.NewQueue(ports.SystemClock), memory.NewLiveness()
+	q.UseLiveness(live)
+	now := ports.SystemClock.Now()
+	require.NoError(t, live.LivenessBeat(ctx, "alive", now.Add(time.Hour)))
+	enqueue(t, q, key(2))
+	_, err := q.WorkLease(ctx, ports.LeaseParams{Kinds: []string{"k"}, Limit: 1, Duration: time.Millisecond, Owner: "alive"})
+	require.NoError(t, err)
+	require.NoError(t, live.LivenessBeat(ctx, "gone", now.Add(-time.Second)))
+	enqueue(t, q, key(1))
+	_, err = q.WorkLease(ctx, ports.LeaseParams{Kinds: []string{"k"}, Limit: 1, Duration: time.Hour, Owner: "gone"})
+	require.NoError(t, err)
+
+	reg := prometheus.NewRegistry()
+	eng := engine.New(q, engine.Options{Logger: quietLogger(), Owner: "taker", Metrics: engine.NewMetrics(reg), PollInterval: 5 * time.Millisecond})
+	done := make(chan struct{})
+	eng.Register("k", engine.ProcessorFunc(func(_ context.Context, it engine.Item) engine.Outcome {
+		require.Equal(t, key(1), it.Key, "the live owner's item is not taken")
+		close(done)
+		return engine.Done()
+	}), engine.KindOptions{Concurrency: 1})
+	stop := run(t, eng)
+	waitFor(t, done, "the dead owner's item")
+	stop()
+	require.Equal(t, 1.0, metricValue(t, reg, "reconciler_leases_taken_total", map[string]string{"kind": "k", "from": engine.TakenFromDead}))
+	_, ok := findMetric(t, reg, "reconciler_leases_taken_total", map[string]string{"kind": "k", "from": engine.TakenFromLive})
+	require.False(t, ok)
+	it, err := q.WorkGet(ctx, key(2))
+	require.NoError(t, err)
+	require.Equal(t, "alive", it.LeaseOwner)
+}

@@ -185,11 +185,7 @@ func pyWeekday(t time.Time) int { return (int(t.Weekday()) + 6) % 7 }
 // sub-daily rule with no occurrence in 40 years is refused
 // (subDailyHorizonYears).
 func (w *window) possible() bool {
-	years := min(40*w.interval, 9000)
-	if w.opt.Freq >= rrule.HOURLY {
-		years = subDailyHorizonYears
-	}
-	probe := time.Date(rrule.MAXYEAR-int(years), 1, 1, 0, 0, 0, 0, w.loc)
+	probe := time.Date(rrule.MAXYEAR-int(w.searchYears()), 1, 1, 0, 0, 0, 0, w.loc)
 	o := w.opt
 	o.Count, o.Until = 0, time.Time{}
 	if start, _, ok := w.shiftedStart(probe); ok {
@@ -200,6 +196,15 @@ func (w *window) possible() bool {
 		return false
 	}
 	return !r.After(o.Dtstart, true).IsZero()
+}
+
+// searchYears is how many years before rrule's last year possible
+// searches for an occurrence.
+func (w *window) searchYears() int64 {
+	if w.opt.Freq >= rrule.HOURLY {
+		return subDailyHorizonYears
+	}
+	return min(40*w.interval, 9000)
 }
 
 // subDailyHorizonYears is how far possible searches for an occurrence of

@@ -18,6 +18,10 @@ const (
 	// LaneRead is the API's and console's reads: a bounded wait for a
 	// connection (ErrBusy past it), never a hang.
 	LaneRead
+	// LaneLiveness is a process's own liveness beats (Liveness): one
+	// statement on a row nobody else writes, so a beat waits neither for a
+	// connection held by renewals blocked on row locks nor behind passes.
+	LaneLiveness
 )
 
 // String names the lane, for metrics and logs.
@@ -27,13 +31,15 @@ func (l Lane) String() string {
 		return "renewal"
 	case LaneRead:
 		return "read"
+	case LaneLiveness:
+		return "liveness"
 	default:
 		return "work"
 	}
 }
 
 // Lanes lists every lane.
-var Lanes = []Lane{LaneWork, LaneRenewal, LaneRead}
+var Lanes = []Lane{LaneWork, LaneRenewal, LaneRead, LaneLiveness}
 
 type laneKey struct{}
 

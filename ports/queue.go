@@ -177,6 +177,11 @@ type Lease struct {
 	Attempt   int
 	ExpiresAt time.Time
 	EventTime time.Time
+	// Reclaimed says the lease took the item over from an expired lease
+	// of another (or the same) owner: one whose liveness row (Liveness)
+	// had lapsed or who had none. A lease whose owner's row is fresh is
+	// never taken over, however late its renewals.
+	Reclaimed bool
 }
 
 // LeaseRef names a held lease.

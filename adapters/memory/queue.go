@@ -29,6 +29,59 @@ type Queue struct {
 	// they never repeat for a key, even across delete and re-enqueue.
 	token int64
 	wake  waker
+
+	// live, when set (UseLiveness), tells which owners are alive: their
+	// expired leases are not taken over, and the leases of an owner whose
+	// row lapsed are reclaimed at once.
+	live *Liveness
+}
+
+// UseLiveness makes the queue judge leases by their owners' liveness
+// rows in l (ports.Lease.Reclaimed): an expired lease whose owner is alive
+// is extended to when the owner is known alive instead of taken over, and
+// the leases of an owner whose row lapsed are due at once.
+func (q *Queue) UseLiveness(l *Liveness) {
+	q.mu.Lock()
+	defer q.unlock()
+	q.live = l
+}
+
+// aliveUntil is until when owner's liveness row says it is alive, zero
+// without one (or without UseLiveness).
+func (q *Queue) aliveUntil(owner string) time.Time {
+	if q.live == nil {
+		return time.Time{}
+	}
+	q.live.mu.Lock()
+	defer q.live.mu.Unlock()
+	return q.live.until[owner]
+}
+
+// reap makes the unexpired leases of owners whose liveness row lapsed by
+// now due at once.
+func (q *Queue) reap(now time.Time) {
+	if q.live == nil {
+		return
+	}
+	lapsed := map[string]bool{}
+	q.live.mu.Lock()
+	for owner, until := range q.live.until {
+		if !until.After(now) {
+			lapsed[owner] = true
+		}
+	}
+	q.live.mu.Unlock()
+	if len(lapsed) == 0 {
+		return
+	}
+	for _, e := range q.items {
+		if e.in == inLeased && lapsed[e.item.LeaseOwner] {
+			e.item.LeaseExpiresAt = now
+			unplace(e)
+			heap.Push(&e.kind.ready, e)
+			q.wake.kick = true
+		}
+	}
 }
 
 var (
@@ -142,6 +195,7 @@ func (q *Queue) WorkLease(_ context.Context, p ports.LeaseParams) ([]ports.Lease
 	q.mu.Lock()
 	defer q.unlock()
 	now := q.now()
+	q.reap(now)
 	var buf [4]*kindQueue
 	kqs := buf[:0]
 	avail := 0
@@ -170,6 +224,12 @@ func (q *Queue) WorkLease(_ context.Context, p ports.LeaseParams) ([]ports.Lease
 			break
 		}
 		e := heap.Pop(&best.ready).(*workEntry)
+		if until := q.aliveUntil(e.item.LeaseOwner); e.item.State == ports.WorkLeased && until.After(now) {
+			e.item.LeaseExpiresAt = until // its owner is alive: not lost
+			heap.Push(&e.kind.leased, e)
+			q.wakeAt(until)
+			continue
+		}
 		if l, ok := q.claim(e, exp, p.Owner); ok {
 			out = append(out, l)
 		}
@@ -195,7 +255,8 @@ func advance(kq *kindQueue, now time.Time) {
 // enqueue arrived during it, which earns a fresh budget.
 func (q *Queue) claim(e *workEntry, exp time.Time, owner string) (l ports.Lease, ok bool) {
 	it := &e.item
-	if it.State == ports.WorkLeased {
+	reclaimed := it.State == ports.WorkLeased
+	if reclaimed {
 		it.LastError = ports.LeaseExpiredError
 		if it.Attempts >= it.MaxAttempts {
 			if !it.Requeued {
@@ -218,7 +279,7 @@ func (q *Queue) claim(e *workEntry, exp time.Time, owner string) (l ports.Lease,
 	e.token = q.token
 	heap.Push(&e.kind.leased, e)
 	q.wakeAt(exp)
-	return ports.Lease{Key: it.Key, Token: e.token, Attempt: it.Attempts, ExpiresAt: exp, EventTime: it.EventTime}, true
+	return ports.Lease{Key: it.Key, Token: e.token, Attempt: it.Attempts, ExpiresAt: exp, EventTime: it.EventTime, Reclaimed: reclaimed}, true
 }
 
 // WorkHeartbeat sets each held lease to expire d from now.

@@ -136,3 +136,11 @@ func BenchmarkQueueLeaseAck(b *testing.B) {
 		}
 	}
 }
+
+func TestQueueLivenessConformance(t *testing.T) {
+	porttest.QueueLiveness(t, func(_ *testing.T, clock ports.Clock) (ports.Queue, ports.Liveness) {
+		q, l := memory.NewQueue(clock), memory.NewLiveness()
+		q.UseLiveness(l)
+		return q, l
+	})
+}

@@ -45,9 +45,10 @@ type lane struct {
 
 // DefaultLaneConns are the connections a lane has of its own unless
 // WithLaneConns says otherwise: renewals and acks get 2, so that they
-// never wait behind passes holding every connection of the main pool, and
-// API reads 2, so that the API answers while passes hold it.
-var DefaultLaneConns = map[ports.Lane]int32{ports.LaneRenewal: 2, ports.LaneRead: 2}
+// never wait behind passes holding every connection of the main pool, API
+// reads 2, so that the API answers while passes hold it, and liveness
+// beats 1, so that a live process's row never lapses behind renewals.
+var DefaultLaneConns = map[ports.Lane]int32{ports.LaneRenewal: 2, ports.LaneRead: 2, ports.LaneLiveness: 1}
 
 // on returns the bun, database/sql and pgx handles of ctx's lane.
 func (db *DB) on(ctx context.Context) (*bun.DB, *sql.DB, *pgxpool.Pool) {

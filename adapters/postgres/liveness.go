@@ -11,8 +11,9 @@ import (
 )
 
 // Liveness is the PostgreSQL ports.Liveness: the process_liveness table of
-// migration 0020, one row per process. Its statements run on the renewal
-// lane (ports.LaneRenewal), so a beat never waits behind passes.
+// migration 0020, one row per process. Beats and ends run on the
+// liveness lane (ports.LaneLiveness), reads on the renewal lane, so a beat
+// never waits behind passes nor renewals.
 type Liveness struct {
 	db *DB
 }
@@ -27,7 +28,7 @@ func (l *Liveness) LivenessBeat(ctx context.Context, owner string, until time.Ti
 	if err := ports.ValidateOwner(owner); err != nil {
 		return fmt.Errorf("liveness beat: %w", err)
 	}
-	ctx = ports.WithLane(ctx, ports.LaneRenewal)
+	ctx = ports.WithLane(ctx, ports.LaneLiveness)
 	_, err := l.db.hotExec(ctx, `INSERT INTO process_liveness (owner, alive_until) VALUES ($1, $2)
 		ON CONFLICT (owner) DO UPDATE SET alive_until = greatest(process_liveness.alive_until, EXCLUDED.alive_until)`,
 		owner, pgTime(until))
@@ -53,7 +54,7 @@ func (l *Liveness) LivenessGet(ctx context.Context, owner string) (time.Time, er
 
 // LivenessEnd removes owner's row.
 func (l *Liveness) LivenessEnd(ctx context.Context, owner string) error {
-	ctx = ports.WithLane(ctx, ports.LaneRenewal)
+	ctx = ports.WithLane(ctx, ports.LaneLiveness)
 	if _, err := l.db.hotExec(ctx, `DELETE FROM process_liveness WHERE owner = $1`, owner); err != nil {
 		return fmt.Errorf("end liveness of %s: %w", owner, err)
 	}

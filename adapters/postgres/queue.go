@@ -30,6 +30,10 @@ type Queue struct {
 
 	// tids are the tuple ids this queue's leases left their rows at.
 	tids tidCache
+
+	// reapNext is when a lease next reclaims the leases of owners whose
+	// liveness lapsed (Queue.reap).
+	reapNext time.Time
 }
 
 // sweep is what this queue knows about the waiting items and leases of one
@@ -214,6 +218,8 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 	stmt := hotLeaseAsync
 	if inTx {
 		stmt = hotLease
+	} else if err := q.reap(ctx, now, p.Duration); err != nil {
+		return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
 	}
 	rows, err := q.db.poolQuery(ctx, stmt, kinds, floors, now, p.Limit, p.Owner, exp, ports.LeaseExpiredError, leaseScanCap(p.Limit))
 	if err != nil {
@@ -229,7 +235,7 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 		var c claimed
 		var tid pgtype.TID
 		l := &c.lease
-		if err := rows.Scan(&l.Key.Kind, &l.Key.ScopeType, &l.Key.ScopeID, &l.Token, &l.Attempt, &l.EventTime, &c.priority, &tid); err != nil {
+		if err := rows.Scan(&l.Key.Kind, &l.Key.ScopeType, &l.Key.ScopeID, &l.Token, &l.Attempt, &l.EventTime, &c.priority, &tid, &l.Reclaimed); err != nil {
 			return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
 		}
 		if l.Key.ScopeType == "" {
@@ -256,6 +262,28 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 		leases[i] = c.lease
 	}
 	return leases, nil
+}
+
+// reap makes the unexpired leases held by owners whose liveness row
+// lapsed expire now, so this lease reclaims them at once rather than when
+// they run out. It runs at most once per quarter of the lease duration d.
+func (q *Queue) reap(ctx context.Context, now time.Time, d time.Duration) error {
+	q.mu.Lock()
+	due := !now.Before(q.reapNext)
+	if due {
+		q.reapNext = now.Add(d / 4)
+	}
+	q.mu.Unlock()
+	if !due {
+		return nil
+	}
+	if _, err := q.db.hotExec(ctx, hotReap, now); err != nil {
+		q.mu.Lock()
+		q.reapNext = time.Time{}
+		q.mu.Unlock()
+		return fmt.Errorf("reclaim the leases of lapsed owners: %w", err)
+	}
+	return nil
 }
 
 // leaseScanCap is how many waiting items and expired leases of each kind a

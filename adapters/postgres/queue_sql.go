@@ -80,12 +80,20 @@ SELECT DISTINCT kind FROM up WHERE state = 'ready'`
 // one row with an empty scope type for each kind whose waiting items and
 // expired leases up to now were all dealt with, so its floor may rise.
 // Each lease comes with the tuple id the update left its row at (see
-// tidCache).
+// tidCache) and whether it took over an expired lease (ports.Lease.Reclaimed).
+//
+// An expired lease whose owner's liveness row is fresh (process_liveness,
+// ports.Liveness) is no candidate: its process is alive, however late its
+// renewals, so its lease is neither taken nor dead-lettered (Queue.reap
+// makes a lapsed owner's leases due at once).
 const sqlLease = `
 WITH k AS (
 	SELECT * FROM unnest(?0::text[], ?1::timestamptz[]) AS k(kind, floor)
 ), cand AS (
-	SELECT * FROM reconcile_work_candidates(?0::text[], ?1::timestamptz[], ?2::timestamptz, ?3::int, ?7::int)
+	SELECT * FROM reconcile_work_candidates(?0::text[], ?1::timestamptz[], ?2::timestamptz, ?3::int, ?7::int) c
+	WHERE c.src <> 'expired' OR NOT EXISTS (
+		SELECT FROM reconcile_work_scope o JOIN process_liveness pl ON pl.owner = o.lease_owner
+		WHERE o.ctid = c.tid AND pl.alive_until > ?2::timestamptz)
 ), ranked AS (
 	SELECT cand.*, leasable AND row_number() OVER (
 		PARTITION BY leasable ORDER BY priority DESC, event_time, kind COLLATE "C", scope_type COLLATE "C",
@@ -107,11 +115,12 @@ WITH k AS (
 	FROM ranked r
 	WHERE w.ctid = r.tid
 		AND (r.take OR r.src = 'waiting' OR NOT r.leasable)
-	RETURNING w.kind, w.scope_type, w.scope_id, w.state, w.lease_token, w.attempts, w.event_time, w.priority, w.ctid
+	RETURNING w.kind, w.scope_type, w.scope_id, w.state, w.lease_token, w.attempts, w.event_time, w.priority, w.ctid,
+		r.src = 'expired' AS reclaimed
 )
-SELECT kind, scope_type, scope_id, lease_token, attempts, event_time, priority, ctid FROM upd WHERE state = 'leased'
+SELECT kind, scope_type, scope_id, lease_token, attempts, event_time, priority, ctid, reclaimed FROM upd WHERE state = 'leased'
 UNION ALL
-SELECT k.kind, '', '', 0, 0, ?2::timestamptz, 0, NULL::tid FROM k
+SELECT k.kind, '', '', 0, 0, ?2::timestamptz, 0, NULL::tid, false FROM k
 WHERE (SELECT count(*) FROM cand c WHERE c.kind = k.kind AND c.src = 'waiting') < ?7
 	AND (SELECT count(*) FROM cand c WHERE c.kind = k.kind AND c.src = 'expired') < ?7
 	AND NOT EXISTS (SELECT FROM ranked r WHERE r.kind = k.kind AND r.src = 'expired' AND r.leasable AND NOT r.take)`
@@ -285,6 +294,12 @@ const sqlKindStats = `SELECT kind, state, count(*),
 FROM reconcile_work_scope GROUP BY kind, state
 ORDER BY kind, CASE state WHEN 'ready' THEN 'pending' WHEN 'waiting' THEN 'pending' ELSE state END`
 
+// sqlReap makes the unexpired leases of the owners whose liveness row
+// lapsed by ?0 expire at ?0, so a lease reclaims them at once.
+const sqlReap = `UPDATE reconcile_work_scope w SET lease_expires_at = ?0::timestamptz
+FROM process_liveness pl
+WHERE pl.owner = w.lease_owner AND pl.alive_until <= ?0::timestamptz AND w.lease_expires_at > ?0::timestamptz`
+
 // The hot statements, with $N parameters (see DB.hotQuery).
 var (
 	hotEnqueue   = dollarParams(sqlEnqueue)
@@ -292,6 +307,7 @@ var (
 	hotHeartbeat = dollarParams(sqlHeartbeat)
 	hotAck       = dollarParams(sqlAck)
 	hotAckDelete = dollarParams(sqlAckDelete)
+	hotReap      = dollarParams(sqlReap)
 	hotAckByTid  = dollarParams(sqlAckDeleteByTid)
 	// hotLeaseAsync and hotAckAsync are the lease and the ack committing
 	// without waiting for the WAL flush (asyncCommit), for a call outside

@@ -51,6 +51,15 @@ func TestQueueConformance(t *testing.T) {
 	})
 }
 
+func TestQueueLivenessConformance(t *testing.T) {
+	t.Parallel()
+	pgtest.DSN(t)
+	porttest.QueueLiveness(t, func(t *testing.T, clock ports.Clock) (ports.Queue, ports.Liveness) {
+		db, _ := openDB(t)
+		return newQueue(t, db, clock), postgres.NewLiveness(db)
+	})
+}
+
 // TestQueueEnqueueJoinsTransaction: an enqueue made through InTx's context
 // commits and rolls back with the transaction.
 func TestQueueEnqueueJoinsTransaction(t *testing.T) {

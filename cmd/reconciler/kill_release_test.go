@@ -48,27 +48,9 @@ type rolloutKill struct {
 // asserts the recovery and fills res with what it saw.
 func killRollout(t *testing.T, n int, at float64, res *rolloutKill) {
 	ctx := t.Context()
-	bin, dsn, be := runnerBackend(t)
+	bin, dsn, be, ch := rolloutBackend(t, n, 3)
 	res.targets = n
 	s := be.releases
-	must := func(_ int64, err error) { t.Helper(); require.NoError(t, err) }
-	must(s.Workspaces().Put(ctx, release.Workspace{ID: "ws", Name: "ws"}, 0))
-	must(s.Systems().Put(ctx, release.System{ID: "sys", WorkspaceID: "ws", Name: "sys"}, 0))
-	must(s.Environments().Put(ctx, release.Environment{ID: "prod", SystemID: "sys", Name: "prod", ResourceSelector: "true"}, 0))
-	must(s.Deployments().Put(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", JobAgentID: "runner",
-		JobAgentConfig: map[string]any{"delay": "200ms"}, JobTimeoutSeconds: 3,
-		ResourceSelector: `resource.kind == "Node"`}, 0))
-	must(catalog.New(s, catalog.Config{}).Policies("test").Put(ctx, policy.Policy{ID: "retry", WorkspaceID: "ws", Name: "retry", Enabled: true, Selector: "true", Rules: []policy.Rule{
-		{ID: "retry", Spec: policy.Retry{MaxRetries: 3, RetryOnStatuses: []release.JobStatus{release.JobFailure}}}}}, 0))
-	for i := range n {
-		id := fmt.Sprintf("node-%04d", i)
-		must(s.Resources().Put(ctx, release.Resource{ID: id, WorkspaceID: "ws", Kind: "Node", Identifier: id, Name: id}, 0))
-	}
-	ch := &chain.Chain{Store: s, Queue: be.queue, Clock: ports.SystemClock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	diff, err := ch.SyncTargets(ctx, "sys")
-	require.NoError(t, err)
-	require.Len(t, diff.Added, n)
-
 	log := &procLog{keep: []string{"testrunner.accepted"}}
 	victim := startServeLog(t, bin, dsn, "victim", log)
 	startServeLog(t, bin, dsn, "survivor", log)
@@ -170,4 +152,33 @@ func killRollout(t *testing.T, n int, at float64, res *rolloutKill) {
 	for job, procs := range sendsByJob(log) {
 		require.Len(t, procs, 1, "job %s sent once, not by %v", job, procs)
 	}
+}
+
+// rolloutBackend is a Postgres backend with one deployment of n release
+// targets in prod on the test runner (200 ms jobs, the job timeout, a
+// retry policy), the serve binary and the chain the test creates versions
+// through.
+func rolloutBackend(t *testing.T, n int, jobTimeoutSeconds int64) (bin, dsn string, be *backend, ch *chain.Chain) {
+	t.Helper()
+	ctx := t.Context()
+	bin, dsn, be = runnerBackend(t)
+	s := be.releases
+	must := func(_ int64, err error) { t.Helper(); require.NoError(t, err) }
+	must(s.Workspaces().Put(ctx, release.Workspace{ID: "ws", Name: "ws"}, 0))
+	must(s.Systems().Put(ctx, release.System{ID: "sys", WorkspaceID: "ws", Name: "sys"}, 0))
+	must(s.Environments().Put(ctx, release.Environment{ID: "prod", SystemID: "sys", Name: "prod", ResourceSelector: "true"}, 0))
+	must(s.Deployments().Put(ctx, release.Deployment{ID: "api", SystemID: "sys", Name: "api", Slug: "api", JobAgentID: "runner",
+		JobAgentConfig: map[string]any{"delay": "200ms"}, JobTimeoutSeconds: jobTimeoutSeconds,
+		ResourceSelector: `resource.kind == "Node"`}, 0))
+	must(catalog.New(s, catalog.Config{}).Policies("test").Put(ctx, policy.Policy{ID: "retry", WorkspaceID: "ws", Name: "retry", Enabled: true, Selector: "true", Rules: []policy.Rule{
+		{ID: "retry", Spec: policy.Retry{MaxRetries: 3, RetryOnStatuses: []release.JobStatus{release.JobFailure}}}}}, 0))
+	for i := range n {
+		id := fmt.Sprintf("node-%04d", i)
+		must(s.Resources().Put(ctx, release.Resource{ID: id, WorkspaceID: "ws", Kind: "Node", Identifier: id, Name: id}, 0))
+	}
+	ch = &chain.Chain{Store: s, Queue: be.queue, Clock: ports.SystemClock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	diff, err := ch.SyncTargets(ctx, "sys")
+	require.NoError(t, err)
+	require.Len(t, diff.Added, n)
+	return bin, dsn, be, ch
 }

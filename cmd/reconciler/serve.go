@@ -314,8 +314,14 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 
 	reg := prometheus.NewRegistry()
 	metrics := registerMetrics(reg, be.queue, clock, be.db)
+	// The engine leases under the process's liveness owner (below), so a
+	// queue judging leases by liveness rows never takes this process's
+	// items while it beats. A random suffix keeps a restarted process
+	// (same host and pid, as pid 1 in a container) from passing for the
+	// one that died.
 	eng := engine.New(be.queue, engine.Options{
 		Logger: log, LeaseDuration: o.lock, ShutdownTimeout: o.shutdownTimeout, Metrics: metrics.engine,
+		Owner: engine.DefaultOwner() + "-" + rand.Text()[:8],
 	})
 	cfg := reconcile.Config{Concurrency: o.concurrency, LockDuration: o.lock, ResyncInterval: o.resyncInterval,
 		StallThreshold: o.stallThreshold, MaxAutoResumes: o.maxAutoResumes, UnknownPodGrace: o.unknownPodGrace}
@@ -367,11 +373,9 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, o.outbound.secrets(secrets), &o.outbound, testrunner.WithLease(o.lock))
 	defer rt.close()
 	rt.register(eng, o.concurrency)
-	// The process's liveness row: jobs its in-process agents run are
-	// never ended as lost while it beats. A random suffix keeps a
-	// restarted process (same host and pid, as pid 1 in a container) from
-	// passing for the one that died.
-	rt.chain.Owner, rt.chain.Liveness = eng.Owner()+"-"+rand.Text()[:8], be.liveness()
+	// The process's liveness row: jobs its in-process agents run and the
+	// queue items it leases are never lost while it beats.
+	rt.chain.Owner, rt.chain.Liveness = eng.Owner(), &engine.OwnLiveness{Liveness: be.liveness()}
 	liveCtx, stopLive := context.WithCancel(ctx)
 	liveDone := make(chan struct{})
 	go func() {

@@ -556,6 +556,13 @@ func (c *Chain) record(ctx context.Context, h *handover, firstErr error) engine.
 		// Look at its lease when it would run out: renewed, the pass
 		// looks again at the new end; else it ends the job as lost.
 		out = out.NoLaterThan(c.Clock.Now().Add(lease))
+		// And when its owner's liveness may lapse: a lapsed owner's job
+		// is lost at once, not when its lease runs out.
+		if c.Liveness != nil && row.LeaseOwner != "" {
+			if until, err := c.Liveness.LivenessGet(ctx, row.LeaseOwner); err == nil && !until.IsZero() {
+				out = out.NoLaterThan(until)
+			}
+		}
 	}
 	return out
 }

@@ -41,3 +41,28 @@ func TestScenarioLiveOwnerKeepsItsJobs(t *testing.T) {
 		}
 	})
 }
+
+// TestScenarioLapsedOwnerLosesItsJobsAtOnce: once its owner's liveness row
+// lapses, a job is lost at once, while its own lease still has time left.
+func TestScenarioLapsedOwnerLosesItsJobsAtOnce(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		live := memory.NewLiveness()
+		h.chain.Agents["fake"] = leasingFake{h.agent}
+		h.chain.Owner, h.chain.Liveness = "serve-1", live
+		require.NoError(t, live.LivenessBeat(h.ctx, "serve-1", h.clock.Now().Add(10*time.Second)))
+		h.version("v1")
+		h.drain()
+		h.requireRunning("v1", "dev", "staging", "prod")
+		lease := h.jobs("dev", "c1")[0].LeaseUntil
+
+		h.clock.Advance(15 * time.Second) // past the owner's liveness, inside the 30 s lease
+		require.True(t, h.clock.Now().Before(lease))
+		h.drain()
+		for _, env := range []string{"dev", "staging", "prod"} {
+			row := h.jobs(env, "c1")[0]
+			require.Equal(t, release.JobFailure, row.Status, env)
+			require.Contains(t, row.Message, "lost: the process running it (serve-1) stopped")
+		}
+	})
+}
