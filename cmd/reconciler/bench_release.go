@@ -312,9 +312,14 @@ func seedBenchRelease(ctx context.Context, s ports.ObjectStore, n int) error {
 	if _, err := s.Deployments().Put(ctx, dep, 0); err != nil {
 		return step("deployment", err)
 	}
-	// Resources are stored in chunks, each in one transaction when the
-	// store has them: one commit per benchSeedChunk resources, not one per
-	// resource, so 100,000 targets set up in seconds.
+	return seedBenchResources(ctx, s, n)
+}
+
+// seedBenchResources stores n Node resources node-000000 on in the
+// benchmark's workspace, in chunks, each in one transaction when the store
+// has them: one commit per benchSeedChunk resources, not one per resource,
+// so 100,000 targets set up in seconds.
+func seedBenchResources(ctx context.Context, s ports.ObjectStore, n int) error {
 	inTx := func(ctx context.Context, fn func(context.Context) error) error { return fn(ctx) }
 	if tx, ok := s.(ports.Transactor); ok {
 		inTx = tx.InTx
@@ -328,7 +333,7 @@ func seedBenchRelease(ctx context.Context, s ports.ObjectStore, n int) error {
 					id := fmt.Sprintf("node-%06d", i)
 					r := release.Resource{ID: id, WorkspaceID: "bench", Kind: "Node", Identifier: id, Name: id}
 					if _, err := s.Resources().Put(ctx, r, 0); err != nil {
-						return step("resource "+id, err)
+						return fmt.Errorf("bench: store resource %s: %w", id, err)
 					}
 				}
 				return nil
