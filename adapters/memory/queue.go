@@ -133,7 +133,8 @@ func (q *Queue) enqueue(p *ports.EnqueueParams, now time.Time) {
 }
 
 // WorkLease claims up to p.Limit due items of p.Kinds: highest priority, then
-// oldest event, then key. An expired lease is reclaimed here: leased again,
+// oldest event, then key, each workspace with due items taking at most its
+// fair share (ports.FairShare) while another still has some. An expired lease is reclaimed here: leased again,
 // or dead-lettered when its attempts are exhausted and no enqueue arrived
 // during it.
 func (q *Queue) WorkLease(_ context.Context, p ports.LeaseParams) ([]ports.Lease, error) {
