@@ -317,8 +317,7 @@ func seedBenchRelease(ctx context.Context, s ports.ObjectStore, n int) error {
 
 // seedBenchResources stores n Node resources node-000000 on in the
 // benchmark's workspace, in chunks, each in one transaction when the store
-// has them: one commit per benchSeedChunk resources, not one per resource,
-// so 100,000 targets set up in seconds.
+// has them: one commit per benchSeedChunk resources, not one per resource.
 func seedBenchResources(ctx context.Context, s ports.ObjectStore, n int) error {
 	inTx := func(ctx context.Context, fn func(context.Context) error) error { return fn(ctx) }
 	if tx, ok := s.(ports.Transactor); ok {
