@@ -43,6 +43,12 @@ bench-durable: build ## Bench queue, release, workflow, River and a bare SKIP LO
 	cd bench && $(GO) build -o ../bin/bench-compare .
 	RECONCILER_PG_DURABLE=1 scripts/with-postgres.sh scripts/bench-durable.sh
 
+BENCH_SCALE_SIZES ?= 1000 10000 100000
+
+.PHONY: bench-scale
+bench-scale: build ## Bench release at BENCH_SCALE_SIZES targets (default 1000 10000 100000), without and with --policies, on a stock-durability PostgreSQL
+	BENCH_SCALE_SIZES="$(BENCH_SCALE_SIZES)" RECONCILER_PG_DURABLE=1 scripts/with-postgres.sh scripts/bench-scale.sh
+
 SOAK        ?= 5m
 
 .PHONY: soak

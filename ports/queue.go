@@ -68,7 +68,10 @@ const (
 
 // WorkItem is the stored view of one work item.
 type WorkItem struct {
-	Key       WorkKey   `json:"key"`
+	Key WorkKey `json:"key"`
+	// Workspace is the tenant the item belongs to, from its first enqueue
+	// (see EnqueueParams.Workspace); empty is the shared workspace.
+	Workspace string    `json:"workspace,omitempty"`
 	State     WorkState `json:"state"`
 	Priority  int       `json:"priority"`
 	EventTime time.Time `json:"event_time"`
@@ -113,6 +116,11 @@ type EnqueueParams struct {
 	// MaxAttempts overrides DefaultMaxAttempts when positive; negative is
 	// invalid.
 	MaxAttempts int
+	// Workspace names the tenant the item belongs to, so a lease shares a
+	// kind's concurrency fairly between workspaces (see Queue.WorkLease).
+	// Empty is one shared workspace. It is set by the item's first enqueue:
+	// coalescing enqueues do not move an item to another workspace.
+	Workspace string
 }
 
 // ValidateEnqueue checks that p names a full key and a usable MaxAttempts.
@@ -159,6 +167,16 @@ func ValidateLease(p LeaseParams) error {
 		}
 	}
 	return nil
+}
+
+// FairShare is how many items one of workspaces workspaces with due items
+// may take of a lease of limit items while the others have due items left:
+// limit divided by workspaces, rounded up (limit when workspaces < 2).
+func FairShare(limit, workspaces int) int {
+	if workspaces < 2 {
+		return limit
+	}
+	return (limit + workspaces - 1) / workspaces
 }
 
 // Lease is one claimed item. Token fences the lease: every call that acts on
@@ -237,6 +255,13 @@ type Queue interface {
 	// priority first, then oldest event, then key. An item is due when it is
 	// pending with NotBefore at or before now, or leased with an expired
 	// lease; each lease counts an attempt. Bad params are ErrInvalidWork.
+	//
+	// The lease is fair between workspaces: of the workspaces with due
+	// items it can take, each gets at most FairShare(Limit, workspaces)
+	// items, its first ones in lease order, unless no other workspace has
+	// due items left; then the rest of Limit goes in lease order. So a
+	// workspace with a huge backlog cannot hold a kind's whole concurrency
+	// while a small one waits.
 	WorkLease(ctx context.Context, p LeaseParams) ([]Lease, error)
 	// WorkHeartbeat extends leases by d from now. The result has one entry per
 	// ref: nil, or ErrLeaseLost.

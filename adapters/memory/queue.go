@@ -21,7 +21,10 @@ type Queue struct {
 
 	mu    sync.Mutex
 	items map[ports.WorkKey]*workEntry
-	kinds map[string]*kindQueue
+	// kinds holds the heaps of each kind, one kindQueue per workspace with
+	// live items of the kind, so a lease can share a kind fairly.
+	kinds map[laneKey]*kindQueue
+	lanes map[string][]*kindQueue
 	dead  map[ports.WorkKey]*workEntry
 	// counts holds the number of items per state, indexed by stateIndex.
 	counts [3]int
@@ -94,7 +97,8 @@ func NewQueue(clock ports.Clock) *Queue {
 	return &Queue{
 		clock: clock,
 		items: map[ports.WorkKey]*workEntry{},
-		kinds: map[string]*kindQueue{},
+		kinds: map[laneKey]*kindQueue{},
+		lanes: map[string][]*kindQueue{},
 		dead:  map[ports.WorkKey]*workEntry{},
 	}
 }
@@ -129,13 +133,10 @@ func (q *Queue) enqueue(p *ports.EnqueueParams, now time.Time) {
 	et := orNow(p.EventTime, now)
 	e, ok := q.items[p.Key]
 	if !ok {
-		kq := q.kinds[p.Key.Kind]
-		if kq == nil {
-			kq = newKindQueue()
-			q.kinds[p.Key.Kind] = kq
-		}
+		kq := q.lane(p.Key.Kind, p.Workspace)
 		e = &workEntry{kind: kq, index: -1, item: ports.WorkItem{
 			Key:         p.Key,
+			Workspace:   p.Workspace,
 			State:       ports.WorkPending,
 			Priority:    p.Priority,
 			EventTime:   et,
@@ -185,7 +186,8 @@ func (q *Queue) enqueue(p *ports.EnqueueParams, now time.Time) {
 }
 
 // WorkLease claims up to p.Limit due items of p.Kinds: highest priority, then
-// oldest event, then key. An expired lease is reclaimed here: leased again,
+// oldest event, then key, each workspace with due items taking at most its
+// fair share (ports.FairShare) while another still has some. An expired lease is reclaimed here: leased again,
 // or dead-lettered when its attempts are exhausted and no enqueue arrived
 // during it.
 func (q *Queue) WorkLease(_ context.Context, p ports.LeaseParams) ([]ports.Lease, error) {
@@ -196,29 +198,34 @@ func (q *Queue) WorkLease(_ context.Context, p ports.LeaseParams) ([]ports.Lease
 	defer q.unlock()
 	now := q.now()
 	q.reap(now)
-	var buf [4]*kindQueue
-	kqs := buf[:0]
-	avail := 0
-	for _, k := range p.Kinds {
-		kq := q.kinds[k]
-		if kq == nil || slices.Contains(kqs, kq) {
+	var kqs []*kindQueue
+	for i, k := range p.Kinds {
+		if slices.Contains(p.Kinds[:i], k) {
 			continue
 		}
-		advance(kq, now)
-		kqs = append(kqs, kq)
-		avail += kq.ready.Len()
+		for _, kq := range q.lanes[k] {
+			advance(kq, now)
+			kqs = append(kqs, kq)
+		}
+	}
+	avail, active := 0, map[string]bool{}
+	for _, kq := range kqs {
+		if n := kq.ready.Len(); n > 0 {
+			avail += n
+			active[kq.workspace] = true
+		}
 	}
 	if avail == 0 {
 		return nil, nil
 	}
+	share := ports.FairShare(p.Limit, len(active))
+	taken := map[string]int{}
 	out := make([]ports.Lease, 0, min(p.Limit, avail))
 	exp := ports.StoredTime(now.Add(p.Duration))
 	for len(out) < p.Limit {
-		var best *kindQueue
-		for _, kq := range kqs {
-			if e := kq.ready.top(); e != nil && (best == nil || dueBefore(&e.item, &best.ready.es[0].item)) {
-				best = kq
-			}
+		best := bestLane(kqs, func(kq *kindQueue) bool { return taken[kq.workspace] < share })
+		if best == nil { // no other workspace has due items left
+			best = bestLane(kqs, func(*kindQueue) bool { return true })
 		}
 		if best == nil {
 			break
@@ -232,9 +239,38 @@ func (q *Queue) WorkLease(_ context.Context, p ports.LeaseParams) ([]ports.Lease
 		}
 		if l, ok := q.claim(e, exp, p.Owner); ok {
 			out = append(out, l)
+			taken[best.workspace]++
 		}
 	}
 	return out, nil
+}
+
+// bestLane is the lane of kqs that ok accepts whose first due item comes
+// first in lease order; nil when none has a due item.
+func bestLane(kqs []*kindQueue, ok func(*kindQueue) bool) *kindQueue {
+	var best *kindQueue
+	for _, kq := range kqs {
+		if e := kq.ready.top(); e != nil && ok(kq) && (best == nil || dueBefore(&e.item, &best.ready.es[0].item)) {
+			best = kq
+		}
+	}
+	return best
+}
+
+// laneKey names the heaps of one kind's items in one workspace.
+type laneKey struct{ kind, workspace string }
+
+// lane returns the heaps of kind's items in workspace, made on first use.
+func (q *Queue) lane(kind, workspace string) *kindQueue {
+	k := laneKey{kind, workspace}
+	kq := q.kinds[k]
+	if kq == nil {
+		kq = newKindQueue()
+		kq.kind, kq.workspace = kind, workspace
+		q.kinds[k] = kq
+		q.lanes[kind] = append(q.lanes[kind], kq)
+	}
+	return kq
 }
 
 // advance moves the kind's items whose not-before or lease expiry has passed

@@ -30,9 +30,12 @@ const (
 	inLeased           // leased, expiry in the future at last look
 )
 
-// kindQueue holds the live items of one kind in three heaps, so leasing
+// kindQueue holds the live items of one kind in one workspace in three heaps, so leasing
 // touches only the items it claims or that changed state, never the backlog.
 type kindQueue struct {
+	// kind and workspace name the items the heaps hold.
+	kind, workspace string
+
 	ready   entryHeap
 	waiting entryHeap
 	leased  entryHeap

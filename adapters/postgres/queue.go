@@ -141,15 +141,15 @@ func (q *Queue) WorkEnqueue(ctx context.Context, items ...ports.EnqueueParams) e
 	}
 	slices.SortFunc(merged, func(a, b ports.EnqueueParams) int { return keyCmp(a.Key, b.Key) })
 	n := len(merged)
-	kinds, types, ids := make([]string, n), make([]string, n), make([]string, n)
+	kinds, types, ids, spaces := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	prios, maxes := make([]int, n), make([]int, n)
 	events, notBefores := make([]time.Time, n), make([]time.Time, n)
 	for i, p := range merged {
-		kinds[i], types[i], ids[i] = p.Key.Kind, p.Key.ScopeType, p.Key.ScopeID
+		kinds[i], types[i], ids[i], spaces[i] = p.Key.Kind, p.Key.ScopeType, p.Key.ScopeID, p.Workspace
 		prios[i], maxes[i] = p.Priority, p.MaxAttempts
 		events[i], notBefores[i] = p.EventTime, p.NotBefore
 	}
-	ready, err := scanStrings(q.db.hotQuery(ctx, hotEnqueue, kinds, types, ids, prios, events, notBefores, maxes, ports.DefaultMaxAttempts, now))
+	ready, err := scanStrings(q.db.hotQuery(ctx, hotEnqueue, kinds, types, ids, prios, events, notBefores, maxes, ports.DefaultMaxAttempts, now, spaces))
 	if err != nil {
 		if n == 1 {
 			return fmt.Errorf("enqueue %s: %w", merged[0].Key, err)
@@ -746,7 +746,7 @@ func scanItems(rows *sql.Rows) ([]ports.WorkItem, error) {
 			expires sql.NullTime
 		)
 		if err := rows.Scan(&it.Key.Kind, &it.Key.ScopeType, &it.Key.ScopeID, &state, &it.Priority, &it.EventTime,
-			&it.NotBefore, &it.Attempts, &it.MaxAttempts, &it.LastError, &it.LeaseOwner, &expires, &it.Requeued); err != nil {
+			&it.NotBefore, &it.Attempts, &it.MaxAttempts, &it.LastError, &it.LeaseOwner, &expires, &it.Requeued, &it.Workspace); err != nil {
 			return nil, err
 		}
 		it.State = portState(state)

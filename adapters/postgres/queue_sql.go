@@ -17,18 +17,19 @@ const notifyChannel = "reconciler_work"
 // sqlEnqueue inserts or coalesces a batch of distinct keys, sorted by key so
 // concurrent batches lock rows in one order. ?0..?6 are the arrays kind,
 // scope_type, scope_id, priority, event_time, not_before, max_attempts (0:
-// not given); ?7 is DefaultMaxAttempts and ?8 now. The conflict branch reads
+// not given); ?7 is DefaultMaxAttempts, ?8 now and ?9 the array workspace
+// (kept by a coalescing enqueue: an item does not move between workspaces). The conflict branch reads
 // the raw max_attempts back from req: excluded holds the defaulted one. An
 // item is stored ready when its not-before is due, waiting otherwise. The
 // result is the kinds of the items stored ready.
 const sqlEnqueue = `
 WITH req AS (
-	SELECT * FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::int[], ?4::timestamptz[], ?5::timestamptz[], ?6::int[])
-		AS r(kind, scope_type, scope_id, priority, event_time, not_before, max_attempts)
+	SELECT * FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::int[], ?4::timestamptz[], ?5::timestamptz[], ?6::int[], ?9::text[])
+		AS r(kind, scope_type, scope_id, priority, event_time, not_before, max_attempts, workspace)
 ), up AS (
-	INSERT INTO reconcile_work_scope AS w (kind, scope_type, scope_id, state, priority, event_time, not_before, max_attempts)
+	INSERT INTO reconcile_work_scope AS w (kind, scope_type, scope_id, state, priority, event_time, not_before, max_attempts, workspace)
 	SELECT kind, scope_type, scope_id, CASE WHEN not_before <= ?8::timestamptz THEN 'ready' ELSE 'waiting' END,
-		priority, event_time, not_before, CASE WHEN max_attempts > 0 THEN max_attempts ELSE ?7 END
+		priority, event_time, not_before, CASE WHEN max_attempts > 0 THEN max_attempts ELSE ?7 END, workspace
 	FROM req
 	ON CONFLICT (kind, scope_type, scope_id) DO UPDATE SET
 		priority = greatest(w.priority, excluded.priority),
@@ -72,6 +73,11 @@ SELECT DISTINCT kind FROM up WHERE state = 'ready'`
 // row's current version, which nobody else can change while this
 // statement holds its lock), not by a second primary-key lookup.
 //
+// The lease is fair between workspaces (ports.Queue.WorkLease): each
+// candidate is ranked within its workspace, and the candidates within their
+// workspace's share (ports.FairShare of ?3 over the workspaces with leasable
+// candidates) come before the rest, each group in lease order.
+//
 // In one update the best ?3 leasable candidates are leased, the other due
 // waiting items become ready (so the waiting index never piles up due
 // items), and expired leases at their attempt limit with no enqueue during
@@ -94,11 +100,19 @@ WITH k AS (
 	WHERE c.src <> 'expired' OR NOT EXISTS (
 		SELECT FROM reconcile_work_scope o JOIN process_liveness pl ON pl.owner = o.lease_owner
 		WHERE o.ctid = c.tid AND pl.alive_until > ?2::timestamptz)
-), ranked AS (
-	SELECT cand.*, leasable AND row_number() OVER (
-		PARTITION BY leasable ORDER BY priority DESC, event_time, kind COLLATE "C", scope_type COLLATE "C",
-			scope_id COLLATE "C") <= ?3 AS take
+), share AS (
+	SELECT (?3::int + greatest(count(DISTINCT workspace), 1) - 1) / greatest(count(DISTINCT workspace), 1) AS n
+	FROM cand WHERE leasable
+), wranked AS (
+	SELECT cand.*, row_number() OVER (
+		PARTITION BY leasable, workspace ORDER BY priority DESC, event_time, kind COLLATE "C", scope_type COLLATE "C",
+			scope_id COLLATE "C") AS wrank
 	FROM cand
+), ranked AS (
+	SELECT wranked.*, leasable AND row_number() OVER (
+		PARTITION BY leasable ORDER BY wrank > (SELECT n FROM share), priority DESC, event_time, kind COLLATE "C",
+			scope_type COLLATE "C", scope_id COLLATE "C") <= ?3 AS take
+	FROM wranked
 ), upd AS (
 	UPDATE reconcile_work_scope w SET
 		state = CASE WHEN r.take THEN 'leased' WHEN r.src = 'waiting' THEN 'ready' ELSE 'dead' END,
@@ -271,7 +285,7 @@ SELECT coalesce((SELECT state FROM cur), ''), EXISTS (SELECT FROM upd)`
 
 // workColumns are the columns scanItem reads, in order.
 const workColumns = `kind, scope_type, scope_id, state, priority, event_time, not_before, attempts,
-	max_attempts, last_error, lease_owner, lease_expires_at, requeued`
+	max_attempts, last_error, lease_owner, lease_expires_at, requeued, workspace`
 
 // sqlGet reads one item by key ?0..?2.
 const sqlGet = `SELECT ` + workColumns + ` FROM reconcile_work_scope WHERE (kind, scope_type, scope_id) = (?0, ?1, ?2)`

@@ -26,7 +26,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure the engine; each benchmark ends with one JSON line of figures",
 	}
-	cmd.AddCommand(newBenchQueueCmd(), newBenchReleaseCmd(), newBenchWorkflowCmd(), newBenchWorkerCmd(), newBenchReleaseWorkerCmd())
+	cmd.AddCommand(newBenchQueueCmd(), newBenchReleaseCmd(), newBenchSteadyCmd(), newBenchWorkflowCmd(), newBenchWorkerCmd(), newBenchReleaseWorkerCmd())
 	return cmd
 }
 

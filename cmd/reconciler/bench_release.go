@@ -335,18 +335,39 @@ func seedBenchRelease(ctx context.Context, s ports.ObjectStore, n int) error {
 	if _, err := s.Deployments().Put(ctx, dep, 0); err != nil {
 		return step("deployment", err)
 	}
+	return seedBenchResources(ctx, s, n)
+}
+
+// seedBenchResources stores n Node resources node-000000 on in the
+// benchmark's workspace, in chunks, each in one transaction when the store
+// has them: one commit per benchSeedChunk resources, not one per resource.
+func seedBenchResources(ctx context.Context, s ports.ObjectStore, n int) error {
+	inTx := func(ctx context.Context, fn func(context.Context) error) error { return fn(ctx) }
+	if tx, ok := s.(ports.Transactor); ok {
+		inTx = tx.InTx
+	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for i := range n {
+	g.SetLimit(4)
+	for lo := 0; lo < n; lo += benchSeedChunk {
 		g.Go(func() error {
-			id := fmt.Sprintf("node-%06d", i)
-			r := release.Resource{ID: id, WorkspaceID: "bench", Kind: "Node", Identifier: id, Name: id}
-			_, err := s.Resources().Put(gctx, r, 0)
-			return step("resource "+id, err)
+			return inTx(gctx, func(ctx context.Context) error {
+				for i := lo; i < min(lo+benchSeedChunk, n); i++ {
+					id := fmt.Sprintf("node-%06d", i)
+					r := release.Resource{ID: id, WorkspaceID: "bench", Kind: "Node", Identifier: id, Name: id}
+					if _, err := s.Resources().Put(ctx, r, 0); err != nil {
+						return fmt.Errorf("bench: store resource %s: %w", id, err)
+					}
+				}
+				return nil
+			})
 		})
 	}
 	return g.Wait()
 }
+
+// benchSeedChunk is how many resources the benchmark stores per
+// transaction.
+const benchSeedChunk = 1000
 
 // queueEmpty reports whether the queue holds no item at all.
 func queueEmpty(ctx context.Context, q ports.Queue) bool {

@@ -173,13 +173,15 @@ func workerShare(n, cpus int, dsn string, share bool) machineShare {
 }
 
 // startReleaseWorkers starts n workers on dsn, with env added to this
-// process's environment, and waits until each is ready.
-func startReleaseWorkers(ctx context.Context, bin, dsn string, env []string, o benchReleaseOptions, n int) (*releaseWorkers, error) {
+// process's environment and extra added to their arguments, and waits
+// until each is ready.
+func startReleaseWorkers(ctx context.Context, bin, dsn string, env []string, o benchReleaseOptions, n int, extra ...string) (*releaseWorkers, error) {
 	w := &releaseWorkers{ids: make(chan string, 4096), gomaxprocs: make([]int, n), maxConns: make([]int, n)}
 	ready := make(chan error, n)
 	for i := range n {
 		args := []string{"bench", "release-worker", "--dsn", dsn,
 			"--concurrency", strconv.Itoa(o.concurrency), "--owner", fmt.Sprintf("bench-worker-%d", i)}
+		args = append(args, extra...)
 		if o.cpuProfile != "" {
 			args = append(args, "--cpuprofile", workerProfilePath(o.cpuProfile, n, i))
 		}
@@ -284,6 +286,7 @@ func (w *releaseWorkers) stop() []float64 {
 func newBenchReleaseWorkerCmd() *cobra.Command {
 	var dsn, owner, cpuProfile string
 	var concurrency int
+	var succeed bool
 	cmd := &cobra.Command{
 		Use:    "release-worker",
 		Short:  "Run the release chain for bench release --processes (prints each dispatched job id)",
@@ -305,6 +308,9 @@ func newBenchReleaseWorkerCmd() *cobra.Command {
 			out := bufio.NewWriter(cmd.OutOrStdout())
 			ids := make(chan string, 1024)
 			agent := &countingAgent{want: -1, done: make(chan struct{}), onNew: func(id string) { ids <- id }}
+			if succeed {
+				agent.status = release.JobSuccessful
+			}
 			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 			ch := &chain.Chain{Store: be.releases, Queue: be.queue, Clock: ports.SystemClock, Logger: quiet,
 				Agents: map[string]ports.JobAgent{agent.Type(): agent}}
@@ -347,5 +353,6 @@ func newBenchReleaseWorkerCmd() *cobra.Command {
 	f.StringVar(&owner, "owner", "", "lease owner name (default bench-worker-PID)")
 	intRangeVar(f, &concurrency, "concurrency", 64, 1, 4096, "passes in flight per kind")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	f.BoolVar(&succeed, "succeed", false, "the agent's jobs succeed at dispatch (bench steady) instead of staying in progress")
 	return cmd
 }

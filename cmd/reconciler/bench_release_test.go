@@ -242,3 +242,37 @@ func requireServerFigures(t *testing.T, store, unit string, units int, got map[s
 		require.NotEmpty(t, got[k], k)
 	}
 }
+
+// TestBenchSteady: at a tiny size, versions of two deployments stream
+// through dev → staging → prod in one worker process; the run's line has
+// the latencies of both hand-offs, no dead letters and an emptied backlog,
+// after lines of the queue's depth.
+func TestBenchSteady(t *testing.T) {
+	t.Parallel()
+	bin, err := buildBinary()
+	require.NoError(t, err)
+	res := runCLI(t, "", "bench", "steady", "--targets", "12", "--deployments", "2", "--processes", "1", "--every", "300ms",
+		"--duration", "2s", "--settle", "1m", "--worker-bin", bin, "--dsn", pgtest.DSN(t))
+	require.NoError(t, res.err, res.stderr)
+	require.Contains(t, res.stdout, `"bench":"steady-depth"`)
+	got := lastJSONLine(t, res.stdout)
+	require.Equal(t, "steady", got["bench"])
+	require.EqualValues(t, 12, got["targets"])
+	require.Greater(t, got["versions"], 0.0)
+	require.Greater(t, got["version_to_dispatch_n"], 0.0)
+	require.Greater(t, got["progression_n"], 0.0, "some job hands off to the next environment")
+	require.LessOrEqual(t, got["version_to_dispatch_p50_s"], got["version_to_dispatch_p99_s"])
+	require.LessOrEqual(t, got["progression_p50_s"], got["progression_p99_s"])
+	require.Equal(t, true, got["backlog_emptied"])
+	require.EqualValues(t, 0, got["dead"])
+}
+
+// TestBenchSteadyBadFlags: too few targets for the deployments, and no
+// database, are usage errors.
+func TestBenchSteadyBadFlags(t *testing.T) {
+	t.Parallel()
+	res := runCLI(t, "", "bench", "steady", "--targets", "5", "--deployments", "2", "--dsn", "postgres://x")
+	requireExit(t, res.err, 2, "--targets")
+	res = runCLI(t, "", "bench", "steady")
+	requireExit(t, res.err, 2, "--dsn")
+}

@@ -85,6 +85,7 @@ type Chain struct {
 
 	batchOnce sync.Once
 	batcher   *engine.EnqueueBatcher
+	spaces    workspaces
 }
 
 // Register registers the five controllers on eng, each with concurrency
@@ -121,7 +122,8 @@ func JobKey(jobID string) ports.WorkKey {
 	return ports.WorkKey{Kind: KindJobVerification, ScopeType: ScopeJob, ScopeID: jobID}
 }
 
-// enqueue adds items now, or at notBefore when it is set; concurrent
+// enqueue adds items now, or at notBefore when it is set, each in the
+// workspace of its deployment (workspaceOf); concurrent
 // passes' enqueues share queue calls (engine.EnqueueBatcher).
 func (c *Chain) enqueue(ctx context.Context, notBefore time.Time, keys ...ports.WorkKey) error {
 	if len(keys) == 0 {
@@ -129,7 +131,7 @@ func (c *Chain) enqueue(ctx context.Context, notBefore time.Time, keys ...ports.
 	}
 	items := make([]ports.EnqueueParams, len(keys))
 	for i, k := range keys {
-		items[i] = ports.EnqueueParams{Key: k, NotBefore: notBefore}
+		items[i] = ports.EnqueueParams{Key: k, NotBefore: notBefore, Workspace: c.workspaceOf(ctx, k.ScopeType, k.ScopeID)}
 	}
 	if b := batchOf(ctx); b != nil {
 		// In a batch pass: stored in its transaction, with its writes.
