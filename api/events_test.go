@@ -195,7 +195,7 @@ func (s *sseStream) beat() {
 // createPolicy opens a draft of policy name through server a's API.
 func (e *eventsEnv) createPolicy(srv *httptest.Server, name string) {
 	e.t.Helper()
-	body := `{"content":{"id":"` + name + `","name":"` + name + `","selector":"true","enabled":true,"rules":[]}}`
+	body := `{"content":{"id":"` + name + `","workspace_id":"ws","name":"` + name + `","selector":"true","enabled":true,"rules":[]}}`
 	req, err := http.NewRequestWithContext(e.ctx, http.MethodPost, srv.URL+"/api/v1/catalog/policy/"+name+"/revisions", strings.NewReader(body))
 	require.NoError(e.t, err)
 	req.Header.Set("Authorization", "Bearer "+e.tokens["write"])

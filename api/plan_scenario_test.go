@@ -46,10 +46,10 @@ func TestVersionPlanMatchesDispatch(t *testing.T) {
 		}
 		f.clock.Advance(time.Minute)
 		pols := catalog.New(s, catalog.Config{}).Policies("fixture")
-		_, err = pols.Put(ctx, policy.Policy{ID: "dev-rollout", Name: "dev rollout", Selector: `environment.name == "dev"`, Enabled: true,
+		_, err = pols.Put(ctx, policy.Policy{ID: "dev-rollout", WorkspaceID: "ws", Name: "dev rollout", Selector: `environment.name == "dev"`, Enabled: true,
 			Rules: []policy.Rule{{ID: "rollout", Spec: policy.GradualRollout{RolloutType: policy.RolloutLinear, TimeScaleInterval: 600}}}}, 0)
 		require.NoError(t, err)
-		_, err = pols.Put(ctx, policy.Policy{ID: "prod-window", Name: "prod window", Selector: `environment.name == "prod"`, Enabled: true,
+		_, err = pols.Put(ctx, policy.Policy{ID: "prod-window", WorkspaceID: "ws", Name: "prod window", Selector: `environment.name == "prod"`, Enabled: true,
 			Rules: []policy.Rule{{ID: "window", Spec: policy.DeploymentWindow{RRule: "FREQ=DAILY;BYHOUR=9;BYMINUTE=0;BYSECOND=0", DurationMinutes: 60}}}}, 0)
 		require.NoError(t, err)
 		_, err = f.chain.SyncTargets(ctx, "sys")

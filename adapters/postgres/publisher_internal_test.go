@@ -17,7 +17,10 @@ import (
 // TestOnlyThePublisherNotifies: no statement of this package but the
 // publisher's, and no function or trigger the migrations create, calls
 // pg_notify, so no writing transaction takes the lock a NOTIFY holds
-// through its commit (see publisher).
+// through its commit (see publisher). The one exception is
+// events_publish, the event stream's mover: Changes calls it alone, in a
+// transaction of its own after the writes committed, never inside a
+// writer's.
 func TestOnlyThePublisherNotifies(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("*.go")
@@ -42,7 +45,7 @@ func TestOnlyThePublisherNotifies(t *testing.T) {
 	require.NoError(t, err)
 	funcs, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
-	require.Empty(t, funcs, "functions of the migrated schema that call pg_notify")
+	require.Equal(t, []string{"events_publish"}, funcs, "functions of the migrated schema that call pg_notify")
 }
 
 // TestPublisherDeliversEveryNotice: what is published while a statement

@@ -97,9 +97,13 @@ WITH k AS (
 	SELECT * FROM unnest(?0::text[], ?1::timestamptz[]) AS k(kind, floor)
 ), cand AS (
 	SELECT * FROM reconcile_work_candidates(?0::text[], ?1::timestamptz[], ?2::timestamptz, ?3::int, ?7::int) c
+	-- The owner is read by the candidate's tid in a scalar subquery (a TID
+	-- scan per expired candidate): as a join, the planner may hash the
+	-- whole work table for the anti-join.
 	WHERE c.src <> 'expired' OR NOT EXISTS (
-		SELECT FROM reconcile_work_scope o JOIN process_liveness pl ON pl.owner = o.lease_owner
-		WHERE o.ctid = c.tid AND pl.alive_until > ?2::timestamptz)
+		SELECT FROM process_liveness pl
+		WHERE pl.owner = (SELECT o.lease_owner FROM reconcile_work_scope o WHERE o.ctid = c.tid)
+		  AND pl.alive_until > ?2::timestamptz)
 ), share AS (
 	SELECT (?3::int + greatest(count(DISTINCT workspace), 1) - 1) / greatest(count(DISTINCT workspace), 1) AS n
 	FROM cand WHERE leasable
@@ -310,9 +314,13 @@ ORDER BY kind, CASE state WHEN 'ready' THEN 'pending' WHEN 'waiting' THEN 'pendi
 
 // sqlReap makes the unexpired leases of the owners whose liveness row
 // lapsed by ?0 expire at ?0, so a lease reclaims them at once.
+//
+// It finds them by the lapsed owners (process_liveness is small) through the
+// leased items' owner index (migration 0026), never by reading the work
+// table: a join may hash the whole table.
 const sqlReap = `UPDATE reconcile_work_scope w SET lease_expires_at = ?0::timestamptz
-FROM process_liveness pl
-WHERE pl.owner = w.lease_owner AND pl.alive_until <= ?0::timestamptz AND w.lease_expires_at > ?0::timestamptz`
+WHERE w.state = 'leased' AND w.lease_expires_at > ?0::timestamptz
+	AND w.lease_owner IN (SELECT pl.owner FROM process_liveness pl WHERE pl.alive_until <= ?0::timestamptz)`
 
 // The hot statements, with $N parameters (see DB.hotQuery).
 var (

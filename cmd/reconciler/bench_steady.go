@@ -100,7 +100,7 @@ func seedBenchSteady(ctx context.Context, be *backend, deployments, resources in
 		p := policy.Policy{ID: env + "-after-" + upstream, Selector: `environment.name == "` + env + `"`, Enabled: true,
 			Rules: []policy.Rule{{ID: "after-" + upstream, Spec: policy.EnvironmentProgression{
 				DependsOnEnvironmentSelector: `environment.name == "` + upstream + `"`, MinimumSuccessPercentage: 100}}}}
-		p.Name = p.ID
+		p.Name, p.WorkspaceID = p.ID, "bench"
 		if _, err := svc.Put(ctx, p, 0); err != nil {
 			return fmt.Errorf("bench steady: store policy %s: %w", p.ID, err)
 		}

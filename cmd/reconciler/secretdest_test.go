@@ -114,7 +114,7 @@ func TestWriteTokenCannotSendASecretWhereItChooses(t *testing.T) {
 
 	// Finding 5: a policy whose verification sends the Datadog keys to an
 	// address of the (approve) token's choosing is 422.
-	pol, err := policy.Decode([]byte(`{"id":"dd","name":"dd","selector":"true","rules":[{"id":"v","type":"verification","metrics":[` +
+	pol, err := policy.Decode([]byte(`{"id":"dd","workspace_id":"demo","name":"dd","selector":"true","rules":[{"id":"v","type":"verification","metrics":[` +
 		`{"name":"errors","provider":{"type":"datadog","config":{"query":"q","address":"` + listener.URL + `"}},"interval_seconds":60,"count":1,"success_condition":"true"}]}]}`))
 	require.NoError(t, err)
 	_, err = client.PutObject(ctx, ops, client.Policies, pol.ID, pol, 0)
@@ -174,7 +174,7 @@ func TestPolicyWithAnUnboundProviderIsRefused(t *testing.T) {
 	require.NoError(t, o.check())
 	validate := o.catalogValidators()[revision.KindPolicy]
 	doc := func(provider string) []byte {
-		return []byte(`{"id":"p","name":"p","selector":"true","rules":[{"id":"v","type":"verification","metrics":[` +
+		return []byte(`{"id":"p","workspace_id":"ws","name":"p","selector":"true","rules":[{"id":"v","type":"verification","metrics":[` +
 			`{"name":"errors","provider":` + provider + `,"interval_seconds":60,"count":1,"success_condition":"result.value < 1"}]}]}`)
 	}
 	require.NoError(t, validate(doc(`{"type":"datadog","config":{"query":"q"}}`)), "Datadog's own site, its default keys")

@@ -1,3 +1,5 @@
+DROP INDEX reconcile_work_scope_owner_idx;
+
 DROP FUNCTION reconcile_work_candidates(text[], timestamptz[], timestamptz, integer, integer);
 CREATE FUNCTION reconcile_work_candidates(p_kinds text[], p_floors timestamptz[], p_now timestamptz,
     p_limit integer, p_scan integer)

@@ -80,3 +80,7 @@ BEGIN
     ) c;
 END
 $$;
+
+-- The leased items by owner: the reap of a lapsed owner's leases (sqlReap)
+-- looks them up here instead of reading the work table.
+CREATE INDEX reconcile_work_scope_owner_idx ON reconcile_work_scope (lease_owner) WHERE state = 'leased';
