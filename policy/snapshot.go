@@ -28,6 +28,22 @@ type ChooseSnapshot struct {
 	Override   *Override             `json:"override,omitempty"`
 }
 
+// Facts counts what s holds that grows with its deployment's size: the
+// deployment's targets, the jobs, and the targets of every environment
+// state (the base's and each candidate's).
+func (s *ChooseSnapshot) Facts() int {
+	n := len(s.Base.DeploymentTargets) + len(s.Base.Jobs) + len(s.Base.Dependencies)
+	for _, e := range s.Base.SystemEnvironments {
+		n += len(e.Targets)
+	}
+	for _, c := range s.Candidates {
+		for _, e := range c.Environments {
+			n += len(e.Targets)
+		}
+	}
+	return n
+}
+
 // SnapshotCandidate is a recorded Candidate.
 type SnapshotCandidate struct {
 	Version      release.DeploymentVersion `json:"version"`

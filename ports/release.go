@@ -154,9 +154,20 @@ type TargetDecision struct {
 	// attempt ("event 2026-11-28T10:00:00Z, attempt 1").
 	Trigger string `json:"trigger,omitempty"`
 	// Snapshot is the decision's input, replayable by reconciler decide
-	// (policy.ChooseSnapshot; docs/target-decision-format.md).
+	// (policy.ChooseSnapshot; docs/target-decision-format.md); nil when it
+	// held more facts than a recorded decision keeps (SnapshotOmitted).
 	Snapshot *policy.ChooseSnapshot `json:"snapshot,omitempty"`
+	// SnapshotOmitted says why Snapshot was not kept.
+	SnapshotOmitted string `json:"snapshot_omitted,omitempty"`
 }
+
+// MaxDecisionSnapshotFacts bounds the facts (targets, jobs, environment
+// states' targets: policy.ChooseSnapshot.Facts) of a snapshot a recorded
+// decision keeps. A gradual rollout's or a progression's snapshot holds
+// every target of its deployment or environment: kept for each target's
+// every decision, it would make the history grow with the square of the
+// deployment's size.
+const MaxDecisionSnapshotFacts = 256
 
 // JobRow is a stored job with what queries need beside it.
 type JobRow struct {

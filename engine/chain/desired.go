@@ -354,6 +354,10 @@ func decisionOf(it engine.Item, f *facts, version *release.DeploymentVersion, ch
 	}
 	if snap != nil {
 		d.Verdicts = snap.Verdicts(ch)
+		if n := snap.Facts(); n > ports.MaxDecisionSnapshotFacts {
+			d.Snapshot = nil
+			d.SnapshotOmitted = fmt.Sprintf("the snapshot held %d facts (targets, jobs), over the %d a recorded decision keeps", n, ports.MaxDecisionSnapshotFacts)
+		}
 	}
 	return d
 }
