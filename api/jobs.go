@@ -148,7 +148,7 @@ func (s *Server) registerJobs() {
 				if err != nil {
 					return nil, s.fail(ctx, err)
 				}
-				if err := s.reportableWithToken(ctx, t, ports.JobRow{Job: release.Job{ID: in.ID, JobAgentID: agent}}); err != nil {
+				if err := s.reportableWithToken(ctx, t, in.ID, agent); err != nil {
 					return nil, err
 				}
 			}
@@ -168,8 +168,14 @@ func (s *Server) registerJobs() {
 			}
 		} else if err != nil {
 			return nil, s.fail(ctx, err)
-		} else if err := s.reportableWithToken(ctx, principal(ctx).Token, j); err != nil {
-			return nil, err
+		} else {
+			t := principal(ctx).Token
+			if err := s.reportableWithToken(ctx, t, j.ID, j.JobAgentID); err != nil {
+				return nil, err
+			}
+			if j.Take != nil && !t.Allows(ports.ScopeAdmin) {
+				return nil, huma.Error403Forbidden("job " + j.ID + " is taken by a pull agent: its taker reports under its take, an operator with scope admin here")
+			}
 		}
 		if err := s.o.Chain.ReportJob(ctx, rep); err != nil {
 			return nil, s.fail(ctx, err)
@@ -185,28 +191,26 @@ func (s *Server) registerJobs() {
 		})
 }
 
-// reportableWithToken checks a bearer report on release job j: an admin
-// token may report on any job; an agent token only on a job of a job agent
-// it is bound to, whose jobs report through the API
-// (release.ReportsThroughAPI: not a followed push agent's, whose status is
-// the vendor's), and that no pull taker holds (a taker reports through
+// reportableWithToken checks a bearer report on job jobID (a release or a
+// workflow job) of agent agentID: an admin token may report on any job; an
+// agent token only on a job of a job agent it is bound to, whose jobs
+// report through the API (release.ReportsThroughAPI: not a followed push
+// agent's, whose status is the vendor's). A release job a pull taker holds
+// is refused to agent tokens by the caller (the taker reports through
 // /job-agents/{id}/jobs/{job}/report under its take).
-func (s *Server) reportableWithToken(ctx context.Context, t ports.Token, j ports.JobRow) error {
+func (s *Server) reportableWithToken(ctx context.Context, t ports.Token, jobID, agentID string) error {
 	if t.Allows(ports.ScopeAdmin) {
 		return nil
 	}
-	if !t.ActsFor(j.JobAgentID) {
+	if !t.ActsFor(agentID) {
 		return huma.Error403Forbidden("this token does not act for the job's agent")
 	}
-	a, err := s.objects().JobAgents().Get(ctx, j.JobAgentID)
+	a, err := s.objects().JobAgents().Get(ctx, agentID)
 	if err != nil && !errors.Is(err, ports.ErrNotFound) {
 		return s.fail(ctx, err)
 	}
 	if err != nil || !release.ReportsThroughAPI(a.Value.Type) {
-		return huma.Error403Forbidden("job " + j.ID + "'s agent " + j.JobAgentID + " is followed by serve (its status comes from the system it runs on): a report here is an operator's override and needs scope admin")
-	}
-	if j.Take != nil {
-		return huma.Error403Forbidden("job " + j.ID + " is taken by a pull agent: its taker reports under its take, an operator with scope admin here")
+		return huma.Error403Forbidden("job " + jobID + "'s agent " + agentID + " is followed by serve (its status comes from the system it runs on): a report here is an operator's override and needs scope admin")
 	}
 	return nil
 }

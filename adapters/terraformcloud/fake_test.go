@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/reconcilerhq/reconciler/internal/configmap"
+	"github.com/reconcilerhq/reconciler/internal/contract"
 	"github.com/reconcilerhq/reconciler/internal/jobagent/jobagenttest"
 	"github.com/reconcilerhq/reconciler/internal/jobfollow"
 )
@@ -87,7 +88,7 @@ func (f *fakeTFC) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		if f.malformed {
 			f.malformed = false
-			w.Header().Set("X-Fake-Malformed", "on purpose")
+			w.Header().Set(contract.OffContract, "on purpose")
 			_, _ = w.Write([]byte(`{"data":`))
 			return
 		}

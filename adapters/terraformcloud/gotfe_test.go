@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/go-tfe"
 	"github.com/hashicorp/jsonapi"
 	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/internal/contract"
 )
 
 // HCP Terraform publishes no OpenAPI document; its definition in code is
@@ -149,12 +151,12 @@ func checkedByGoTFE(t *testing.T, h http.HandlerFunc) http.HandlerFunc {
 		}
 		rec := httptest.NewRecorder()
 		h(rec, r)
-		if rec.Header().Get("X-Fake-Malformed") == "" {
+		if rec.Header().Get(contract.OffContract) == "" {
 			if err := checkTFEExchange(r, body.Bytes(), rec.Code, rec.Body.Bytes()); err != nil {
 				t.Errorf("go-tfe contract: %s %s: %v", r.Method, r.URL.Path, err)
 			}
 		}
-		rec.Header().Del("X-Fake-Malformed")
+		rec.Header().Del(contract.OffContract)
 		for k, v := range rec.Header() {
 			w.Header()[k] = v
 		}
