@@ -59,8 +59,8 @@ STARVATION ?= 300
 STARVATION_HOGS ?=
 
 .PHONY: starvation
-starvation: ## CPU hogs (STARVATION_HOGS, default one per core; 0: quiet) while three serve processes roll out STARVATION targets (default 300) with a kill: no lease taken from a live process, no live job lost, explain answers within 2 s
-	@RECONCILER_STARVATION=$(STARVATION) RECONCILER_STARVATION_HOGS=$(STARVATION_HOGS) bash -o pipefail -c "scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 30m -run '^TestStarvation$$' ./cmd/reconciler/ | grep -E '^(\s+[a-z_]+_test.go|--- |ok|FAIL)'"
+starvation: ## CPU hogs (STARVATION_HOGS, default one per core; 0: quiet) while serve processes roll out STARVATION targets (default 300) with kills, once plainly and once in issue 30's shape (dev, staging, prod with progression, a cap of 50, ten kills, a second version mid-rollout): no lease taken from a live process, no live job lost, explain answers within 2 s
+	@RECONCILER_STARVATION=$(STARVATION) RECONCILER_STARVATION_HOGS=$(STARVATION_HOGS) bash -o pipefail -c "scripts/with-postgres.sh $(GO) test -count=1 -v -timeout 30m -run '^TestStarvation(Progression)?$$' ./cmd/reconciler/ | grep -E '^(\s+[a-z_]+_test.go|--- |ok|FAIL)'"
 
 .PHONY: fuzz
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s; 1000000x = a million executions; FUZZMINIMIZETIME default 200x, a count of calls)

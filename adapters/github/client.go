@@ -126,19 +126,7 @@ func New(cfg Config, secrets ports.SecretResolver) (*Client, error) {
 	}
 	out := outbound.New(outbound.Options{Adapter: "github", Timeout: DefaultTimeout, MaxRetryAfter: cfg.MaxWait,
 		MaxBody: maxBody, Transport: cfg.Transport, Guard: cfg.Guard})
-	return &Client{cfg: cfg, secrets: secrets, out: out, now: time.Now, sleep: sleepCtx}, nil
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return &Client{cfg: cfg, secrets: secrets, out: out, now: time.Now, sleep: outbound.Sleep}, nil
 }
 
 // apiError is a non-2xx answer: the call, the status and GitHub's message.

@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -162,6 +164,10 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
+		if ctx.Err() == nil && timedOut(err) {
+			return nil, fmt.Errorf("connect %s:%d: no answer within the connect timeout of %s: %w",
+				cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.ConnectTimeout, err)
+		}
 		return nil, fmt.Errorf("connect %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	sqldb := stdlib.OpenDBFromPool(pool)
@@ -185,6 +191,13 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	}
 	db.pub = newPublisher(db)
 	return db, nil
+}
+
+// timedOut reports whether err is a connection attempt running out of
+// time (its connect timeout), not a refusal or an authentication error.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // closeLanes closes the lanes' pools.

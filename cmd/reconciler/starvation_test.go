@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,26 +24,25 @@ import (
 
 // starvationTargets is the size of TestStarvation's rollout:
 // RECONCILER_STARVATION (make starvation), 0 (skip) when unset.
-func starvationTargets(t *testing.T) int {
-	v := os.Getenv("RECONCILER_STARVATION")
-	if v == "" {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err, "RECONCILER_STARVATION: want a number of targets")
-	return n
-}
+func starvationTargets(t *testing.T) int { return envCount(t, "RECONCILER_STARVATION", "targets", 0) }
 
 // starvationHogs is how many CPU hogs TestStarvation runs:
 // RECONCILER_STARVATION_HOGS, one per core when unset (0: a quiet run, to
 // compare the rollout's time with).
 func starvationHogs(t *testing.T) int {
-	v := os.Getenv("RECONCILER_STARVATION_HOGS")
+	return envCount(t, "RECONCILER_STARVATION_HOGS", "hogs", runtime.NumCPU())
+}
+
+// envCount is the number in the environment variable name (a count of
+// what), def when it is unset.
+func envCount(t *testing.T, name, what string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
 	if v == "" {
-		return runtime.NumCPU()
+		return def
 	}
 	n, err := strconv.Atoi(v)
-	require.NoError(t, err, "RECONCILER_STARVATION_HOGS: want a number of hogs")
+	require.NoError(t, err, "%s: want a number of %s", name, what)
 	return n
 }
 
@@ -65,23 +64,9 @@ func TestStarvation(t *testing.T) {
 	bin, dsn, be, ch := rolloutBackend(t, n, 120)
 	s := be.releases
 
-	// The hogs: spinning goroutines, each on its own thread.
-	hogCtx, stopHogs := context.WithCancel(ctx)
-	var hogs sync.WaitGroup
 	nHogs := starvationHogs(t)
-	for range nHogs {
-		hogs.Add(1)
-		go func() {
-			defer hogs.Done()
-			runtime.LockOSThread()
-			for x := 0; hogCtx.Err() == nil; x++ {
-				for range 1 << 16 {
-					x ^= x << 1
-				}
-			}
-		}()
-	}
-	defer func() { stopHogs(); hogs.Wait() }()
+	stopHogs := startHogs(ctx, nHogs)
+	defer stopHogs()
 
 	log := &procLog{keep: []string{"listening"}}
 	procs := map[string]*serveProc{}
@@ -89,14 +74,8 @@ func TestStarvation(t *testing.T) {
 		cmd := startServeLog(t, bin, dsn, name, log, "--listen", "127.0.0.1:0", "--insecure-no-auth", "--lock", "5s")
 		procs[name] = &serveProc{pid: cmd.Process.Pid, kill: cmd.Process.Kill, wait: cmd.Wait}
 	}
-	addr := regexp.MustCompile(`addr=(\S+)`)
-	for _, l := range log.matching("listening") {
-		if m := addr.FindStringSubmatch(l.text); m != nil && procs[l.proc] != nil {
-			procs[l.proc].addr = m[1]
-		}
-	}
 	for name, p := range procs {
-		require.NotEmpty(t, p.addr, "%s's listen address", name)
+		p.addr = listenAddr(t, log, name)
 	}
 
 	targets, err := s.TargetList(ctx, ports.TargetListParams{})
@@ -203,11 +182,14 @@ func takenFromLive(t *testing.T, addr string) int {
 // and counts the answers that are neither 200 nor 503 with Retry-After
 // (a timeout counts as one).
 type explainProbe struct {
-	url             string
+	url string
+	// keepTimes keeps every answer's latency for percentiles.
+	keepTimes       bool
 	answers, failed atomic.Int64
 	slowest         atomic.Int64
 	mu              sync.Mutex
 	first           string
+	times           []time.Duration
 }
 
 func (p *explainProbe) run(ctx context.Context) {
@@ -230,6 +212,11 @@ func (p *explainProbe) run(ctx context.Context) {
 			p.slowest.Store(int64(took))
 		}
 		p.answers.Add(1)
+		if p.keepTimes {
+			p.mu.Lock()
+			p.times = append(p.times, took)
+			p.mu.Unlock()
+		}
 		why := ""
 		switch {
 		case err != nil:
@@ -257,4 +244,18 @@ func (p *explainProbe) firstFailure() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.first
+}
+
+// percentiles are the 50th and 99th percentiles of the kept latencies
+// (zero without keepTimes or answers).
+func (p *explainProbe) percentiles() (p50, p99 time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.times) == 0 {
+		return 0, 0
+	}
+	ts := slices.Clone(p.times)
+	slices.Sort(ts)
+	at := func(q float64) time.Duration { return ts[min(len(ts)-1, int(q*float64(len(ts))))] }
+	return at(0.50), at(0.99)
 }

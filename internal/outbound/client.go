@@ -63,6 +63,21 @@ type Client struct {
 	http  *http.Client
 	mu    sync.Mutex
 	hosts map[string]chan struct{} // per-host semaphores
+	// pause waits d between attempts (a timer; tests record the waits).
+	pause func(ctx context.Context, d time.Duration) error
+}
+
+// Sleep waits d, or until ctx ends (then its error): the pause between
+// attempts, for the adapters' own waits too.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // New returns a client with o's settings.
@@ -98,7 +113,7 @@ func New(o Options) *Client {
 	t = tracing.Transport(t) // a span per call, and its traceparent header
 	return &Client{o: o, http: &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse // a redirect is an answer, not followed with our credentials
-	}}, hosts: map[string]chan struct{}{}}
+	}}, hosts: map[string]chan struct{}{}, pause: Sleep}
 }
 
 // Adapter is the adapter name the client puts in its errors.
@@ -247,12 +262,8 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 			backoff = min(backoff*2, c.o.MaxBackoff)
 		}
 		wait = min(wait, c.o.MaxRetryAfter)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, c.fail(r, 0, nil, fmt.Errorf("%w (after: %v)", ctx.Err(), lastErr))
-		case <-t.C:
+		if err := c.pause(ctx, wait); err != nil {
+			return nil, c.fail(r, 0, nil, fmt.Errorf("%w (after: %v)", err, lastErr))
 		}
 	}
 }
