@@ -10,12 +10,18 @@ import (
 
 // UndecodableRequest says what is wrong with a request's path or query
 // that no route can take: a NUL or another control character, invalid
-// UTF-8, or a query that does not decode. It returns "" for a request that
-// is fine. No store keeps a NUL, so such input is refused before any
+// UTF-8, a path segment "." or ".." (no id is one; a router would
+// redirect it elsewhere), or a query that does not decode. It returns ""
+// for a request that is fine. No store keeps a NUL, so such input is refused before any
 // handler runs, as bad input (400), never a 500.
 func UndecodableRequest(r *http.Request) string {
 	if msg := badText("path", r.URL.Path); msg != "" {
 		return msg
+	}
+	for _, seg := range strings.Split(r.URL.Path, "/") {
+		if seg == "." || seg == ".." {
+			return fmt.Sprintf("path: the segment %q is not allowed (no id is . or ..)", seg)
+		}
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {

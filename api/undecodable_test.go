@@ -10,7 +10,8 @@ import (
 )
 
 // TestUndecodableInputIs400: a NUL, another control character, invalid
-// UTF-8 or a broken escape in any id or query parameter is a 400
+// UTF-8, a broken escape or an id "..", in any id or query parameter, is
+// a 400
 // problem+json naming where, on every route the OpenAPI document lists
 // (each path parameter replaced by "a%00b"), never a 500.
 func TestUndecodableInputIs400(t *testing.T) {
@@ -35,6 +36,9 @@ func TestUndecodableInputIs400(t *testing.T) {
 				m := strings.ToUpper(method)
 				p := f.do(m, bad, "admin", nil).problem(t, http.StatusBadRequest)
 				require.Contains(t, p["detail"], "control character", "%s %s", m, bad)
+				dots := strings.ReplaceAll(bad, "a%00b", "..")
+				p = f.do(m, dots, "admin", nil).problem(t, http.StatusBadRequest)
+				require.Contains(t, p["detail"], `segment ".."`, "%s %s", m, dots)
 				routes++
 			}
 		}
