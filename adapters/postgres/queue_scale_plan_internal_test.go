@@ -116,9 +116,9 @@ func checkQueuePlan(t *testing.T, name, plan string, most int) {
 // migration 0028).
 func TestQueuePlansAtScale(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ name, params string }{
-		{"Open's sessions", ""},
-		{"sessions with jit on", "jit=on"},
+	for _, c := range []struct{ name, params, jit string }{
+		{"Open's sessions", "", "off"},
+		{"sessions with jit on", "jit=on", "on"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -130,18 +130,22 @@ func TestQueuePlansAtScale(t *testing.T) {
 				}
 				dsn += sep + c.params
 			}
-			queuePlansAtScale(t, dsn)
+			queuePlansAtScale(t, dsn, c.jit)
 		})
 	}
 }
 
-// queuePlansAtScale is TestQueuePlansAtScale on a fresh schema named by dsn.
-func queuePlansAtScale(t *testing.T, dsn string) {
+// queuePlansAtScale is TestQueuePlansAtScale on a fresh schema named by
+// dsn, whose sessions have jit set to jit.
+func queuePlansAtScale(t *testing.T, dsn, jit string) {
 	const items, limit = 50000, 2048
 	ctx := t.Context()
 	plans := &planNotices{}
 	// One connection each, so every statement runs where auto_explain is.
 	db, q, byKey := ackQueues(t, dsn, "by key", WithMaxConns(1), plans.option())
+	var got string
+	require.NoError(t, db.pool.QueryRow(ctx, "SHOW jit").Scan(&got))
+	require.Equal(t, jit, got, "the session's jit")
 	for i := 0; i < items; i += 1000 {
 		ps := make([]ports.EnqueueParams, 0, 1000)
 		for j := i; j < i+1000; j++ {
