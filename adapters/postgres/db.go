@@ -132,7 +132,8 @@ func WithLockWaitNotice(notify func(holderPID int)) Option {
 // statements with plan_cache_mode=force_generic_plan (unless the DSN sets
 // it), so Postgres plans each once per connection; a DSN that sets
 // default_query_exec_mode (for a transaction-pooling proxy, say) sends
-// them in that mode too.
+// them in that mode too. Sessions run with jit off unless the DSN sets
+// jit: compiling costs more than these statements run.
 func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -147,6 +148,13 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		// Only the hot statements are prepared, and their plans do not
 		// depend on the values: plan each once, not on every call.
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
+		// Every statement here is short. With JIT on, a plan whose
+		// estimated cost grows with the tables (the lease's candidates at
+		// 100,000 items) crosses jit_inline_above_cost and spends a second
+		// compiling each call.
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout

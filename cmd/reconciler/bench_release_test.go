@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -203,6 +204,21 @@ func TestBenchWorkflow(t *testing.T) {
 			require.Equal(t, "Succeeded", got["phase"])
 			requireServerFigures(t, name, "taskrun", 300, got)
 		})
+	}
+}
+
+// TestBenchWorkflowPollAfter: bench workflow reads the phase every 100 ms
+// for the first 10 s, then every hundredth of the time run so far.
+func TestBenchWorkflowPollAfter(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ elapsed, want time.Duration }{
+		{0, 100 * time.Millisecond},
+		{5 * time.Second, 100 * time.Millisecond},
+		{10 * time.Second, 100 * time.Millisecond},
+		{20 * time.Second, 200 * time.Millisecond},
+		{100 * time.Second, time.Second},
+	} {
+		require.Equal(t, c.want, benchWorkflowPollAfter(c.elapsed), "after %s", c.elapsed)
 	}
 }
 

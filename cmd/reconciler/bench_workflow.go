@@ -21,8 +21,18 @@ import (
 	"github.com/reconcilerhq/reconciler/workflow"
 )
 
-// benchWorkflowPoll is how often bench workflow reads the workflow's phase.
+// benchWorkflowPoll is how often bench workflow reads the workflow's phase
+// at first. Later it reads it every hundredth of the time run so far
+// (benchWorkflowPollAfter): each read decodes the whole workflow, its
+// matrix included, and at 50,000 items reading it ten times a second took
+// 40% of the benchmark's CPU. The end is seen within 1% of the time.
 const benchWorkflowPoll = 100 * time.Millisecond
+
+// benchWorkflowPollAfter is how long bench workflow waits before its next
+// read of the workflow's phase, elapsed into the run.
+func benchWorkflowPollAfter(elapsed time.Duration) time.Duration {
+	return max(benchWorkflowPoll, elapsed/100)
+}
 
 type benchWorkflowOptions struct {
 	dsn         string
@@ -168,8 +178,8 @@ func benchWorkflow(ctx context.Context, stdout, stderr io.Writer, o benchWorkflo
 		return err
 	}
 	deadline := time.After(o.timeout)
-	tick := time.NewTicker(benchWorkflowPoll)
-	defer tick.Stop()
+	poll := time.NewTimer(benchWorkflowPoll)
+	defer poll.Stop()
 	var final ports.WorkflowRecord
 	timedOut := false
 	for !timedOut && (final.Phase == "" || !final.Phase.Terminal()) {
@@ -179,7 +189,8 @@ func benchWorkflow(ctx context.Context, stdout, stderr io.Writer, o benchWorkflo
 			continue
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-tick.C:
+		case <-poll.C:
+			poll.Reset(benchWorkflowPollAfter(time.Since(start)))
 		}
 		if final, err = be.workflows.WorkflowGet(ctx, w.ID); err != nil {
 			return err
