@@ -86,7 +86,7 @@ func (e *Engine) DrainBatches(ctx context.Context) (int, error) {
 			leased += len(leases)
 			items := make([]Item, len(leases))
 			for i, l := range leases {
-				items[i] = Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime}
+				items[i] = Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime, Traceparent: l.Traceparent}
 			}
 			start := time.Now()
 			outs := e.safeProcess(ctx, r, items)

@@ -14,6 +14,9 @@ type Item struct {
 	Attempt int
 	// EventTime is when the triggering event happened.
 	EventTime time.Time
+	// Traceparent is the W3C trace context the item was last enqueued
+	// under (ports.Lease.Traceparent), "" when untraced.
+	Traceparent string
 }
 
 type outcomeKind uint8

@@ -1,0 +1,1 @@
+ALTER TABLE reconcile_work_scope DROP COLUMN traceparent;
