@@ -19,6 +19,11 @@ type Item struct {
 	Traceparent string
 }
 
+// itemOf is the item a lease hands to its processor.
+func itemOf(l ports.Lease) Item {
+	return Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime, Traceparent: l.Traceparent}
+}
+
 type outcomeKind uint8
 
 const (

@@ -372,6 +372,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	}
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, o.outbound.secrets(secrets), &o.outbound, testrunner.WithLease(o.lock))
 	defer rt.close()
+	rt.triggers.Changes = be.changes // hook events wake the triggers through the event stream's publisher
 	rt.register(eng, o.concurrency)
 	// The process's liveness row: jobs its in-process agents run and the
 	// queue items it leases are never lost while it beats.
@@ -441,6 +442,8 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = resync.Run(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); rt.triggers.Listen(ctx) }()
 	if gh != nil && !demo {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = gh.poller.Run(ctx) }()

@@ -1,1 +1,0 @@
-ALTER TABLE reconcile_work_scope DROP COLUMN traceparent;
