@@ -55,6 +55,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // none (serve --write-timeout): a stream lasts as long as its session and client
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
