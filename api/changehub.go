@@ -11,11 +11,18 @@ import (
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
-// hubSize is how many of the newest changes a changeHub keeps.
+// hubSize is how many of the newest changes a changeHub keeps at least
+// (at most twice as many: it drops the older half at once).
 const hubSize = 4096
 
 // hubRetry is how long a changeHub waits after a failed read.
 const hubRetry = time.Second
+
+// hubGather is how long a changeHub lets publications gather after a
+// wake-up before it reads them: a burst of commits is read, and its
+// streams woken and flushed, once per window rather than once per
+// commit, for at most this much more delivery lag.
+const hubGather = 20 * time.Millisecond
 
 // changeHub reads the event stream once for all the streams of a server:
 // while any stream is open, one goroutine reads each publication and
@@ -25,15 +32,19 @@ const hubRetry = time.Second
 type changeHub struct {
 	src ports.ChangeStream
 	log *slog.Logger
+	// encode is a change's SSE frame, made once as the hub reads it.
+	encode func(*ports.Change) ([]byte, error)
 
 	mu    sync.Mutex
 	users int
 	stop  context.CancelFunc
 	ring  []ports.Change // ids increasing, after base
-	base  int64          // the hub holds every change with id > base read so far
-	ready bool           // base is set
-	gen   int            // the running reader's generation
-	subs  map[chan struct{}]struct{}
+	// frames are ring's frames, index for index (nil: not encoded).
+	frames [][]byte
+	base   int64 // the hub holds every change with id > base read so far
+	ready  bool  // base is set
+	gen    int   // the running reader's generation
+	subs   map[chan struct{}]struct{}
 }
 
 // join registers a stream: its channel is woken when the hub has read
@@ -50,7 +61,7 @@ func (h *changeHub) join() (<-chan struct{}, func()) {
 	if h.users == 1 {
 		ctx, cancel := context.WithCancel(context.Background())
 		h.gen++
-		h.stop, h.ring, h.ready = cancel, nil, false
+		h.stop, h.ring, h.frames, h.ready = cancel, nil, nil, false
 		go h.run(ctx, h.gen)
 	}
 	return ch, func() {
@@ -63,16 +74,20 @@ func (h *changeHub) join() (<-chan struct{}, func()) {
 	}
 }
 
-// after returns the changes after id the hub holds, at most limit; ok is
-// false when the hub cannot tell (it does not reach back to id).
-func (h *changeHub) after(id int64, limit int) ([]ports.Change, bool) {
+// after returns the changes after id the hub holds, at most limit, and
+// their frames (nil where not encoded); ok is false when the hub cannot
+// tell (it does not reach back to id). The slices are the hub's own, not
+// copies: the hub only appends past them and replaces its ring when it
+// drops, so they never change; the caller must not change them either.
+func (h *changeHub) after(id int64, limit int) (changes []ports.Change, frames [][]byte, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.ready || id < h.base {
-		return nil, false
+		return nil, nil, false
 	}
 	i, _ := slices.BinarySearchFunc(h.ring, id+1, func(c ports.Change, id int64) int { return cmp.Compare(c.ID, id) })
-	return append([]ports.Change(nil), h.ring[i:min(len(h.ring), i+limit)]...), true
+	j := min(len(h.ring), i+limit)
+	return h.ring[i:j:j], h.frames[i:j:j], true
 }
 
 // run reads each publication until ctx ends.
@@ -97,18 +112,21 @@ func (h *changeHub) run(ctx context.Context, gen int) {
 				return
 			}
 			// Fell behind the retention: start again from the newest.
-			if last, err = h.src.ChangesLast(ctx); err == nil && !h.update(gen, func() { h.ring, h.base = nil, last }) {
+			if last, err = h.src.ChangesLast(ctx); err == nil && !h.update(gen, func() { h.ring, h.frames, h.base = nil, nil, last }) {
 				return
 			}
 			continue
 		}
 		if len(batch) > 0 {
 			last = batch[len(batch)-1].ID
+			frames := h.frame(ctx, batch) // outside the lock
 			ok := h.update(gen, func() {
-				h.ring = append(h.ring, batch...)
-				if drop := len(h.ring) - hubSize; drop > 0 {
+				h.ring, h.frames = append(h.ring, batch...), append(h.frames, frames...)
+				if len(h.ring) > 2*hubSize {
+					drop := len(h.ring) - hubSize
 					h.base = h.ring[drop-1].ID
 					h.ring = append([]ports.Change(nil), h.ring[drop:]...)
+					h.frames = append([][]byte(nil), h.frames[drop:]...)
 				}
 				h.wakeAll()
 			})
@@ -124,7 +142,40 @@ func (h *changeHub) run(ctx context.Context, gen int) {
 			return
 		case <-wake:
 		}
+		if !h.wait(ctx, hubGather) {
+			return
+		}
 	}
+}
+
+// wait waits d; false when ctx ended first.
+func (h *changeHub) wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// frame encodes batch's frames; one that fails is logged and left nil
+// (its streams encode it themselves, and fail there).
+func (h *changeHub) frame(ctx context.Context, batch []ports.Change) [][]byte {
+	out := make([][]byte, len(batch))
+	if h.encode == nil {
+		return out
+	}
+	for i := range batch {
+		b, err := h.encode(&batch[i])
+		if err != nil {
+			h.log.WarnContext(ctx, "api.events_encode_failed", "id", batch[i].ID, "error", err)
+			continue
+		}
+		out[i] = b
+	}
+	return out
 }
 
 // wakeAll wakes every stream; the caller holds the lock.
@@ -155,12 +206,5 @@ func (h *changeHub) pause(ctx context.Context, err error) bool {
 		return false
 	}
 	h.log.WarnContext(ctx, "api.events_read_failed", "error", err)
-	t := time.NewTimer(hubRetry)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return h.wait(ctx, hubRetry)
 }

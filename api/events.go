@@ -177,23 +177,34 @@ func (s *Server) streamChanges(hctx huma.Context, f *eventsFilter, first []ports
 	ticker := time.NewTicker(beat)
 	defer ticker.Stop()
 	batch := first
+	var frames [][]byte // batch's frames from the hub, nil where not encoded
+	var buf []byte
 	for {
+		// The batch's frames go out in one write: one chunk, a few
+		// syscalls, whatever the number of changes.
+		buf = buf[:0]
 		for i := range batch {
 			f.after = batch[i].ID
 			if !f.match(&batch[i]) {
 				continue
 			}
-			frame, err := s.frames.frame(&batch[i])
-			if err != nil {
-				s.o.Logger.ErrorContext(ctx, "api.events_encode_failed", "error", err)
-				return
+			var frame []byte
+			if i < len(frames) {
+				frame = frames[i]
 			}
-			if _, err := w.Write(frame); err != nil {
-				return
+			if frame == nil {
+				var err error
+				if frame, err = s.frames.frame(&batch[i]); err != nil {
+					s.o.Logger.ErrorContext(ctx, "api.events_encode_failed", "error", err)
+					return
+				}
 			}
+			buf = append(buf, frame...)
 		}
-		if len(batch) > 0 && flush() != nil {
-			return
+		if len(buf) > 0 {
+			if _, err := w.Write(buf); err != nil || flush() != nil {
+				return
+			}
 		}
 		if len(batch) < eventsBatch {
 			select {
@@ -210,8 +221,9 @@ func (s *Server) streamChanges(hctx huma.Context, f *eventsFilter, first []ports
 		}
 		var err error
 		var ok bool
-		batch, ok = s.hub.after(f.after, eventsBatch)
+		batch, frames, ok = s.hub.after(f.after, eventsBatch)
 		if !ok { // older than the hub holds: read the store
+			batch, frames = nil, nil
 			batch, err = s.readChanges(ctx, f.after)
 		}
 		if err != nil {

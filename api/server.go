@@ -165,7 +165,7 @@ func New(o Options) *Server {
 	s.registerTokens()
 	s.registerPull()
 	if o.Changes != nil {
-		s.hub = &changeHub{src: o.Changes, log: o.Logger}
+		s.hub = &changeHub{src: o.Changes, log: o.Logger, encode: s.frames.frame}
 	}
 	s.registerEvents()
 	if o.Releases != nil && o.Queue != nil {

@@ -19,8 +19,9 @@ import (
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
-// DefaultRefresh is how often live parts of a page poll the server.
-const DefaultRefresh = 2 * time.Second
+// DefaultRefresh is how often live parts of a page poll the server when
+// the event stream fails (they follow the stream, GET /events, otherwise).
+const DefaultRefresh = 30 * time.Second
 
 // maxFormBytes caps a form body (413 beyond it): every form is a few ids.
 const maxFormBytes = 64 << 10
@@ -58,8 +59,12 @@ type Options struct {
 	// API does (loopback listeners only; cmd/reconciler enforces it).
 	Insecure          bool
 	InsecurePrincipal string
-	// Refresh is how often live parts poll; zero means DefaultRefresh.
+	// Refresh is how often live parts poll when the event stream fails
+	// (or is not served); zero means DefaultRefresh.
 	Refresh time.Duration
+	// Changes is the event stream the live parts follow (GET /events);
+	// nil: they poll every Refresh.
+	Changes ports.ChangeStream
 	// Audit records every change made from the console, as the API records
 	// its writes; nil records none (they are still logged as audit lines).
 	Audit ports.AuditLog
@@ -77,6 +82,8 @@ type Server struct {
 	o     Options
 	pages map[string]*template.Template
 	mux   *http.ServeMux
+	// streams holds a slot per open event stream (maxStreams).
+	streams chan struct{}
 }
 
 // New builds the console over o.
@@ -90,7 +97,7 @@ func New(o Options) *Server {
 	if o.Refresh <= 0 {
 		o.Refresh = DefaultRefresh
 	}
-	s := &Server{o: o, pages: parsePages(), mux: http.NewServeMux()}
+	s := &Server{o: o, pages: parsePages(), mux: http.NewServeMux(), streams: make(chan struct{}, maxStreams)}
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", s.staticHandler(static)))
 	s.mux.HandleFunc("GET /login", s.loginPage)
@@ -101,6 +108,7 @@ func New(o Options) *Server {
 	s.routeRuns()
 	s.routeCatalog()
 	s.routeOperations()
+	s.routeEvents()
 	return s
 }
 

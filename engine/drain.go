@@ -40,7 +40,7 @@ func (e *Engine) Drain(ctx context.Context) (int, error) {
 		l := leases[0]
 		r := regs[l.Key.Kind]
 		start := time.Now()
-		out := e.safeProcess(ctx, r, []Item{{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime}})[0]
+		out := e.safeProcess(ctx, r, []Item{itemOf(l)})[0]
 		r.metrics.observe(out, time.Since(start))
 		passes++
 		if err := e.completeNow(ctx, l, out); err != nil {
@@ -86,7 +86,7 @@ func (e *Engine) DrainBatches(ctx context.Context) (int, error) {
 			leased += len(leases)
 			items := make([]Item, len(leases))
 			for i, l := range leases {
-				items[i] = Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime}
+				items[i] = itemOf(l)
 			}
 			start := time.Now()
 			outs := e.safeProcess(ctx, r, items)

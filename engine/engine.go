@@ -438,7 +438,7 @@ func (e *Engine) pass(timed context.Context, deadline time.Time, r registration,
 		// and only the lost items' results are dropped.
 		flights[i] = &flight{ref: l.Ref(), cancel: cancel, deadline: deadline, renewed: time.Now()}
 		e.inflight[flights[i]] = struct{}{}
-		items[i] = Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime}
+		items[i] = itemOf(l)
 	}
 	e.mu.Unlock()
 	defer func() {

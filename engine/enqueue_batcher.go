@@ -45,5 +45,6 @@ func (b *EnqueueBatcher) WorkEnqueue(ctx context.Context, items ...ports.Enqueue
 	if len(items) == 0 {
 		return nil
 	}
-	return b.c.Do(tracing.Carry(ctx, b.q, items), items) // each caller's trace, not the batch's
+	ctx, items = tracing.Carry(ctx, items) // each caller's trace, not the batch's
+	return b.c.Do(ctx, items)
 }

@@ -14,6 +14,14 @@ type Item struct {
 	Attempt int
 	// EventTime is when the triggering event happened.
 	EventTime time.Time
+	// Traceparent is the W3C trace context the item was last enqueued
+	// under (ports.Lease.Traceparent), "" when untraced.
+	Traceparent string
+}
+
+// itemOf is the item a lease hands to its processor.
+func itemOf(l ports.Lease) Item {
+	return Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime, Traceparent: l.Traceparent}
 }
 
 type outcomeKind uint8

@@ -10,23 +10,21 @@ import (
 )
 
 // passSpan starts the span of one pass of kind over items, named "pass
-// KIND" with the kind, the first item's key and the item count. When the
-// queue carries trace contexts (tracing.Carrier), the span continues the
-// trace the first traced item was enqueued under and links the other
-// items' traces.
+// KIND" with the kind, the first item's key and the item count. The span
+// continues the trace the first traced item was enqueued under (its
+// Traceparent, stored with the item by the queue, so in whichever process
+// enqueued it) and links the other items' traces.
 func (e *Engine) passSpan(ctx context.Context, kind string, items []Item) (context.Context, trace.Span) {
 	var parent trace.SpanContext
 	var links []trace.Link
-	if c, ok := e.q.(tracing.Carrier); ok {
-		for _, it := range items {
-			sc := tracing.SpanContext(c.Carried(it.Key))
-			switch {
-			case !sc.IsValid():
-			case !parent.IsValid():
-				parent = sc
-			case sc.TraceID() != parent.TraceID():
-				links = append(links, trace.Link{SpanContext: sc})
-			}
+	for _, it := range items {
+		sc := tracing.SpanContext(it.Traceparent)
+		switch {
+		case !sc.IsValid():
+		case !parent.IsValid():
+			parent = sc
+		case sc.TraceID() != parent.TraceID():
+			links = append(links, trace.Link{SpanContext: sc})
 		}
 	}
 	if parent.IsValid() {

@@ -121,6 +121,12 @@ type EnqueueParams struct {
 	// Empty is one shared workspace. It is set by the item's first enqueue:
 	// coalescing enqueues do not move an item to another workspace.
 	Workspace string
+	// Traceparent is the W3C trace context the enqueue was made under, ""
+	// when untraced. The item keeps the latest non-empty one it was
+	// enqueued with (an untraced enqueue keeps the one it has) and hands it
+	// to its leases (Lease.Traceparent), so a pass in any process continues
+	// the enqueuer's trace.
+	Traceparent string
 }
 
 // ValidateEnqueue checks that p names a full key and a usable MaxAttempts.
@@ -200,6 +206,9 @@ type Lease struct {
 	// had lapsed or who had none. A lease whose owner's row is fresh is
 	// never taken over, however late its renewals.
 	Reclaimed bool
+	// Traceparent is the item's trace context (EnqueueParams.Traceparent),
+	// "" when no traced enqueue made it.
+	Traceparent string
 }
 
 // LeaseRef names a held lease.

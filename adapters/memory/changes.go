@@ -98,6 +98,21 @@ func (c *Changes) ChangesNotify(ctx context.Context) <-chan struct{} {
 	return c.watchers.subscribe(ctx)
 }
 
+// wakeAfterCommit wakes the watchers once ctx's transaction, if any,
+// commits, with no change published: the release store's hook events
+// (ports.Events) wake the stream's watchers as PostgreSQL's publisher
+// does, so a hook dispatcher that watches the stream hears of them.
+func (c *Changes) wakeAfterCommit(ctx context.Context) {
+	if c == nil {
+		return
+	}
+	if t := txOf(ctx); t != nil {
+		t.commits = append(t.commits, c.watchers.wake)
+		return
+	}
+	c.watchers.wake()
+}
+
 // publishAfterCommit publishes changes when ctx's transaction (of any
 // memory store) commits, or at once outside one.
 func (c *Changes) publishAfterCommit(ctx context.Context, changes ...ports.Change) {

@@ -37,6 +37,7 @@ func (s *ReleaseStore) recordEvents(ctx context.Context, events ...ports.Event) 
 	s.onUndo(ctx, func() {
 		s.events.pending = slices.DeleteFunc(s.events.pending, func(e ports.Event) bool { return e.Seq > last })
 	})
+	s.changes.wakeAfterCommit(ctx)
 }
 
 // EventsPending lists up to limit unprocessed events, oldest first.

@@ -134,7 +134,7 @@ func (q *Queue) enqueue(p *ports.EnqueueParams, now time.Time) {
 	e, ok := q.items[p.Key]
 	if !ok {
 		kq := q.lane(p.Key.Kind, p.Workspace)
-		e = &workEntry{kind: kq, index: -1, item: ports.WorkItem{
+		e = &workEntry{kind: kq, index: -1, traceparent: p.Traceparent, item: ports.WorkItem{
 			Key:         p.Key,
 			Workspace:   p.Workspace,
 			State:       ports.WorkPending,
@@ -147,6 +147,9 @@ func (q *Queue) enqueue(p *ports.EnqueueParams, now time.Time) {
 		q.counts[stateIndex(ports.WorkPending)]++
 		q.place(e, now)
 		return
+	}
+	if p.Traceparent != "" {
+		e.traceparent = p.Traceparent
 	}
 	it := &e.item
 	it.Priority = max(it.Priority, p.Priority)
@@ -315,7 +318,8 @@ func (q *Queue) claim(e *workEntry, exp time.Time, owner string) (l ports.Lease,
 	e.token = q.token
 	heap.Push(&e.kind.leased, e)
 	q.wakeAt(exp)
-	return ports.Lease{Key: it.Key, Token: e.token, Attempt: it.Attempts, ExpiresAt: exp, EventTime: it.EventTime, Reclaimed: reclaimed}, true
+	return ports.Lease{Key: it.Key, Token: e.token, Attempt: it.Attempts, ExpiresAt: exp, EventTime: it.EventTime, Reclaimed: reclaimed,
+		Traceparent: e.traceparent}, true
 }
 
 // WorkHeartbeat sets each held lease to expire d from now.

@@ -12,7 +12,9 @@ type workEntry struct {
 	item ports.WorkItem
 	// token is the fencing token of the current or last lease.
 	token int64
-	kind  *kindQueue
+	// traceparent is the item's trace context (ports.EnqueueParams.Traceparent).
+	traceparent string
+	kind        *kindQueue
 	// in names the heap holding the entry (inNone when dead) and index is
 	// its position there, kept up to date by entryHeap.
 	in    heapName

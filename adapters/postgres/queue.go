@@ -138,18 +138,21 @@ func (q *Queue) WorkEnqueue(ctx context.Context, items ...ports.EnqueueParams) e
 		if p.EventTime.After(m.EventTime) {
 			m.EventTime = p.EventTime
 		}
+		if p.Traceparent != "" {
+			m.Traceparent = p.Traceparent
+		}
 	}
 	slices.SortFunc(merged, func(a, b ports.EnqueueParams) int { return keyCmp(a.Key, b.Key) })
 	n := len(merged)
-	kinds, types, ids, spaces := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	kinds, types, ids, spaces, traces := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	prios, maxes := make([]int, n), make([]int, n)
 	events, notBefores := make([]time.Time, n), make([]time.Time, n)
 	for i, p := range merged {
-		kinds[i], types[i], ids[i], spaces[i] = p.Key.Kind, p.Key.ScopeType, p.Key.ScopeID, p.Workspace
+		kinds[i], types[i], ids[i], spaces[i], traces[i] = p.Key.Kind, p.Key.ScopeType, p.Key.ScopeID, p.Workspace, p.Traceparent
 		prios[i], maxes[i] = p.Priority, p.MaxAttempts
 		events[i], notBefores[i] = p.EventTime, p.NotBefore
 	}
-	ready, err := scanStrings(q.db.hotQuery(ctx, hotEnqueue, kinds, types, ids, prios, events, notBefores, maxes, ports.DefaultMaxAttempts, now, spaces))
+	ready, err := scanStrings(q.db.hotQuery(ctx, hotEnqueue, kinds, types, ids, prios, events, notBefores, maxes, ports.DefaultMaxAttempts, now, spaces, traces))
 	if err != nil {
 		if n == 1 {
 			return fmt.Errorf("enqueue %s: %w", merged[0].Key, err)
@@ -235,7 +238,7 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 		var c claimed
 		var tid pgtype.TID
 		l := &c.lease
-		if err := rows.Scan(&l.Key.Kind, &l.Key.ScopeType, &l.Key.ScopeID, &l.Token, &l.Attempt, &l.EventTime, &c.priority, &tid, &l.Reclaimed); err != nil {
+		if err := rows.Scan(&l.Key.Kind, &l.Key.ScopeType, &l.Key.ScopeID, &l.Token, &l.Attempt, &l.EventTime, &c.priority, &tid, &l.Reclaimed, &l.Traceparent); err != nil {
 			return nil, fmt.Errorf("lease %v: %w", p.Kinds, err)
 		}
 		if l.Key.ScopeType == "" {

@@ -18,20 +18,25 @@ const notifyChannel = "reconciler_work"
 // concurrent batches lock rows in one order. ?0..?6 are the arrays kind,
 // scope_type, scope_id, priority, event_time, not_before, max_attempts (0:
 // not given); ?7 is DefaultMaxAttempts, ?8 now and ?9 the array workspace
-// (kept by a coalescing enqueue: an item does not move between workspaces). The conflict branch reads
+// (kept by a coalescing enqueue: an item does not move between workspaces)
+// and ?10 the array traceparent (empty when the enqueue was not traced; a
+// traced enqueue replaces the item's, an untraced one keeps it). The conflict branch reads
 // the raw max_attempts back from req: excluded holds the defaulted one. An
 // item is stored ready when its not-before is due, waiting otherwise. The
 // result is the kinds of the items stored ready.
 const sqlEnqueue = `
 WITH req AS (
-	SELECT * FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::int[], ?4::timestamptz[], ?5::timestamptz[], ?6::int[], ?9::text[])
-		AS r(kind, scope_type, scope_id, priority, event_time, not_before, max_attempts, workspace)
+	SELECT * FROM unnest(?0::text[], ?1::text[], ?2::text[], ?3::int[], ?4::timestamptz[], ?5::timestamptz[], ?6::int[], ?9::text[],
+		?10::text[])
+		AS r(kind, scope_type, scope_id, priority, event_time, not_before, max_attempts, workspace, traceparent)
 ), up AS (
-	INSERT INTO reconcile_work_scope AS w (kind, scope_type, scope_id, state, priority, event_time, not_before, max_attempts, workspace)
+	INSERT INTO reconcile_work_scope AS w (kind, scope_type, scope_id, state, priority, event_time, not_before, max_attempts, workspace,
+		traceparent)
 	SELECT kind, scope_type, scope_id, CASE WHEN not_before <= ?8::timestamptz THEN 'ready' ELSE 'waiting' END,
-		priority, event_time, not_before, CASE WHEN max_attempts > 0 THEN max_attempts ELSE ?7 END, workspace
+		priority, event_time, not_before, CASE WHEN max_attempts > 0 THEN max_attempts ELSE ?7 END, workspace, traceparent
 	FROM req
 	ON CONFLICT (kind, scope_type, scope_id) DO UPDATE SET
+		traceparent = CASE WHEN excluded.traceparent <> '' THEN excluded.traceparent ELSE w.traceparent END,
 		priority = greatest(w.priority, excluded.priority),
 		event_time = greatest(w.event_time, excluded.event_time),
 		max_attempts = greatest(w.max_attempts, (
@@ -134,11 +139,12 @@ WITH k AS (
 	WHERE w.ctid = r.tid
 		AND (r.take OR r.src = 'waiting' OR NOT r.leasable)
 	RETURNING w.kind, w.scope_type, w.scope_id, w.state, w.lease_token, w.attempts, w.event_time, w.priority, w.ctid,
-		r.src = 'expired' AS reclaimed
+		r.src = 'expired' AS reclaimed, w.traceparent
 )
-SELECT kind, scope_type, scope_id, lease_token, attempts, event_time, priority, ctid, reclaimed FROM upd WHERE state = 'leased'
+SELECT kind, scope_type, scope_id, lease_token, attempts, event_time, priority, ctid, reclaimed, traceparent FROM upd
+WHERE state = 'leased'
 UNION ALL
-SELECT k.kind, '', '', 0, 0, ?2::timestamptz, 0, NULL::tid, false FROM k
+SELECT k.kind, '', '', 0, 0, ?2::timestamptz, 0, NULL::tid, false, '' FROM k
 WHERE (SELECT count(*) FROM cand c WHERE c.kind = k.kind AND c.src = 'waiting') < ?7
 	AND (SELECT count(*) FROM cand c WHERE c.kind = k.kind AND c.src = 'expired') < ?7
 	AND NOT EXISTS (SELECT FROM ranked r WHERE r.kind = k.kind AND r.src = 'expired' AND r.leasable AND NOT r.take)`

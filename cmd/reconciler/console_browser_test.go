@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -62,7 +63,8 @@ func fastDemo(t *testing.T) string {
 }
 
 // consoleServe runs `serve` in this process on the fast demo with the
-// console polling every 100ms; it returns the console's URL, a token with
+// console's fallback poll an hour away, so its live parts change only
+// through the event stream; it returns the console's URL, a token with
 // read and approve scope and a read-only one.
 func consoleServe(t *testing.T) (base, approver, reader string) {
 	t.Helper()
@@ -70,7 +72,7 @@ func consoleServe(t *testing.T) (base, approver, reader string) {
 	o := serveOptions{listen: "127.0.0.1:0", demo: true, demoDir: fastDemo(t), concurrency: 4, lock: 30 * time.Second,
 		resyncInterval: time.Minute, stallThreshold: 15 * time.Minute, maxAutoResumes: 10, unknownPodGrace: 5 * time.Minute,
 		shutdownTimeout: 5 * time.Second, logLevel: "info", logFormat: "json", secretPrefix: envsecret.DefaultPrefix,
-		consoleRefresh: 100 * time.Millisecond, opened: func(be *backend) { tokens = be.tokens },
+		consoleRefresh: time.Hour, opened: func(be *backend) { tokens = be.tokens },
 		agents: agentOptions{workRoot: t.TempDir(), stopGrace: time.Second, heartbeat: time.Second}}
 	records, stop := startServeInProcess(t, o)
 	t.Cleanup(stop)
@@ -221,6 +223,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`article[data-version="v2"] tr[data-rule="approval"][data-verdict="pending"]`))),
 		"still unapproved")
 
+	// The read-only session watches the grid while v2 is approved in the
+	// other tab: the grid follows the event stream (its fallback poll is
+	// an hour away), re-reading itself once per change event, never on a
+	// timer.
+	require.NoError(t, chromedp.Do(ro,
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(target("web:prod:eu-1", `[data-current="v1"]`)),
+		chromedp.Evaluate[chromedp.Void](`window.changeEvents = 0;
+			document.body.addEventListener('reconciler-change', () => { window.changeEvents++ });`),
+	))
+	gridReads := `performance.getEntriesByType('resource').filter(e => new URL(e.name).pathname === '/grid').length`
+	before, err := chromedp.Run(ro, chromedp.Evaluate[int](gridReads))
+	require.NoError(t, err)
+
 	// Approve v2 in prod: the target's live state follows it to prod.
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Focus(chromedp.CSS(`article[data-version="v2"] button[data-action="approve"]`)), // by keyboard
@@ -232,6 +248,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	for _, res := range []string{"eu-1", "us-1", "ap-1"} {
 		require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(target("web:prod:"+res, `[data-current="v2"][data-status="in-sync"]`))))
 	}
+	require.NoError(t, chromedp.Do(ro, chromedp.WaitVisible(target("web:prod:eu-1", `[data-current="v2"][data-status="in-sync"]`))),
+		"the watching grid shows v2 in prod")
+	reads, err := chromedp.Run(ro, chromedp.Evaluate[int](gridReads+` - `+strconv.Itoa(before)))
+	require.NoError(t, err)
+	events, err := chromedp.Run(ro, chromedp.Evaluate[int](`window.changeEvents`))
+	require.NoError(t, err)
+	require.Positive(t, reads, "the grid was re-read")
+	require.LessOrEqual(t, reads, events, "each read of the grid follows a change event: no poll")
 
 	// A workflow's DAG: deploy, then smoke, each succeeded.
 	require.NoError(t, chromedp.Do(ctx,

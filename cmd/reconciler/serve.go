@@ -166,8 +166,8 @@ docs/security.md.
 
 Web console: / on --listen (log in with a token; actions need the scope the
 API asks for: approve, write, admin). A login opens a session token of its
-own (12h at most) that logout revokes. Its live parts poll every
---console-refresh.
+own (12h at most) that logout revokes. Its live parts follow the event
+stream; they poll every --console-refresh only while the stream fails.
 
 Profiling: /debug/pprof only on the separate --admin-listen listener (off by
 default; keep it on loopback).
@@ -219,7 +219,7 @@ cut to 16 characters) or json (one object a line).`,
 	durationRangeVar(f, &o.apiReadWait, "api-read-wait", 2*time.Second, 100*time.Millisecond, time.Hour, "how long an API read (GET) may wait for the store, its wait for a connection of the read lane included; past it the API answers 503 with Retry-After")
 	intRangeVar(f, &o.eventsKeep, "events-keep", defaultEventsKeep, 1, 10_000_000, "how many of the newest changes GET /api/v1/events can replay to a client resuming with Last-Event-ID")
 	durationRangeVar(f, &o.eventsRetention, "events-retention", defaultEventsRetention, time.Minute, 30*24*time.Hour, "how long a change stays replayable by GET /api/v1/events (an older resume point is 410)")
-	durationRangeVar(f, &o.consoleRefresh, "console-refresh", console.DefaultRefresh, 100*time.Millisecond, time.Hour, "how often the web console's live parts (grid, target state, running workflows) poll")
+	durationRangeVar(f, &o.consoleRefresh, "console-refresh", console.DefaultRefresh, 100*time.Millisecond, time.Hour, "how often the web console's live parts (grid, target state, running workflows) poll when the event stream fails (they follow it otherwise)")
 	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "serve the API without tokens (every caller is admin \"anonymous\"); only on a loopback --listen")
 	return cmd
 }
@@ -372,6 +372,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	}
 	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, log, o.outbound.secrets(secrets), &o.outbound, testrunner.WithLease(o.lock))
 	defer rt.close()
+	rt.triggers.Changes = be.changes // hook events wake the triggers through the event stream's publisher
 	rt.register(eng, o.concurrency)
 	// The process's liveness row: jobs its in-process agents run and the
 	// queue items it leases are never lost while it beats.
@@ -411,7 +412,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		extra[api.Prefix+"/"] = apiSrv.Handler()
 		extra["/"] = console.New(console.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat, Releases: be.releases,
 			Workflows: be.workflows, Runs: be.runs, Queue: be.queue, Tokens: be.tokens, Clock: clock, Logger: log,
-			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh, Audit: be.audit, SecureCookie: o.http.secureCookies()}).Handler()
+			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh, Changes: be.changes, Audit: be.audit, SecureCookie: o.http.secureCookies()}).Handler()
 	}
 	if o.listen != "" {
 		var hook http.Handler
@@ -441,6 +442,8 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = resync.Run(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); rt.triggers.Listen(ctx) }()
 	if gh != nil && !demo {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = gh.poller.Run(ctx) }()

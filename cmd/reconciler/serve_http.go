@@ -37,7 +37,7 @@ type httpOptions struct {
 func httpFlags(f *pflag.FlagSet, o *httpOptions) {
 	durationRangeVar(f, &o.readHeaderTimeout, "read-header-timeout", 5*time.Second, 100*time.Millisecond, time.Hour, "how long a client may take to send a request's headers")
 	durationRangeVar(f, &o.readTimeout, "read-timeout", 30*time.Second, 100*time.Millisecond, time.Hour, "how long a client may take to send a whole request, body included")
-	durationRangeVar(f, &o.writeTimeout, "write-timeout", time.Minute, 100*time.Millisecond, time.Hour, "how long a response may take from the end of the request's headers (a pull agent's take with ?wait gets its wait on top; an event stream, GET /api/v1/events, has no deadline)")
+	durationRangeVar(f, &o.writeTimeout, "write-timeout", time.Minute, 100*time.Millisecond, time.Hour, "how long a response may take from the end of the request's headers (a pull agent's take with ?wait gets its wait on top; an event stream, GET /api/v1/events or the console's /events, has no deadline)")
 	durationRangeVar(f, &o.idleTimeout, "idle-timeout", 2*time.Minute, 100*time.Millisecond, time.Hour, "how long an idle keep-alive connection stays open")
 	intRangeVar(f, &o.maxLongPolls, "max-long-polls", api.DefaultLongPolls, 1, 10_000, "most waiting takes (?wait) and event streams (GET /api/v1/events) one token or signing agent may hold open at once; 429 with Retry-After beyond")
 	f.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serve --listen over TLS with this PEM certificate (chain); re-read when the file changes; needs --tls-key-file")

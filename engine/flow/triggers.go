@@ -76,15 +76,30 @@ type TriggerReader interface {
 // with a scopeId) those of its deployment, a system template those of the
 // deployments of its system, others every event.
 //
+// Wake-ups: with Changes set, Listen enqueues the processor's item each
+// time the event stream's publisher wakes its watchers (after a commit
+// that recorded changes or hook events, in any process on the store), so
+// an event is handled as soon as it is published; the outbox is then read
+// again only every FallbackInterval when idle, in case a wake-up was
+// missed. Without Changes the outbox is polled every PollInterval.
+// Either way delivery is at least once and resumes, after a restart, from
+// the oldest event not marked done (the outbox is durable), and an event
+// starts at most one workflow per template (HookWorkflowID).
+//
 // Schedules: see schedulePass.
 type Triggers struct {
 	Flow   *Controller
 	Events TriggerReader
-	// PollInterval is how often the outbox is read when it was empty
-	// (default 2s); ScheduleSweep how often published templates are
-	// listed to enqueue their schedules (default 30s).
-	PollInterval  time.Duration
-	ScheduleSweep time.Duration
+	// Changes is the event stream whose wake-ups drive the processor
+	// (Listen); nil: it polls.
+	Changes ports.ChangeStream
+	// PollInterval is how often the outbox is read when it was empty and
+	// Changes is nil (default 2s); FallbackInterval how often when Changes
+	// is set (default 30s); ScheduleSweep how often published templates
+	// are listed to enqueue their schedules (default 30s).
+	PollInterval     time.Duration
+	FallbackInterval time.Duration
+	ScheduleSweep    time.Duration
 	// Batch is how many events a pass takes (default 100).
 	Batch int
 
@@ -114,10 +129,48 @@ func (tr *Triggers) ResyncSource() engine.ResyncSource {
 }
 
 func (tr *Triggers) poll() time.Duration {
-	if tr.PollInterval > 0 {
+	switch {
+	case tr.Changes != nil && tr.FallbackInterval > 0:
+		return tr.FallbackInterval
+	case tr.Changes != nil:
+		return 30 * time.Second
+	case tr.PollInterval > 0:
 		return tr.PollInterval
 	}
 	return 2 * time.Second
+}
+
+// listenGap is the least time between two enqueues Listen makes, so a
+// burst of publications costs one pass, not one per wake-up.
+const listenGap = 50 * time.Millisecond
+
+// Listen enqueues the processor's item on each wake-up of Changes (at
+// most one enqueue per listenGap) until ctx ends; it returns at once when
+// Changes is nil. A failed enqueue is logged: the next wake-up or the
+// fallback read covers it.
+func (tr *Triggers) Listen(ctx context.Context) {
+	if tr.Changes == nil {
+		return
+	}
+	wake := tr.Changes.ChangesNotify(ctx)
+	gap := time.NewTimer(0)
+	defer gap.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-gap.C:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		}
+		if err := tr.Flow.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: TriggersKey()}); err != nil && ctx.Err() == nil {
+			tr.Flow.Logger.LogAttrs(ctx, slog.LevelWarn, "workflow.trigger_wake_failed", slog.String("error", err.Error()))
+		}
+		gap.Reset(listenGap)
+	}
 }
 
 // published is the latest published revision of a template, parsed.

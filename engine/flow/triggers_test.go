@@ -180,6 +180,9 @@ type trigProcess struct {
 	cat ports.Catalog
 	q   ports.Queue
 	tr  *flow.Triggers
+	// changes is the event stream of the state (the same one for every
+	// process in memory, one publisher per pool on Postgres).
+	changes ports.ChangeStream
 }
 
 // trigStores opens n processes over one state on a backend.
@@ -196,9 +199,11 @@ func trigStores(t *testing.T, backend string, clock ports.Clock, n int) []*trigP
 		switch backend {
 		case "memory":
 			if i == 0 {
-				p.rel, p.wfs, p.cat, p.q = memory.NewReleaseStore(clock), memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewQueue(clock)
+				rel, changes := memory.NewReleaseStore(clock), memory.NewChanges(clock, 1000, 0)
+				rel.SetChanges(changes)
+				p.rel, p.wfs, p.cat, p.q, p.changes = rel, memory.NewWorkflowStore(), memory.NewCatalog(clock), memory.NewQueue(clock), changes
 			} else {
-				p.rel, p.wfs, p.cat, p.q = out[0].rel, out[0].wfs, out[0].cat, out[0].q
+				p.rel, p.wfs, p.cat, p.q, p.changes = out[0].rel, out[0].wfs, out[0].cat, out[0].q, out[0].changes
 			}
 		case "postgres":
 			db, err := postgres.Open(t.Context(), dsn, postgres.WithMaxConns(4))
@@ -208,7 +213,9 @@ func trigStores(t *testing.T, backend string, clock ports.Clock, n int) []*trigP
 			q, cat := postgres.NewQueue(db, clock), postgres.NewCatalog(db, clock)
 			t.Cleanup(q.Close)
 			t.Cleanup(cat.Close)
-			p.rel, p.wfs, p.cat, p.q = postgres.NewReleaseStore(db, clock), postgres.NewWorkflowStore(db), cat, q
+			changes := postgres.NewChanges(db, 1000, 0, 0, nil)
+			t.Cleanup(changes.Close)
+			p.rel, p.wfs, p.cat, p.q, p.changes = postgres.NewReleaseStore(db, clock), postgres.NewWorkflowStore(db), cat, q, changes
 		}
 		c := &flow.Controller{Store: p.wfs, Queue: p.q, Releases: p.rel, Catalog: p.cat, Clock: clock, Logger: log}
 		p.tr = &flow.Triggers{Flow: c, Events: p.rel}
@@ -262,14 +269,7 @@ func TestHookTriggersOnTwoEngines(t *testing.T) {
 			})
 			// v2's releases are created while the engines run.
 			s := procs[1].rel
-			require.NoError(t, s.VersionCreate(ctx, release.DeploymentVersion{ID: "v2", DeploymentID: "d1", Tag: "2.0", Status: release.VersionReady,
-				CreatedAt: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)}))
-			for _, e := range []string{"e1", "e2"} {
-				for _, r := range []string{"r1", "r2"} {
-					_, _, err := s.ReleaseUpsert(ctx, release.NewRelease(release.ReleaseTarget{DeploymentID: "d1", EnvironmentID: e, ResourceID: r}, "v2", nil, time.Time{}))
-					require.NoError(t, err)
-				}
-			}
+			createReleases(t, ctx, s, "v2", 2)
 			count := func(template string) int {
 				all, err := procs[0].wfs.WorkflowList(ctx, "", 0)
 				n := 0
@@ -286,6 +286,104 @@ func TestHookTriggersOnTwoEngines(t *testing.T) {
 			}, 20*time.Second, 20*time.Millisecond, "the engines handle every event")
 			require.Len(t, triggeredIDs(t, ctx, procs[0].wfs, ports.TriggerEvent, "a"), 8, "one per release created")
 			require.Len(t, triggeredIDs(t, ctx, procs[0].wfs, ports.TriggerEvent, "b"), 4, "one per release created in e2")
+		})
+	}
+}
+
+// crashingEvents fails the crashAt-th EventsDone, as a process killed
+// after starting a batch's workflows and before marking the batch done,
+// and calls crash.
+type crashingEvents struct {
+	flow.TriggerReader
+	crashAt int
+	crash   func()
+	mu      sync.Mutex
+	calls   int
+}
+
+func (c *crashingEvents) EventsDone(ctx context.Context, seqs []int64) error {
+	c.mu.Lock()
+	c.calls++
+	n := c.calls
+	c.mu.Unlock()
+	if n == c.crashAt {
+		c.crash()
+		return fmt.Errorf("killed before marking %v done", seqs)
+	}
+	return c.TriggerReader.EventsDone(ctx, seqs)
+}
+
+// createReleases creates version id's release on each of seedReleases'
+// four targets: four release.created events.
+func createReleases(t *testing.T, ctx context.Context, s ports.ReleaseStore, id string, day int) {
+	t.Helper()
+	require.NoError(t, s.VersionCreate(ctx, release.DeploymentVersion{ID: id, DeploymentID: "d1", Tag: id, Status: release.VersionReady,
+		CreatedAt: time.Date(2026, 3, day, 0, 0, 0, 0, time.UTC)}))
+	for _, e := range []string{"e1", "e2"} {
+		for _, r := range []string{"r1", "r2"} {
+			_, _, err := s.ReleaseUpsert(ctx, release.NewRelease(release.ReleaseTarget{DeploymentID: "d1", EnvironmentID: e, ResourceID: r}, id, nil, time.Time{}))
+			require.NoError(t, err)
+		}
+	}
+}
+
+// TestHookTriggersFollowTheStream: the hook dispatcher is driven by the
+// event stream's wake-ups, never by polling the outbox (its fallback read
+// is an hour away): a dispatcher killed after starting a batch's
+// workflows and before marking the batch done, then restarted in a new
+// process, resumes from the oldest event not done, handles the events
+// recorded while it was down and those recorded live, and each event
+// starts exactly one workflow per template.
+func TestHookTriggersFollowTheStream(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"memory", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			procs := trigStores(t, backend, ports.SystemClock, 2)
+			publishOn(t, procs[0].cat, ports.SystemClock, "a", hookTemplate("a", "", `, "hooks": [{"event": "release.created"}]`))
+			seedReleases(t, procs[0].rel) // resource.created of r1, r2, then 4 release.created, before any dispatcher runs
+			// run starts p's engine, trigger item and listener; stop
+			// cancels them and waits.
+			run := func(p *trigProcess, name string) (stop func()) {
+				ctx, cancel := context.WithCancel(t.Context())
+				p.tr.Changes, p.tr.FallbackInterval, p.tr.Batch = p.changes, time.Hour, 2
+				eng := engine.New(p.q, engine.Options{Owner: name, Logger: p.tr.Flow.Logger, PollInterval: 20 * time.Millisecond})
+				p.tr.Register(eng)
+				var wg sync.WaitGroup
+				wg.Add(2)
+				go func() { defer wg.Done(); _ = eng.Run(ctx) }()
+				go func() { defer wg.Done(); p.tr.Listen(ctx) }()
+				require.NoError(t, p.tr.Start(ctx))
+				return func() { cancel(); wg.Wait() }
+			}
+			count := func() int { return len(triggeredIDs(t, t.Context(), procs[0].wfs, ports.TriggerEvent, "a")) }
+
+			killed := make(chan struct{})
+			var once sync.Once
+			procs[0].tr.Events = &crashingEvents{TriggerReader: procs[0].rel, crashAt: 2, crash: func() { once.Do(func() { close(killed) }) }}
+			stop := run(procs[0], "first")
+			select {
+			case <-killed:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the first dispatcher never reached its second batch")
+			}
+			stop()
+			require.Equal(t, 2, count(), "the first batch (the resources') was marked done; the second started its workflows but was not")
+			pending, err := procs[0].rel.EventsPending(t.Context(), 10)
+			require.NoError(t, err)
+			require.Len(t, pending, 4, "the unmarked batch and the unread one are still pending")
+
+			createReleases(t, t.Context(), procs[1].rel, "v2", 2) // recorded while no dispatcher runs
+			defer run(procs[1], "second")()
+			require.Eventually(t, func() bool { return count() == 8 }, 20*time.Second, 10*time.Millisecond,
+				"the restarted dispatcher handles what was pending and what came meanwhile")
+			createReleases(t, t.Context(), procs[1].rel, "v3", 3) // recorded live: only a wake-up can bring them
+			require.Eventually(t, func() bool {
+				pending, err := procs[1].rel.EventsPending(t.Context(), 10)
+				return err == nil && len(pending) == 0 && count() >= 12
+			}, 20*time.Second, 10*time.Millisecond, "the live events are handled without a poll")
+			ids := triggeredIDs(t, t.Context(), procs[0].wfs, ports.TriggerEvent, "a")
+			require.Len(t, ids, 12, "one workflow per event, none twice: %v", ids)
 		})
 	}
 }

@@ -95,33 +95,35 @@ func (q *fakeQueue) WorkEnqueue(_ context.Context, items ...ports.EnqueueParams)
 	return nil
 }
 
-func TestQueueCarriesTheEnqueuersTrace(t *testing.T) {
+func TestQueueStampsTheEnqueuersTrace(t *testing.T) {
 	record(t)
 	inner := &fakeQueue{}
 	q := tracing.Queue(inner)
-	carrier := q.(tracing.Carrier)
 	a, b, c := ports.WorkKey{Kind: "k", ScopeType: "t", ScopeID: "a"}, ports.WorkKey{Kind: "k", ScopeType: "t", ScopeID: "b"},
 		ports.WorkKey{Kind: "k", ScopeType: "t", ScopeID: "c"}
 
 	require.NoError(t, q.WorkEnqueue(t.Context(), ports.EnqueueParams{Key: a}))
-	require.Empty(t, carrier.Carried(a), "an untraced enqueue carries nothing")
+	require.Empty(t, inner.enqueued[0].Traceparent, "an untraced enqueue carries nothing")
 
 	ctx1, s1 := tracing.Start(t.Context(), "request 1")
 	defer s1.End()
-	require.NoError(t, q.WorkEnqueue(ctx1, ports.EnqueueParams{Key: a}, ports.EnqueueParams{Key: b}))
-	require.Equal(t, tracing.Traceparent(ctx1), carrier.Carried(a))
-	require.Equal(t, tracing.Traceparent(ctx1), carrier.Carried(b))
-	require.Len(t, inner.enqueued, 3, "every enqueue reaches the queue")
+	mine := []ports.EnqueueParams{{Key: a}, {Key: b}}
+	require.NoError(t, q.WorkEnqueue(ctx1, mine...))
+	require.Equal(t, tracing.Traceparent(ctx1), inner.enqueued[1].Traceparent)
+	require.Equal(t, tracing.Traceparent(ctx1), inner.enqueued[2].Traceparent)
+	require.Empty(t, mine[0].Traceparent, "the caller's items are not changed")
 
 	// A batcher enqueuing c for request 2 under request 1's context:
 	// Carry keeps request 2's trace for c.
 	ctx2, s2 := tracing.Start(t.Context(), "request 2")
 	defer s2.End()
-	batchCtx := tracing.Carry(ctx2, q, []ports.EnqueueParams{{Key: c}})
+	batchCtx, items := tracing.Carry(ctx2, []ports.EnqueueParams{{Key: c}})
 	require.Empty(t, tracing.Traceparent(batchCtx))
-	require.NoError(t, q.WorkEnqueue(batchCtx, ports.EnqueueParams{Key: c}))
-	require.Equal(t, tracing.Traceparent(ctx2), carrier.Carried(c))
-	require.Equal(t, ctx2, tracing.Carry(ctx2, inner, nil), "a queue that carries nothing: ctx as it is")
+	require.NoError(t, q.WorkEnqueue(ctx1, items...))
+	require.Equal(t, tracing.Traceparent(ctx2), inner.enqueued[3].Traceparent, "a stamped item keeps its trace")
+	plain, same := tracing.Carry(t.Context(), items)
+	require.Equal(t, t.Context(), plain, "no span: ctx as it is")
+	require.Equal(t, items, same)
 }
 
 func TestCheckEndpoint(t *testing.T) {

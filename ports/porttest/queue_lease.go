@@ -229,6 +229,36 @@ func queueLeaseFields(f *queueFixture) {
 	require.Equal(t, map[ports.WorkState]int{ports.WorkPending: 0, ports.WorkLeased: 1, ports.WorkDead: 0}, f.stats())
 }
 
+// queueLeaseTraceparent: a lease carries the latest non-empty
+// Traceparent its item was enqueued with, in a batch or across calls, and
+// an untraced enqueue keeps it.
+func queueLeaseTraceparent(f *queueFixture) {
+	t := f.t
+	const (
+		tp1 = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+		tp2 = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	)
+	f.enqueue(ports.EnqueueParams{Key: wk("a"), Traceparent: tp1}, ports.EnqueueParams{Key: wk("b")})
+	f.enqueue(ports.EnqueueParams{Key: wk("a")}, ports.EnqueueParams{Key: wk("c"), Traceparent: tp1},
+		ports.EnqueueParams{Key: wk("c"), Traceparent: tp2}, ports.EnqueueParams{Key: wk("c")})
+	got := map[string]string{}
+	for _, l := range f.lease(10) {
+		got[l.Key.ScopeID] = l.Traceparent
+	}
+	require.Equal(t, map[string]string{"a": tp1, "b": "", "c": tp2}, got)
+
+	// An enqueue during the lease replaces the trace the next lease carries.
+	f.enqueue(ports.EnqueueParams{Key: wk("a"), Traceparent: tp2})
+	f.clock.Advance(leaseFor + time.Second)
+	ls := f.lease(10)
+	require.NotEmpty(t, ls)
+	for _, l := range ls {
+		if l.Key == wk("a") {
+			require.Equal(t, tp2, l.Traceparent)
+		}
+	}
+}
+
 func queueHeartbeat(f *queueFixture) {
 	t := f.t
 	f.enqueueKeys(wk("a"), wk("b"))
