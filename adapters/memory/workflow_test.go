@@ -12,3 +12,7 @@ func TestWorkflowStoreConformance(t *testing.T) {
 	t.Parallel()
 	porttest.WorkflowStore(t, func(*testing.T) ports.WorkflowStore { return memory.NewWorkflowStore() })
 }
+
+func TestWorkflowJobsConformance(t *testing.T) {
+	porttest.WorkflowJobs(t, func(*testing.T) ports.WorkflowStore { return memory.NewWorkflowStore() })
+}

@@ -12,3 +12,7 @@ func TestWorkflowStoreConformance(t *testing.T) {
 	t.Parallel()
 	porttest.WorkflowStore(t, func(t *testing.T) ports.WorkflowStore { return postgres.NewWorkflowStore(runStoreSetup(t)) })
 }
+
+func TestWorkflowJobsConformance(t *testing.T) {
+	porttest.WorkflowJobs(t, func(t *testing.T) ports.WorkflowStore { return postgres.NewWorkflowStore(runStoreSetup(t)) })
+}
