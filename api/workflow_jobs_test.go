@@ -1,0 +1,201 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
+
+// pulled is a workflow template whose one task runs on pull agent ext.
+var pulled = map[string]any{
+	"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "pulled"},
+	"spec": map[string]any{"tasks": []any{
+		map[string]any{"name": "deploy", "type": "job", "jobAgentRef": "ext", "config": map[string]any{"image": "web:2"}},
+	}},
+}
+
+// wfTaken is the part of a take's answer about a workflow job.
+type wfTaken struct {
+	Kind string `json:"kind"`
+	Job  struct {
+		ID         string    `json:"id"`
+		Status     string    `json:"status"`
+		ReleaseID  string    `json:"release_id"`
+		TargetKey  string    `json:"target_key"`
+		LeaseUntil time.Time `json:"lease_until"`
+		Config     struct {
+			Image string `json:"image"`
+		} `json:"job_agent_config"`
+		Take struct {
+			HandOut int `json:"hand_out"`
+		} `json:"take"`
+		Workflow struct {
+			ID          string `json:"id"`
+			Task        string `json:"task"`
+			TaskRunID   string `json:"task_run_id"`
+			WorkspaceID string `json:"workspace_id"`
+		} `json:"workflow"`
+	} `json:"job"`
+	Deployment struct{ ID string }   `json:"deployment"`
+	Resource   struct{ Name string } `json:"resource"`
+	TakeToken  string                `json:"take_token"`
+}
+
+func (f *fixture) takeWorkflowJob(agent, taker string) wfTaken {
+	f.t.Helper()
+	res := f.do(http.MethodPost, takePath(agent, "0s"), "agent", map[string]any{"taker": taker})
+	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
+	var tk wfTaken
+	require.NoError(f.t, json.Unmarshal(res.body, &tk))
+	require.Equal(f.t, "workflow", tk.Kind)
+	return tk
+}
+
+// listedJobs lists jobs with query q and returns them by id.
+func (f *fixture) listedJobs(q string) map[string]map[string]any {
+	f.t.Helper()
+	res := f.do(http.MethodGet, "/api/v1/jobs?"+q, "read", nil)
+	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
+	out := map[string]map[string]any{}
+	for _, it := range res.json(f.t)["items"].([]any) {
+		j := it.(map[string]any)
+		out[j["id"].(string)] = j
+	}
+	return out
+}
+
+// TestWorkflowJobsArePullJobs: a workflow task on a pull agent is a job a
+// taker takes, heartbeats and reports through the pull routes, fenced as a
+// release job is; it is listed by GET /jobs meanwhile with its workflow
+// (and release when the workflow runs one), and the taker's report
+// completes the workflow. Another agent's token reaches none of it.
+func TestWorkflowJobsArePullJobs(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		f.publish("pulled", pulled)
+		res := f.do(http.MethodPost, "/api/v1/workflows", "write", map[string]any{"template": "pulled", "id": "wfp"})
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		f.drain()
+		id := "wf/wfp/deploy/0"
+		listed := f.listedJobs("job_agent_id=ext&status=pending")
+		require.Contains(t, listed, id, "the pending workflow job is listed: %v", listed)
+		require.Equal(t, map[string]any{"id": "wfp", "task": "deploy", "task_run_id": "deploy", "attempt": float64(0)}, listed[id]["workflow"])
+		require.Equal(t, "pending", f.jobField(id, "status"))
+		require.Empty(t, f.listedJobs("job_agent_id=gha"), "filters keep working")
+
+		// Another agent's token reaches nothing of ext's.
+		f.do(http.MethodPost, takePath("ext", "0s"), "agent-elsewhere", map[string]any{"taker": "mallory"}).problem(t, http.StatusForbidden)
+		tk := f.takeWorkflowJob("ext", "host-1")
+		require.Equal(t, id, tk.Job.ID)
+		require.Equal(t, "inProgress", tk.Job.Status)
+		require.Equal(t, "wfp", tk.Job.Workflow.ID)
+		require.Equal(t, "deploy", tk.Job.Workflow.Task)
+		require.Equal(t, "web:2", tk.Job.Config.Image)
+		require.Empty(t, tk.Job.ReleaseID, "the workflow runs no release")
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, takePath("ext", "0s"), "agent", map[string]any{"taker": "host-2"}).status,
+			"a taken workflow job is not handed out again while its lease runs")
+		body := map[string]any{"hand_out": 1, "take_token": tk.TakeToken}
+		f.do(http.MethodPost, beatPath("ext", id), "agent-elsewhere", body).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, reportPath("ext", id), "agent-elsewhere", map[string]any{"hand_out": 1, "take_token": tk.TakeToken, "status": "failure"}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/report", "agent-elsewhere", map[string]any{"status": "failure"}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/report", "agent", map[string]any{"status": "failure"}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 1, "take_token": "guess"}).problem(t, http.StatusForbidden)
+		f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 2, "take_token": tk.TakeToken}).problem(t, http.StatusConflict)
+		require.Equal(t, "inProgress", f.jobField(id, "status"), "the refusals changed nothing")
+
+		// Heartbeat extends the lease; the workflow runs on meanwhile.
+		f.clock.Advance(30 * time.Second)
+		res = f.do(http.MethodPost, beatPath("ext", id), "agent", body)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, f.clock.Now().Add(release.DefaultPullLease).Format(time.RFC3339Nano), res.json(t)["lease_until"])
+		f.clock.Advance(45 * time.Second) // past the first lease, within the renewed one
+		f.drain()
+		require.Equal(t, "inProgress", f.jobField(id, "status"), "a renewed lease is not lost")
+		require.Equal(t, "Running", f.do(http.MethodGet, "/api/v1/workflows/wfp", "read", nil).json(t)["workflow"].(map[string]any)["phase"])
+
+		res = f.do(http.MethodPost, reportPath("ext", id), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken,
+			"status": "successful", "message": "deployed", "outputs": map[string]any{"url": "https://web"}})
+		require.Equal(t, http.StatusNoContent, res.status, string(res.body))
+		f.drain()
+		st := f.do(http.MethodGet, "/api/v1/workflows/wfp", "read", nil).json(t)
+		require.Equal(t, "Succeeded", st["workflow"].(map[string]any)["phase"], "the taker's report completes the workflow: %v", st)
+		require.Equal(t, "successful", f.jobField(id, "status"))
+		require.Equal(t, "deployed", f.jobField(id, "message"))
+		require.Contains(t, f.listedJobs("status=successful"), id)
+		f.do(http.MethodPost, beatPath("ext", id), "agent", body).problem(t, http.StatusConflict)
+	})
+}
+
+// TestWorkflowJobOfAReleaseCarriesItsTarget: a workflow a release runs
+// hands its pull job out with the release, version, deployment and
+// resource; the list filters by them and pages across both kinds of job.
+func TestWorkflowJobOfAReleaseCarriesItsTarget(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		f.publish("pulled", pulled)
+		_, err := f.st.releases.Deployments().Put(f.ctx, release.Deployment{ID: "flowed", SystemID: "sys", Name: "flowed", Slug: "flowed",
+			ResourceSelector: "true", WorkflowTemplate: &release.WorkflowTemplateRef{Name: "pulled"}}, 0)
+		require.NoError(t, err)
+		_, err = f.chain.SyncTargets(f.ctx, "sys")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "flowed", "tag": "v1"}).status)
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
+		f.drain()
+
+		wf := f.listedJobs("deployment_id=flowed&environment_id=dev&resource_id=r1")
+		var id string
+		for jid, j := range wf {
+			if j["workflow"] != nil {
+				id = jid
+			}
+		}
+		require.NotEmpty(t, id, "the workflow job of target flowed:dev:r1 is listed: %v", wf)
+		require.Equal(t, "flowed:dev:r1", wf[id]["target_key"])
+		require.NotEmpty(t, wf[id]["release_id"])
+		require.Contains(t, f.listedJobs("workspace_id=ws&job_agent_id=ext"), id)
+		require.NotContains(t, f.listedJobs("workspace_id=other"), id)
+
+		// Paging: one item a page walks every job once, across both kinds.
+		all := f.listedJobs("limit=100")
+		seen := map[string]bool{}
+		cursor := ""
+		for range len(all) + 2 {
+			res := f.do(http.MethodGet, "/api/v1/jobs?limit=1"+cursor, "read", nil)
+			require.Equal(t, http.StatusOK, res.status, string(res.body))
+			page := res.json(t)
+			for _, it := range page["items"].([]any) {
+				jid := it.(map[string]any)["id"].(string)
+				require.False(t, seen[jid], "job %s twice", jid)
+				seen[jid] = true
+			}
+			next, _ := page["next_cursor"].(string)
+			if next == "" {
+				break
+			}
+			cursor = "&cursor=" + url.QueryEscape(next)
+		}
+		require.Len(t, seen, len(all))
+
+		// The release jobs of ext come first (the oldest kind is taken
+		// first), then the workflow's.
+		var tk wfTaken
+		for range len(all) + 1 {
+			res := f.do(http.MethodPost, takePath("ext", "0s"), "agent", map[string]any{"taker": "host-1"})
+			require.Equal(t, http.StatusOK, res.status, string(res.body))
+			require.NoError(t, json.Unmarshal(res.body, &tk))
+			if tk.Kind == "workflow" {
+				break
+			}
+		}
+		require.Equal(t, id, tk.Job.ID)
+		require.Equal(t, "flowed", tk.Deployment.ID)
+		require.Equal(t, "r1", tk.Resource.Name)
+		require.Equal(t, "ws", tk.Job.Workflow.WorkspaceID)
+	})
+}
