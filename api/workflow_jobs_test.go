@@ -9,7 +9,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/api/client"
+	"github.com/reconcilerhq/reconciler/engine/pull"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/workflow"
 )
 
 // pulled is a workflow template whose one task runs on pull agent ext.
@@ -197,5 +201,76 @@ func TestWorkflowJobOfAReleaseCarriesItsTarget(t *testing.T) {
 		require.Equal(t, "flowed", tk.Deployment.ID)
 		require.Equal(t, "r1", tk.Resource.Name)
 		require.Equal(t, "ws", tk.Job.Workflow.WorkspaceID)
+	})
+}
+
+// TestWorkflowJobThroughThePullClient: the pull client (api/client, as
+// `reconciler jobs next|heartbeat|report` use it) takes a workflow task's
+// job, heartbeats and reports it; the job is listed meanwhile and the
+// workflow completes.
+func TestWorkflowJobThroughThePullClient(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		f.publish("pulled", pulled)
+		c, err := client.New(f.http.URL, f.tokens["agent"])
+		require.NoError(t, err)
+		admin, err := client.New(f.http.URL, f.tokens["admin"])
+		require.NoError(t, err)
+		_, err = admin.RunWorkflow(f.ctx, api.WorkflowRun{Template: "pulled", ID: "wfc"})
+		require.NoError(t, err)
+		f.drain()
+
+		tk, ok, err := c.NextJob(f.ctx, "ext", "runner-1", 0)
+		require.NoError(t, err)
+		require.True(t, ok, "the workflow's job is handed out")
+		require.Equal(t, pull.KindWorkflow, tk.Kind)
+		require.Equal(t, "wfc", tk.Job.Workflow.ID)
+		page, err := admin.ListJobs(f.ctx, api.JobFilter{JobAgentID: "ext", Status: []string{"inProgress"}}, client.Page{Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, page.Items, 1)
+		require.Equal(t, tk.Job.ID, page.Items[0].ID, "the taken job is listed")
+		require.Equal(t, "deploy", page.Items[0].Workflow.Task)
+
+		hb, err := c.HeartbeatJob(f.ctx, "ext", tk.Job.ID, tk.HandOut(), tk.TakeToken)
+		require.NoError(t, err)
+		require.False(t, hb.LeaseUntil.Before(tk.Job.LeaseUntil), "a heartbeat only extends")
+		require.NoError(t, c.ReportTakenJob(f.ctx, "ext", tk.Job.ID, api.TakerReport{HandOut: tk.HandOut(), TakeToken: tk.TakeToken,
+			JobReport: api.JobReport{Status: release.JobSuccessful, Message: "done"}}))
+		f.drain()
+		st, err := admin.GetWorkflow(f.ctx, "wfc")
+		require.NoError(t, err)
+		require.Equal(t, workflow.WorkflowSucceeded, st.Workflow.Phase)
+	})
+}
+
+// TestWorkflowJobLostAfterItsLastHandOut: a taker that stops heartbeating
+// the last hand-out of a workflow job loses it at its lease's end: the
+// workflow's pass then fails the TaskRun and ends the stored job.
+func TestWorkflowJobLostAfterItsLastHandOut(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		_, err := f.st.releases.JobAgents().Put(f.ctx, release.JobAgent{ID: "puller", Name: "puller", Type: release.PullAgentType,
+			Config: map[string]any{"lease": "10s", "max_hand_outs": 1}}, 0)
+		require.NoError(t, err)
+		tpl := map[string]any{
+			"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": map[string]any{"name": "once"},
+			"spec": map[string]any{"tasks": []any{map[string]any{"name": "run", "type": "job", "jobAgentRef": "puller"}}},
+		}
+		f.publish("once", tpl)
+		res := f.do(http.MethodPost, "/api/v1/workflows", "write", map[string]any{"template": "once", "id": "wfl"})
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		f.drain()
+		tk := f.takeWorkflowJob("puller", "host-1")
+		f.clock.Advance(5 * time.Second)
+		f.drain()
+		require.Equal(t, "inProgress", f.jobField(tk.Job.ID, "status"), "not before the lease ends")
+		f.clock.Advance(5 * time.Second)
+		f.drain()
+		st := f.do(http.MethodGet, "/api/v1/workflows/wfl", "read", nil).json(t)
+		require.Equal(t, "Failed", st["workflow"].(map[string]any)["phase"], "%v", st)
+		require.Equal(t, "failure", f.jobField(tk.Job.ID, "status"))
+		require.Contains(t, f.jobField(tk.Job.ID, "message"), "lost")
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, takePath("puller", "0s"), "agent", map[string]any{"taker": "h2"}).status)
+		f.do(http.MethodPost, beatPath("puller", tk.Job.ID), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken}).problem(t, http.StatusConflict)
 	})
 }
