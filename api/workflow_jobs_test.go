@@ -274,3 +274,28 @@ func TestWorkflowJobLostAfterItsLastHandOut(t *testing.T) {
 		f.do(http.MethodPost, beatPath("puller", tk.Job.ID), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken}).problem(t, http.StatusConflict)
 	})
 }
+
+// TestWorkflowJobEndsWithItsWorkflow: cancelling the workflow ends its
+// pull job cancelled: no taker gets it, its taker's heartbeat is refused.
+func TestWorkflowJobEndsWithItsWorkflow(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		f.publish("pulled", pulled)
+		for _, id := range []string{"wfa", "wfb"} {
+			res := f.do(http.MethodPost, "/api/v1/workflows", "write", map[string]any{"template": "pulled", "id": id})
+			require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		}
+		f.drain()
+		tk := f.takeWorkflowJob("ext", "host-1")
+		require.Equal(t, "wf/wfa/deploy/0", tk.Job.ID)
+		for _, id := range []string{"wfa", "wfb"} {
+			require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, "/api/v1/workflows/"+id+"/cancel", "write", nil).status)
+		}
+		f.drain()
+		require.Equal(t, "cancelled", f.jobField("wf/wfa/deploy/0", "status"))
+		require.Equal(t, "cancelled", f.jobField("wf/wfb/deploy/0", "status"))
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, takePath("ext", "0s"), "agent", map[string]any{"taker": "h2"}).status,
+			"a cancelled job is never handed out")
+		f.do(http.MethodPost, beatPath("ext", tk.Job.ID), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken}).problem(t, http.StatusConflict)
+	})
+}
