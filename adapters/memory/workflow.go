@@ -27,6 +27,8 @@ type WorkflowStore struct {
 	// jobs holds the workflow jobs of pull agents (ports.WorkflowJobs)
 	// by id, as JSON.
 	jobs map[string][]byte
+	// takers are woken when a workflow job is created (WorkflowJobNotify).
+	takers wakeSet
 	// changes receives workflow.status and taskrun.status changes
 	// (SetChanges); nil: none.
 	changes *Changes

@@ -37,8 +37,16 @@ func (s *WorkflowStore) WorkflowJobCreate(_ context.Context, j ports.JobRow) (po
 		return ports.JobRow{}, false, fmt.Errorf("%s: %w", op, err)
 	}
 	s.jobs[j.ID] = b
+	s.takers.wake()
 	row, err := decodeJSON[ports.JobRow](b)
 	return row, true, err
+}
+
+// WorkflowJobNotify returns a channel woken when a workflow job is
+// created, until ctx ends (the PostgreSQL store wakes the release store's
+// JobTakeNotify instead, through the jobs channel).
+func (s *WorkflowStore) WorkflowJobNotify(ctx context.Context) <-chan struct{} {
+	return s.takers.subscribe(ctx)
 }
 
 // WorkflowJobGet reads one workflow job.

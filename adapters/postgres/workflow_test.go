@@ -14,5 +14,6 @@ func TestWorkflowStoreConformance(t *testing.T) {
 }
 
 func TestWorkflowJobsConformance(t *testing.T) {
+	t.Parallel()
 	porttest.WorkflowJobs(t, func(t *testing.T) ports.WorkflowStore { return postgres.NewWorkflowStore(runStoreSetup(t)) })
 }

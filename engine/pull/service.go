@@ -139,6 +139,10 @@ func (s *Service) Next(ctx context.Context, agentID, taker string, wait time.Dur
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wake := s.Taker.JobTakeNotify(wctx) // before the first look: nothing is missed
+	var wfWake <-chan struct{}          // nil: workflow jobs wake wake, or are polled for
+	if n, ok := s.Workflows.(workflowJobNotifier); ok {
+		wfWake = n.WorkflowJobNotify(wctx)
+	}
 	deadline := time.NewTimer(min(max(wait, 0), s.maxWait()))
 	defer deadline.Stop()
 	poll := time.NewTicker(s.poll())
@@ -156,6 +160,7 @@ func (s *Service) Next(ctx context.Context, agentID, taker string, wait time.Dur
 		}
 		select {
 		case <-wake:
+		case <-wfWake:
 		case <-poll.C:
 		case <-deadline.C:
 			return Taken{}, false, nil
@@ -353,6 +358,13 @@ func (s *Service) job(ctx context.Context, agentID, jobID string, handOut int, t
 		return ports.JobRow{}, fmt.Errorf("job %s: take_token is not hand-out %d's: %w", jobID, handOut, ErrBadTakeToken)
 	}
 	return row, nil
+}
+
+// workflowJobNotifier is a ports.WorkflowJobs whose job creations wake
+// takers through their own channel (the in-memory store; PostgreSQL's
+// wake the release store's JobTakeNotify through the jobs channel).
+type workflowJobNotifier interface {
+	WorkflowJobNotify(ctx context.Context) <-chan struct{}
 }
 
 // ErrBadTakeToken is a heartbeat or report whose take token is not its
