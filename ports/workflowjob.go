@@ -11,15 +11,15 @@ import (
 // set on the jobs of workflow tasks, nil on the release chain's.
 type WorkflowJobRef struct {
 	// ID is the workflow's id.
-	ID string `json:"id"`
+	ID string `json:"id" doc:"the workflow's id"`
 	// Task is the task's name; TaskRunID its TaskRun (the task's run of
 	// one matrix item); Attempt the TaskRun's attempt the job runs.
-	Task      string `json:"task"`
-	TaskRunID string `json:"task_run_id"`
-	Attempt   int    `json:"attempt"`
+	Task      string `json:"task" doc:"the task's name"`
+	TaskRunID string `json:"task_run_id" doc:"the TaskRun's id (the task's run of one matrix item)"`
+	Attempt   int    `json:"attempt" doc:"the TaskRun's attempt the job runs, from 0"`
 	// WorkspaceID is the workspace of the release's deployment's system
 	// when the workflow runs a release, for the workspace filter.
-	WorkspaceID string `json:"workspace_id,omitempty"`
+	WorkspaceID string `json:"workspace_id,omitempty" doc:"the workspace of the release's deployment, when the workflow runs a release"`
 }
 
 // WorkflowJobs holds the jobs of workflow tasks that pull agents take
