@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -102,4 +103,32 @@ func MatchesJobList(j *JobRow, p *JobListParams) bool {
 		}
 	}
 	return false
+}
+
+// WorkflowJobChanges are the changes a workflow job write from old (nil:
+// the job was just created) to next records: job.created, or job.status
+// when the status moved, as JobChanges, with the workflow's id in the
+// data; a workflow job never moves a target's current release. Memory
+// and Postgres share this rule (Postgres in a trigger of migration 0029).
+func WorkflowJobChanges(old, next *JobRow, at time.Time) []Change {
+	ws := ""
+	if next.Workflow != nil {
+		ws = next.Workflow.WorkspaceID
+	}
+	var prev *release.Job
+	if old != nil {
+		prev = &old.Job
+	}
+	out := JobChanges(prev, &next.Job, ws, at)
+	if len(out) == 0 {
+		return nil
+	}
+	c := out[0]
+	data := map[string]any{}
+	_ = json.Unmarshal(c.Data, &data)
+	if next.Workflow != nil {
+		data["workflow_id"] = next.Workflow.ID
+	}
+	c.Data = changeData(data)
+	return []Change{c}
 }

@@ -39,6 +39,9 @@ func (s *WorkflowStore) WorkflowJobCreate(_ context.Context, j ports.JobRow) (po
 	s.jobs[j.ID] = b
 	s.takers.wake()
 	row, err := decodeJSON[ports.JobRow](b)
+	if err == nil {
+		s.changes.publish(ports.WorkflowJobChanges(nil, &row, row.UpdatedAt)...)
+	}
 	return row, true, err
 }
 
@@ -81,6 +84,7 @@ func (s *WorkflowStore) updateJob(j release.Job, expected int64, now time.Time) 
 	if row.Version != expected {
 		return 0, fmt.Errorf("%s: expected version %d, stored %d: %w", op, expected, row.Version, ports.ErrConflict)
 	}
+	before := row
 	created, rel, target := row.CreatedAt, row.ReleaseID, row.TargetKey
 	if row.Job, err = normJob(j); err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
@@ -95,6 +99,7 @@ func (s *WorkflowStore) updateJob(j release.Job, expected int64, now time.Time) 
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	s.jobs[j.ID] = nb
+	s.changes.publish(ports.WorkflowJobChanges(&before, &row, row.UpdatedAt)...)
 	return row.Version, nil
 }
 
