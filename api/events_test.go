@@ -20,6 +20,7 @@ import (
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/ports"
+	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/reconcilerhq/reconciler/workflow"
 )
 
@@ -308,4 +309,33 @@ func requireProblem(t *testing.T, res *http.Response, status int, detail string)
 	require.Equal(t, "application/problem+json", res.Header.Get("Content-Type"))
 	require.Contains(t, string(b), detail)
 	return string(b)
+}
+
+// TestEventsOfWorkflowJobs: a workflow job's creation and status change
+// are job.created and job.status changes with its workflow's id, on both
+// stores, and its success moves no target's current release.
+func TestEventsOfWorkflowJobs(t *testing.T) {
+	t.Parallel()
+	eachEvents(t, 1000, 4, func(t *testing.T, e *eventsEnv) {
+		jobs, _ := e.open(e.b, "?kind=job.created,job.status,target.current")
+		wj := e.workflows.(ports.WorkflowJobs)
+		at := time.Now()
+		row, _, err := wj.WorkflowJobCreate(e.ctx, ports.JobRow{Job: release.Job{ID: "wf/w1/t/0", JobAgentID: "ext", Status: release.JobPending, CreatedAt: at},
+			Workflow: &ports.WorkflowJobRef{ID: "w1", Task: "t", TaskRunID: "t"}})
+		require.NoError(t, err)
+		ev := jobs.next()
+		require.Equal(t, "job.created", ev.kind)
+		require.Equal(t, "wf/w1/t/0", ev.data.Object)
+		require.JSONEq(t, `{"status":"pending","release_id":"","target_key":"","workflow_id":"w1"}`, string(ev.data.Data))
+		done := row.Job
+		done.Status = release.JobSuccessful
+		_, err = wj.WorkflowJobUpdate(e.ctx, done, row.Version, at.Add(time.Second))
+		require.NoError(t, err)
+		ev = jobs.next()
+		require.Equal(t, "job.status", ev.kind)
+		require.JSONEq(t, `{"status":"successful","previous":"pending","release_id":"","target_key":"","workflow_id":"w1"}`, string(ev.data.Data))
+		e.workflow("after")
+		all, _ := e.open(e.b, "", "Last-Event-ID", strconv.FormatInt(ev.id, 10))
+		require.Equal(t, "workflow.status", all.next().kind, "no target.current came between")
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -130,7 +131,18 @@ func setup(t testing.TB, backend string) *fixture {
 		Agents: map[string]ports.JobAgent{release.APIAgentType: pull.NewAgent(release.APIAgentType),
 			release.PullAgentType: pull.NewAgent(release.PullAgentType)}}
 	flows := &flow.Controller{Store: st.workflows, Queue: st.queue, Releases: st.releases, Catalog: st.catalog, Jobs: f.chain,
-		Clock: clock, Logger: log, Agents: f.chain.Agents}
+		Clock: clock, Logger: log, Agents: maps.Clone(f.chain.Agents)}
+	wfJobs := st.workflows.(ports.WorkflowJobs)
+	for _, typ := range []string{release.APIAgentType, release.PullAgentType} {
+		flows.Agents[typ] = pull.NewWorkflowAgent(typ, wfJobs, st.workflows, st.releases, clock)
+	}
+	report := ports.JobReporterFunc(func(ctx context.Context, r ports.JobReport) error { // as serve routes reports
+		if flow.IsJobID(r.JobID) {
+			return flows.ReportJob(ctx, r)
+		}
+		return f.chain.ReportJob(ctx, r)
+	})
+	f.chain.Agents[release.WorkflowAgentType] = flows.ReleaseAgent()
 	f.eng = engine.New(st.queue, engine.Options{Clock: clock, Logger: log, Owner: "test"})
 	f.chain.Register(f.eng, 1)
 	flows.Register(f.eng, 1)
@@ -143,7 +155,7 @@ func setup(t testing.TB, backend string) *fixture {
 		Runs:         &runs.Control{Store: st.runs, Queue: st.queue, Clock: clock},
 		MaxBodyBytes: 64 << 10, Tx: st.tx, Audit: st.audit, AgentConfig: agentConfig,
 		Pull: &pull.Service{Store: st.releases, Taker: st.releases.(ports.JobTaker), Tx: st.tx, Queue: st.queue,
-			Reporter: f.chain, Clock: clock, Poll: 20 * time.Millisecond}})
+			Reporter: report, Workflows: wfJobs, Clock: clock, Poll: 20 * time.Millisecond}})
 	f.http = httptest.NewServer(f.server.Handler())
 	t.Cleanup(f.http.Close)
 	for _, s := range ports.Scopes {

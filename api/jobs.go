@@ -1,9 +1,11 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/reconcilerhq/reconciler/engine/flow"
+	"github.com/reconcilerhq/reconciler/engine/pull"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -89,7 +92,8 @@ type JobPath struct {
 }
 
 func (s *Server) registerJobs() {
-	huma.Register(s.api, s.op("listJobs", http.MethodGet, "/jobs", "List the release chain's jobs across targets, newest first, filtered by every parameter given", ports.ScopeRead, "jobs"),
+	huma.Register(s.api, s.op("listJobs", http.MethodGet, "/jobs", "List jobs across targets, newest first, filtered by every parameter given: "+
+		"the release chain's, and workflow tasks' on pull agents (with `workflow` set)", ports.ScopeRead, "jobs"),
 		func(ctx context.Context, in *struct {
 			JobFilter
 			PageParams
@@ -106,16 +110,20 @@ func (s *Server) registerJobs() {
 			out, err := newestPage(&in.PageParams, func(after *ports.NewestKey, limit int) ([]ports.JobRow, error) {
 				q := p.JobListParams
 				q.After, q.Limit = after, limit
-				return s.o.Releases.JobList(ctx, q)
+				return s.jobList(ctx, q)
 			}, func(j *ports.JobRow) (time.Time, string) { return j.CreatedAt, j.ID })
 			if err != nil {
 				return nil, s.failPage(ctx, err)
 			}
 			return reply(out), nil
 		})
-	huma.Register(s.api, s.op("getJob", http.MethodGet, "/jobs/{id}", "Read a job of the release chain", ports.ScopeRead, "jobs"),
+	huma.Register(s.api, s.op("getJob", http.MethodGet, "/jobs/{id}", "Read a job: the release chain's, or a workflow task's on a pull agent", ports.ScopeRead, "jobs"),
 		func(ctx context.Context, in *JobPath) (*body[ports.JobRow], error) {
-			j, err := s.o.Releases.JobGet(ctx, in.ID)
+			get := s.o.Releases.JobGet
+			if wj := s.workflowJobs(); wj != nil && flow.IsJobID(in.ID) {
+				get = wj.WorkflowJobGet
+			}
+			j, err := get(ctx, in.ID)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
@@ -143,6 +151,7 @@ func (s *Server) registerJobs() {
 			if principal(ctx).Signed {
 				return nil, huma.Error401Unauthorized("workflow jobs take reports with a bearer token of scope agent")
 			}
+			wj := s.workflowJobs()
 			if t := principal(ctx).Token; !t.Allows(ports.ScopeAdmin) {
 				agent, err := s.o.Flows.JobAgentOf(ctx, in.ID)
 				if err != nil {
@@ -151,9 +160,19 @@ func (s *Server) registerJobs() {
 				if err := s.reportableWithToken(ctx, t, in.ID, agent); err != nil {
 					return nil, err
 				}
+				if wj != nil {
+					if row, err := wj.WorkflowJobGet(ctx, in.ID); err == nil && row.Take != nil {
+						return nil, huma.Error403Forbidden("job " + in.ID + " is taken by a pull agent: its taker reports under its take, an operator with scope admin here")
+					}
+				}
 			}
 			if err := s.o.Flows.ReportJob(ctx, rep); err != nil {
 				return nil, s.fail(ctx, err)
+			}
+			if wj != nil && rep.Status.IsTerminal() {
+				if err := pull.EndWorkflowJob(ctx, wj, in.ID, rep.Status, rep.Message, s.o.Clock.Now()); err != nil {
+					return nil, s.fail(ctx, err)
+				}
 			}
 			return nil, nil
 		}
@@ -213,4 +232,31 @@ func (s *Server) reportableWithToken(ctx context.Context, t ports.Token, jobID, 
 		return huma.Error403Forbidden("job " + jobID + "'s agent " + agentID + " is followed by serve (its status comes from the system it runs on): a report here is an operator's override and needs scope admin")
 	}
 	return nil
+}
+
+// workflowJobs is the store of workflow tasks' jobs on pull agents, nil
+// when the workflow store keeps none.
+func (s *Server) workflowJobs() ports.WorkflowJobs {
+	wj, _ := s.o.Workflows.(ports.WorkflowJobs)
+	return wj
+}
+
+// jobList lists one page of jobs matching q from the release chain and
+// the workflow jobs, merged newest first by (created_at, id): both lists
+// are in that order below the same cursor, so the merged page is too.
+func (s *Server) jobList(ctx context.Context, q ports.JobListParams) ([]ports.JobRow, error) {
+	rel, err := s.o.Releases.JobList(ctx, q)
+	wj := s.workflowJobs()
+	if err != nil || wj == nil {
+		return rel, err
+	}
+	wf, err := wj.WorkflowJobList(ctx, q)
+	if err != nil || len(wf) == 0 {
+		return rel, err
+	}
+	out := append(rel, wf...)
+	slices.SortFunc(out, func(a, b ports.JobRow) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
+	})
+	return out[:min(len(out), ports.VersionPageSize(q.Limit))], nil
 }

@@ -171,6 +171,15 @@ func JobLeaseOf(agent JobAgent) time.Duration {
 	return 0
 }
 
+// JobLossChecker is implemented by JobAgents whose jobs are held under a
+// lease outside the process (a pull agent's workflow jobs, leased to their
+// takers). The workflow controller asks it, on each pass over a sent job,
+// whether the job is lost (why is not empty: its last hand-out's lease ran
+// out); next is when to ask again (zero: on the next pass anyway).
+type JobLossChecker interface {
+	JobLost(ctx context.Context, jobID string, now time.Time) (why string, next time.Time, err error)
+}
+
 // JobReporter takes agents' reports. Reporting a status the job already
 // has is a no-op; a status the job cannot move to (release.JobEdges) is
 // refused with an error wrapping release.ErrInvalid.

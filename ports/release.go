@@ -179,6 +179,9 @@ type JobRow struct {
 	// Version is the compare-and-swap token: every write bumps it.
 	Version   int64     `json:"version"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Workflow is set on the job of a workflow task (WorkflowJobs): its
+	// workflow, task and TaskRun; nil on the release chain's jobs.
+	Workflow *WorkflowJobRef `json:"workflow,omitempty" doc:"set on a workflow task's job: its workflow, task and TaskRun"`
 }
 
 // Target is the job's release target.

@@ -21,7 +21,7 @@ const workflowIntro = "# WorkflowTemplate reference\n\n" +
 	"`reconciler workflow validate FILE` lists every problem with its line. Examples: `testdata/workflows/`. " +
 	"The field tables below are generated from the workflow package's source by `make docs`; a test fails when a field has no entry.\n\n" +
 	"## Task types\n\n" +
-	"- `job`: dispatches a job to `jobAgentRef` with `config` (docs/agents.md has each agent's config).\n" +
+	"- `job`: dispatches a job to `jobAgentRef` with `config` (docs/agents.md has each agent's config). On a pull agent the job is a job like a release job's: listed by `GET /api/v1/jobs` (and `reconciler get jobs`) with its `workflow` (id, task, TaskRun) and, when the workflow runs a release, its release and target; the agent's takers take, heartbeat and report it as they do release jobs (docs/agents.md, pull agents), and the taker's report completes the TaskRun.\n" +
 	"- `verification`: measures `verification.metrics` through their providers; `successCondition` and `failureCondition` are CEL over `result`.\n" +
 	"- `approval`: waits for `approval.minApprovals` approvals (`reconciler workflow approve ID TASKRUN`), shown with `approval.message`.\n" +
 	"- `wait`: succeeds `wait.duration` after it started.\n" +

@@ -24,6 +24,11 @@ type WorkflowStore struct {
 	writes    map[string]int64             // workflow id → TaskRun writes (TaskRunWrites)
 	inbox     map[string][]ports.TaskRunReport
 	seq       int64
+	// jobs holds the workflow jobs of pull agents (ports.WorkflowJobs)
+	// by id, as JSON.
+	jobs map[string][]byte
+	// takers are woken when a workflow job is created (WorkflowJobNotify).
+	takers wakeSet
 	// changes receives workflow.status and taskrun.status changes
 	// (SetChanges); nil: none.
 	changes *Changes
@@ -36,7 +41,7 @@ func (s *WorkflowStore) SetChanges(c *Changes) { s.changes = c }
 // NewWorkflowStore returns an empty store.
 func NewWorkflowStore() *WorkflowStore {
 	return &WorkflowStore{workflows: map[string][]byte{}, versions: map[string]int64{}, runs: map[string]map[string][]byte{},
-		writes: map[string]int64{}, inbox: map[string][]ports.TaskRunReport{}}
+		writes: map[string]int64{}, inbox: map[string][]ports.TaskRunReport{}, jobs: map[string][]byte{}}
 }
 
 var _ ports.WorkflowStore = (*WorkflowStore)(nil)

@@ -12,3 +12,8 @@ func TestWorkflowStoreConformance(t *testing.T) {
 	t.Parallel()
 	porttest.WorkflowStore(t, func(t *testing.T) ports.WorkflowStore { return postgres.NewWorkflowStore(runStoreSetup(t)) })
 }
+
+func TestWorkflowJobsConformance(t *testing.T) {
+	t.Parallel()
+	porttest.WorkflowJobs(t, func(t *testing.T) ports.WorkflowStore { return postgres.NewWorkflowStore(runStoreSetup(t)) })
+}

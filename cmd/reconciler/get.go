@@ -128,7 +128,7 @@ or all) print with -o yaml as the documents ` + "`reconciler apply`" + ` takes u
 			if err != nil {
 				return err
 			}
-			return show(cmd, o.output, j, "ID\tTARGET\tVERSION\tSTATUS\tCREATED\tMESSAGE", func() [][]string { return jobRows([]ports.JobRow{j}) })
+			return show(cmd, o.output, j, jobsHeader, func() [][]string { return jobRows([]ports.JobRow{j}) })
 		})
 	workflows := paged(sub("workflows", "List workflows by id (--watch: then each change of a workflow's or TaskRun's phase)", cobra.NoArgs,
 		func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
@@ -214,7 +214,15 @@ func targetRows(ts []api.TargetStatus) [][]string {
 func jobRows(jobs []ports.JobRow) [][]string {
 	rows := make([][]string, 0, len(jobs))
 	for _, j := range jobs {
-		rows = append(rows, []string{j.ID, j.TargetKey, j.VersionID, string(j.Status), ts(j.CreatedAt), j.Message})
+		wf := "-"
+		if j.Workflow != nil {
+			wf = j.Workflow.ID + "/" + j.Workflow.Task
+		}
+		rows = append(rows, []string{j.ID, j.TargetKey, wf, j.VersionID, string(j.Status), ts(j.CreatedAt), j.Message})
 	}
 	return rows
 }
+
+// jobsHeader heads jobRows' table: WORKFLOW is a workflow task's job's
+// WORKFLOW_ID/TASK, - for a release job.
+const jobsHeader = "ID\tTARGET\tWORKFLOW\tVERSION\tSTATUS\tCREATED\tMESSAGE"

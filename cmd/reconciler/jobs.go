@@ -129,7 +129,8 @@ refused (exit 3) once the job was handed out again.`,
 }
 
 // newJobsListCmd is `jobs list` (and `get jobs`): the release chain's jobs
-// across targets, filtered, newest first, a page at a time.
+// and workflow tasks' on pull agents, filtered, newest first, a page at a
+// time.
 func newJobsListCmd(use string) *cobra.Command {
 	var o releaseOpts
 	var f api.JobFilter
@@ -137,11 +138,13 @@ func newJobsListCmd(use string) *cobra.Command {
 	var w watch
 	cmd := &cobra.Command{
 		Use:   use,
-		Short: "List the release chain's jobs across targets, newest first (through the API)",
-		Long: `Lists jobs newest first (token scope read), keeping those that match every
-filter given: --status (one or more, comma-separated or repeated), --job-agent,
---deployment, --environment, --resource, --version, --workspace, or --target
-DEPLOYMENT:ENVIRONMENT:RESOURCE. A page holds --limit jobs; the cursor of the
+		Short: "List jobs across targets, the release chain's and workflow tasks' on pull agents, newest first (through the API)",
+		Long: `Lists jobs newest first (token scope read): the release chain's, and those
+of workflow tasks on pull agents (column WORKFLOW: WORKFLOW_ID/TASK; their
+TARGET and VERSION are set when the workflow runs a release). It keeps those
+that match every filter given: --status (one or more, comma-separated or
+repeated), --job-agent, --deployment, --environment, --resource, --version,
+--workspace, or --target DEPLOYMENT:ENVIRONMENT:RESOURCE. A page holds --limit jobs; the cursor of the
 next one is printed on standard error (pass it as --cursor). -o table
 (default), json or yaml. --watch then prints each job created or whose status
 changed, as it happens, keeping those of --workspace, --deployment,
@@ -167,7 +170,7 @@ changed, as it happens, keeping those of --workspace, --deployment,
 			if err != nil {
 				return err
 			}
-			if err := show(cmd, o.output, p, "ID\tTARGET\tVERSION\tSTATUS\tCREATED\tMESSAGE", func() [][]string { return jobRows(p.Items) }); err != nil {
+			if err := show(cmd, o.output, p, jobsHeader, func() [][]string { return jobRows(p.Items) }); err != nil {
 				return err
 			}
 			nextPage(cmd, p.NextCursor)
@@ -201,7 +204,9 @@ func newJobsNextCmd() *cobra.Command {
 or one whose taker stopped heartbeating, leased to the caller for the agent's
 lease. It waits up to --wait for one and prints it as JSON (the job with its
 take: hand_out and lease_until, and its release, version, deployment,
-environment and resource); when none came it prints nothing and says so on
+environment and resource; kind "workflow" for a workflow task's job, whose
+job.workflow names its workflow, task and TaskRun, and which carries a
+release and target only when the workflow runs a release); when none came it prints nothing and says so on
 standard error. Renew the lease with jobs heartbeat before it runs out, and
 report with jobs report --agent ID --hand-out N, both with the printed
 take_token in $RECONCILER_TAKE_TOKEN.`,

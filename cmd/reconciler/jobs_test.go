@@ -66,7 +66,7 @@ func TestJobsListCommand(t *testing.T) {
 	seedJobs(t, dsn)
 	r := runCLI(t, "", "jobs", "list", "--dsn", dsn)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Regexp(t, `^ID +TARGET +VERSION +STATUS +CREATED +MESSAGE\njob-prod +web:prod:r1 +web-v1 +pending +2026-01-02T03:05:05Z *\njob-dev +web:dev:r1 +web-v1 +successful +2026-01-02T03:04:05Z *\n$`, r.stdout)
+	require.Regexp(t, `^ID +TARGET +WORKFLOW +VERSION +STATUS +CREATED +MESSAGE\njob-prod +web:prod:r1 +- +web-v1 +pending +2026-01-02T03:05:05Z *\njob-dev +web:dev:r1 +- +web-v1 +successful +2026-01-02T03:04:05Z *\n$`, r.stdout)
 	r = runCLI(t, "", "jobs", "list", "--dsn", dsn, "--status", "successful", "-o", "json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var page api.Page[ports.JobRow]

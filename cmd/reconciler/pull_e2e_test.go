@@ -17,6 +17,8 @@ import (
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
+	"github.com/reconcilerhq/reconciler/reconcile/revision"
+	"github.com/reconcilerhq/reconciler/workflow"
 )
 
 // pullE2E is a pull-agent test's world: two `serve --dsn` processes on one
@@ -200,4 +202,78 @@ func TestPullAgentHandsOutAgainEndToEnd(t *testing.T) {
 	takeTok = tk.TakeToken
 	out, code = cli("jobs", "report", tk.Job.ID, "--agent", "puller", "--hand-out", "1", "--status", "successful")
 	require.Equal(t, 0, code, out)
+}
+
+// TestPullWorkflowJobEndToEnd: a workflow template whose task runs on pull
+// agent "puller", run on a `serve --dsn` process; the CLI takes the
+// task's job (jobs next), heartbeats and reports it success; the job is
+// listed by GET /jobs meanwhile and the workflow completes.
+func TestPullWorkflowJobEndToEnd(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	bin, err := buildBinary()
+	require.NoError(t, err)
+	dsn, _ := pgtest.Schema(t)
+	token := createToken(t, bin, dsn, "puller", "read,write,agent", "--agent", "puller")
+	url := "http://" + startServeAPI(t, bin, dsn)
+	c, err := client.New(url, token)
+	require.NoError(t, err)
+	approver, err := client.New(url, createToken(t, bin, dsn, "approver", "approve"))
+	require.NoError(t, err)
+	ctx := t.Context()
+	_, err = client.PutObject(ctx, c, client.JobAgents, "puller", release.JobAgent{ID: "puller", Name: "puller", Type: release.PullAgentType,
+		Config: map[string]any{"lease": "30s"}}, 0)
+	require.NoError(t, err)
+	tpl := `{"apiVersion": "reconciler.dev/v1", "kind": "WorkflowTemplate", "metadata": {"name": "pulled"},
+ "spec": {"tasks": [{"name": "deploy", "type": "job", "jobAgentRef": "puller", "config": {"image": "web:2"}},
+   {"name": "after", "type": "wait", "dependencies": ["deploy"], "wait": {"duration": "1ms"}}]}}`
+	obj := revision.Object{Kind: revision.KindWorkflowTemplate, Name: "pulled"}
+	rev, err := c.CreateRevision(ctx, obj, api.RevisionCreate{Content: json.RawMessage(tpl)})
+	require.NoError(t, err)
+	ref := ports.RevisionRef{Kind: obj.Kind, Name: obj.Name, ID: rev.ID}
+	rev, err = c.ChangeRevision(ctx, ref, "propose", rev.Version)
+	require.NoError(t, err)
+	_, err = approver.ChangeRevision(ctx, ref, "approve", rev.Version)
+	require.NoError(t, err)
+	_, err = c.RunWorkflow(ctx, api.WorkflowRun{Template: "pulled", ID: "wfe"})
+	require.NoError(t, err)
+
+	takeTok := ""
+	cli := func(args ...string) (string, int) {
+		cmd := exec.Command(bin, append(args, "--server", url, "--token", token)...)
+		cmd.Env = append(os.Environ(), takeTokenEnv+"="+takeTok)
+		out, _ := cmd.CombinedOutput() // the exit code says how it went
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	out, code := cli("jobs", "next", "--agent", "puller", "--taker", "by-hand", "--wait", "30s")
+	require.Equal(t, 0, code, out)
+	var tk pull.Taken
+	require.NoError(t, json.Unmarshal([]byte(out), &tk), out)
+	require.Equal(t, pull.KindWorkflow, tk.Kind)
+	require.Equal(t, "wfe", tk.Job.Workflow.ID)
+	require.Equal(t, "deploy", tk.Job.Workflow.Task)
+	require.Equal(t, "web:2", tk.Job.JobAgentConfig["image"])
+	page, err := c.ListJobs(ctx, api.JobFilter{JobAgentID: "puller"}, client.Page{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1, "the taken job is listed")
+	require.Equal(t, release.JobInProgress, page.Items[0].Status)
+	out, code = cli("get", "jobs", "--job-agent", "puller")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "wfe/deploy")
+
+	takeTok = tk.TakeToken
+	out, code = cli("jobs", "heartbeat", tk.Job.ID, "--agent", "puller", "--hand-out", "1")
+	require.Equal(t, 0, code, out)
+	out, code = cli("jobs", "report", tk.Job.ID, "--agent", "puller", "--hand-out", "1", "--status", "successful", "--message", "deployed")
+	require.Equal(t, 0, code, out)
+	require.Eventually(t, func() bool {
+		st, err := c.GetWorkflow(ctx, "wfe")
+		return err == nil && st.Workflow.Phase == workflow.WorkflowSucceeded
+	}, time.Minute, 50*time.Millisecond, "the taker's report completes the workflow")
+	got, err := c.GetJob(ctx, tk.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, release.JobSuccessful, got.Status)
+	require.Equal(t, "deployed", got.Message)
 }

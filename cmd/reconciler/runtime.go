@@ -64,6 +64,12 @@ func newReleaseRuntime(releases ports.ReleaseStore, workflows ports.WorkflowStor
 		Webhooks: httphook.Client{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: tracing.Transport(guard.Transport())}}, Secrets: secrets,
 		JobDestination: destination}
 	rt.chain.Agents[release.WorkflowAgentType] = rt.flows.ReleaseAgent()
+	if jobs, ok := workflows.(ports.WorkflowJobs); ok {
+		// A workflow task's job on a pull agent is stored for its takers.
+		for _, typ := range []string{release.PullAgentType, release.APIAgentType} {
+			rt.flows.Agents[typ] = pull.NewWorkflowAgent(typ, jobs, workflows, releases, clock)
+		}
+	}
 	rt.triggers = &flow.Triggers{Flow: rt.flows, Events: releases}
 	return rt
 }
@@ -75,7 +81,8 @@ func (rt *releaseRuntime) pullService(be *backend, clock ports.Clock) *pull.Serv
 	if !ok {
 		return nil
 	}
-	return &pull.Service{Store: be.releases, Taker: taker, Tx: be.tx, Queue: be.queue, Reporter: rt.chain, Clock: clock}
+	jobs, _ := be.workflows.(ports.WorkflowJobs)
+	return &pull.Service{Store: be.releases, Taker: taker, Tx: be.tx, Queue: be.queue, Reporter: rt.report, Workflows: jobs, Clock: clock}
 }
 
 // register registers the chain's and the workflows' kinds on eng.

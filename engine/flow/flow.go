@@ -35,7 +35,9 @@
 // decides (it runs from the agent's acceptance of the send; it runs out: the
 // attempt fails as lost, unless the agent is a `JobResumer`: the pass renews
 // the lease in its CAS write and hands the job, with its external id and
-// first record time, to `ResumeJob`); a report of another attempt is
+// first record time, to `ResumeJob`); a sent job whose lease is held
+// outside the process (a `JobLossChecker`'s: a pull agent's taker) fails
+// as lost when its agent says so; a report of another attempt is
 // ignored; stored state holds secrets only as `${secret:NAME}`, revealed
 // through `SecretResolver` at the moment of sending; a job the workflow no
 // longer wants (cancelled, timed out) is handed to its agent's

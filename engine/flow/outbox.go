@@ -86,7 +86,31 @@ func (c *Controller) prepareJob(ctx context.Context, w *ports.WorkflowRecord, t 
 		}
 		return false, s, time.Time{}
 	}
-	return false, nil, time.Time{}
+	return c.checkLost(ctx, t, r, now)
+}
+
+// checkLost asks the agent of a sent job whose lease is held outside the
+// process (ports.JobLossChecker: a pull agent's taker) whether the job is
+// lost, and fails the run when it is; it returns when to look again.
+func (c *Controller) checkLost(ctx context.Context, t *workflow.Template, r *ports.TaskRunRecord, now time.Time) (bool, *send, time.Time) {
+	_, impl, err := c.agentOf(ctx, t, r.Task)
+	if err != nil {
+		return false, nil, time.Time{}
+	}
+	checker, ok := impl.(ports.JobLossChecker)
+	if !ok {
+		return false, nil, time.Time{}
+	}
+	why, next, err := checker.JobLost(ctx, r.JobID, now)
+	if err != nil {
+		c.Logger.Warn("workflow job loss check failed; the next pass looks again", "task_run", r.ID, "job", r.JobID, "error", err)
+		return false, nil, time.Time{}
+	}
+	if why != "" {
+		end(r, workflow.TaskFailed, now, "job "+r.JobID+" "+why)
+		return true, nil, time.Time{}
+	}
+	return false, nil, next
 }
 
 // jobSend builds the dispatch of a job TaskRun's current attempt for the
@@ -103,15 +127,20 @@ func (c *Controller) jobSend(ctx context.Context, w *ports.WorkflowRecord, t *wo
 			ctx = ports.WithSecretDestination(ctx, dest)
 		}
 	}
-	revealed, err := c.reveal(ctx, w, r.Dispatch["config"])
-	if err != nil {
-		return nil, err
+	cfg := plain
+	if !release.IsPullAgentType(agent.Type) {
+		// A pull agent's job is stored for its taker: its secrets stay
+		// references, as a release job's do.
+		revealed, err := c.reveal(ctx, w, r.Dispatch["config"])
+		if err != nil {
+			return nil, err
+		}
+		cfg, _ = revealed.(map[string]any)
 	}
-	cfg, _ := revealed.(map[string]any)
 	id := JobID(w.ID, r.ID, r.Attempt)
 	job := release.Job{ID: id, JobAgentID: agent.ID, Status: release.JobPending, CreatedAt: now,
 		JobAgentConfig:  release.MergeConfig(agent.Config, cfg),
-		DispatchContext: map[string]any{"workflow_id": w.ID, "task_run_id": r.ID, "attempt": r.Attempt}}
+		DispatchContext: map[string]any{"workflow_id": w.ID, "task_run_id": r.ID, "attempt": r.Attempt, "task": r.Task}}
 	return &send{run: r.ID, key: id, job: &ports.JobDispatch{Job: job, Agent: agent}, agent: impl}, nil
 }
 

@@ -1,6 +1,6 @@
 // Package pull serves pull agents (release.PullAgentType): job agents
 // outside the process that long-poll the API for their next job
-// (Service.Next), hold a lease on it by heartbeats (Service.Heartbeat) and
+// (Service.Next: release jobs, then workflow tasks' jobs), hold a lease on it by heartbeats (Service.Heartbeat) and
 // report through the API (Service.Report). A job whose taker stops
 // heartbeating is handed out again to the next taker, at most its agent's
 // max_hand_outs times; after the last hand-out's lease runs out the chain
@@ -22,11 +22,10 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
-// Agent is the JobAgent of pull agents: dispatching a release job leaves
-// it pending for a taker, with the job id as its external id. A workflow
-// task's job is left pending the same way, for an outside agent that
-// reports on it by id (jobs of workflows are not in the release store, so
-// no taker gets them).
+// Agent is the JobAgent of pull agents for the release chain: dispatching
+// a release job leaves it pending for a taker, with the job id as its
+// external id. The workflow controller's is WorkflowAgent, which also
+// stores a workflow task's job for the takers.
 //
 // It holds no lease in the process (it is no ports.JobLeaser): the lease
 // starts when a taker takes the job.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/engine/flow"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -37,9 +38,14 @@ type Service struct {
 	Tx ports.Transactor
 	// Queue stores that wake-up.
 	Queue ports.Queue
-	// Reporter records takers' reports: the release chain.
+	// Reporter records takers' reports: the release chain, and the
+	// workflow controller for workflow jobs (flow.IsJobID).
 	Reporter ports.JobReporter
-	Clock    ports.Clock
+	// Workflows, when set, hands out the jobs of workflow tasks beside
+	// release jobs (ports.WorkflowJobs); its TaskRuns' passes are
+	// enqueued at a take's lease end.
+	Workflows ports.WorkflowJobs
+	Clock     ports.Clock
 	// Poll and MaxWait default to DefaultPoll and DefaultMaxWait.
 	Poll, MaxWait time.Duration
 }
@@ -47,7 +53,13 @@ type Service struct {
 // Taken is a job handed to a taker, with what it needs to run it. The
 // job's config is merged (agent, deployment, version); sensitive
 // variables hold secret references, never values.
+//
+// Kind is KindRelease for a release job and KindWorkflow for a workflow
+// task's job (Job.Workflow names its workflow, task and TaskRun); a
+// workflow job carries its release, version and target only when the
+// workflow runs a release.
 type Taken struct {
+	Kind        string                    `json:"kind" enum:"release,workflow" doc:"release: a release job; workflow: a workflow task's job (job.workflow names its workflow, task and TaskRun; release, version and target are set only when the workflow runs a release)"`
 	Job         ports.JobRow              `json:"job"`
 	Release     release.Release           `json:"release"`
 	Version     release.DeploymentVersion `json:"version"`
@@ -64,6 +76,12 @@ type Taken struct {
 	// reports. Empty when tracing is off.
 	Traceparent string `json:"traceparent,omitempty"`
 }
+
+// The kinds of a taken job (Taken.Kind).
+const (
+	KindRelease  = "release"
+	KindWorkflow = "workflow"
+)
 
 // newTakeToken returns a fresh take token and its stored hash.
 func newTakeToken() (token, hash string, err error) {
@@ -121,12 +139,19 @@ func (s *Service) Next(ctx context.Context, agentID, taker string, wait time.Dur
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wake := s.Taker.JobTakeNotify(wctx) // before the first look: nothing is missed
+	var wfWake <-chan struct{}          // nil: workflow jobs wake wake, or are polled for
+	if n, ok := s.Workflows.(workflowJobNotifier); ok {
+		wfWake = n.WorkflowJobNotify(wctx)
+	}
 	deadline := time.NewTimer(min(max(wait, 0), s.maxWait()))
 	defer deadline.Stop()
 	poll := time.NewTicker(s.poll())
 	defer poll.Stop()
 	for {
 		t, err := s.take(ctx, p)
+		if errors.Is(err, ports.ErrNotFound) && s.Workflows != nil {
+			t, err = s.takeWorkflow(ctx, p)
+		}
 		if err == nil {
 			return t, true, nil
 		}
@@ -135,6 +160,7 @@ func (s *Service) Next(ctx context.Context, agentID, taker string, wait time.Dur
 		}
 		select {
 		case <-wake:
+		case <-wfWake:
 		case <-poll.C:
 		case <-deadline.C:
 			return Taken{}, false, nil
@@ -154,28 +180,83 @@ func (s *Service) take(ctx context.Context, p ports.JobTakeParams) (Taken, error
 		if err != nil {
 			return err
 		}
-		if row, err = s.issueTakeToken(ctx, row, &out); err != nil {
+		if err := s.handOut(ctx, row, &out); err != nil {
 			return err
 		}
-		t, err := release.ParseTargetKey(row.TargetKey)
-		if err != nil {
-			return fmt.Errorf("job %s: %w", row.ID, err)
-		}
-		out.Job, out.Traceparent = row, row.Traceparent
-		if out.Release, err = s.Store.ReleaseGet(ctx, row.ReleaseID); err != nil {
-			return fmt.Errorf("job %s: %w", row.ID, err)
-		}
-		if out.Version, err = s.Store.VersionGet(ctx, row.VersionID); err != nil {
-			return fmt.Errorf("job %s: %w", row.ID, err)
-		}
-		det, err := s.Store.TargetGet(ctx, t)
-		if err != nil {
-			return fmt.Errorf("job %s: %w", row.ID, err)
-		}
-		out.Deployment, out.Environment, out.Resource = det.Deployment, det.Environment, det.Resource
-		return s.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: chain.TargetKey(chain.KindJobDispatch, t), NotBefore: row.LeaseUntil})
+		out.Kind = KindRelease
+		return s.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: chain.TargetKey(chain.KindJobDispatch, out.Job.Target()), NotBefore: out.Job.LeaseUntil})
 	})
 	return out, err
+}
+
+// takeWorkflow is take for a workflow task's job: it enqueues the
+// workflow's pass at the lease's end (which fails the TaskRun as lost
+// after the job's last hand-out, ports.JobLossChecker).
+func (s *Service) takeWorkflow(ctx context.Context, p ports.JobTakeParams) (Taken, error) {
+	var out Taken
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		row, err := s.Workflows.WorkflowJobTake(ctx, p, s.Clock.Now())
+		if err != nil {
+			return err
+		}
+		if err := s.handOut(ctx, row, &out); err != nil {
+			return err
+		}
+		out.Kind = KindWorkflow
+		return s.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: flow.Key(row.Workflow.ID), NotBefore: out.Job.LeaseUntil})
+	})
+	return out, err
+}
+
+// handOut issues row's take token and reads what its taker needs: the
+// release, its version and its target's details (none for a workflow job
+// whose workflow runs no release).
+func (s *Service) handOut(ctx context.Context, row ports.JobRow, out *Taken) error {
+	row, err := s.issueTakeToken(ctx, row, out)
+	if err != nil {
+		return err
+	}
+	out.Job, out.Traceparent = row, row.Traceparent
+	if row.ReleaseID == "" {
+		return nil
+	}
+	t, err := release.ParseTargetKey(row.TargetKey)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", row.ID, err)
+	}
+	if out.Release, err = s.Store.ReleaseGet(ctx, row.ReleaseID); err != nil {
+		return fmt.Errorf("job %s: %w", row.ID, err)
+	}
+	if out.Version, err = s.Store.VersionGet(ctx, row.VersionID); err != nil {
+		return fmt.Errorf("job %s: %w", row.ID, err)
+	}
+	det, err := s.Store.TargetGet(ctx, t)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", row.ID, err)
+	}
+	out.Deployment, out.Environment, out.Resource = det.Deployment, det.Environment, det.Resource
+	return nil
+}
+
+// jobGet reads job jobID from the store that holds it: the workflow jobs
+// for a workflow job id (flow.IsJobID), else the release store.
+func (s *Service) jobGet(ctx context.Context, jobID string) (ports.JobRow, error) {
+	if flow.IsJobID(jobID) {
+		if s.Workflows == nil {
+			return ports.JobRow{}, fmt.Errorf("job %s: workflow jobs are not handed out here: %w", jobID, ports.ErrNotFound)
+		}
+		return s.Workflows.WorkflowJobGet(ctx, jobID)
+	}
+	return s.Store.JobGet(ctx, jobID)
+}
+
+// jobUpdate writes job j at the expected version in the store that holds
+// it (see jobGet).
+func (s *Service) jobUpdate(ctx context.Context, j release.Job, expected int64) (int64, error) {
+	if flow.IsJobID(j.ID) && s.Workflows != nil {
+		return s.Workflows.WorkflowJobUpdate(ctx, j, expected, s.Clock.Now())
+	}
+	return s.Store.JobUpdate(ctx, j, expected)
 }
 
 // issueTakeToken gives the hand-out row holds a fresh take token: its hash
@@ -189,7 +270,7 @@ func (s *Service) issueTakeToken(ctx context.Context, row ports.JobRow, out *Tak
 	take := *next.Take
 	take.TokenHash = hash
 	next.Take = &take
-	v, err := s.Store.JobUpdate(ctx, next, row.Version)
+	v, err := s.jobUpdate(ctx, next, row.Version)
 	if err != nil {
 		return row, fmt.Errorf("job %s: store take token: %w", row.ID, err)
 	}
@@ -222,7 +303,7 @@ func (s *Service) Heartbeat(ctx context.Context, agentID, jobID string, handOut 
 		}
 		next := row.Job
 		next.LeaseUntil = until
-		v, err := s.Store.JobUpdate(ctx, next, row.Version)
+		v, err := s.jobUpdate(ctx, next, row.Version)
 		if errors.Is(err, ports.ErrConflict) {
 			continue // judge the heartbeat on the job as it is now
 		}
@@ -247,6 +328,9 @@ func (s *Service) Report(ctx context.Context, agentID, jobID string, handOut int
 	if _, err := s.job(ctx, agentID, jobID, handOut, takeToken); err != nil {
 		return err
 	}
+	if flow.IsJobID(jobID) {
+		return s.reportWorkflow(ctx, agentID, jobID, handOut, takeToken, r)
+	}
 	r.JobID, r.AgentID, r.HandOut = jobID, agentID, handOut
 	if !r.Status.IsTerminal() {
 		r.Lease = st.Lease
@@ -260,7 +344,7 @@ func (s *Service) job(ctx context.Context, agentID, jobID string, handOut int, t
 	if handOut < 1 {
 		return ports.JobRow{}, release.Invalid("hand_out", "must be the hand-out the job was taken under (1 or more)")
 	}
-	row, err := s.Store.JobGet(ctx, jobID)
+	row, err := s.jobGet(ctx, jobID)
 	if err != nil {
 		return ports.JobRow{}, err
 	}
@@ -274,6 +358,13 @@ func (s *Service) job(ctx context.Context, agentID, jobID string, handOut int, t
 		return ports.JobRow{}, fmt.Errorf("job %s: take_token is not hand-out %d's: %w", jobID, handOut, ErrBadTakeToken)
 	}
 	return row, nil
+}
+
+// workflowJobNotifier is a ports.WorkflowJobs whose job creations wake
+// takers through their own channel (the in-memory store; PostgreSQL's
+// wake the release store's JobTakeNotify through the jobs channel).
+type workflowJobNotifier interface {
+	WorkflowJobNotify(ctx context.Context) <-chan struct{}
 }
 
 // ErrBadTakeToken is a heartbeat or report whose take token is not its
@@ -299,4 +390,46 @@ func (s *Service) maxWait() time.Duration {
 		return s.MaxWait
 	}
 	return DefaultMaxWait
+}
+
+// reportWorkflow records a taker's report on a workflow job: a
+// non-terminal one renews the lease as a heartbeat does; a terminal one
+// ends the stored job (compare-and-swap, fenced by the hand-out) and goes
+// to the Reporter, the workflow controller, which completes the TaskRun
+// from it, so the workflow goes on. A terminal report repeated (the first
+// ended the job under the same hand-out) is passed on again: the
+// controller applies a TaskRun's end once.
+func (s *Service) reportWorkflow(ctx context.Context, agentID, jobID string, handOut int, takeToken string, r ports.JobReport) error {
+	if !r.Status.IsTerminal() {
+		_, err := s.Heartbeat(ctx, agentID, jobID, handOut, takeToken)
+		return err
+	}
+	for try := 0; ; try++ {
+		if try == 5 {
+			return fmt.Errorf("report on job %s: the job kept changing: %w", jobID, ports.ErrConflict)
+		}
+		row, err := s.job(ctx, agentID, jobID, handOut, takeToken)
+		if err != nil {
+			return err
+		}
+		if !row.Status.IsActive() {
+			break
+		}
+		now := s.Clock.Now()
+		next := row.Job
+		next.Status, next.Message, next.CompletedAt = r.Status, r.Message, now
+		if r.ExternalID != "" {
+			next.ExternalID = r.ExternalID
+		}
+		_, err = s.Workflows.WorkflowJobUpdate(ctx, next, row.Version, now)
+		if errors.Is(err, ports.ErrConflict) {
+			continue // judge the report on the job as it is now
+		}
+		if err != nil {
+			return fmt.Errorf("report on job %s: %w", jobID, err)
+		}
+		break
+	}
+	r.JobID, r.AgentID, r.HandOut, r.Lease = jobID, agentID, handOut, 0
+	return s.Reporter.ReportJob(ctx, r)
 }
