@@ -86,6 +86,11 @@ type Request struct {
 	// Workspace is the one workspace Prune may touch; empty: the one
 	// workspace the documents name.
 	Workspace string `json:"workspace,omitempty" doc:"with prune: the workspace it acts in; default: the one workspace the documents name"`
+	// CallerRollsBack, on a dry run made inside a transaction that its
+	// caller rolls back (gate.Check's), leaves the dry run's writes in that
+	// transaction for the caller to read instead of rolling them back
+	// itself (a nested transaction that fails is rolled back on its own).
+	CallerRollsBack bool `json:"-"`
 }
 
 // Action is what Apply did (or, on a dry run, would do) to an object.
@@ -204,7 +209,7 @@ func (a *Applier) Apply(ctx context.Context, req Request) (Response, error) {
 		if err := w.write(ctx, plans, deletes, delKinds, !req.DryRun); err != nil {
 			return err
 		}
-		if req.DryRun {
+		if req.DryRun && !req.CallerRollsBack {
 			return errDryRun
 		}
 		return nil
