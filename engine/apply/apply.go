@@ -80,9 +80,9 @@ type Request struct {
 	// DryRun computes and checks everything, reports it, and writes nothing.
 	DryRun bool `json:"dry_run,omitempty" doc:"report what would change and write nothing"`
 	// Prune deletes the systems, variable sets, resources, relationship
-	// rules, environments and deployments of Workspace whose kind the documents hold but whose
-	// name they do not.
-	Prune bool `json:"prune,omitempty" doc:"delete the objects of the documents' kinds (systems, variable sets, resources, relationship rules, environments, deployments) in the workspace that the documents no longer name"`
+	// rules, environments, deployments and policies of Workspace whose
+	// kind the documents hold but whose name they do not.
+	Prune bool `json:"prune,omitempty" doc:"delete the objects of the documents' kinds (systems, variable sets, resources, relationship rules, environments, deployments, policies) in the workspace that the documents no longer name"`
 	// Workspace is the one workspace Prune may touch; empty: the one
 	// workspace the documents name.
 	Workspace string `json:"workspace,omitempty" doc:"with prune: the workspace it acts in; default: the one workspace the documents name"`
@@ -322,7 +322,7 @@ func (w *world) prunable(ctx context.Context, ws string, objs []*object) ([]stor
 			}
 		}
 	}
-	for _, k := range []string{"Resource", "RelationshipRule", "System"} {
+	for _, k := range []string{"Resource", "RelationshipRule", "System", "Policy"} {
 		if err := add(kindOf(k), ws); err != nil {
 			return nil, nil, err
 		}
@@ -366,10 +366,11 @@ func (w *world) write(ctx context.Context, plans []plan, deletes []stored, delKi
 		}
 		return nil
 	}
-	// Policies go last, after the deletes: the catalog they are published
-	// to may not join the transaction (it does on Postgres, not in
-	// memory), so nothing that can fail comes after them but the effects,
-	// and a dry run does not write them at all.
+	// Policies go last, after the other deletes, and so do the deletes of
+	// pruned policies: the catalog they are published to may not join the
+	// transaction (it does on Postgres, not in memory), so nothing that
+	// can fail comes after them but the effects, and a dry run does not
+	// write them at all.
 	var policies []plan
 	for _, p := range plans {
 		switch {
@@ -382,18 +383,34 @@ func (w *world) write(ctx context.Context, plans []plan, deletes []stored, delKi
 			}
 		}
 	}
-	for i, s := range deletes {
-		k := delKinds[i]
+	remove := func(i int) error {
+		k, s := delKinds[i], deletes[i]
 		if err := w.a.remove(ctx, k, s); err != nil {
 			return err
 		}
 		fx.touch(k, s.id, s.parent)
+		return nil
+	}
+	var policyDeletes []int
+	for i := range deletes {
+		if delKinds[i].Kind == "Policy" {
+			policyDeletes = append(policyDeletes, i)
+			continue
+		}
+		if err := remove(i); err != nil {
+			return err
+		}
 	}
 	if !effects {
 		return nil // a dry run
 	}
 	for _, p := range policies {
 		if err := put(p); err != nil {
+			return err
+		}
+	}
+	for _, i := range policyDeletes {
+		if err := remove(i); err != nil {
 			return err
 		}
 	}
