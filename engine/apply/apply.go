@@ -274,6 +274,12 @@ func (w *world) plan(ctx context.Context, objs []*object) ([]plan, error) {
 			p.action = Changed
 		}
 		if cur.parent != o.parent {
+			if o.kind.Kind == "System" {
+				// Its deployments, environments and their targets would
+				// change tenant without a word (the API's PUT refuses it too).
+				return nil, docError(o.index, release.Invalid("metadata.workspace",
+					fmt.Sprintf("system %q is in workspace %q; apply cannot move it to %q", o.id, cur.parent, o.parent)))
+			}
 			p.oldParent = cur.parent
 		}
 		plans = append(plans, p)
