@@ -319,6 +319,22 @@ func TestApplyPrunesPolicies(t *testing.T) {
 	})
 }
 
+// TestApplyRefusesMovingASystem: a system's workspace is fixed, as the
+// API's PUT keeps it: apply refuses the move naming metadata.workspace and
+// writes nothing.
+func TestApplyRefusesMovingASystem(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, e *env) {
+		ctx := t.Context()
+		_, err := e.a.Apply(ctx, apply.Request{Documents: append(shop("a"), doc("Workspace", "b", "", map[string]any{"name": "B"}))})
+		require.NoError(t, err)
+		before := snapshot(t, e)
+		_, err = e.a.Apply(ctx, apply.Request{Documents: []apply.Document{doc("System", "a-shop", "b", map[string]any{"name": "Shop"})}})
+		requireField(t, err, "documents[0].metadata.workspace")
+		require.Equal(t, before, snapshot(t, e), "a refused move writes nothing")
+	})
+}
+
 // workspaceDocs is every document of workspace ws's fixture (shop(ws)
 // names them all "ws..."), as JSON.
 func workspaceDocs(t *testing.T, e *env, ws string) []string {
