@@ -95,7 +95,10 @@ func (s *Server) registerApply() {
 		var resp apply.Response
 		diff, err := s.guarded(ctx, req.DryRun, func(ctx context.Context) error {
 			var err error
-			resp, err = a.Apply(ctx, req)
+			in := req
+			// gate.Check rolls a dry run back after reading its writes.
+			in.CallerRollsBack = req.DryRun && s.gateChecks()
+			resp, err = a.Apply(ctx, in)
 			return err
 		})
 		if err != nil {

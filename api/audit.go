@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -35,26 +38,75 @@ var unaudited = map[string]bool{"heartbeatJob": true}
 // GET and HEAD) that succeeded: who (the token's name, local:USER offline),
 // from where, the operation, the object its path names, what the handler
 // noted, and the status. The entry goes to Options.Audit and is logged as
-// one "audit" line. It is appended after the write committed, in a
-// statement of its own.
+// one "audit" line.
+//
+// The entry is written in the write's own transaction: the handler runs
+// inside Options.Tx with its answer held back, the entry is appended in
+// the same transaction, and the answer goes out only once both committed.
+// A refused write (4xx, 5xx) rolls everything back; a failed append or
+// commit leaves neither and answers 500. A long poll or a stream cannot
+// hold a transaction open: its entry is appended after it, on its own.
 func (s *Server) auditWrites(ctx huma.Context, next func(huma.Context)) {
 	op := ctx.Operation()
 	if op.Method == http.MethodGet || op.Method == http.MethodHead || unaudited[op.OperationID] {
 		next(ctx)
 		return
 	}
+	if u := ctx.URL(); u.Query().Get("dry_run") == "true" {
+		next(ctx) // a dry run writes nothing
+		return
+	}
 	note := &auditNote{}
 	ctx = huma.WithValue(ctx, auditNoteKey{}, note)
-	next(ctx)
+	lp, _ := op.Metadata[metaLongPoll].(bool)
+	stream, _ := op.Metadata[metaStream].(bool)
+	if s.o.Audit == nil || s.o.Tx == nil || lp || stream {
+		next(ctx)
+		e, ok := s.auditEntry(ctx, note)
+		if ok && s.o.Audit != nil {
+			if _, err := s.o.Audit.AuditAppend(context.WithoutCancel(ctx.Context()), e); err != nil {
+				s.o.Logger.ErrorContext(ctx.Context(), "api.audit_failed", "action", e.Action, "id", e.ID, "error", err)
+			}
+		}
+		s.logAudit(ctx, e, ok)
+		return
+	}
+	held := &heldAnswer{humaContext: ctx}
+	var e ports.AuditEntry
+	var ok bool
+	err := s.o.Tx.InTx(ctx.Context(), func(txCtx context.Context) error {
+		held.humaContext = huma.WithContext(ctx, txCtx)
+		next(held)
+		if e, ok = s.auditEntry(held, note); !ok {
+			return errWriteRefused
+		}
+		_, err := s.o.Audit.AuditAppend(txCtx, e)
+		return err
+	})
+	if err != nil && !errors.Is(err, errWriteRefused) {
+		s.o.Logger.ErrorContext(ctx.Context(), "api.audit_failed", "action", e.Action, "id", e.ID, "error", err)
+		_ = huma.WriteErr(s.api, ctx, http.StatusInternalServerError, "the write was not made: its transaction or audit entry failed")
+		return
+	}
+	held.send(ctx)
+	s.logAudit(ctx, e, ok)
+}
+
+// errWriteRefused rolls back the transaction of a write its handler
+// refused.
+var errWriteRefused = errors.New("write refused")
+
+// auditEntry is the entry of the write ctx answered, and whether it is to
+// be recorded: a refused write (4xx, 5xx) and a take that found no job
+// are not.
+func (s *Server) auditEntry(ctx huma.Context, note *auditNote) (ports.AuditEntry, bool) {
+	op := ctx.Operation()
 	status := ctx.Status()
 	if status == 0 {
 		status = http.StatusOK
 	}
 	if status >= 400 || (op.OperationID == "takeJob" && status == http.StatusNoContent) {
-		return
-	}
-	if u := ctx.URL(); u.Query().Get("dry_run") == "true" {
-		return // a dry run writes nothing
+		return ports.AuditEntry{}, false
 	}
 	p := principal(ctx.Context())
 	actor := p.Name
@@ -67,13 +119,49 @@ func (s *Server) auditWrites(ctx huma.Context, next func(huma.Context)) {
 	if e.Summary == "" {
 		e.Summary = op.Summary
 	}
-	if s.o.Audit != nil {
-		if _, err := s.o.Audit.AuditAppend(context.WithoutCancel(ctx.Context()), e); err != nil {
-			s.o.Logger.ErrorContext(ctx.Context(), "api.audit_failed", "action", e.Action, "id", e.ID, "error", err)
-		}
+	return e, true
+}
+
+// logAudit logs a recorded write as one "audit" line.
+func (s *Server) logAudit(ctx huma.Context, e ports.AuditEntry, ok bool) {
+	if !ok {
+		return
 	}
 	s.o.Logger.LogAttrs(ctx.Context(), slog.LevelInfo, "audit", slog.String("actor", e.Actor), slog.String("source", e.Source),
 		slog.String("action", e.Action), slog.String("kind", e.Kind), slog.String("id", e.ID), slog.String("summary", e.Summary), slog.Int("status", e.Status))
+}
+
+// heldAnswer is a huma.Context whose status and body are held back until
+// send: the answer of a write goes out only once its transaction
+// committed. Headers go to the response as they are set (they are sent
+// with the status).
+type heldAnswer struct {
+	humaContext
+	status int
+	body   bytes.Buffer
+}
+
+// SetStatus holds the status back.
+func (h *heldAnswer) SetStatus(code int) { h.status = code }
+
+// Status is the status held back.
+func (h *heldAnswer) Status() int { return h.status }
+
+// BodyWriter holds the body back.
+func (h *heldAnswer) BodyWriter() io.Writer { return &h.body }
+
+// humaContext is huma.Context under a name that does not hide its
+// Context method when embedded.
+type humaContext = huma.Context
+
+// send writes the held answer to ctx.
+func (h *heldAnswer) send(ctx huma.Context) {
+	if h.status != 0 {
+		ctx.SetStatus(h.status)
+	}
+	if h.body.Len() > 0 {
+		_, _ = ctx.BodyWriter().Write(h.body.Bytes())
+	}
 }
 
 // auditKind is the kind of object an operation writes: its first tag

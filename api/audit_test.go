@@ -1,11 +1,42 @@
 package api_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/ports"
 )
+
+// failingAudit is an audit log whose appends fail.
+type failingAudit struct{ ports.AuditLog }
+
+func (failingAudit) AuditAppend(context.Context, ports.AuditEntry) (ports.AuditEntry, error) {
+	return ports.AuditEntry{}, errors.New("audit log unavailable")
+}
+
+// TestAuditInTheWritesTransaction: the audit entry is written in the
+// write's own transaction, so a write whose entry cannot be recorded is
+// not made (500 problem, the object absent), and one whose entry is
+// recorded answers only after both committed.
+func TestAuditInTheWritesTransaction(t *testing.T) {
+	t.Parallel()
+	for name := range backends {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, name, func(st *stores) { st.audit = failingAudit{st.audit} })
+			env := map[string]any{"id": "qa", "system_id": "sys", "name": "qa", "resource_selector": "true"}
+			f.do(http.MethodPut, "/api/v1/environments/qa", "write", env).problem(t, http.StatusInternalServerError)
+			f.do(http.MethodGet, "/api/v1/environments/qa", "read", nil).problem(t, http.StatusNotFound)
+			res := f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"id": "web-v9", "deployment_id": "web", "tag": "v9"})
+			require.Equal(t, http.StatusInternalServerError, res.status, string(res.body))
+			f.do(http.MethodGet, "/api/v1/versions/web-v9", "read", nil).problem(t, http.StatusNotFound)
+		})
+	}
+}
 
 // TestAuditRecordsWrites: every accepted write leaves an entry naming who,
 // from where, what and which object, readable with the read scope, newest

@@ -120,10 +120,15 @@ func agentConfig(typ string, cfg map[string]any) error {
 	return release.Invalid("type", "unknown job agent type "+strconv.Quote(typ))
 }
 
-func setup(t testing.TB, backend string) *fixture {
+// setup returns a fixture over backend; each of with changes its stores
+// before the server is built.
+func setup(t testing.TB, backend string, with ...func(*stores)) *fixture {
 	t.Helper()
 	clock := porttest.NewFakeClock(t0)
 	st := backends[backend](t, clock)
+	for _, w := range with {
+		w(&st)
+	}
 	st.queue = tracing.Queue(st.queue) // as serve --otlp-endpoint wires it
 	f := &fixture{t: t, ctx: t.Context(), clock: clock, st: st, tokens: map[string]string{}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

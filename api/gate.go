@@ -20,7 +20,7 @@ import (
 func (s *Server) guarded(ctx context.Context, dryRun bool, write func(context.Context) error) (plan.Diff, error) {
 	tok := principal(ctx).Token
 	mayLift := tok.Allows(ports.ScopeApprove)
-	if s.o.Tx == nil || s.o.Releases == nil {
+	if !s.gateChecks() {
 		if !mayLift {
 			return plan.Diff{}, huma.Error403Forbidden("this server cannot check which gates a write lifts (no transactor): the token needs scope " + string(ports.ScopeApprove))
 		}
@@ -32,6 +32,10 @@ func (s *Server) guarded(ctx context.Context, dryRun bool, write func(context.Co
 	}
 	return gate.Check(ctx, p, write)
 }
+
+// gateChecks reports whether guarded runs its write in gate.Check's
+// transaction (the server has a transactor and a release store).
+func (s *Server) gateChecks() bool { return s.o.Tx != nil && s.o.Releases != nil }
 
 // gatedWrite is write under the gate check (guarded), for a write that
 // is no dry run.

@@ -73,7 +73,8 @@ type Options struct {
 	// else none (the write and its enqueues are then not atomic).
 	Tx ports.Transactor
 	// Audit records every write the API accepts (GET /api/v1/audit reads
-	// it); nil records none (writes are still logged as "audit" lines).
+	// it), in the write's own transaction when Tx is set (the handler runs
+	// in it); nil records none (writes are still logged as "audit" lines).
 	Audit ports.AuditLog
 	// AgentConfig checks a job agent's config by its type at apply; nil
 	// accepts any.

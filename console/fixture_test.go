@@ -100,7 +100,8 @@ type fixture struct {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	clock := porttest.NewFakeClock(t0)
-	f := &fixture{t: t, ctx: t.Context(), clock: clock, rel: memory.NewReleaseStore(clock), queue: memory.NewQueue(clock),
+	rel, queue := memory.NewReleaseStore(clock), memory.NewQueue(clock)
+	f := &fixture{t: t, ctx: t.Context(), clock: clock, rel: rel, queue: queue,
 		wfs: memory.NewWorkflowStore(), runs: memory.NewRunStore(clock), agent: &agent{}, tokens: map[string]string{}}
 	tokens := memory.NewTokens()
 	f.tokenStore = tokens
@@ -116,7 +117,8 @@ func setup(t *testing.T) *fixture {
 	f.cat = catalog.New(cat, catalog.Config{})
 	f.audit = memory.NewAuditLog()
 	f.console = console.New(console.Options{Chain: f.chain, Flows: f.flows, Catalog: f.cat, Releases: f.rel, Workflows: f.wfs,
-		Runs: f.runs, Queue: f.queue, Tokens: tokens, Clock: clock, Logger: log, Audit: f.audit})
+		Runs: f.runs, Queue: f.queue, Tokens: tokens, Clock: clock, Logger: log, Audit: f.audit,
+		Tx: memory.NewTransactor(rel, queue)})
 	f.srv = httptest.NewServer(f.console.Handler())
 	t.Cleanup(f.srv.Close)
 	for _, s := range ports.Scopes {

@@ -68,6 +68,9 @@ type Options struct {
 	// Audit records every change made from the console, as the API records
 	// its writes; nil records none (they are still logged as audit lines).
 	Audit ports.AuditLog
+	// Tx, when set with Audit, runs each change and its audit entry in one
+	// transaction: the change is made with its entry or not at all.
+	Tx ports.Transactor
 	// SecureCookie marks the session cookie Secure even on a plain HTTP
 	// request: the console is reached over https through a proxy
 	// (serve --public-url https://…). Over TLS it is always Secure.

@@ -240,9 +240,7 @@ func (s *Server) action(scope ports.Scope, h http.HandlerFunc) http.HandlerFunc 
 			s.problem(w, r, http.StatusForbidden, "token "+sess.token.ID+" lacks scope "+string(scope))
 			return
 		}
-		sw := &statusWriter{ResponseWriter: w}
-		h(sw, r)
-		s.auditAction(r, sess.Name, sw.status())
+		s.audited(w, r, sess.Name, h)
 	}
 }
 

@@ -16,7 +16,13 @@ import "context"
 //     ErrNotFound, release.ErrInvalid), so a compare-and-swap conflict
 //     inside fn, returned, aborts everything and reads as a conflict.
 //   - A context already inside a transaction of the same Transactor joins
-//     it instead of opening another: only the outermost InTx commits.
+//     it instead of opening another: only the outermost InTx commits. A
+//     nested InTx whose fn fails is a savepoint rolled back: its own writes
+//     (and enqueues) are undone, and the enclosing fn may go on without
+//     them.
+//   - An audit entry appended (AuditLog.AuditAppend) with fn's context is
+//     part of the transaction: stored when it commits, never when it
+//     rolls back.
 //
 // Everything fn does must use the context it receives: a call made with
 // another context is outside the transaction (and, in memory, may wait for

@@ -18,14 +18,25 @@ func NewAuditLog() *AuditLog { return &AuditLog{} }
 
 var _ ports.AuditLog = (*AuditLog)(nil)
 
-// AuditAppend stores e with the next sequence number.
-func (l *AuditLog) AuditAppend(_ context.Context, e ports.AuditEntry) (ports.AuditEntry, error) {
+// AuditAppend stores e with the next sequence number. Made with a context
+// carrying a transaction (Transactor.InTx), the entry is part of it: it is
+// stored when the transaction commits, numbered then (the entry returned
+// has Seq 0), and never when it rolls back.
+func (l *AuditLog) AuditAppend(ctx context.Context, e ports.AuditEntry) (ports.AuditEntry, error) {
+	e.At = ports.StoredTime(e.At)
+	if onCommit(ctx, func() { l.append(e) }) {
+		return e, nil
+	}
+	return l.append(e), nil
+}
+
+// append stores e with the next sequence number.
+func (l *AuditLog) append(e ports.AuditEntry) ports.AuditEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e.Seq = int64(len(l.entries)) + 1
-	e.At = ports.StoredTime(e.At)
 	l.entries = append(l.entries, e)
-	return e, nil
+	return e
 }
 
 // AuditList returns the entries matching p, newest first.

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/reconcilerhq/reconciler/internal/strictjson"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -30,36 +31,9 @@ func jsonRoundTrip[T any](v *T) (T, error) {
 	return out, nil
 }
 
-// copyJSON deep-copies a value decoded from JSON (maps, slices, scalars).
-func copyJSON(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return copyAnyMap(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = copyJSON(e)
-		}
-		return out
-	}
-	return v
-}
-
-// copyAnyMap deep-copies a JSON object; nil stays nil.
-func copyAnyMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = copyJSON(v)
-	}
-	return out
-}
-
 // copyValue deep-copies a variable value.
 func copyValue(v release.Value) release.Value {
-	out := release.Value{Literal: copyJSON(v.Literal)}
+	out := release.Value{Literal: strictjson.Clone(v.Literal)}
 	if v.Reference != nil {
 		out.Reference = &release.Reference{Relation: v.Reference.Relation, Path: slices.Clone(v.Reference.Path)}
 	}
@@ -96,7 +70,7 @@ func copyValues(m map[string]release.Value) map[string]release.Value {
 
 func copyDeployment(d *release.Deployment) release.Deployment {
 	out := *d
-	out.JobAgentConfig = copyAnyMap(d.JobAgentConfig)
+	out.JobAgentConfig = strictjson.CloneObject(d.JobAgentConfig)
 	out.Metadata = maps.Clone(d.Metadata)
 	if d.Variables != nil {
 		out.Variables = make([]release.DeploymentVariable, len(d.Variables))
@@ -130,7 +104,7 @@ func copyEnvironment(e *release.Environment) release.Environment {
 
 func copyResource(r *release.Resource) release.Resource {
 	out := *r
-	out.Config = copyAnyMap(r.Config)
+	out.Config = strictjson.CloneObject(r.Config)
 	out.Metadata = maps.Clone(r.Metadata)
 	out.Variables = copyValues(r.Variables)
 	return out
@@ -138,14 +112,14 @@ func copyResource(r *release.Resource) release.Resource {
 
 func copyJobAgent(a *release.JobAgent) release.JobAgent {
 	out := *a
-	out.Config = copyAnyMap(a.Config)
+	out.Config = strictjson.CloneObject(a.Config)
 	return out
 }
 
 func copyVersion(v *release.DeploymentVersion) release.DeploymentVersion {
 	out := *v
-	out.Config = copyAnyMap(v.Config)
-	out.JobAgentConfig = copyAnyMap(v.JobAgentConfig)
+	out.Config = strictjson.CloneObject(v.Config)
+	out.JobAgentConfig = strictjson.CloneObject(v.JobAgentConfig)
 	out.Metadata = maps.Clone(v.Metadata)
 	return out
 }
@@ -164,8 +138,8 @@ func copyRelease(r *release.Release) release.Release {
 
 func copyJob(j *ports.JobRow) ports.JobRow {
 	out := *j
-	out.JobAgentConfig = copyAnyMap(j.JobAgentConfig)
-	out.DispatchContext = copyAnyMap(j.DispatchContext)
+	out.JobAgentConfig = strictjson.CloneObject(j.JobAgentConfig)
+	out.DispatchContext = strictjson.CloneObject(j.DispatchContext)
 	if j.Take != nil {
 		take := *j.Take
 		out.Take = &take
@@ -176,7 +150,7 @@ func copyJob(j *ports.JobRow) ports.JobRow {
 			cp := make([]release.Measurement, len(ms))
 			for i, m := range ms {
 				cp[i] = m
-				cp[i].Result = copyJSON(m.Result)
+				cp[i].Result = strictjson.Clone(m.Result)
 			}
 			out.Measurements[k] = cp
 		}

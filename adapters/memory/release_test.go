@@ -57,7 +57,7 @@ func TestTransactorConformance(t *testing.T) {
 	t.Parallel()
 	porttest.Transactor(t, func(_ *testing.T, clock ports.Clock) porttest.TxWorld {
 		store, queue := memory.NewReleaseStore(clock), memory.NewQueue(clock)
-		return porttest.TxWorld{Tx: memory.NewTransactor(store, queue), Store: store, Queue: queue}
+		return porttest.TxWorld{Tx: memory.NewTransactor(store, queue), Store: store, Queue: queue, Audit: memory.NewAuditLog()}
 	})
 }
 

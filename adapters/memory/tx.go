@@ -49,7 +49,7 @@ func txOf(ctx context.Context) *memTx {
 // InTx implements ports.Transactor.
 func (x *Transactor) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
 	if t := txOf(ctx); t != nil && t.store == x.store && t.queue == x.queue {
-		return fn(ctx)
+		return t.nested(ctx, fn)
 	}
 	tx := &memTx{store: x.store, queue: x.queue}
 	x.store.mu.Lock()
@@ -75,6 +75,32 @@ func (x *Transactor) InTx(ctx context.Context, fn func(ctx context.Context) erro
 		f()
 	}
 	return nil
+}
+
+// nested runs fn inside t as a savepoint: when fn fails, the writes,
+// enqueues and commit hooks it added are undone (newest first) and the
+// enclosing transaction goes on without them.
+func (t *memTx) nested(ctx context.Context, fn func(ctx context.Context) error) error {
+	undo, enqueues, commits := len(t.undo), len(t.enqueues), len(t.commits)
+	err := fn(ctx)
+	if err != nil {
+		for _, u := range slices.Backward(t.undo[undo:]) {
+			u()
+		}
+		t.undo, t.enqueues, t.commits = t.undo[:undo], t.enqueues[:enqueues], t.commits[:commits]
+	}
+	return err
+}
+
+// onCommit runs f once ctx's transaction has committed, and reports true;
+// it reports false when ctx carries no transaction.
+func onCommit(ctx context.Context, f func()) bool {
+	t := txOf(ctx)
+	if t == nil {
+		return false
+	}
+	t.commits = append(t.commits, f)
+	return true
 }
 
 // inTx reports whether ctx carries a transaction of this store, whose lock

@@ -339,16 +339,19 @@ type ctxTx struct {
 	tx bun.Tx
 	// afterCommit runs, in order, once tx has committed (DB.afterCommit).
 	afterCommit []func()
+	// savepoints numbers the nested transactions' savepoints.
+	savepoints int
 }
 
 // InTx runs fn in a transaction carried by the context fn receives: every
 // adapter method of this DB called with that context joins it, so their
 // writes commit together when fn returns nil and roll back when it returns
 // an error or panics. A context already inside a transaction of this DB
-// joins that one instead of opening another.
+// joins that one instead of opening another, under a savepoint rolled back
+// when its fn fails.
 func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
 	if t, ok := ctx.Value(txKey{}).(*ctxTx); ok && t.db == db {
-		return fn(ctx)
+		return t.nested(ctx, fn)
 	}
 	b, _, _ := db.on(ctx)
 	tx, err := b.BeginTx(ctx, nil)
@@ -371,6 +374,30 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	}
 	for _, f := range t.afterCommit {
 		f()
+	}
+	return nil
+}
+
+// nested runs fn inside t under a savepoint: when fn fails, its
+// statements and the after-commit hooks it added are rolled back and the
+// enclosing transaction goes on without them (a failed statement inside fn
+// does not abort the enclosing transaction).
+func (t *ctxTx) nested(ctx context.Context, fn func(ctx context.Context) error) error {
+	t.savepoints++
+	name := "nested_" + strconv.Itoa(t.savepoints)
+	if _, err := t.tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
+		return fmt.Errorf("begin nested transaction: %w", err)
+	}
+	hooks := len(t.afterCommit)
+	if err := fn(ctx); err != nil {
+		if _, rbErr := t.tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT "+name); rbErr != nil {
+			return errors.Join(err, fmt.Errorf("roll back nested transaction: %w", rbErr))
+		}
+		t.afterCommit = t.afterCommit[:hooks]
+		return err
+	}
+	if _, err := t.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name); err != nil {
+		return fmt.Errorf("end nested transaction: %w", err)
 	}
 	return nil
 }

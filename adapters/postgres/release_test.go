@@ -59,6 +59,6 @@ func TestTransactorConformance(t *testing.T) {
 	t.Parallel()
 	porttest.Transactor(t, func(t *testing.T, clock ports.Clock) porttest.TxWorld {
 		db := runStoreSetup(t)
-		return porttest.TxWorld{Tx: db, Store: postgres.NewReleaseStore(db, clock), Queue: newQueue(t, db, clock)}
+		return porttest.TxWorld{Tx: db, Store: postgres.NewReleaseStore(db, clock), Queue: newQueue(t, db, clock), Audit: postgres.NewAuditLog(db)}
 	})
 }

@@ -142,32 +142,15 @@ func checkTFEExchange(r *http.Request, reqBody []byte, status int, resp []byte) 
 // checkedByGoTFE wraps the fake's handler with checkTFEExchange; a
 // violation fails t.
 func checkedByGoTFE(t *testing.T, h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var body bytes.Buffer
-		_, _ = body.ReadFrom(r.Body)
-		r.Body = http.NoBody
-		if body.Len() > 0 {
-			r.Body = readCloser{bytes.NewReader(body.Bytes())}
+	return contract.Intercept(h, func(r *http.Request, body []byte, rec *httptest.ResponseRecorder) {
+		if rec.Header().Get(contract.OffContract) != "" {
+			return
 		}
-		rec := httptest.NewRecorder()
-		h(rec, r)
-		if rec.Header().Get(contract.OffContract) == "" {
-			if err := checkTFEExchange(r, body.Bytes(), rec.Code, rec.Body.Bytes()); err != nil {
-				t.Errorf("go-tfe contract: %s %s: %v", r.Method, r.URL.Path, err)
-			}
+		if err := checkTFEExchange(r, body, rec.Code, rec.Body.Bytes()); err != nil {
+			t.Errorf("go-tfe contract: %s %s: %v", r.Method, r.URL.Path, err)
 		}
-		rec.Header().Del(contract.OffContract)
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(rec.Body.Bytes())
-	}
+	}).ServeHTTP
 }
-
-type readCloser struct{ *bytes.Reader }
-
-func (readCloser) Close() error { return nil }
 
 // TestGoTFEContractCatchesAnOffDefinitionFake: an answer with an
 // attribute go-tfe does not know, a status it does not name, or a create

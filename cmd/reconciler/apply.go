@@ -247,9 +247,10 @@ before (as stored) and after (decided by the release chain over the change:
 a dry run, so the plan shows what the other documents do; reconciler catalog
 plan shows what publishing a policy revision would do. -o json or yaml prints
 the answer of POST /api/v1/apply as is (the plan under "plan"). --prune also deletes the systems, variable sets, resources,
-relationship rules, environments and deployments of the workspace (--workspace, default the one the documents name)
-whose kind the documents hold and whose name they do not; job agents and
-policies, which belong to no workspace, are never pruned.
+relationship rules, environments, deployments and policies of the workspace (--workspace, default the one the documents name)
+whose kind the documents hold and whose name they do not (the dry run lists
+them as deleted; like the policies it publishes, it does not plan a policy's
+delete); job agents, which belong to no workspace, are never pruned.
 
 Every document is checked before anything is written, and a bad one changes
 nothing; the message names the file, the line and the field: CEL selectors must

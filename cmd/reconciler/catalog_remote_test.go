@@ -32,13 +32,7 @@ func catalogAPIServer(t *testing.T, store string) (string, map[ports.Scope]strin
 	be, err := openBackend(ctx, dsn, true, clock)
 	require.NoError(t, err)
 	t.Cleanup(be.close)
-	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
-	t.Cleanup(rt.close)
-	srv := api.New(api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()}),
-		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Clock: clock,
-		Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
+	url := backendAPIServer(t, be, nil)
 	out := map[ports.Scope]string{}
 	for _, s := range ports.Scopes {
 		// The changes read the revision first: each token reads too.
@@ -46,7 +40,26 @@ func catalogAPIServer(t *testing.T, store string) (string, map[ports.Scope]strin
 		require.NoError(t, err)
 		out[s] = secret
 	}
-	return hs.URL, out
+	return url, out
+}
+
+// backendAPIServer serves the API over be with the release runtime, the
+// catalog's validators and the system clock; with changes its options
+// first. It returns the URL.
+func backendAPIServer(t *testing.T, be *backend, with func(*api.Options)) string {
+	t.Helper()
+	clock := ports.SystemClock
+	rt := newReleaseRuntime(be.releases, be.workflows, be.catalog, be.queue, clock, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
+	t.Cleanup(rt.close)
+	o := api.Options{Chain: rt.chain, Flows: rt.flows, Catalog: catalog.New(be.catalog, catalog.Config{Validators: catalogValidators()}),
+		Releases: be.releases, Workflows: be.workflows, Queue: be.queue, Tokens: be.tokens, Clock: clock,
+		Runs: &runs.Control{Store: be.runs, Queue: be.queue, Clock: clock}}
+	if with != nil {
+		with(&o)
+	}
+	hs := httptest.NewServer(api.New(o).Handler())
+	t.Cleanup(hs.Close)
+	return hs.URL
 }
 
 // TestCatalogThroughAPI runs the catalog commands with --server on both

@@ -412,7 +412,7 @@ func runServe(ctx context.Context, cmdOut io.Writer, o serveOptions) error {
 		extra[api.Prefix+"/"] = apiSrv.Handler()
 		extra["/"] = console.New(console.Options{Chain: rt.chain, Flows: rt.flows, Catalog: cat, Releases: be.releases,
 			Workflows: be.workflows, Runs: be.runs, Queue: be.queue, Tokens: be.tokens, Clock: clock, Logger: log,
-			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh, Changes: be.changes, Audit: be.audit, SecureCookie: o.http.secureCookies()}).Handler()
+			Insecure: o.insecureNoAuth, Refresh: o.consoleRefresh, Changes: be.changes, Audit: be.audit, Tx: be.tx, SecureCookie: o.http.secureCookies()}).Handler()
 	}
 	if o.listen != "" {
 		var hook http.Handler

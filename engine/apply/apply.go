@@ -80,12 +80,17 @@ type Request struct {
 	// DryRun computes and checks everything, reports it, and writes nothing.
 	DryRun bool `json:"dry_run,omitempty" doc:"report what would change and write nothing"`
 	// Prune deletes the systems, variable sets, resources, relationship
-	// rules, environments and deployments of Workspace whose kind the documents hold but whose
-	// name they do not.
-	Prune bool `json:"prune,omitempty" doc:"delete the objects of the documents' kinds (systems, variable sets, resources, relationship rules, environments, deployments) in the workspace that the documents no longer name"`
+	// rules, environments, deployments and policies of Workspace whose
+	// kind the documents hold but whose name they do not.
+	Prune bool `json:"prune,omitempty" doc:"delete the objects of the documents' kinds (systems, variable sets, resources, relationship rules, environments, deployments, policies) in the workspace that the documents no longer name"`
 	// Workspace is the one workspace Prune may touch; empty: the one
 	// workspace the documents name.
 	Workspace string `json:"workspace,omitempty" doc:"with prune: the workspace it acts in; default: the one workspace the documents name"`
+	// CallerRollsBack, on a dry run made inside a transaction that its
+	// caller rolls back (gate.Check's), leaves the dry run's writes in that
+	// transaction for the caller to read instead of rolling them back
+	// itself (a nested transaction that fails is rolled back on its own).
+	CallerRollsBack bool `json:"-"`
 }
 
 // Action is what Apply did (or, on a dry run, would do) to an object.
@@ -204,7 +209,7 @@ func (a *Applier) Apply(ctx context.Context, req Request) (Response, error) {
 		if err := w.write(ctx, plans, deletes, delKinds, !req.DryRun); err != nil {
 			return err
 		}
-		if req.DryRun {
+		if req.DryRun && !req.CallerRollsBack {
 			return errDryRun
 		}
 		return nil
@@ -269,6 +274,12 @@ func (w *world) plan(ctx context.Context, objs []*object) ([]plan, error) {
 			p.action = Changed
 		}
 		if cur.parent != o.parent {
+			if o.kind.Kind == "System" {
+				// Its deployments, environments and their targets would
+				// change tenant without a word (the API's PUT refuses it too).
+				return nil, docError(o.index, release.Invalid("metadata.workspace",
+					fmt.Sprintf("system %q is in workspace %q; apply cannot move it to %q", o.id, cur.parent, o.parent)))
+			}
 			p.oldParent = cur.parent
 		}
 		plans = append(plans, p)
@@ -317,7 +328,7 @@ func (w *world) prunable(ctx context.Context, ws string, objs []*object) ([]stor
 			}
 		}
 	}
-	for _, k := range []string{"Resource", "RelationshipRule", "System"} {
+	for _, k := range []string{"Resource", "RelationshipRule", "System", "Policy"} {
 		if err := add(kindOf(k), ws); err != nil {
 			return nil, nil, err
 		}
@@ -361,10 +372,11 @@ func (w *world) write(ctx context.Context, plans []plan, deletes []stored, delKi
 		}
 		return nil
 	}
-	// Policies go last, after the deletes: the catalog they are published
-	// to may not join the transaction (it does on Postgres, not in
-	// memory), so nothing that can fail comes after them but the effects,
-	// and a dry run does not write them at all.
+	// Policies go last, after the other deletes, and so do the deletes of
+	// pruned policies: the catalog they are published to may not join the
+	// transaction (it does on Postgres, not in memory), so nothing that
+	// can fail comes after them but the effects, and a dry run does not
+	// write them at all.
 	var policies []plan
 	for _, p := range plans {
 		switch {
@@ -377,18 +389,34 @@ func (w *world) write(ctx context.Context, plans []plan, deletes []stored, delKi
 			}
 		}
 	}
-	for i, s := range deletes {
-		k := delKinds[i]
+	remove := func(i int) error {
+		k, s := delKinds[i], deletes[i]
 		if err := w.a.remove(ctx, k, s); err != nil {
 			return err
 		}
 		fx.touch(k, s.id, s.parent)
+		return nil
+	}
+	var policyDeletes []int
+	for i := range deletes {
+		if delKinds[i].Kind == "Policy" {
+			policyDeletes = append(policyDeletes, i)
+			continue
+		}
+		if err := remove(i); err != nil {
+			return err
+		}
 	}
 	if !effects {
 		return nil // a dry run
 	}
 	for _, p := range policies {
 		if err := put(p); err != nil {
+			return err
+		}
+	}
+	for _, i := range policyDeletes {
+		if err := remove(i); err != nil {
 			return err
 		}
 	}

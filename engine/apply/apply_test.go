@@ -274,6 +274,67 @@ func TestApplyPruneStaysInItsWorkspace(t *testing.T) {
 	})
 }
 
+// TestApplyPrunesPolicies: policies belong to a workspace, so prune deletes
+// the workspace's policies the documents no longer name (when they hold
+// policies); a dry run lists the delete and deletes nothing; another
+// workspace's policies are untouched.
+func TestApplyPrunesPolicies(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, e *env) {
+		ctx := t.Context()
+		extra := doc("Policy", "a-hold", "a", map[string]any{"name": "Hold", "selector": "true", "enabled": true,
+			"rules": []any{map[string]any{"id": "approve", "type": "anyApproval", "min_approvals": 1}}})
+		_, err := e.a.Apply(ctx, apply.Request{Documents: append(append(shop("a"), extra), shop("b")...)})
+		require.NoError(t, err)
+		_, err = e.a.Policies.Get(ctx, "a-hold")
+		require.NoError(t, err)
+		otherBefore := workspaceDocs(t, e, "b")
+
+		dry, err := e.a.Apply(ctx, apply.Request{Documents: shop("a"), Prune: true, DryRun: true})
+		require.NoError(t, err)
+		require.Contains(t, actions(dry), "Policy/a-hold deleted", "the dry run shows the delete")
+		_, err = e.a.Policies.Get(ctx, "a-hold")
+		require.NoError(t, err, "a dry run deletes nothing")
+
+		r, err := e.a.Apply(ctx, apply.Request{Documents: shop("a"), Prune: true})
+		require.NoError(t, err)
+		require.Contains(t, actions(r), "Policy/a-hold deleted")
+		require.Contains(t, actions(r), "Policy/a-staging-after-dev unchanged")
+		_, err = e.a.Policies.Get(ctx, "a-hold")
+		require.ErrorIs(t, err, ports.ErrNotFound, "the pruned policy is gone")
+		require.Equal(t, otherBefore, workspaceDocs(t, e, "b"), "workspace b's policy is untouched")
+
+		// Documents without policies prune none.
+		var noPolicies []apply.Document
+		for _, d := range shop("a") {
+			if d.Kind != "Policy" {
+				noPolicies = append(noPolicies, d)
+			}
+		}
+		r, err = e.a.Apply(ctx, apply.Request{Documents: noPolicies, Prune: true})
+		require.NoError(t, err)
+		require.NotContains(t, actions(r), "Policy/a-staging-after-dev deleted")
+		_, err = e.a.Policies.Get(ctx, "a-staging-after-dev")
+		require.NoError(t, err)
+	})
+}
+
+// TestApplyRefusesMovingASystem: a system's workspace is fixed, as the
+// API's PUT keeps it: apply refuses the move naming metadata.workspace and
+// writes nothing.
+func TestApplyRefusesMovingASystem(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, e *env) {
+		ctx := t.Context()
+		_, err := e.a.Apply(ctx, apply.Request{Documents: append(shop("a"), doc("Workspace", "b", "", map[string]any{"name": "B"}))})
+		require.NoError(t, err)
+		before := snapshot(t, e)
+		_, err = e.a.Apply(ctx, apply.Request{Documents: []apply.Document{doc("System", "a-shop", "b", map[string]any{"name": "Shop"})}})
+		requireField(t, err, "documents[0].metadata.workspace")
+		require.Equal(t, before, snapshot(t, e), "a refused move writes nothing")
+	})
+}
+
 // workspaceDocs is every document of workspace ws's fixture (shop(ws)
 // names them all "ws..."), as JSON.
 func workspaceDocs(t *testing.T, e *env, ws string) []string {

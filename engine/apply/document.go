@@ -169,7 +169,7 @@ var kinds = []*kindDef{
 	def("RelationshipRule", 5, &ports.RelationshipRuleKind, "workspace_id", true, func(a *Applier) ports.Objects[release.RelationshipRule] { return a.Store.RelationshipRules() }),
 	def("Environment", 6, &ports.EnvironmentKind, "system_id", true, func(a *Applier) ports.Objects[release.Environment] { return a.Store.Environments() }),
 	def("Deployment", 7, &ports.DeploymentKind, "system_id", true, func(a *Applier) ports.Objects[release.Deployment] { return a.Store.Deployments() }),
-	def("Policy", 8, &ports.PolicyKind, "workspace_id", false, func(a *Applier) ports.Objects[policy.Policy] { return a.policies() }),
+	def("Policy", 8, &ports.PolicyKind, "workspace_id", true, func(a *Applier) ports.Objects[policy.Policy] { return a.policies() }),
 }
 
 // KindNames lists the document kinds in write order.

@@ -1,9 +1,9 @@
 package contract
 
 import (
-	"maps"
-
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/reconcilerhq/reconciler/internal/strictjson"
 )
 
 // maxFillDepth bounds how deep Fill synthesizes missing required values,
@@ -37,7 +37,7 @@ func fill(s *openapi3.Schema, v any, depth int) any {
 			if sub.Value == nil {
 				continue
 			}
-			candidate := fill(sub.Value, clone(v), depth+1)
+			candidate := fill(sub.Value, strictjson.Clone(v), depth+1)
 			if sub.Value.VisitJSON(candidate, openapi3.MultiErrors()) == nil {
 				return candidate
 			}
@@ -109,23 +109,4 @@ func synth(s *openapi3.Schema, depth int) any {
 		return []any{}
 	}
 	return fill(s, map[string]any{}, depth) // an object, typed or not
-}
-
-// clone copies the maps and slices of a decoded JSON value.
-func clone(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := maps.Clone(x)
-		for k, e := range m {
-			m[k] = clone(e)
-		}
-		return m
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = clone(e)
-		}
-		return out
-	}
-	return v
 }

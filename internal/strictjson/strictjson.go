@@ -1,6 +1,8 @@
 // Package strictjson decodes JSON into Go values strictly: unknown fields,
 // type mismatches, trailing data and syntax errors are reported with the
-// field's path and its line and column in the input, never a panic.
+// field's path and its line and column in the input, never a panic. Clone
+// deep-copies a decoded value (the one copy the pure core and the adapters
+// share).
 //
 // Invariant: Decode either fills v completely or returns an *Error; it never
 // reports success for input with a field v does not declare.

@@ -21,6 +21,9 @@ type TxWorld struct {
 	Tx    ports.Transactor
 	Store ports.ReleaseStore
 	Queue ports.Queue
+	// Audit, when set, is the audit log whose appends join the
+	// transaction; the suite then checks that they do.
+	Audit ports.AuditLog
 }
 
 // TxFactory returns an empty world whose store and queue stamp writes
@@ -46,6 +49,14 @@ func Transactor(t *testing.T, newWorld TxFactory) {
 	t.Run("ConflictAbortsEverything", func(t *testing.T) { txConflictAborts(setup(t)) })
 	t.Run("PanicWritesNothing", func(t *testing.T) { txPanicWritesNothing(setup(t)) })
 	t.Run("NestedJoins", func(t *testing.T) { txNested(setup(t)) })
+	t.Run("NestedErrorUndoesItsOwn", func(t *testing.T) { txNestedError(setup(t)) })
+	t.Run("AuditInTheWritesCommit", func(t *testing.T) {
+		t, e := setup(t)
+		if e.Audit == nil {
+			t.Skip("no audit log in this world")
+		}
+		txAudit(t, e)
+	})
 	t.Run("OthersSeeAllOrNothing", func(t *testing.T) { txAtomicToOthers(setup(t)) })
 	t.Run("ConcurrentConflict", func(t *testing.T) { txConcurrentConflict(setup(t)) })
 }
@@ -337,6 +348,82 @@ func txNested(t *testing.T, e *txEnv) {
 	_, err = e.Store.Systems().Get(ctx, "sys-new")
 	require.NoError(t, err)
 	_, err = e.Queue.WorkGet(ctx, txItem)
+	require.NoError(t, err)
+}
+
+// txNestedError: a nested InTx whose fn fails undoes its own writes, even
+// after a statement that failed, and the enclosing transaction goes on and
+// commits the rest.
+func txNestedError(t *testing.T, e *txEnv) {
+	ctx := e.rel.ctx
+	boom := errors.New("inner fails")
+	require.NoError(t, e.Tx.InTx(ctx, func(ctx context.Context) error {
+		err := e.Tx.InTx(ctx, func(ctx context.Context) error {
+			if _, err := e.Store.Systems().Put(ctx, release.System{ID: "sys-new", WorkspaceID: relWS, Name: "New"}, 0); err != nil {
+				return err
+			}
+			if _, err := e.Store.Systems().Put(ctx, release.System{ID: relSys1, WorkspaceID: relWS, Name: "Again"}, 0); err == nil {
+				return errors.New("a second create of an existing system succeeded")
+			}
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		_, err = e.Store.Systems().Get(ctx, "sys-new")
+		require.ErrorIs(t, err, ports.ErrNotFound, "the failed nested transaction's write is undone at once")
+		_, err = e.Store.Systems().Put(ctx, release.System{ID: "sys-two", WorkspaceID: relWS, Name: "Two"}, 0)
+		return err
+	}))
+	_, err := e.Store.Systems().Get(ctx, "sys-new")
+	require.ErrorIs(t, err, ports.ErrNotFound)
+	_, err = e.Store.Systems().Get(ctx, "sys-two")
+	require.NoError(t, err, "the enclosing transaction committed the rest")
+}
+
+// txAudit: an audit entry appended inside a transaction commits with its
+// write and only then becomes visible; a transaction that fails after the
+// append (the write's failure) leaves neither the write nor the entry.
+func txAudit(t *testing.T, e *txEnv) {
+	ctx := e.rel.ctx
+	entry := func(id string) ports.AuditEntry {
+		return ports.AuditEntry{At: relAt(3), Actor: "ann", Action: "putSystem", Method: "PUT", Path: "/systems/" + id,
+			Kind: "systems", ID: id, Summary: "created system " + id, Status: 201}
+	}
+	entries := func(id string) []ports.AuditEntry {
+		t.Helper()
+		list, err := e.Audit.AuditList(ctx, ports.AuditListParams{Kind: "systems", ID: id})
+		require.NoError(t, err)
+		return list
+	}
+	boom := errors.New("the write fails after the audit insert")
+	err := e.Tx.InTx(ctx, func(txCtx context.Context) error {
+		if _, err := e.Store.Systems().Put(txCtx, release.System{ID: "sys-failed", WorkspaceID: relWS, Name: "Failed"}, 0); err != nil {
+			return err
+		}
+		if _, err := e.Audit.AuditAppend(txCtx, entry("sys-failed")); err != nil {
+			return err
+		}
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	require.Empty(t, entries("sys-failed"), "a failed write leaves no audit entry")
+	_, err = e.Store.Systems().Get(ctx, "sys-failed")
+	require.ErrorIs(t, err, ports.ErrNotFound)
+
+	require.NoError(t, e.Tx.InTx(ctx, func(txCtx context.Context) error {
+		if _, err := e.Store.Systems().Put(txCtx, release.System{ID: "sys-new", WorkspaceID: relWS, Name: "New"}, 0); err != nil {
+			return err
+		}
+		if _, err := e.Audit.AuditAppend(txCtx, entry("sys-new")); err != nil {
+			return err
+		}
+		require.Empty(t, entries("sys-new"), "others see the entry only with the commit")
+		return nil
+	}))
+	got := entries("sys-new")
+	require.Len(t, got, 1, "a write that succeeds leaves exactly one entry")
+	require.Equal(t, "created system sys-new", got[0].Summary)
+	require.Positive(t, got[0].Seq)
+	_, err = e.Store.Systems().Get(ctx, "sys-new")
 	require.NoError(t, err)
 }
 

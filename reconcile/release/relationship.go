@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/reconcilerhq/reconciler/expr"
+	"github.com/reconcilerhq/reconciler/internal/strictjson"
 )
 
 // The CEL variables of a relationship rule's match: the resource a
@@ -244,27 +245,15 @@ func fieldAt(doc any, path []string) (any, bool) {
 func pathString(path []string) string { return strings.Join(path, ".") }
 
 // deepCopy copies the maps and lists of a JSON-like value, so a literal
-// never shares them with the resource it was read from.
+// never shares them with the resource it was read from; a map[string]string
+// (metadata) becomes a JSON object.
 func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = deepCopy(e)
-		}
-		return out
-	case map[string]string:
+	if x, ok := v.(map[string]string); ok {
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			out[k] = e
 		}
 		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = deepCopy(e)
-		}
-		return out
 	}
-	return v
+	return strictjson.Clone(v)
 }
