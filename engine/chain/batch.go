@@ -14,6 +14,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/internal/tracing"
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -70,6 +71,11 @@ type batch struct {
 	// grants are the versions' approvals and skips, read once per batch
 	// (versionGrants).
 	grants map[string]grants
+	// policies, when override is set, stand in for the stored enabled
+	// policies of every target the batch loads: a plan's policy change
+	// applied in memory (DecideManyWith).
+	policies []ports.Stored[policy.Policy]
+	override bool
 }
 
 // prefetch reads the facts of the items' targets in one statement.

@@ -35,6 +35,9 @@ func (c *Chain) load(ctx context.Context, t release.ReleaseTarget) (*facts, erro
 	if err != nil {
 		return nil, err
 	}
+	if b := batchOf(ctx); b != nil && b.override {
+		tf.Policies = b.policies
+	}
 	f := &facts{TargetFacts: tf, policies: values(tf.Policies), base: targetInput(c.Clock.Now(), &tf.Detail)}
 	f.base.Jobs = records(tf.Jobs)
 	return f, nil
@@ -178,7 +181,21 @@ const decideChunk = 1000
 // of the desired-release controller reads them. A target that is not
 // stored is left out of the answer.
 func (c *Chain) DecideMany(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]plan.Desired, error) {
-	b := &batch{size: len(ts)}
+	return c.decideMany(ctx, ts, &batch{size: len(ts)})
+}
+
+// DecideManyWith is DecideMany with policies standing in for the stored
+// enabled policies (each its revision as Version; 0 for one not
+// published): what the chain would decide were they the published ones,
+// e.g. once a proposed policy revision is published.
+func (c *Chain) DecideManyWith(policies []ports.Stored[policy.Policy]) func(context.Context, []release.ReleaseTarget) (map[release.ReleaseTarget]plan.Desired, error) {
+	return func(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]plan.Desired, error) {
+		return c.decideMany(ctx, ts, &batch{size: len(ts), policies: policies, override: true})
+	}
+}
+
+// decideMany is DecideMany in batch b.
+func (c *Chain) decideMany(ctx context.Context, ts []release.ReleaseTarget, b *batch) (map[release.ReleaseTarget]plan.Desired, error) {
 	bctx := context.WithValue(ctx, batchKey{}, b)
 	out := make(map[release.ReleaseTarget]plan.Desired, len(ts))
 	for chunk := range slices.Chunk(ts, decideChunk) {
