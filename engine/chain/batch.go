@@ -76,6 +76,20 @@ type batch struct {
 	// applied in memory (DecideManyWith).
 	policies []ports.Stored[policy.Policy]
 	override bool
+	// jobStates are the targets' job states, read for a chunk of a plan
+	// in one call (DecideMany on a ports.JobStateBatcher); a target's
+	// entry is its state, absent when not read.
+	jobStates map[release.ReleaseTarget]ports.TargetJobState
+}
+
+// jobState is t's job state: read with its batch's, else alone.
+func (c *Chain) jobState(ctx context.Context, t release.ReleaseTarget) (ports.TargetJobState, error) {
+	if b := batchOf(ctx); b != nil {
+		if st, ok := b.jobStates[t]; ok {
+			return st, nil
+		}
+	}
+	return c.Store.TargetJobState(ctx, t)
 }
 
 // prefetch reads the facts of the items' targets in one statement.
