@@ -115,6 +115,17 @@ func TestApplyCLI(t *testing.T) {
 	require.Equal(t, 2, as(ports.ScopeWrite, "key: [", "apply", "-f", "-").code, "a YAML syntax error")
 	require.Equal(t, 5, as(ports.ScopeRead, shopStaging, "apply", "-f", "-").code, "scope write")
 
+	// catalog plan: a draft of prod-gate that disables it would let prod
+	// take v1 (desired before -> after, as the dry run decides it).
+	r = as(ports.ScopeRead, "", "catalog", "get", "policy/prod-gate", "-o", "content")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"enabled":true`)
+	r = as(ports.ScopeWrite, strings.Replace(r.stdout, `"enabled":true`, `"enabled":false`, 1), "catalog", "create", "policy/prod-gate", "-f", "-")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = as(ports.ScopeRead, "", "catalog", "plan", "policy/prod-gate")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `  target web:prod:eu-1 changed\n    desired: no release -> v1 \(release [0-9a-f]{12}\)\n    - prod-gate/after-staging`, r.stdout)
+
 	// Renaming the environment prod-gate's selector reads lifts its rules:
 	// write only is refused (exit 5) naming target and rule; admin applies.
 	prod := "apiVersion: reconciler.dev/v1\nkind: Environment\nmetadata: {name: prod, system: shop}\nspec: {name: 'prod ', resource_selector: 'resource.kind == \"KubernetesCluster\"'}\n"
