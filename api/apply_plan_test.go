@@ -86,7 +86,7 @@ func TestApplyDryRunPages(t *testing.T) {
 		whole := dryPlan(t, f, "write", docs...)
 		require.GreaterOrEqual(t, len(whole), 3, "%+v", whole)
 		var keys []string
-		cursor := ""
+		cursor, digest := "", ""
 		for pages := 0; ; pages++ {
 			require.Less(t, pages, len(whole), "the pages end")
 			path := "/api/v1/apply?limit=2"
@@ -99,6 +99,10 @@ func TestApplyDryRunPages(t *testing.T) {
 			require.NoError(t, json.Unmarshal(res.body, &resp))
 			require.NotNil(t, resp.PlanSummary)
 			require.Equal(t, len(whole), resp.PlanSummary.Targets, "the summary counts every page")
+			if digest == "" {
+				digest = resp.PlanSummary.Digest
+			}
+			require.Equal(t, digest, resp.PlanSummary.Digest, "every page is a page of one plan")
 			require.LessOrEqual(t, len(resp.Plan.Targets), 2)
 			for _, tg := range resp.Plan.Targets {
 				keys = append(keys, tg.Key)

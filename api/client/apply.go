@@ -12,7 +12,9 @@ import (
 
 // Apply applies documents (POST /apply), all or nothing. A dry run's
 // plan is read whole, page after page (ApplyPage, the largest pages the
-// API serves): the response holds every target and no cursor.
+// API serves): the response holds every target and no cursor. Each page
+// is computed again; a page whose plan_summary digest differs from the
+// first's (the store changed meanwhile) is an error.
 func (c *Client) Apply(ctx context.Context, r apply.Request) (apply.Response, error) {
 	resp, err := c.ApplyPage(ctx, r, maxPlanPage, "")
 	for err == nil && resp.PlanNextCursor != "" && resp.Plan != nil {
@@ -22,6 +24,9 @@ func (c *Client) Apply(ctx context.Context, r apply.Request) (apply.Response, er
 		}
 		if next.Plan == nil {
 			return apply.Response{}, errors.New("apply: a page of the plan came without its targets")
+		}
+		if next.PlanSummary == nil || resp.PlanSummary == nil || next.PlanSummary.Digest != resp.PlanSummary.Digest {
+			return apply.Response{}, errors.New("apply: the plan changed while its pages were read (another write landed meanwhile): run the dry run again")
 		}
 		resp.Plan.Targets = append(resp.Plan.Targets, next.Plan.Targets...)
 		resp.PlanSummary, resp.PlanNextCursor = next.PlanSummary, next.PlanNextCursor

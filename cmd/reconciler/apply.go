@@ -245,7 +245,8 @@ progression, rollout, verification; as policy/rule, type and policy
 revision) that start (+) or stop (-) applying to it, and its desired release
 before (as stored) and after (decided by the release chain over the change:
 "desired: v1 (release …) -> no release"). The plan is read whole,
-page after page; --limit N prints its first N targets (in key order) and
+page after page (an error if it changes between pages: run it again);
+--limit N prints its first N targets (in key order) and
 counts the rest (created, removed, gates changing, rules lifted, releases
 moving). Policy documents are not written by
 a dry run, so the plan shows what the other documents do; reconciler catalog

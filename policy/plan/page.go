@@ -1,6 +1,9 @@
 package plan
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -21,6 +24,10 @@ type Summary struct {
 	// Moved counts the targets whose desired release changes (decided
 	// diffs only: DesiredChange.Changed).
 	Moved int `json:"moved"`
+	// Digest fingerprints the whole plan (each target's key, whether it
+	// is created or removed, its rules and its releases before and after):
+	// pages read with equal digests are pages of one plan.
+	Digest string `json:"digest"`
 }
 
 // Summary counts d's targets.
@@ -41,7 +48,34 @@ func (d Diff) Summary() Summary {
 			s.Moved++
 		}
 	}
+	s.Digest = d.digest()
 	return s
+}
+
+// digest is Summary.Digest: what the plan decides, not how it words it
+// (reasons may name times).
+func (d Diff) digest() string {
+	h := sha256.New()
+	release := func(x *Desired) string {
+		if x == nil {
+			return "-"
+		}
+		return x.ReleaseID
+	}
+	for i := range d.Targets {
+		t := &d.Targets[i]
+		fmt.Fprintf(h, "%s %t %t\n", t.Key, t.Created, t.Removed)
+		for _, r := range t.Starts {
+			fmt.Fprintf(h, "+%s\n", r)
+		}
+		for _, r := range t.Stops {
+			fmt.Fprintf(h, "-%s\n", r)
+		}
+		if t.Desired != nil {
+			fmt.Fprintf(h, "%s>%s\n", release(t.Desired.Before), release(t.Desired.After))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
 // Page is the targets of d whose key sorts after after ("" : from the

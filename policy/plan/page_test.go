@@ -42,6 +42,15 @@ func TestPagesCoverTheDiff(t *testing.T) {
 		require.Equal(rt, (n+2)/3, s.Created)
 		require.Equal(rt, (n+4)/5, s.Removed)
 		require.Equal(rt, n, s.Moved, "every target is decided for the first time")
+		require.Equal(rt, s.Digest, d.Summary().Digest, "the same plan, the same digest")
+		if n > 0 {
+			moved := Diff{Targets: append([]Target(nil), d.Targets...)}
+			moved.Targets[n-1].Desired = &DesiredChange{After: &Desired{ReleaseID: "other"}}
+			require.NotEqual(rt, s.Digest, moved.Summary().Digest, "a release moved: another plan")
+			reworded := Diff{Targets: append([]Target(nil), d.Targets...)}
+			reworded.Targets[0].Desired = &DesiredChange{After: &Desired{ReleaseID: d.Targets[0].Desired.After.ReleaseID, Reasons: []string{"x"}}}
+			require.Equal(rt, s.Digest, reworded.Summary().Digest, "reasons do not count")
+		}
 	})
 }
 
