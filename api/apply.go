@@ -70,13 +70,18 @@ func (s *Server) forKind(ctx context.Context, kind string) (*apply.Applier, stri
 
 func (s *Server) registerApply() {
 	op := s.op("apply", http.MethodPost, "/apply", "Apply declarative documents, all or nothing: create or update each object by kind and name, "+
-		"report created, changed (with the fields), unchanged; a Policy document also needs scope approve (it is published approved by the caller); dry_run writes nothing and reports the plan: per affected release target, created or removed and the gating rules that start or stop applying; a change that would take a gating rule off a target needs scope approve (403 naming the target and rule); prune deletes the workspace's objects of the documents' kinds "+
+		"report created, changed (with the fields), unchanged; a Policy document also needs scope approve (it is published approved by the caller); dry_run writes nothing and reports the plan: per affected release target, created or removed, the gating rules that start or stop applying and its desired release before and after; the plan is paged in target key order (limit targets, default 100; plan_summary counts them all; post the same request with cursor=plan_next_cursor for the next page, the plan computed again over the store as it is then: pages whose plan_summary.digest is equal are pages of one plan); a change that would take a gating rule off a target needs scope approve (403 naming the target and rule); prune deletes the workspace's objects of the documents' kinds "+
 		"that they no longer name; a bad document changes nothing (422 naming body.documents[i].FIELD)", ports.ScopeWrite, "apply")
 	op.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
 		"application/json": {Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[apply.Request](), true, "ApplyRequest")}}}
 	huma.Register(s.api, op, func(ctx context.Context, in *struct {
+		PageParams
 		RawBody []byte
 	}) (*body[apply.Response], error) {
+		after, err := in.after()
+		if err != nil {
+			return nil, err
+		}
 		var req apply.Request
 		if err := strictjson.Decode(in.RawBody, &req); err != nil {
 			return nil, decodeProblem(err)
@@ -105,7 +110,12 @@ func (s *Server) registerApply() {
 			return nil, s.fail(ctx, err)
 		}
 		if req.DryRun {
-			resp.Plan = &diff
+			sum := diff.Summary()
+			p, next := diff.Page(after, in.limit())
+			resp.Plan, resp.PlanSummary = &p, &sum
+			if next != "" {
+				resp.PlanNextCursor = cursorOf(next)
+			}
 		}
 		if resp.Results == nil {
 			resp.Results = []apply.Result{}

@@ -69,3 +69,51 @@ func TestApplyDryRunDesired(t *testing.T) {
 		require.Equal(t, "prod", r.json(t)["name"])
 	})
 }
+
+// TestApplyDryRunPages: a dry run's plan comes a page at a time in target
+// key order with the summary of the whole plan; posting the same request
+// with each page's cursor reads every target once and the last page has no
+// cursor; a cursor the API did not return is a 400 naming query.cursor.
+func TestApplyDryRunPages(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		var docs []any
+		for _, r := range []string{"r7", "r8", "r9"} {
+			docs = append(docs, map[string]any{"apiVersion": apply.APIVersion, "kind": "Resource", "metadata": map[string]any{"name": r, "workspace": "ws"},
+				"spec": map[string]any{"kind": "cluster", "identifier": r, "name": r}})
+		}
+		req := map[string]any{"documents": docs, "dry_run": true}
+		whole := dryPlan(t, f, "write", docs...)
+		require.GreaterOrEqual(t, len(whole), 3, "%+v", whole)
+		var keys []string
+		cursor, digest := "", ""
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, len(whole), "the pages end")
+			path := "/api/v1/apply?limit=2"
+			if cursor != "" {
+				path += "&cursor=" + cursor
+			}
+			res := f.do(http.MethodPost, path, "write", req)
+			require.Equal(t, http.StatusOK, res.status, string(res.body))
+			var resp apply.Response
+			require.NoError(t, json.Unmarshal(res.body, &resp))
+			require.NotNil(t, resp.PlanSummary)
+			require.Equal(t, len(whole), resp.PlanSummary.Targets, "the summary counts every page")
+			if digest == "" {
+				digest = resp.PlanSummary.Digest
+			}
+			require.Equal(t, digest, resp.PlanSummary.Digest, "every page is a page of one plan")
+			require.LessOrEqual(t, len(resp.Plan.Targets), 2)
+			for _, tg := range resp.Plan.Targets {
+				keys = append(keys, tg.Key)
+			}
+			if resp.PlanNextCursor == "" {
+				break
+			}
+			cursor = resp.PlanNextCursor
+		}
+		require.Len(t, keys, len(whole))
+		require.IsIncreasing(t, keys, "key order, each target once")
+		f.do(http.MethodPost, "/api/v1/apply?cursor=%25%25", "write", req).problem(t, http.StatusBadRequest)
+	})
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/gate"
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/policy/plan"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
@@ -102,7 +103,7 @@ func (s *Server) registerCatalog() {
 			return s.revision(s.o.Catalog.Get(ctx, in.ref()))(ctx)
 		})
 	huma.Register(s.api, s.op("planRevision", http.MethodGet, "/catalog/policy/{name}/revisions/{id}/plan",
-		"What publishing a policy revision would change, against the published one: per affected release target, the gating rules that start or stop applying (the proposed revision's rules carry revision 0); nothing is written", ports.ScopeRead, "catalog"),
+		"What publishing a policy revision would change, against the published one: per affected release target, the gating rules that start or stop applying (the proposed revision's rules carry revision 0) and its desired release before and after, decided by the release chain as apply's dry run does; nothing is written", ports.ScopeRead, "catalog"),
 		func(ctx context.Context, in *struct {
 			Name string `path:"name"`
 			ID   string `path:"id" doc:"revision id"`
@@ -115,7 +116,11 @@ func (s *Server) registerCatalog() {
 			if err != nil {
 				return nil, huma.Error422UnprocessableEntity("revision " + in.ID + " holds no policy: " + err.Error())
 			}
-			d, err := gate.Publishing(ctx, s.o.Tx, s.o.Releases, p.Value)
+			var decide gate.PolicyDecider
+			if s.o.Chain != nil {
+				decide = func(ps []ports.Stored[policy.Policy]) gate.Decider { return s.o.Chain.DecideManyWith(ps) }
+			}
+			d, err := gate.Publishing(ctx, s.o.Tx, s.o.Releases, p.Value, decide)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}

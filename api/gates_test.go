@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/reconcilerhq/reconciler/policy/plan"
 )
 
 // TestGateLiftNeedsApprove: renaming the environment the prod gate's
@@ -59,10 +61,13 @@ func TestGateLiftNeedsApprove(t *testing.T) {
 
 // TestPolicyRevisionPlan: a draft of prod-gate that selects dev instead of
 // prod shows, before anyone approves it, that publishing it would move the
-// approval from web:prod:r1 to web:dev:r1.
+// approval from web:prod:r1 to web:dev:r1: with v1 out, dev would go from
+// v1 to no release and prod from no release to v1.
 func TestPolicyRevisionPlan(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, f *fixture) {
+		require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v1"}).status)
+		f.drain()
 		res := f.do(http.MethodPost, "/api/v1/catalog/policy/prod-gate/revisions", "write", map[string]any{"content": map[string]any{
 			"id": "prod-gate", "workspace_id": "ws", "name": "prod gate", "selector": `environment.name == "dev"`, "priority": 0, "enabled": true,
 			"rules": []any{map[string]any{"id": "approval", "type": "anyApproval", "min_approvals": 1}}}})
@@ -74,6 +79,7 @@ func TestPolicyRevisionPlan(t *testing.T) {
 			Targets []struct {
 				Key           string
 				Starts, Stops []struct{ Policy, Rule string }
+				Desired       *plan.DesiredChange
 			}
 		}
 		require.NoError(t, json.Unmarshal(res.body, &d))
@@ -82,6 +88,13 @@ func TestPolicyRevisionPlan(t *testing.T) {
 		require.Equal(t, "approval", d.Targets[0].Starts[0].Rule)
 		require.Equal(t, "web:prod:r1", d.Targets[1].Key)
 		require.Equal(t, "prod-gate", d.Targets[1].Stops[0].Policy)
+		dev, prod := d.Targets[0].Desired, d.Targets[1].Desired
+		require.NotNil(t, dev, string(res.body))
+		require.Equal(t, "web-v1", dev.Before.VersionID, "dev runs v1 now")
+		require.Empty(t, dev.After.ReleaseID, "the approval would hold dev back")
+		require.NotNil(t, prod, string(res.body))
+		require.Empty(t, prod.Before.ReleaseID, "prod waits for its approval now")
+		require.Equal(t, "web-v1", prod.After.VersionID, "without it prod would get v1")
 		f.do(http.MethodGet, "/api/v1/catalog/policy/prod-gate/revisions/nope/plan", "read", nil).problem(t, http.StatusNotFound)
 	})
 }

@@ -52,7 +52,13 @@ func page[T any](items []T, limit int, key func(*T) string) Page[T] {
 		return Page[T]{Items: items}
 	}
 	items = items[:limit]
-	return Page[T]{Items: items, NextCursor: base64.RawURLEncoding.EncodeToString([]byte(key(&items[limit-1])))}
+	return Page[T]{Items: items, NextCursor: cursorOf(key(&items[limit-1]))}
+}
+
+// cursorOf is the cursor of a page that continues after key (after
+// decodes it).
+func cursorOf(key string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(key))
 }
 
 // newestAfter decodes a cursor of a newest-first keyset listing (versions,

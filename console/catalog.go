@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/reconcilerhq/reconciler/engine/catalog"
+	"github.com/reconcilerhq/reconciler/engine/gate"
+	"github.com/reconcilerhq/reconciler/policy"
+	"github.com/reconcilerhq/reconciler/policy/plan"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
 )
@@ -87,6 +90,41 @@ type catalogObjectView struct {
 	FromID, ToID string
 	// History is the audit log of the object's writes, newest first.
 	History []ports.AuditEntry
+	// Plan is, for a policy with an open draft or proposal (PlanOf),
+	// what publishing it would change (gate.Publishing, as catalog plan):
+	// its first maxPlanTargets targets, Summary counting them all;
+	// PlanError says why it could not be computed.
+	Plan      *plan.Diff
+	Summary   plan.Summary
+	PlanOf    string
+	PlanError string
+}
+
+// maxPlanTargets bounds the targets the revision page lists.
+const maxPlanTargets = 200
+
+// publishingPlan fills v's plan of publishing the policy's open revision,
+// the last of rs, if it is a draft or a proposal.
+func (s *Server) publishingPlan(r *http.Request, v *catalogObjectView) {
+	open := v.Revisions[len(v.Revisions)-1]
+	if v.Kind != revision.KindPolicy || s.o.Chain == nil || (open.Lifecycle != revision.Draft && open.Lifecycle != revision.Proposed) {
+		return
+	}
+	v.PlanOf = open.ID
+	p, err := ports.PolicyOf(open)
+	if err != nil {
+		v.PlanError = err.Error()
+		return
+	}
+	tx, _ := s.o.Releases.(ports.Transactor)
+	d, err := gate.Publishing(r.Context(), tx, s.o.Releases, p.Value, func(ps []ports.Stored[policy.Policy]) gate.Decider { return s.o.Chain.DecideManyWith(ps) })
+	if err != nil {
+		v.PlanError = err.Error()
+		return
+	}
+	v.Summary = d.Summary()
+	page, _ := d.Page("", maxPlanTargets)
+	v.Plan = &page
 }
 
 // catalogObject lists an object's revisions and, with ?from=ID&to=ID,
@@ -135,6 +173,7 @@ func (s *Server) catalogObject(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Diff = d
 	}
+	s.publishingPlan(r, &v)
 	v.History = s.history(r, "catalog", name)
 	s.render(w, r, "object", string(kind)+" "+name, "catalog", v)
 }

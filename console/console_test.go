@@ -3,6 +3,7 @@ package console_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,7 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/api"
+	"github.com/reconcilerhq/reconciler/engine/catalog"
 	"github.com/reconcilerhq/reconciler/engine/runs"
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -579,4 +582,24 @@ func TestRunPageSaysWhyItWaits(t *testing.T) {
 		Decision: &ports.RunDecision{Action: "intent", Reason: "cancel", By: "alice"}})
 	require.NoError(t, err)
 	require.NotContains(t, c.page("/runs/standalone/run-standalone"), "data-waiting")
+}
+
+// TestRevisionPagePlansPublishing: a policy's revision page shows what
+// publishing its open draft would change, as catalog plan computes it: a
+// draft that disables prod-gate moves web:prod:r1 from no release (waiting
+// for its approval) to v1, its approval rule stopping.
+func TestRevisionPagePlansPublishing(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	content, err := json.Marshal(policy.Policy{ID: "prod-gate", WorkspaceID: "ws", Name: "prod gate", Selector: `environment.name == "prod"`,
+		Rules: []policy.Rule{{ID: "approval", Spec: policy.AnyApproval{MinApprovals: 1}}}})
+	require.NoError(t, err)
+	d, err := f.cat.Create(f.ctx, catalog.CreateParams{Kind: revision.KindPolicy, Name: "prod-gate", Content: content})
+	require.NoError(t, err)
+	page := f.login("read").page("/catalog/policy/prod-gate")
+	require.Contains(t, page, `data-revision="`+d.ID+`"`)
+	require.Contains(t, page, "What publishing "+d.ID+" would change")
+	require.Regexp(t, `<tr data-target="web:prod:r1">\s*<th scope="row"><a href="[^"]*">web:prod:r1</a></th>\s*<td class="before">no release</td><td class="after">v1</td>`, page)
+	require.Contains(t, page, "- prod-gate/approval (anyApproval, revision 1)")
+	require.NotContains(t, page, `data-target="web:dev:r1"`, "dev is not affected")
 }

@@ -195,14 +195,21 @@ type evalContext struct {
 }
 
 // targetVars is the activation with deployment, environment, resource and
-// version bound.
+// version bound (release.Subject.Vars). Each is bound lazily: CEL builds
+// a subject's value the first time an expression names it and keeps it
+// in the map, so a selector that reads only the environment never builds
+// the others (a plan evaluates every policy on every target).
 func (cx *evalContext) targetVars() map[string]any {
 	if cx.vars == nil {
 		// The activation keeps its subjects: copies, so that the context
 		// (and its input) stays on its caller's stack.
 		d, e, r, v := cx.in.Deployment, cx.in.Environment, cx.in.Resource, cx.in.Version
-		s := release.Subject{Deployment: &d, Environment: &e, Resource: &r, Version: &v}
-		cx.vars = s.Vars()
+		cx.vars = map[string]any{
+			release.VarDeployment:  func() any { return d.CELValue() },
+			release.VarEnvironment: func() any { return e.CELValue() },
+			release.VarResource:    func() any { return r.CELValue() },
+			release.VarVersion:     func() any { return v.CELValue() },
+		}
 	}
 	return cx.vars
 }

@@ -510,6 +510,15 @@ type DesiredBatcher interface {
 	DesiredSetMany(ctx context.Context, writes []DesiredWrite) []DesiredWritten
 }
 
+// JobStateBatcher is a store that reads the TargetJobState of many
+// targets in one call: for each target of ts, what TargetJobState answers
+// (the zero state for a target without jobs, also when it is left out of
+// the map). The chain's plan (DecideMany) uses it when the store has it
+// (checked by porttest.Releases, against TargetJobState).
+type JobStateBatcher interface {
+	TargetJobStateMany(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]TargetJobState, error)
+}
+
 // DesiredSetEach is DesiredSetMany one write at a time on s.
 func DesiredSetEach(ctx context.Context, s Releases, writes []DesiredWrite) []DesiredWritten {
 	out := make([]DesiredWritten, len(writes))

@@ -424,6 +424,22 @@ func (s *ReleaseStore) JobsLatest(ctx context.Context, p ports.JobsLatestParams)
 // TargetJobState reads the target's newest active and successful jobs.
 func (s *ReleaseStore) TargetJobState(ctx context.Context, t release.ReleaseTarget) (ports.TargetJobState, error) {
 	defer s.rlock(ctx)()
+	return s.targetJobState(t), nil
+}
+
+// TargetJobStateMany is TargetJobState of every target of ts, under one
+// lock (ports.JobStateBatcher).
+func (s *ReleaseStore) TargetJobStateMany(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]ports.TargetJobState, error) {
+	defer s.rlock(ctx)()
+	out := make(map[release.ReleaseTarget]ports.TargetJobState, len(ts))
+	for _, t := range ts {
+		out[t] = s.targetJobState(t)
+	}
+	return out, nil
+}
+
+// targetJobState is t's job state; the caller holds the lock.
+func (s *ReleaseStore) targetJobState(t release.ReleaseTarget) ports.TargetJobState {
 	var st ports.TargetJobState
 	list := s.jobs.byTarget[t]
 	for i := len(list) - 1; i >= 0 && (st.Active == nil || st.Successful == nil); i-- {
@@ -435,7 +451,7 @@ func (s *ReleaseStore) TargetJobState(ctx context.Context, t release.ReleaseTarg
 			st.Successful = s.withVersion(j)
 		}
 	}
-	return st, nil
+	return st
 }
 
 // withVersion pairs a job with a copy of its version; the caller holds the

@@ -582,35 +582,91 @@ CROSS JOIN LATERAL (
 ) j
 LEFT JOIN release_versions v ON v.id = j.version_id`
 
+// sqlTargetJobStateMany is sqlTargetJobState of many targets: their
+// deployments and keys as two arrays, each row numbered by its target's
+// place (1-based).
+const sqlTargetJobStateMany = `
+SELECT t.n, k.which, ` + jobColumns + `, v.doc AS vdoc
+FROM unnest(?0::text[], ?1::text[]) WITH ORDINALITY AS t(deployment_id, target_key, n)
+CROSS JOIN (VALUES ('active'), ('successful')) AS k(which)
+CROSS JOIN LATERAL (
+	SELECT * FROM release_jobs j
+	WHERE j.deployment_id = t.deployment_id AND j.target_key = t.target_key
+		AND CASE WHEN k.which = 'active' THEN j.active ELSE j.status = ?2 END
+	ORDER BY j.created_at DESC, j.id DESC LIMIT 1
+) j
+LEFT JOIN release_versions v ON v.id = j.version_id`
+
+// jobStateRow is one row of sqlTargetJobState(Many).
+type jobStateRow struct {
+	N     int    `bun:"n"`
+	Which string `bun:"which"`
+	jobRowScan
+	VDoc []byte `bun:"vdoc"`
+}
+
+// add puts the row's job, with its version, into st.
+func (r *jobStateRow) add(st *ports.TargetJobState) error {
+	j, err := r.row()
+	if err != nil {
+		return err
+	}
+	out := &ports.JobWithVersion{Job: j}
+	if len(r.VDoc) > 0 {
+		if err := json.Unmarshal(r.VDoc, &out.Version); err != nil {
+			return fmt.Errorf("decode version: %w", err)
+		}
+	}
+	if r.Which == "active" {
+		st.Active = out
+	} else {
+		st.Successful = out
+	}
+	return nil
+}
+
 // TargetJobState reads the target's newest active and successful jobs with
 // their versions in one statement.
 func (s *ReleaseStore) TargetJobState(ctx context.Context, t release.ReleaseTarget) (ports.TargetJobState, error) {
 	op := "job state of " + t.String()
-	var rows []struct {
-		Which string `bun:"which"`
-		jobRowScan
-		VDoc []byte `bun:"vdoc"`
-	}
+	var rows []jobStateRow
 	if err := s.db.idb(ctx).NewRaw(sqlTargetJobState, t.DeploymentID, t.Key(), release.JobSuccessful).Scan(ctx, &rows); err != nil {
 		return ports.TargetJobState{}, fmt.Errorf("%s: %w", op, err)
 	}
 	var st ports.TargetJobState
 	for i := range rows {
-		j, err := rows[i].row()
-		if err != nil {
+		if err := rows[i].add(&st); err != nil {
 			return ports.TargetJobState{}, fmt.Errorf("%s: %w", op, err)
-		}
-		out := &ports.JobWithVersion{Job: j}
-		if len(rows[i].VDoc) > 0 {
-			if err := json.Unmarshal(rows[i].VDoc, &out.Version); err != nil {
-				return ports.TargetJobState{}, fmt.Errorf("%s: decode version: %w", op, err)
-			}
-		}
-		if rows[i].Which == "active" {
-			st.Active = out
-		} else {
-			st.Successful = out
 		}
 	}
 	return st, nil
+}
+
+// TargetJobStateMany is TargetJobState of every target of ts in one
+// statement (ports.JobStateBatcher).
+func (s *ReleaseStore) TargetJobStateMany(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]ports.TargetJobState, error) {
+	out := make(map[release.ReleaseTarget]ports.TargetJobState, len(ts))
+	if len(ts) == 0 {
+		return out, nil
+	}
+	deployments, keys := make([]string, len(ts)), make([]string, len(ts))
+	for i, t := range ts {
+		deployments[i], keys[i] = t.DeploymentID, t.Key()
+	}
+	var rows []jobStateRow
+	if err := s.db.idb(ctx).NewRaw(sqlTargetJobStateMany, pgdialect.Array(deployments), pgdialect.Array(keys), release.JobSuccessful).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("job state of %d targets: %w", len(ts), err)
+	}
+	for i := range rows {
+		if rows[i].N < 1 || rows[i].N > len(ts) {
+			return nil, fmt.Errorf("job state of %d targets: row of target %d", len(ts), rows[i].N)
+		}
+		t := ts[rows[i].N-1]
+		st := out[t]
+		if err := rows[i].add(&st); err != nil {
+			return nil, fmt.Errorf("job state of %s: %w", t, err)
+		}
+		out[t] = st
+	}
+	return out, nil
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/api/client"
+	"github.com/reconcilerhq/reconciler/engine/apply"
+	"github.com/reconcilerhq/reconciler/policy/plan"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -93,4 +95,42 @@ func TestProblems(t *testing.T) {
 	}
 	_, err = client.New("ftp://x", "")
 	require.ErrorIs(t, err, release.ErrInvalid)
+}
+
+// TestApplyReadsEveryPageOfOnePlan: Apply of a dry run follows
+// plan_next_cursor to the last page, sending each page's cursor, and
+// gathers every target; a page of another plan (its digest differs: the
+// store changed between pages) is an error.
+func TestApplyReadsEveryPageOfOnePlan(t *testing.T) {
+	t.Parallel()
+	var digest2 atomic.Value
+	digest2.Store("d1")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		q := r.URL.Query()
+		if q.Get("limit") != "1000" {
+			http.Error(w, "want the largest pages", http.StatusBadRequest)
+			return
+		}
+		resp := apply.Response{DryRun: true, PlanSummary: &plan.Summary{Targets: 2, Digest: "d1"}}
+		switch q.Get("cursor") {
+		case "":
+			resp.Plan, resp.PlanNextCursor = &plan.Diff{Targets: []plan.Target{{Key: "a"}}}, "next"
+		case "next":
+			resp.Plan = &plan.Diff{Targets: []plan.Target{{Key: "b"}}}
+			resp.PlanSummary.Digest = digest2.Load().(string)
+		}
+		_ = json.NewEncoder(w).Encode(resp)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL, "tok")
+	require.NoError(t, err)
+	got, err := c.Apply(t.Context(), apply.Request{DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, []plan.Target{{Key: "a"}, {Key: "b"}}, got.Plan.Targets)
+	require.Empty(t, got.PlanNextCursor)
+
+	digest2.Store("d2")
+	_, err = c.Apply(t.Context(), apply.Request{DryRun: true})
+	require.ErrorContains(t, err, "the plan changed while its pages were read")
 }

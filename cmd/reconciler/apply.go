@@ -218,6 +218,7 @@ func (m *manifest) place(err error) error {
 func newApplyCmd() *cobra.Command {
 	var o releaseOpts
 	var files []string
+	var limit int
 	var req apply.Request
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE|DIR|-",
@@ -243,7 +244,11 @@ whether it is created or removed and the gating rules (approval, window,
 progression, rollout, verification; as policy/rule, type and policy
 revision) that start (+) or stop (-) applying to it, and its desired release
 before (as stored) and after (decided by the release chain over the change:
-"desired: v1 (release …) -> no release"). Policy documents are not written by
+"desired: v1 (release …) -> no release"). The plan is read whole,
+page after page (an error if it changes between pages: run it again);
+--limit N prints its first N targets (in key order) and
+counts the rest (created, removed, gates changing, rules lifted, releases
+moving). Policy documents are not written by
 a dry run, so the plan shows what the other documents do; reconciler catalog
 plan shows what publishing a policy revision would do. -o json or yaml prints
 the answer of POST /api/v1/apply as is (the plan under "plan"). --prune also deletes the systems, variable sets, resources,
@@ -282,13 +287,22 @@ meanwhile, or one still in use would be pruned), 4 not found, 5 unauthorized.`,
 			if req.Workspace != "" && !req.Prune {
 				return usagef("--workspace: only with --prune")
 			}
+			if cmd.Flags().Changed("limit") && (!req.DryRun || limit < 1 || limit > 1000) {
+				return usagef("--limit: a number of targets from 1 to 1000, with --dry-run only (got %d)", limit)
+			}
 			m, err := readManifests(cmd.InOrStdin(), files)
 			if err != nil {
 				return err
 			}
 			req.Documents = m.docs
 			return clientCmd(&o, func(cmd *cobra.Command, ctx context.Context, c *client.Client, _ []string) error {
-				resp, err := c.Apply(ctx, req)
+				var resp apply.Response
+				var err error
+				if limit > 0 {
+					resp, err = c.ApplyPage(ctx, req, limit, "")
+				} else {
+					resp, err = c.Apply(ctx, req)
+				}
 				if err != nil {
 					return m.place(err)
 				}
@@ -305,6 +319,7 @@ meanwhile, or one still in use would be pruned), 4 not found, 5 unauthorized.`,
 	o.bind(cmd, true)
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "a file, a directory or - (stdin); repeatable")
 	cmd.Flags().BoolVar(&req.DryRun, "dry-run", false, "print what would change, with the fields, and write nothing")
+	cmd.Flags().IntVar(&limit, "limit", 0, "with --dry-run: print the plan's first N targets (1 to 1000) and how many more there are; default every target")
 	cmd.Flags().BoolVar(&req.Prune, "prune", false, "delete the workspace's objects of the documents' kinds that they no longer name")
 	cmd.Flags().StringVar(&req.Workspace, "workspace", "", "with --prune: the workspace it acts in (default: the one the documents name)")
 	return cmd
@@ -327,6 +342,10 @@ func printApplied(w io.Writer, resp apply.Response) error {
 	}
 	if resp.Plan != nil {
 		printPlan(&b, resp.Plan)
+		if sum := resp.PlanSummary; sum != nil && resp.PlanNextCursor != "" {
+			fmt.Fprintf(&b, "plan: %d of %d targets shown (--limit); %d created, %d removed, %d with gates changing, %d rules lifted, %d releases moving in all\n",
+				len(resp.Plan.Targets), sum.Targets, sum.Created, sum.Removed, sum.Gated, sum.Lifted, sum.Moved)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -57,6 +57,13 @@ func TestApplyCLI(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &dry), r.stdout)
 	require.NotNil(t, dry.Plan)
 	require.Len(t, dry.Plan.Targets, 18, "api in four environments and web and worker in qa, on three clusters")
+	require.Empty(t, dry.PlanNextCursor, "every page read")
+	r = as(ports.ScopeWrite, shopStaging, "apply", "-f", "-", "--dry-run", "--limit", "5")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 5, strings.Count(r.stdout, "  target "), r.stdout)
+	require.Contains(t, r.stdout, "plan: 5 of 18 targets shown (--limit); 18 created, 0 removed, 6 with gates changing, 0 rules lifted, 18 releases moving in all\n", r.stdout)
+	require.Equal(t, 2, as(ports.ScopeWrite, shopStaging, "apply", "-f", "-", "--limit", "5").code, "--limit without --dry-run")
+	require.Equal(t, 2, as(ports.ScopeWrite, shopStaging, "apply", "-f", "-", "--dry-run", "--limit", "0").code, "--limit 0")
 	r = as(ports.ScopeWrite, shopStaging, "apply", "-f", "-")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "environment/qa created\ndeployment/api created\n", r.stdout)
@@ -107,6 +114,17 @@ func TestApplyCLI(t *testing.T) {
 	require.Equal(t, 2, as(ports.ScopeWrite, "", "apply").code, "-f is required")
 	require.Equal(t, 2, as(ports.ScopeWrite, "key: [", "apply", "-f", "-").code, "a YAML syntax error")
 	require.Equal(t, 5, as(ports.ScopeRead, shopStaging, "apply", "-f", "-").code, "scope write")
+
+	// catalog plan: a draft of prod-gate that disables it would let prod
+	// take v1 (desired before -> after, as the dry run decides it).
+	r = as(ports.ScopeRead, "", "catalog", "get", "policy/prod-gate", "-o", "content")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"enabled":true`)
+	r = as(ports.ScopeWrite, strings.Replace(r.stdout, `"enabled":true`, `"enabled":false`, 1), "catalog", "create", "policy/prod-gate", "-f", "-")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = as(ports.ScopeRead, "", "catalog", "plan", "policy/prod-gate")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `  target web:prod:eu-1 changed\n    desired: no release -> v1 \(release [0-9a-f]{12}\)\n    - prod-gate/after-staging`, r.stdout)
 
 	// Renaming the environment prod-gate's selector reads lifts its rules:
 	// write only is refused (exit 5) naming target and rule; admin applies.

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reconcilerhq/reconciler/engine/catalog"
+	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/engine/gate"
+	"github.com/reconcilerhq/reconciler/policy"
 	decision "github.com/reconcilerhq/reconciler/policy/plan"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/revision"
@@ -277,7 +280,10 @@ func (o *catalogOpts) run(cmd *cobra.Command, obj revision.Object, fn func(ctx c
 			if err != nil {
 				return decision.Diff{}, usageError{err}
 			}
-			return gate.Publishing(ctx, be.tx, be.releases, p.Value)
+			// The chain only decides here (DecideManyWith): it writes and
+			// enqueues nothing.
+			ch := &chain.Chain{Store: be.releases, Queue: be.queue, Clock: ports.SystemClock, Logger: slog.New(slog.DiscardHandler)}
+			return gate.Publishing(ctx, be.tx, be.releases, p.Value, func(ps []ports.Stored[policy.Policy]) gate.Decider { return ch.DecideManyWith(ps) })
 		},
 	}
 	return classify(obj, fn(ctx, s))

@@ -19,7 +19,11 @@ func newCatalogPlanCmd(o *catalogOpts) *cobra.Command {
 would change against the published one: for every release target it
 affects, the gating rules (approval, window, progression, rollout,
 verification; as policy/rule, type and policy revision) that start (+) or
-stop (-) applying. The revision planned is the one get shows: the open draft
+stop (-) applying, and its desired release before (decided with the
+published revisions) and after (decided by the release chain with this
+revision in place, as apply --dry-run decides it: "desired: v1 (release …)
+-> no release"); a target whose gates stay but whose release moves (e.g. a
+rollback or concurrency rule) is listed too. The revision planned is the one get shows: the open draft
 or proposal, else the latest published; --revision N plans published
 revision N. Its own rules carry revision 0, as it has no number until it is
 published. Nothing is written; -o json prints the plan as the API's

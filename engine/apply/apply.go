@@ -121,6 +121,11 @@ type Response struct {
 	// Plan is, on a dry run through a caller that computes it (the API),
 	// what the change would do to each affected release target.
 	Plan *decision.Diff `json:"plan,omitempty"`
+	// PlanSummary counts the whole plan when Plan is one page of it.
+	PlanSummary *decision.Summary `json:"plan_summary,omitempty"`
+	// PlanNextCursor continues the plan: post the same request with it as
+	// cursor for the next page ("" on the last page).
+	PlanNextCursor string `json:"plan_next_cursor,omitempty"`
 	// Warnings name what was accepted but should change (a deprecated
 	// apiVersion), each with the document it is in.
 	Warnings []string `json:"warnings,omitempty"`

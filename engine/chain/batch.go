@@ -14,6 +14,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/engine"
 	"github.com/reconcilerhq/reconciler/internal/tracing"
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -70,6 +71,25 @@ type batch struct {
 	// grants are the versions' approvals and skips, read once per batch
 	// (versionGrants).
 	grants map[string]grants
+	// policies, when override is set, stand in for the stored enabled
+	// policies of every target the batch loads: a plan's policy change
+	// applied in memory (DecideManyWith).
+	policies []ports.Stored[policy.Policy]
+	override bool
+	// jobStates are the targets' job states, read for a chunk of a plan
+	// in one call (DecideMany on a ports.JobStateBatcher); a target's
+	// entry is its state, absent when not read.
+	jobStates map[release.ReleaseTarget]ports.TargetJobState
+}
+
+// jobState is t's job state: read with its batch's, else alone.
+func (c *Chain) jobState(ctx context.Context, t release.ReleaseTarget) (ports.TargetJobState, error) {
+	if b := batchOf(ctx); b != nil {
+		if st, ok := b.jobStates[t]; ok {
+			return st, nil
+		}
+	}
+	return c.Store.TargetJobState(ctx, t)
 }
 
 // prefetch reads the facts of the items' targets in one statement.

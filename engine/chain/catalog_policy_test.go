@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/engine/catalog"
+	"github.com/reconcilerhq/reconciler/engine/gate"
 	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -36,6 +37,22 @@ func allTargets() []release.ReleaseTarget {
 	return all
 }
 
+// proposeProdApproval proposes, in a catalog over h's store, a policy
+// that asks prod targets for an approval.
+func proposeProdApproval(t *testing.T, h *harness) (*catalog.Service, policy.Policy, ports.Revision) {
+	t.Helper()
+	svc := catalog.New(h.store, catalog.Config{})
+	p := policy.Policy{ID: "prod-approval", WorkspaceID: "ws", Name: "prod approval", Selector: `environment.name == "prod"`, Enabled: true,
+		Rules: []policy.Rule{{ID: "approval", Spec: policy.AnyApproval{MinApprovals: 1}}}}
+	content, err := json.Marshal(p)
+	require.NoError(t, err)
+	d, err := svc.Create(h.ctx, catalog.CreateParams{Kind: revision.KindPolicy, Name: p.ID, Content: content})
+	require.NoError(t, err)
+	d, err = svc.Propose(h.ctx, catalog.Change{Ref: d.Ref(), Version: d.Version})
+	require.NoError(t, err)
+	return svc, p, d
+}
+
 // TestScenarioPolicyFromCatalog: the chain evaluates the latest published
 // revision of each catalog policy. A draft or proposed policy changes
 // nothing; publishing it (catalog approve) blocks prod; a release keeps the
@@ -44,15 +61,7 @@ func allTargets() []release.ReleaseTarget {
 func TestScenarioPolicyFromCatalog(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, h *harness) {
-		svc := catalog.New(h.store, catalog.Config{})
-		gate := policy.Policy{ID: "prod-approval", WorkspaceID: "ws", Name: "prod approval", Selector: `environment.name == "prod"`, Enabled: true,
-			Rules: []policy.Rule{{ID: "approval", Spec: policy.AnyApproval{MinApprovals: 1}}}}
-		content, err := json.Marshal(gate)
-		require.NoError(t, err)
-		d, err := svc.Create(h.ctx, catalog.CreateParams{Kind: revision.KindPolicy, Name: gate.ID, Content: content})
-		require.NoError(t, err)
-		d, err = svc.Propose(h.ctx, catalog.Change{Ref: d.Ref(), Version: d.Version})
-		require.NoError(t, err)
+		svc, gate, d := proposeProdApproval(t, h)
 
 		h.version("v1")
 		h.drain()
@@ -62,7 +71,7 @@ func TestScenarioPolicyFromCatalog(t *testing.T) {
 			require.Empty(t, rel.Policies)
 		}
 
-		_, err = svc.Approve(h.ctx, catalog.ApproveParams{Ref: d.Ref(), Version: d.Version, Approver: "alice"})
+		_, err := svc.Approve(h.ctx, catalog.ApproveParams{Ref: d.Ref(), Version: d.Version, Approver: "alice"})
 		require.NoError(t, err)
 		require.NoError(t, h.chain.EvaluateTargets(h.ctx, allTargets()...))
 		h.drain()
@@ -106,5 +115,45 @@ func TestScenarioPolicyFromCatalog(t *testing.T) {
 		pols, err := ports.EnabledPolicies(h.ctx, h.store)
 		require.NoError(t, err)
 		require.Empty(t, pols)
+	})
+}
+
+// TestPublishingPlanEqualsApproved: the plan of publishing a proposed
+// policy revision (gate.Publishing with the chain's DecideManyWith) gives
+// each target it affects its desired release before (as stored) and after,
+// and the after is what the chain decides once the revision is approved
+// and the targets drained; a target it does not affect is not listed.
+func TestPublishingPlanEqualsApproved(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		svc, p, d := proposeProdApproval(t, h)
+		h.version("v1")
+		h.drain()
+		before := h.desiredReleases(allTargets())
+
+		decide := func(ps []ports.Stored[policy.Policy]) gate.Decider { return h.chain.DecideManyWith(ps) }
+		diff, err := gate.Publishing(h.ctx, nil, h.store, p, decide)
+		require.NoError(t, err)
+		require.Len(t, diff.Targets, 2, "the prod targets: %+v", diff.Targets)
+		for _, tg := range diff.Targets {
+			require.Equal(t, "prod", tg.Target.EnvironmentID)
+			require.NotNil(t, tg.Desired, tg.Key)
+			require.NotNil(t, tg.Desired.Before, tg.Key)
+			require.NotNil(t, tg.Desired.After, tg.Key)
+			require.Equal(t, before[tg.Key], tg.Desired.Before.ReleaseID, "%s: before is the stored decision", tg.Key)
+			require.NotEmpty(t, tg.Desired.Before.ReleaseID)
+			require.Empty(t, tg.Desired.After.ReleaseID, "%s: the approval gate holds v1 back", tg.Key)
+			require.True(t, tg.Desired.Changed())
+		}
+		require.Equal(t, before, h.desiredReleases(allTargets()), "the plan writes nothing")
+
+		_, err = svc.Approve(h.ctx, catalog.ApproveParams{Ref: d.Ref(), Version: d.Version, Approver: "alice"})
+		require.NoError(t, err)
+		require.NoError(t, h.chain.EvaluateTargets(h.ctx, allTargets()...))
+		h.drain()
+		got := h.desiredReleases(allTargets())
+		for _, tg := range diff.Targets {
+			require.Equal(t, tg.Desired.After.ReleaseID, got[tg.Key], "%s: the plan's after is the drained decision", tg.Key)
+		}
 	})
 }

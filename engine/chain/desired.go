@@ -35,6 +35,9 @@ func (c *Chain) load(ctx context.Context, t release.ReleaseTarget) (*facts, erro
 	if err != nil {
 		return nil, err
 	}
+	if b := batchOf(ctx); b != nil && b.override {
+		tf.Policies = b.policies
+	}
 	f := &facts{TargetFacts: tf, policies: values(tf.Policies), base: targetInput(c.Clock.Now(), &tf.Detail)}
 	f.base.Jobs = records(tf.Jobs)
 	return f, nil
@@ -173,12 +176,27 @@ func (c *Chain) Decide(ctx context.Context, t release.ReleaseTarget) (plan.Desir
 const decideChunk = 1000
 
 // DecideMany is Decide for every target of ts, as one batch: their facts
-// read decideChunk at a time (TargetFactsGetMany), a deployment's versions
+// read decideChunk at a time (TargetFactsGetMany, and TargetJobStateMany
+// on a ports.JobStateBatcher), a deployment's versions
 // and progression facts and a scope's targets read once, as a batch pass
 // of the desired-release controller reads them. A target that is not
 // stored is left out of the answer.
 func (c *Chain) DecideMany(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]plan.Desired, error) {
-	b := &batch{size: len(ts)}
+	return c.decideMany(ctx, ts, &batch{size: len(ts)})
+}
+
+// DecideManyWith is DecideMany with policies standing in for the stored
+// enabled policies (each its revision as Version; 0 for one not
+// published): what the chain would decide were they the published ones,
+// e.g. once a proposed policy revision is published.
+func (c *Chain) DecideManyWith(policies []ports.Stored[policy.Policy]) func(context.Context, []release.ReleaseTarget) (map[release.ReleaseTarget]plan.Desired, error) {
+	return func(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]plan.Desired, error) {
+		return c.decideMany(ctx, ts, &batch{size: len(ts), policies: policies, override: true})
+	}
+}
+
+// decideMany is DecideMany in batch b.
+func (c *Chain) decideMany(ctx context.Context, ts []release.ReleaseTarget, b *batch) (map[release.ReleaseTarget]plan.Desired, error) {
 	bctx := context.WithValue(ctx, batchKey{}, b)
 	out := make(map[release.ReleaseTarget]plan.Desired, len(ts))
 	for chunk := range slices.Chunk(ts, decideChunk) {
@@ -189,6 +207,18 @@ func (c *Chain) DecideMany(ctx context.Context, ts []release.ReleaseTarget) (map
 		b.facts, b.prefetched = facts, make(map[release.ReleaseTarget]bool, len(chunk))
 		for _, t := range chunk {
 			b.prefetched[t] = true
+		}
+		if js, ok := c.Store.(ports.JobStateBatcher); ok {
+			// The chunk's job states in one read, zero for a target
+			// without jobs (each target's policy facts: loadPolicyFacts).
+			states, err := js.TargetJobStateMany(ctx, chunk)
+			if err != nil {
+				return nil, fmt.Errorf("decide: read job states: %w", err)
+			}
+			b.jobStates = make(map[release.ReleaseTarget]ports.TargetJobState, len(chunk))
+			for _, t := range chunk {
+				b.jobStates[t] = states[t]
+			}
 		}
 		for _, t := range chunk {
 			d, err := c.Decide(bctx, t)
@@ -512,7 +542,7 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 	if len(f.policies) == 0 {
 		return nil
 	}
-	st, err := c.Store.TargetJobState(ctx, t)
+	st, err := c.jobState(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -544,7 +574,7 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 				return err
 			}
 			dep := policy.DependencyState{Deployment: d.Value}
-			st, err := c.Store.TargetJobState(ctx, ot)
+			st, err := c.jobState(ctx, ot)
 			if err != nil {
 				return err
 			}

@@ -157,16 +157,38 @@ func Check(ctx context.Context, p Params, write func(ctx context.Context) error)
 	return d, nil
 }
 
+// PolicyDecider is a Decider with policies standing in for the stored
+// enabled ones (chain.Chain.DecideManyWith).
+type PolicyDecider func(policies []ports.Stored[policy.Policy]) Decider
+
 // Publishing is the decision diff of publishing p (a proposed revision of
 // policy p.ID) over the facts as they are: p replaces the policy's
 // published revision (a disabled p removes it). Its rules carry revision 0,
-// as it has no number until it is published. Nothing is written.
-func Publishing(ctx context.Context, tx ports.Transactor, s ports.ReleaseStore, p policy.Policy) (plan.Diff, error) {
-	var before plan.Facts
+// as it has no number until it is published. With decide, every target
+// the published or the proposed revision applies to (and every target the
+// diff lists) also gets its desired release before and after
+// (plan.Target.Desired), decided by the chain over the same read with the
+// enabled policies as they are and with p in place: the computation of
+// apply's dry run, the change applied in memory. Nothing is written.
+func Publishing(ctx context.Context, tx ports.Transactor, s ports.ReleaseStore, p policy.Policy, decide PolicyDecider) (plan.Diff, error) {
+	var d plan.Diff
 	read := func(ctx context.Context) error {
-		var err error
-		before, err = Read(ctx, s)
-		return err
+		before, err := Read(ctx, s)
+		if err != nil {
+			return err
+		}
+		after := before
+		after.Policies = slices.DeleteFunc(slices.Clone(before.Policies), func(x plan.Policy) bool { return x.Policy.ID == p.ID })
+		if p.Enabled {
+			after.Policies = append(after.Policies, plan.Policy{Policy: p})
+		}
+		if d, err = plan.Compute(before, after); err != nil {
+			return err
+		}
+		if decide == nil {
+			return nil
+		}
+		return decidePublishing(ctx, decide, &before, &after, p, &d)
 	}
 	var err error
 	if tx != nil {
@@ -177,10 +199,83 @@ func Publishing(ctx context.Context, tx ports.Transactor, s ports.ReleaseStore, 
 	if err != nil {
 		return plan.Diff{}, err
 	}
-	after := before
-	after.Policies = slices.DeleteFunc(slices.Clone(before.Policies), func(x plan.Policy) bool { return x.Policy.ID == p.ID })
-	if p.Enabled {
-		after.Policies = append(after.Policies, plan.Policy{Policy: p})
+	return d, nil
+}
+
+// decidePublishing adds to d the desired releases before and after of
+// the targets p's published or proposed revision applies to, and of those
+// d lists.
+func decidePublishing(ctx context.Context, decide PolicyDecider, before, after *plan.Facts, p policy.Policy, d *plan.Diff) error {
+	targets, err := release.ComputeTargets(before.Systems, before.Deployments, before.Environments, before.Resources, release.CEL{})
+	var se *release.SelectorError
+	if err != nil && !errors.As(err, &se) {
+		return err
 	}
-	return plan.Compute(before, after)
+	revisions := []policy.Policy{p}
+	for _, x := range before.Policies {
+		if x.Policy.ID == p.ID {
+			revisions = append(revisions, x.Policy)
+		}
+	}
+	deployments := index(before.Deployments, func(x *release.Deployment) string { return x.ID })
+	environments := index(before.Environments, func(x *release.Environment) string { return x.ID })
+	resources := index(before.Resources, func(x *release.Resource) string { return x.ID })
+	listed := map[string]bool{}
+	for _, t := range d.Targets {
+		listed[t.Key] = true
+	}
+	keys := map[string]release.ReleaseTarget{}
+	var ts []release.ReleaseTarget
+	for _, t := range targets {
+		in := policy.Input{Deployment: *deployments[t.DeploymentID], Environment: *environments[t.EnvironmentID], Resource: *resources[t.ResourceID]}
+		applies := listed[t.Key()]
+		for i := 0; i < len(revisions) && !applies; i++ {
+			ok, err := revisions[i].AppliesTo(in)
+			applies = ok || err != nil // a failing selector applies (and denies)
+		}
+		if applies {
+			keys[t.Key()] = t
+			ts = append(ts, t)
+		}
+	}
+	was, err := decide(stored(before.Policies))(ctx, ts)
+	if err != nil {
+		return fmt.Errorf("decide before publishing: %w", err)
+	}
+	will, err := decide(stored(after.Policies))(ctx, ts)
+	if err != nil {
+		return fmt.Errorf("decide after publishing: %w", err)
+	}
+	changes := make(map[string]plan.DesiredChange, len(ts))
+	for k, t := range keys {
+		var c plan.DesiredChange
+		if b, ok := was[t]; ok {
+			c.Before = &b
+		}
+		if a, ok := will[t]; ok {
+			c.After = &a
+		}
+		changes[k] = c
+	}
+	d.WithDesired(changes, keys)
+	return nil
+}
+
+// stored is policies as the chain reads them: each revision its Version.
+func stored(policies []plan.Policy) []ports.Stored[policy.Policy] {
+	out := make([]ports.Stored[policy.Policy], len(policies))
+	for i, p := range policies {
+		out[i] = ports.Stored[policy.Policy]{Value: p.Policy, Version: int64(p.Revision)}
+	}
+	ports.SortPolicies(out)
+	return out
+}
+
+// index maps each item of s by key.
+func index[T any](s []T, key func(*T) string) map[string]*T {
+	out := make(map[string]*T, len(s))
+	for i := range s {
+		out[key(&s[i])] = &s[i]
+	}
+	return out
 }

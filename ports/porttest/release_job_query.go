@@ -205,6 +205,17 @@ func relTargetJobState(t *testing.T, e *relEnv) {
 		if st.Successful != nil {
 			successful = st.Successful.Job.ID
 		}
+		if b, ok := e.s.(ports.JobStateBatcher); ok {
+			// Many targets in one call: each as TargetJobState reads it.
+			ts := []release.ReleaseTarget{target, tgt(relD1, relE1, relR2), tgt(relD1, relE1, "no-jobs")}
+			many, err := b.TargetJobStateMany(e.ctx, ts)
+			require.NoError(t, err)
+			for _, x := range ts {
+				one, err := e.s.TargetJobState(e.ctx, x)
+				require.NoError(t, err)
+				require.Equal(t, one, many[x], "TargetJobStateMany of %s", x)
+			}
+		}
 		return active, successful
 	}
 	requireState := func(wantActive, wantSuccessful, msg string) {
