@@ -16,6 +16,7 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -60,6 +61,11 @@ func (s *countingStore) JobsByTarget(ctx context.Context, t release.ReleaseTarge
 func (s *countingStore) JobsLatest(ctx context.Context, p ports.JobsLatestParams) ([]ports.JobRow, error) {
 	s.hit(ctx)
 	return s.ReleaseStore.JobsLatest(ctx, p)
+}
+
+func (s *countingStore) ProgressionSummary(ctx context.Context, p ports.ProgressionSummaryParams) (policy.ProgressionSummary, error) {
+	s.hit(ctx)
+	return s.ReleaseStore.ProgressionSummary(ctx, p)
 }
 
 func (s *countingStore) TargetJobState(ctx context.Context, t release.ReleaseTarget) (ports.TargetJobState, error) {
