@@ -124,6 +124,7 @@ func Jobs(t *testing.T, newStore ReleaseStoreFactory) {
 	t.Run("TargetJobState", func(t *testing.T) { relTargetJobState(setup(t)) })
 	t.Run("ProgressionSummary", func(t *testing.T) { relProgressionSummary(setup(t)) })
 	t.Run("ProgressionSummaryProperty", func(t *testing.T) { relProgressionProperty(setup(t)) })
+	t.Run("ProgressionSummaryConcurrent", func(t *testing.T) { relProgressionConcurrent(setup(t)) })
 }
 
 // TargetFacts is the conformance suite of ports.TargetFactsReader.

@@ -2,6 +2,8 @@ package porttest
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -179,4 +181,75 @@ func relProgressionProperty(t *testing.T, e *relEnv) {
 			}
 		}
 	})
+}
+
+// relProgressionConcurrent: writers ending jobs at once, each a batch over
+// both environments and several targets in its own order (JobUpdateMany),
+// all succeed and leave the summary equal to the recount: the outcome
+// counts lose no update and the latest finish misses no writer.
+func relProgressionConcurrent(t *testing.T, e *relEnv) {
+	relWorld(t, e)
+	relCreateVersions(t, e, relVersion("v1", relD1, relAt(1)))
+	const writers, perWriter = 6, 4
+	var resources []string
+	for i := range writers * perWriter / 2 {
+		id := fmt.Sprintf("cr%02d", i)
+		_, err := e.s.Resources().Put(e.ctx, release.Resource{ID: id, WorkspaceID: relWS, Kind: "Cluster", Identifier: id, Name: id}, 0)
+		require.NoError(t, err)
+		resources = append(resources, id)
+	}
+	var all []release.ReleaseTarget
+	for _, env := range []string{relE1, relE2} {
+		var ts []release.ReleaseTarget
+		for _, r := range resources {
+			ts = append(ts, tgt(relD1, env, r))
+		}
+		_, err := e.s.TargetsReplace(e.ctx, ports.TargetsReplaceParams{Scope: ports.TargetScope{DeploymentID: relD1, EnvironmentID: env}, Targets: ts})
+		require.NoError(t, err)
+		all = append(all, ts...)
+	}
+	// Writer w ends the jobs of targets w, w+writers, ... (both
+	// environments interleaved), the odd writers in reverse order.
+	batches := make([][]ports.JobUpdateParams, writers)
+	for i, target := range all {
+		w := i % writers
+		r := relStoreRelease(t, e, target, "v1")
+		row := relCreateJob(t, e, relJob(fmt.Sprintf("cj%02d", i), r, release.JobInProgress, relAt(2)))
+		next := row.Job
+		next.Status, next.CompletedAt = release.JobSuccessful, relAt(3+i)
+		if i%3 == 0 {
+			next.Status = release.JobFailure
+		}
+		batches[w] = append(batches[w], ports.JobUpdateParams{Job: next, ExpectedVersion: row.Version})
+	}
+	for w := 1; w < writers; w += 2 {
+		slices.Reverse(batches[w])
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([][]error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[w] = e.s.JobUpdateMany(e.ctx, batches[w])
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for w := range writers {
+		for i, err := range errs[w] {
+			require.NoError(t, err, "writer %d, update %d", w, i)
+		}
+	}
+	for _, env := range []string{relE1, relE2} {
+		sum := relRequireSummary(t, e, relD1, env, "v1")
+		require.Equal(t, len(resources), sum.Targets)
+		n := 0
+		for _, o := range sum.Outcomes {
+			n += o.Targets
+		}
+		require.Equal(t, len(resources), n, "every target counted once in %s", env)
+	}
 }
