@@ -196,3 +196,44 @@ func TestProgressionCountsSharedPerVersionAndRule(t *testing.T) {
 		require.Equal(t, Pending, skipped.Evaluate(&in).Status)
 	}
 }
+
+// TestProgressionMayPass: a job's end in an upstream environment needs a
+// downstream wake only when a progression rule reading it passes on its
+// state, or waits only for soak.
+func TestProgressionMayPass(t *testing.T) {
+	t.Parallel()
+	d := release.Deployment{ID: "api", SystemID: "sys"}
+	dev := release.Environment{ID: "dev", SystemID: "sys", Name: "dev"}
+	after := func(pct float64, soak time.Duration) []Policy {
+		return []Policy{{ID: "p", Enabled: true, Selector: `environment.name == "staging"`, Rules: []Rule{{ID: "r", Spec: EnvironmentProgression{
+			DependsOnEnvironmentSelector: `environment.name == "dev"`, MinimumSuccessPercentage: pct, MinimumSoakTime: reconcile.Duration(soak)}}}}}
+	}
+	state := func(targets, successes int) EnvironmentState {
+		sum := ProgressionSummary{VersionID: "v1", Targets: targets}
+		if successes > 0 {
+			sum.Outcomes = []ProgressionOutcome{{Status: release.JobSuccessful, Targets: successes, LatestAt: at(-time.Minute)}}
+		}
+		return EnvironmentState{Environment: dev, Progression: &sum}
+	}
+	disabled := after(0, 0)
+	disabled[0].Enabled = false
+	other := after(0, 0)
+	other[0].Rules[0].Spec = EnvironmentProgression{DependsOnEnvironmentSelector: `environment.name == "qa"`}
+	for _, c := range []struct {
+		name     string
+		policies []Policy
+		state    EnvironmentState
+		want     bool
+	}{
+		{"1 of 2 under 100%: no wake", after(100, 0), state(2, 1), false},
+		{"2 of 2 under 100%: wake", after(100, 0), state(2, 2), true},
+		{"1 of 2 under 50%: wake", after(50, 0), state(2, 1), true},
+		{"no success: no wake", after(0, 0), state(2, 0), false},
+		{"soaking: wake (the soak's end)", after(100, time.Hour), state(1, 1), true},
+		{"no targets upstream: wake", after(100, 0), state(0, 0), true},
+		{"disabled policy: no wake", disabled, state(1, 1), false},
+		{"a rule reading another environment: no wake", other, state(1, 1), false},
+	} {
+		require.Equal(t, c.want, ProgressionMayPass(c.policies, d, c.state, "v1", t0), c.name)
+	}
+}

@@ -108,8 +108,10 @@
 // of it (ports.ReleaseStore.ProgressionSummary, kept in each job's own
 // write: O(1) rows whatever the environment's size) once per (deployment,
 // environment, version) and batch, and only for targets a progression
-// rule applies to. A job that ends
-// wakes only the environments whose progression rules may read its own
-// (policy.Downstream), through one environment-wake item each, which the
-// jobs ending meanwhile share.
+// rule applies to. A job that ends wakes only the environments whose
+// progression rules may read its own (policy.Downstream), and only when
+// its environment's summary for the job's version may now let a target
+// through (policy.ProgressionMayPass: under a 100% rule, only the job that
+// completes the environment), through one environment-wake item each,
+// which the jobs ending meanwhile share.
 package chain

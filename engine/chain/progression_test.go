@@ -200,3 +200,29 @@ func TestJobEndWakesOnlyDownstream(t *testing.T) {
 		h.requireRunning("v1", "staging")
 	})
 }
+
+// TestJobEndWakesDownstreamOnlyWhenProgressionMayPass: with staging after
+// 100% of dev, the first of dev's two jobs ending wakes no environment
+// (staging's verdict cannot change yet); the second, which completes dev,
+// wakes staging.
+func TestJobEndWakesDownstreamOnlyWhenProgressionMayPass(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		progressionPolicies(h, false)
+		h.version("v1")
+		h.drain()
+		report := func(res string) {
+			t.Helper()
+			rows := h.jobs("dev", res)
+			require.NotEmpty(t, rows)
+			require.NoError(t, h.chain.ReportJob(h.ctx, ports.JobReport{AgentID: "fake-agent", ExternalID: rows[0].ExternalID, Status: release.JobSuccessful}))
+		}
+		report("c1")
+		require.True(t, h.pending(chain.TargetKey(chain.KindDesiredRelease, target("dev", "c1"))), "the job's own target")
+		require.False(t, h.pending(chain.EnvironmentKey("api", "staging")), "1 of 2 dev targets: staging cannot pass yet")
+		h.drain()
+		report("c2")
+		require.True(t, h.pending(chain.EnvironmentKey("api", "staging")), "dev complete: staging may pass")
+		h.drain()
+		h.requireRunning("v1", "staging")
+	})
+}
