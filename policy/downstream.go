@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/reconcilerhq/reconciler/reconcile/release"
+import (
+	"time"
+
+	"github.com/reconcilerhq/reconciler/reconcile/release"
+)
 
 // Downstream returns the ids of the environments among envs whose
 // targets of deployment d may read the jobs of environment upstream
@@ -87,4 +91,33 @@ func Upstream(policies []Policy, in Input, envs []release.Environment) []string 
 		}
 	}
 	return out
+}
+
+// ProgressionMayPass reports whether the state of environment upstream for
+// versionID may let a target of deployment d through an
+// environment-progression rule: whether a rule of an enabled policy that
+// may read upstream (as Downstream decides, whatever the policies'
+// selectors) passes on it, or waits only for its soak. When none does, a
+// job of the version ending in upstream cannot have turned any target's
+// progression verdict Allowed (nor set a soak's end), so the downstream
+// environments need no wake: their targets keep their verdicts, and the
+// counts in their pending reasons are brought up to date by their next
+// pass. A selector that cannot be decided counts as passing.
+func ProgressionMayPass(policies []Policy, d release.Deployment, upstream EnvironmentState, versionID string, now time.Time) bool {
+	in := Input{Now: now, Deployment: d, Version: release.DeploymentVersion{ID: versionID}}
+	for i := range policies {
+		if !policies[i].Enabled {
+			continue
+		}
+		for _, r := range policies[i].Rules {
+			p, ok := r.Spec.(EnvironmentProgression)
+			if !ok || !mayMatch(p.DependsOnEnvironmentSelector, release.Subject{Environment: &upstream.Environment, Deployment: &d}) {
+				continue
+			}
+			if pass, _, next, _ := p.check(&in, &upstream); pass || !next.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
 }

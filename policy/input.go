@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +26,10 @@ type TargetState struct {
 type EnvironmentState struct {
 	Environment release.Environment `json:"environment"`
 	Targets     []TargetState       `json:"targets,omitempty"`
+	// Progression, when set, summarises the environment for the
+	// progression rule instead of Targets: the rule then reads only it
+	// (see ProgressionSummary), so a state of any size costs O(1).
+	Progression *ProgressionSummary `json:"progression,omitempty"`
 
 	// tally keeps the progression rule's count over Targets per version
 	// and rule, shared by the copies of a state made with
@@ -72,6 +78,65 @@ func (t *tally) count(key tallyKey, f func() tallied) tallied {
 	c := f()
 	t.counts[key] = c
 	return c
+}
+
+// ProgressionSummary is what the environment-progression rule reads of an
+// upstream environment for one version, without its targets: how many
+// release targets the deployment has there, and how the newest terminal
+// job of the version ended on each target that has one, counted per
+// status and verification. A store keeps it up to date in each job's own
+// write (ports.ReleaseStore.ProgressionSummary).
+type ProgressionSummary struct {
+	// VersionID is the version the outcomes count.
+	VersionID string `json:"version_id"`
+	// Targets counts the deployment's release targets in the environment.
+	Targets int `json:"targets"`
+	// Outcomes count the targets per status and verification of their
+	// newest terminal job of the version; no two share both.
+	Outcomes []ProgressionOutcome `json:"outcomes,omitempty"`
+}
+
+// ProgressionOutcome counts the targets whose newest terminal job of the
+// version ended with Status and Verification, and the latest of those
+// jobs' finish times (release.Job.FinishedAt).
+type ProgressionOutcome struct {
+	Status       release.JobStatus          `json:"status"`
+	Verification release.VerificationStatus `json:"verification,omitempty"`
+	Targets      int                        `json:"targets"`
+	LatestAt     time.Time                  `json:"latest_at"`
+}
+
+// SummarizeProgression is the summary of targets for versionID: their
+// count and, per status and verification, the targets whose newest
+// terminal job of the version (Jobs are newest first) ended so, sorted by
+// (status, verification). A state with it decides as one with targets.
+func SummarizeProgression(versionID string, targets []TargetState) ProgressionSummary {
+	type key struct {
+		status       release.JobStatus
+		verification release.VerificationStatus
+	}
+	at := map[key]int{}
+	sum := ProgressionSummary{VersionID: versionID, Targets: len(targets)}
+	for i := range targets {
+		j := newestTerminal(targets[i].Jobs, versionID)
+		if j == nil {
+			continue
+		}
+		k := key{j.Status, j.Verification}
+		n, ok := at[k]
+		if !ok {
+			n = len(sum.Outcomes)
+			at[k] = n
+			sum.Outcomes = append(sum.Outcomes, ProgressionOutcome{Status: j.Status, Verification: j.Verification})
+		}
+		o := &sum.Outcomes[n]
+		o.Targets++
+		o.LatestAt = later(o.LatestAt, j.FinishedAt())
+	}
+	slices.SortFunc(sum.Outcomes, func(a, b ProgressionOutcome) int {
+		return cmp.Or(cmp.Compare(a.Status, b.Status), cmp.Compare(a.Verification, b.Verification))
+	})
+	return sum
 }
 
 // DependencyState is another deployment on the target's resource with the

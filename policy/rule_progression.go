@@ -20,6 +20,8 @@ import (
 //     the earliest satisfaction among passing environments.
 //   - An upstream environment with no release targets passes (SatisfiedAt
 //     zero). One with targets but no completed job for this version fails.
+//   - An environment state carrying a ProgressionSummary of the version is
+//     judged by it alone, which counts the same as its targets.
 //   - A target succeeded when its newest terminal job for this version has
 //     a status in SuccessStatuses (default [successful]) and verification
 //     passed or was absent (passed only, with RequireVerificationPassed).
@@ -134,27 +136,32 @@ func (r EnvironmentProgression) evaluate(in *Input, _ *evalContext) Verdict {
 // check evaluates one upstream environment: whether it passes, since when,
 // and otherwise when it may pass by time alone and why not.
 func (r EnvironmentProgression) check(in *Input, es *EnvironmentState) (pass bool, satisfiedAt, next time.Time, msg string) {
-	if len(es.Targets) == 0 {
+	total := len(es.Targets)
+	var c tallied
+	if sum := es.Progression; sum != nil && sum.VersionID == in.Version.ID {
+		total, c = sum.Targets, r.tallySummary(sum)
+	} else {
+		key := tallyKey{version: in.Version.ID, statuses: fmt.Sprint(r.SuccessStatuses), requireVerification: r.RequireVerificationPassed}
+		c = es.tally.count(key, func() (c tallied) {
+			for i := range es.Targets {
+				j := newestTerminal(es.Targets[i].Jobs, in.Version.ID)
+				if j == nil || !r.succeeded(j.Status, j.Verification) {
+					continue
+				}
+				c.successes++
+				c.latest = later(c.latest, j.FinishedAt())
+			}
+			return c
+		})
+	}
+	if total == 0 {
 		return true, time.Time{}, time.Time{}, ""
 	}
 	name := es.Environment.Name
-	key := tallyKey{version: in.Version.ID, statuses: fmt.Sprint(r.SuccessStatuses), requireVerification: r.RequireVerificationPassed}
-	c := es.tally.count(key, func() (c tallied) {
-		for i := range es.Targets {
-			j := newestTerminal(es.Targets[i].Jobs, in.Version.ID)
-			if j == nil || !r.succeeded(j) {
-				continue
-			}
-			c.successes++
-			c.latest = later(c.latest, j.FinishedAt())
-		}
-		return c
-	})
 	successes, latest := c.successes, c.latest
 	if successes == 0 {
 		return false, time.Time{}, time.Time{}, "version " + in.Version.Tag + " has not succeeded in " + name
 	}
-	total := len(es.Targets)
 	if float64(successes)*100 < r.MinimumSuccessPercentage*float64(total) {
 		return false, time.Time{}, time.Time{}, strconv.Itoa(successes) + " of " + strconv.Itoa(total) +
 			" targets succeeded in " + name + "; need " + strconv.FormatFloat(r.MinimumSuccessPercentage, 'f', -1, 64) + "%"
@@ -169,14 +176,30 @@ func (r EnvironmentProgression) check(in *Input, es *EnvironmentState) (pass boo
 	return true, soakEnd, time.Time{}, ""
 }
 
-func (r EnvironmentProgression) succeeded(j *JobRecord) bool {
-	if !statusIn(j.Status, r.SuccessStatuses, release.JobSuccessful) {
+// succeeded reports whether a newest terminal job that ended with status
+// and verification counts as a success.
+func (r EnvironmentProgression) succeeded(status release.JobStatus, verification release.VerificationStatus) bool {
+	if !statusIn(status, r.SuccessStatuses, release.JobSuccessful) {
 		return false
 	}
-	if j.Verification == release.VerificationPassed {
+	if verification == release.VerificationPassed {
 		return true
 	}
-	return !r.RequireVerificationPassed && j.Verification.IsNone()
+	return !r.RequireVerificationPassed && verification.IsNone()
+}
+
+// tallySummary counts the successes of a summary's outcomes and the latest
+// of them: the same count as over the targets' newest terminal jobs, since
+// whether a job succeeded depends only on its status and verification.
+func (r EnvironmentProgression) tallySummary(sum *ProgressionSummary) (c tallied) {
+	for _, o := range sum.Outcomes {
+		if o.Targets <= 0 || !r.succeeded(o.Status, o.Verification) {
+			continue
+		}
+		c.successes += o.Targets
+		c.latest = later(c.latest, o.LatestAt)
+	}
+	return c
 }
 
 // newestTerminal is the newest terminal job for versionID in newest-first

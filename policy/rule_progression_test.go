@@ -7,6 +7,7 @@ import (
 	"github.com/reconcilerhq/reconciler/reconcile"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 func envState(id, system string, targets ...[]JobRecord) EnvironmentState {
@@ -111,8 +112,65 @@ func TestEnvironmentProgression(t *testing.T) {
 			for range 2 {
 				require.Equal(t, v, tt.rule.Evaluate(&in))
 			}
+			// The same verdict from the states' summaries alone.
+			in.SystemEnvironments = summarized(in.Version.ID, tt.envs)
+			require.Equal(t, v, tt.rule.Evaluate(&in))
 		})
 	}
+}
+
+// summarized is envs with each state's targets replaced by its summary
+// for versionID.
+func summarized(versionID string, envs []EnvironmentState) []EnvironmentState {
+	out := make([]EnvironmentState, len(envs))
+	for i, es := range envs {
+		sum := SummarizeProgression(versionID, es.Targets)
+		out[i] = EnvironmentState{Environment: es.Environment, Progression: &sum}
+	}
+	return out
+}
+
+// TestProgressionSummaryDecidesAsTargets: for any targets' jobs and any
+// rule, an upstream state carrying only its summary decides as the state
+// carrying every target; a summary of another version is ignored.
+func TestProgressionSummaryDecidesAsTargets(t *testing.T) {
+	t.Parallel()
+	statuses := release.JobStatuses
+	verifications := []release.VerificationStatus{"", release.VerificationNone, release.VerificationRunning, release.VerificationPassed, release.VerificationFailed}
+	rapid.Check(t, func(rt *rapid.T) {
+		var targets [][]JobRecord
+		for range rapid.IntRange(0, 6).Draw(rt, "targets") {
+			var js []JobRecord
+			for range rapid.IntRange(0, 3).Draw(rt, "jobs") {
+				j := job("j", rapid.SampledFrom([]string{"v1", "v2"}).Draw(rt, "version"), rapid.SampledFrom(statuses).Draw(rt, "status"),
+					at(time.Duration(rapid.IntRange(-180, 0).Draw(rt, "minutes"))*time.Minute))
+				j.Verification = rapid.SampledFrom(verifications).Draw(rt, "verification")
+				js = append(js, j)
+			}
+			targets = append(targets, js)
+		}
+		rule := EnvironmentProgression{
+			DependsOnEnvironmentSelector: `environment.name == "staging"`,
+			MinimumSuccessPercentage:     float64(rapid.IntRange(0, 100).Draw(rt, "percentage")),
+			MinimumSoakTime:              reconcile.Duration(time.Duration(rapid.IntRange(0, 120).Draw(rt, "soak")) * time.Minute),
+			MaximumAge:                   reconcile.Duration(time.Duration(rapid.IntRange(0, 120).Draw(rt, "age")) * time.Minute),
+			RequireVerificationPassed:    rapid.Bool().Draw(rt, "verified"),
+		}
+		if rapid.Bool().Draw(rt, "custom statuses") {
+			rule.SuccessStatuses = []release.JobStatus{rapid.SampledFrom(statuses[4:]).Draw(rt, "success status")}
+		}
+		in := setup(t)
+		in.Now = t0
+		envs := []EnvironmentState{envState("staging", "sys", targets...)}
+		in.SystemEnvironments = envs
+		want := rule.Evaluate(&in)
+		in.SystemEnvironments = summarized(in.Version.ID, envs)
+		require.Equal(rt, want, rule.Evaluate(&in))
+		other := summarized("v-other", envs)
+		other[0].Targets = envs[0].Targets
+		in.SystemEnvironments = other
+		require.Equal(rt, want, rule.Evaluate(&in), "a summary of another version is not read")
+	})
 }
 
 // TestProgressionCountsSharedPerVersionAndRule: one shared state serves
@@ -136,5 +194,46 @@ func TestProgressionCountsSharedPerVersionAndRule(t *testing.T) {
 		in.Version.ID = "v1"
 		require.Equal(t, Allowed, plain.Evaluate(&in).Status, "counted apart for the other version")
 		require.Equal(t, Pending, skipped.Evaluate(&in).Status)
+	}
+}
+
+// TestProgressionMayPass: a job's end in an upstream environment needs a
+// downstream wake only when a progression rule reading it passes on its
+// state, or waits only for soak.
+func TestProgressionMayPass(t *testing.T) {
+	t.Parallel()
+	d := release.Deployment{ID: "api", SystemID: "sys"}
+	dev := release.Environment{ID: "dev", SystemID: "sys", Name: "dev"}
+	after := func(pct float64, soak time.Duration) []Policy {
+		return []Policy{{ID: "p", Enabled: true, Selector: `environment.name == "staging"`, Rules: []Rule{{ID: "r", Spec: EnvironmentProgression{
+			DependsOnEnvironmentSelector: `environment.name == "dev"`, MinimumSuccessPercentage: pct, MinimumSoakTime: reconcile.Duration(soak)}}}}}
+	}
+	state := func(targets, successes int) EnvironmentState {
+		sum := ProgressionSummary{VersionID: "v1", Targets: targets}
+		if successes > 0 {
+			sum.Outcomes = []ProgressionOutcome{{Status: release.JobSuccessful, Targets: successes, LatestAt: at(-time.Minute)}}
+		}
+		return EnvironmentState{Environment: dev, Progression: &sum}
+	}
+	disabled := after(0, 0)
+	disabled[0].Enabled = false
+	other := after(0, 0)
+	other[0].Rules[0].Spec = EnvironmentProgression{DependsOnEnvironmentSelector: `environment.name == "qa"`}
+	for _, c := range []struct {
+		name     string
+		policies []Policy
+		state    EnvironmentState
+		want     bool
+	}{
+		{"1 of 2 under 100%: no wake", after(100, 0), state(2, 1), false},
+		{"2 of 2 under 100%: wake", after(100, 0), state(2, 2), true},
+		{"1 of 2 under 50%: wake", after(50, 0), state(2, 1), true},
+		{"no success: no wake", after(0, 0), state(2, 0), false},
+		{"soaking: wake (the soak's end)", after(100, time.Hour), state(1, 1), true},
+		{"no targets upstream: wake", after(100, 0), state(0, 0), true},
+		{"disabled policy: no wake", disabled, state(1, 1), false},
+		{"a rule reading another environment: no wake", other, state(1, 1), false},
+	} {
+		require.Equal(t, c.want, ProgressionMayPass(c.policies, d, c.state, "v1", t0), c.name)
 	}
 }

@@ -586,6 +586,33 @@ type Jobs interface {
 	// TargetJobState reads the target's newest active and newest successful
 	// jobs with their versions in one read (cooldown, rollout, rollback).
 	TargetJobState(ctx context.Context, t release.ReleaseTarget) (TargetJobState, error)
+	// ProgressionSummary reads what the progression rule needs of the
+	// deployment's targets in an environment for a version: their count
+	// and, per status and verification, how many have their newest
+	// terminal job of the version (by created_at, id) so, with the latest
+	// finish time; outcomes sorted by (status, verification). It equals
+	// policy.SummarizeProgression over TargetList and JobsLatest of the
+	// scope, and is kept by each job's and target's own write, so reading
+	// it costs O(1) whatever the environment's size.
+	ProgressionSummary(ctx context.Context, p ProgressionSummaryParams) (policy.ProgressionSummary, error)
+}
+
+// ProgressionSummaryParams names the deployment, environment and version
+// a ProgressionSummary counts; all three are required.
+type ProgressionSummaryParams struct {
+	DeploymentID  string
+	EnvironmentID string
+	VersionID     string
+}
+
+// Validate names the first missing field.
+func (p ProgressionSummaryParams) Validate() error {
+	for _, f := range []struct{ name, v string }{{"deployment_id", p.DeploymentID}, {"environment_id", p.EnvironmentID}, {"version_id", p.VersionID}} {
+		if f.v == "" {
+			return release.Invalid(f.name, "is required")
+		}
+	}
+	return nil
 }
 
 // TerminalJobStatuses lists the terminal job statuses, for

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -462,4 +463,32 @@ func (s *ReleaseStore) withVersion(j *ports.JobRow) *ports.JobWithVersion {
 		out.Version = copyVersion(v)
 	}
 	return out
+}
+
+// ProgressionSummary counts the scope's targets and their newest terminal
+// jobs of the version from the indexes, through
+// policy.SummarizeProgression: the reference the Postgres store's
+// maintained tally is checked against. It walks the scope's targets (the
+// in-process store has no statement cost to save).
+func (s *ReleaseStore) ProgressionSummary(ctx context.Context, p ports.ProgressionSummaryParams) (policy.ProgressionSummary, error) {
+	if err := p.Validate(); err != nil {
+		return policy.ProgressionSummary{}, fmt.Errorf("progression summary: %w", err)
+	}
+	defer s.rlock(ctx)()
+	var states []policy.TargetState
+	for _, r := range s.targets.byDep[p.DeploymentID] {
+		if r.t.EnvironmentID != p.EnvironmentID {
+			continue
+		}
+		ts := policy.TargetState{Target: r.t}
+		list := s.jobs.byTarget[r.t]
+		for i := len(list) - 1; i >= 0; i-- {
+			if j := list[i]; j.VersionID == p.VersionID && j.Status.IsTerminal() {
+				ts.Jobs = []policy.JobRecord{j.Record()}
+				break
+			}
+		}
+		states = append(states, ts)
+	}
+	return policy.SummarizeProgression(p.VersionID, states), nil
 }

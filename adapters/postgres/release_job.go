@@ -11,6 +11,7 @@ import (
 
 	"github.com/uptrace/bun/dialect/pgdialect"
 
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -669,4 +670,49 @@ func (s *ReleaseStore) TargetJobStateMany(ctx context.Context, ts []release.Rele
 		out[t] = st
 	}
 	return out, nil
+}
+
+// sqlProgressionSummary reads a scope's target count and its version's
+// outcome rows (migration 0027 keeps both in each job's and target's
+// write): one statement over O(outcomes) rows.
+const sqlProgressionSummary = `
+SELECT COALESCE((SELECT s.targets FROM release_progression_scopes s WHERE s.deployment_id = ?0 AND s.environment_id = ?1), 0),
+	o.status, o.verification, o.targets, o.latest_at
+FROM (SELECT 1) AS one
+LEFT JOIN release_progression_outcomes o ON o.deployment_id = ?0 AND o.environment_id = ?1 AND o.version_id = ?2 AND o.targets > 0
+ORDER BY o.status, o.verification`
+
+// ProgressionSummary reads the kept progression aggregate of the scope.
+func (s *ReleaseStore) ProgressionSummary(ctx context.Context, p ports.ProgressionSummaryParams) (policy.ProgressionSummary, error) {
+	op := "progression summary of " + p.DeploymentID + " in " + p.EnvironmentID + " for " + p.VersionID
+	if err := p.Validate(); err != nil {
+		return policy.ProgressionSummary{}, fmt.Errorf("progression summary: %w", err)
+	}
+	rows, err := s.db.hotQuery(ctx, hotText(sqlProgressionSummary), p.DeploymentID, p.EnvironmentID, p.VersionID)
+	if err != nil {
+		return policy.ProgressionSummary{}, fmt.Errorf("%s: %w", op, err)
+	}
+	defer rows.Close()
+	sum := policy.ProgressionSummary{VersionID: p.VersionID}
+	for rows.Next() {
+		var (
+			total        int64
+			status, verf sql.NullString
+			n            sql.NullInt64
+			latest       sql.NullTime
+		)
+		if err := rows.Scan(&total, &status, &verf, &n, &latest); err != nil {
+			return policy.ProgressionSummary{}, fmt.Errorf("%s: %w", op, err)
+		}
+		sum.Targets = int(total)
+		if !status.Valid {
+			continue
+		}
+		sum.Outcomes = append(sum.Outcomes, policy.ProgressionOutcome{Status: release.JobStatus(status.String),
+			Verification: release.VerificationStatus(verf.String), Targets: int(n.Int64), LatestAt: latest.Time.UTC()})
+	}
+	if err := rows.Err(); err != nil {
+		return policy.ProgressionSummary{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return sum, nil
 }

@@ -53,6 +53,22 @@ func TestDecisionHistoryReplays(t *testing.T) {
 		require.Len(t, hist[0].Verdicts, 2, "every prod rule's verdict on v1")
 		require.Equal(t, []release.PolicyRevision{{ID: "prod-gate", Revision: 1}}, hist[0].Policies)
 		require.NotEmpty(t, hist[0].Trigger)
+		// Staging's decision reads dev through its progression summary,
+		// not dev's targets: the snapshot stays the same size however many
+		// targets dev has, and replays below to the same choice.
+		staged, err := h.store.TargetDecisions(h.ctx, target("staging", "c1"), 1)
+		require.NoError(t, err)
+		require.NotNil(t, staged[0].Snapshot)
+		require.NotEmpty(t, staged[0].Snapshot.Candidates)
+		summarized := 0
+		for _, es := range staged[0].Snapshot.Candidates[0].Environments {
+			require.Empty(t, es.Targets, "environment %s", es.Environment.ID)
+			if es.Progression != nil {
+				summarized++
+				require.Equal(t, 2, es.Progression.Targets, "dev's targets")
+			}
+		}
+		require.Equal(t, 1, summarized, "dev, the one upstream environment, is summarized")
 		waited := hist[1]
 		require.Equal(t, "no-release", waited.How)
 		require.Contains(t, waited.Reasons[0], "approval")

@@ -102,11 +102,16 @@
 //
 // # Progression in linear time
 //
-// An environment-progression rule reads, for each candidate version, the
-// newest terminal job of every target of the deployment: the chain reads
-// it once per (deployment, version) and batch (one JobsLatest statement),
-// and only for targets a progression rule applies to. A job that ends
-// wakes only the environments whose progression rules may read its own
-// (policy.Downstream), through one environment-wake item each, which the
-// jobs ending meanwhile share.
+// An environment-progression rule reads, for each candidate version and
+// upstream environment, how the newest terminal job of the version ended
+// on the deployment's targets there: the chain reads the store's summary
+// of it (ports.ReleaseStore.ProgressionSummary, kept in each job's own
+// write: O(1) rows whatever the environment's size) once per (deployment,
+// environment, version) and batch, and only for targets a progression
+// rule applies to. A job that ends wakes only the environments whose
+// progression rules may read its own (policy.Downstream), and only when
+// its environment's summary for the job's version may now let a target
+// through (policy.ProgressionMayPass: under a 100% rule, only the job that
+// completes the environment), through one environment-wake item each,
+// which the jobs ending meanwhile share.
 package chain

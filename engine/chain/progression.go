@@ -11,18 +11,16 @@ import (
 // progression holds the environment-progression facts of one deployment,
 // read once and shared by every target that reads them: the system's
 // environments (one read), and per upstream environment and version the
-// deployment's targets there with the newest terminal job of each (one
-// TargetList per environment and one JobsLatest statement per environment
-// and version). A pass's batch keeps one per deployment, so the facts cost
-// O(1) statements per batch, environment and version whatever the
-// deployment's size, where reading every target's job history cost one
-// statement per target for every target (quadratic). Each state's
-// progression counts are shared too (policy.NewEnvironmentState), so the
-// targets' evaluations count each environment once.
+// store's progression summary (policy.ProgressionSummary: the count of the
+// deployment's targets there and of their newest terminal jobs of the
+// version per status and verification, kept by each job's own write; one
+// statement). A pass's batch keeps one per deployment, so the facts cost
+// O(1) statements and O(1) rows per batch, environment and version
+// whatever the deployment's size, where reading the targets and their
+// newest jobs cost O(targets) per batch (N²/B over a rollout).
 type progression struct {
-	envs    []release.Environment // nil until loaded
-	targets map[string][]release.ReleaseTarget
-	states  map[envVersion]policy.EnvironmentState
+	envs   []release.Environment // nil until loaded
+	states map[envVersion]policy.EnvironmentState
 }
 
 // envVersion keys an upstream environment's state for a version.
@@ -82,40 +80,19 @@ func (p *progression) environments(ctx context.Context, c *Chain, f *facts, vers
 	return out, nil
 }
 
-// state is upstream environment e's state for the version, read once.
+// state is upstream environment e's state for the version, read once: the
+// store's progression summary (one statement, whatever the environment's
+// size), which the rule judges the same as the targets it counts.
 func (p *progression) state(ctx context.Context, c *Chain, depID string, e release.Environment, versionID string) (policy.EnvironmentState, error) {
 	key := envVersion{e.ID, versionID}
 	if es, ok := p.states[key]; ok {
 		return es, nil
 	}
-	targets, ok := p.targets[e.ID]
-	if !ok {
-		var err error
-		if targets, err = c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{DeploymentID: depID, EnvironmentID: e.ID}}); err != nil {
-			return policy.EnvironmentState{}, err
-		}
-		if p.targets == nil {
-			p.targets = map[string][]release.ReleaseTarget{}
-		}
-		p.targets[e.ID] = targets
-	}
-	jobs, err := c.Store.JobsLatest(ctx, ports.JobsLatestParams{DeploymentID: depID, EnvironmentID: e.ID, VersionID: versionID, Statuses: ports.TerminalJobStatuses()})
+	sum, err := c.Store.ProgressionSummary(ctx, ports.ProgressionSummaryParams{DeploymentID: depID, EnvironmentID: e.ID, VersionID: versionID})
 	if err != nil {
 		return policy.EnvironmentState{}, err
 	}
-	newest := make(map[string]*ports.JobRow, len(jobs))
-	for i := range jobs {
-		newest[jobs[i].TargetKey] = &jobs[i]
-	}
-	states := make([]policy.TargetState, 0, len(targets))
-	for _, t := range targets {
-		ts := policy.TargetState{Target: t}
-		if j := newest[t.Key()]; j != nil {
-			ts.Jobs = []policy.JobRecord{j.Record()}
-		}
-		states = append(states, ts)
-	}
-	es := policy.NewEnvironmentState(e, states)
+	es := policy.EnvironmentState{Environment: e, Progression: &sum}
 	if p.states == nil {
 		p.states = map[envVersion]policy.EnvironmentState{}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/reconcilerhq/reconciler/adapters/postgres"
 	"github.com/reconcilerhq/reconciler/engine/chain"
 	"github.com/reconcilerhq/reconciler/internal/pgtest"
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/ports/porttest"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
@@ -60,6 +61,11 @@ func (s *countingStore) JobsByTarget(ctx context.Context, t release.ReleaseTarge
 func (s *countingStore) JobsLatest(ctx context.Context, p ports.JobsLatestParams) ([]ports.JobRow, error) {
 	s.hit(ctx)
 	return s.ReleaseStore.JobsLatest(ctx, p)
+}
+
+func (s *countingStore) ProgressionSummary(ctx context.Context, p ports.ProgressionSummaryParams) (policy.ProgressionSummary, error) {
+	s.hit(ctx)
+	return s.ReleaseStore.ProgressionSummary(ctx, p)
 }
 
 func (s *countingStore) TargetJobState(ctx context.Context, t release.ReleaseTarget) (ports.TargetJobState, error) {
@@ -190,6 +196,32 @@ func TestJobEndWakesOnlyDownstream(t *testing.T) {
 		require.False(t, h.pending(chain.EnvironmentKey("api", "prod")), "prod reads staging, not dev")
 		require.False(t, h.pending(chain.TargetKey(chain.KindDesiredRelease, target("prod", "c1"))), "prod reads staging, not dev")
 		require.False(t, h.pending(chain.TargetKey(chain.KindDesiredRelease, target("staging", "c1"))), "woken through the environment's wake")
+		h.drain()
+		h.requireRunning("v1", "staging")
+	})
+}
+
+// TestJobEndWakesDownstreamOnlyWhenProgressionMayPass: with staging after
+// 100% of dev, the first of dev's two jobs ending wakes no environment
+// (staging's verdict cannot change yet); the second, which completes dev,
+// wakes staging.
+func TestJobEndWakesDownstreamOnlyWhenProgressionMayPass(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		progressionPolicies(h, false)
+		h.version("v1")
+		h.drain()
+		report := func(res string) {
+			t.Helper()
+			rows := h.jobs("dev", res)
+			require.NotEmpty(t, rows)
+			require.NoError(t, h.chain.ReportJob(h.ctx, ports.JobReport{AgentID: "fake-agent", ExternalID: rows[0].ExternalID, Status: release.JobSuccessful}))
+		}
+		report("c1")
+		require.True(t, h.pending(chain.TargetKey(chain.KindDesiredRelease, target("dev", "c1"))), "the job's own target")
+		require.False(t, h.pending(chain.EnvironmentKey("api", "staging")), "1 of 2 dev targets: staging cannot pass yet")
+		h.drain()
+		report("c2")
+		require.True(t, h.pending(chain.EnvironmentKey("api", "staging")), "dev complete: staging may pass")
 		h.drain()
 		h.requireRunning("v1", "staging")
 	})

@@ -167,7 +167,7 @@ func (c *Chain) followUp(ctx context.Context, row *ports.JobRow) error {
 			return c.enqueue(ctx, time.Time{}, JobKey(row.ID))
 		}
 	}
-	return c.wakeDependents(ctx, row.Target(), policies)
+	return c.wakeDependents(ctx, row, policies)
 }
 
 // afterJobEnded is the outcome of a pass that saw a job end: the follow-up
@@ -184,14 +184,16 @@ func (c *Chain) afterJobEnded(ctx context.Context, row *ports.JobRow) engine.Out
 // and one environment-wake item (environmentWake) for each environment of
 // t's deployment whose targets' verdict the end of t's job may change: the
 // environments whose progression rules may read t's environment
-// (policy.Downstream), and t's own when a per-environment concurrency cap
+// (policy.Downstream) when its state for the job's version may let a
+// target through (policy.ProgressionMayPass), and t's own when a per-environment concurrency cap
 // may be waiting on t's job. The queue keeps one item per key, so the jobs
 // ending in an environment meanwhile share one wake of its targets.
-func (c *Chain) wakeDependents(ctx context.Context, t release.ReleaseTarget, policies []policy.Policy) error {
+func (c *Chain) wakeDependents(ctx context.Context, row *ports.JobRow, policies []policy.Policy) error {
+	t := row.Target()
 	targets := []release.ReleaseTarget{t}
 	var envs []string
 	if policy.HasRule(policies, policy.TypeEnvironmentProgression) {
-		down, err := c.downstream(ctx, t, policies)
+		down, err := c.downstream(ctx, row, policies)
 		if err != nil {
 			return err
 		}
@@ -217,8 +219,13 @@ func (c *Chain) wakeDependents(ctx context.Context, t release.ReleaseTarget, pol
 	return c.enqueue(ctx, time.Time{}, keys...)
 }
 
-// downstream is policy.Downstream of t's environment in t's deployment.
-func (c *Chain) downstream(ctx context.Context, t release.ReleaseTarget, policies []policy.Policy) ([]string, error) {
+// downstream is policy.Downstream of the ended job's environment in its
+// deployment, or none when that environment's state for the job's version
+// lets no target through a progression rule (policy.ProgressionMayPass,
+// one summary read): with a 100% rule, only the job that completes an
+// environment wakes the next, not each of the jobs before it.
+func (c *Chain) downstream(ctx context.Context, row *ports.JobRow, policies []policy.Policy) ([]string, error) {
+	t := row.Target()
 	d, err := c.Store.Deployments().Get(ctx, t.DeploymentID)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, nil
@@ -241,7 +248,19 @@ func (c *Chain) downstream(ctx context.Context, t release.ReleaseTarget, policie
 	if upstream == nil {
 		return nil, nil // the environment is gone: its jobs gate nothing
 	}
-	return policy.Downstream(policies, d.Value, *upstream, envs), nil
+	down := policy.Downstream(policies, d.Value, *upstream, envs)
+	if len(down) == 0 || row.VersionID == "" {
+		return down, nil
+	}
+	sum, err := c.Store.ProgressionSummary(ctx, ports.ProgressionSummaryParams{DeploymentID: t.DeploymentID,
+		EnvironmentID: t.EnvironmentID, VersionID: row.VersionID})
+	if err != nil {
+		return nil, err
+	}
+	if !policy.ProgressionMayPass(policies, d.Value, policy.EnvironmentState{Environment: *upstream, Progression: &sum}, row.VersionID, c.Clock.Now()) {
+		return nil, nil
+	}
+	return down, nil
 }
 
 // environmentWake is the environment-wake controller: it enqueues
@@ -341,7 +360,7 @@ func (c *Chain) jobVerification(ctx context.Context, it engine.Item) engine.Outc
 		}
 		return engine.RequeueAt(wake)
 	}
-	if err := c.wakeDependents(ctx, row.Target(), policies); err != nil {
+	if err := c.wakeDependents(ctx, &row, policies); err != nil {
 		return engine.Retry(err)
 	}
 	return engine.Done()

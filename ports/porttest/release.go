@@ -122,6 +122,9 @@ func Jobs(t *testing.T, newStore ReleaseStoreFactory) {
 	t.Run("Active", func(t *testing.T) { relJobsActive(setup(t)) })
 	t.Run("Latest", func(t *testing.T) { relJobsLatest(setup(t)) })
 	t.Run("TargetJobState", func(t *testing.T) { relTargetJobState(setup(t)) })
+	t.Run("ProgressionSummary", func(t *testing.T) { relProgressionSummary(setup(t)) })
+	t.Run("ProgressionSummaryProperty", func(t *testing.T) { relProgressionProperty(setup(t)) })
+	t.Run("ProgressionSummaryConcurrent", func(t *testing.T) { relProgressionConcurrent(setup(t)) })
 }
 
 // TargetFacts is the conformance suite of ports.TargetFactsReader.

@@ -1,0 +1,16 @@
+DROP TRIGGER IF EXISTS release_targets_progression_delete ON release_targets;
+DROP TRIGGER IF EXISTS release_targets_progression_insert ON release_targets;
+DROP TRIGGER IF EXISTS release_jobs_progression_update ON release_jobs;
+DROP TRIGGER IF EXISTS release_jobs_progression_insert ON release_jobs;
+DROP FUNCTION IF EXISTS release_progression_newest(release_jobs[]);
+DROP TABLE IF EXISTS release_progression_targets;
+DROP TABLE IF EXISTS release_progression_outcomes;
+DROP TABLE IF EXISTS release_progression_scopes;
+DROP FUNCTION IF EXISTS release_progression_targets_out();
+DROP FUNCTION IF EXISTS release_progression_targets_in();
+DROP FUNCTION IF EXISTS release_progression_jobs();
+DROP FUNCTION IF EXISTS release_progression_targets_removed();
+DROP FUNCTION IF EXISTS release_progression_targets_changed();
+DROP FUNCTION IF EXISTS release_progression_targets_added();
+DROP FUNCTION IF EXISTS release_progression_apply(release_progression_delta[]);
+DROP TYPE IF EXISTS release_progression_delta;
