@@ -13,8 +13,9 @@ import (
 func newCatalogPlanCmd(o *catalogOpts) *cobra.Command {
 	var number int
 	cmd := &cobra.Command{
-		Use:   "plan policy/NAME [--revision N]",
-		Short: "Show what publishing a policy's open draft or proposal would change",
+		Use:     "plan policy/NAME [--revision N]",
+		Aliases: []string{"diff"},
+		Short:   "Show what publishing a policy's open draft or proposal would change",
 		Long: `plan shows, before anyone approves it, what publishing a policy revision
 would change against the published one: for every release target it
 affects, the gating rules (approval, window, progression, rollout,
@@ -27,7 +28,8 @@ rollback or concurrency rule) is listed too. The revision planned is the one get
 or proposal, else the latest published; --revision N plans published
 revision N. Its own rules carry revision 0, as it has no number until it is
 published. Nothing is written; -o json prints the plan as the API's
-GET /api/v1/catalog/policy/{name}/revisions/{id}/plan does.
+GET /api/v1/catalog/policy/{name}/revisions/{id}/plan does. catalog diff
+is the same command.
 ` + catalogExitHelp,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

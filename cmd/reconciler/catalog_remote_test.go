@@ -129,6 +129,9 @@ func TestCatalogThroughAPI(t *testing.T) {
 			r = as(ports.ScopeRead, "", "plan", "policy/gate", "-o", "json")
 			require.Equal(t, 0, r.code, r.stderr)
 			require.Contains(t, r.stdout, `"targets"`)
+			dr := as(ports.ScopeRead, "", "diff", "policy/gate", "-o", "json")
+			require.Equal(t, 0, dr.code, dr.stderr)
+			require.Equal(t, r.stdout, dr.stdout, "catalog diff is catalog plan")
 			require.Equal(t, 2, as(ports.ScopeRead, "", "plan", "workflow-template/x").code, "only policies")
 
 			r = as(ports.ScopeRead, "", "get", "policy/gate", "--revision", "1", "-o", "content")
