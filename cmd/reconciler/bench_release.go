@@ -42,6 +42,9 @@ type benchReleaseOptions struct {
 	// between them, an approval, a window and a gradual rollout in prod
 	// (benchPolicies).
 	policies bool
+	// readProbe reads explain and the target list page during the timed
+	// phase (benchReads).
+	readProbe bool
 	// watchers, when positive, streams every change of the timed phase to
 	// that many clients of GET /api/v1/events (benchWatchers).
 	watchers int
@@ -117,6 +120,7 @@ The last line is JSON:
 	f.StringVar(&processes, "processes", "", "run the chain in worker processes instead, once per count of this comma-separated list (e.g. 1,2; needs --dsn)")
 	f.StringVar(&o.workerBin, "worker-bin", "", "the reconciler binary the worker processes run (default this one)")
 	_ = f.MarkHidden("worker-bin")
+	f.BoolVar(&o.readProbe, "read-probe", false, "while the chain runs, explain one target and read the first page of the target list every 100 ms through an API served on loopback in this process, and report each read's p50 and p99 (reads_*)")
 	f.BoolVar(&o.policies, "policies", false, "the demo's shape: --targets split over dev, staging and prod (one resource in each), staging after dev and prod after staging (progression), an approval, an always-open window and a gradual rollout (linear-normalized over 1 s) in prod; the agent's jobs succeed at once")
 	intRangeVar(f, &o.watchers, "watchers", 0, 0, 1000, "stream every change of the timed phase to this many clients of GET /api/v1/events served on loopback, and report the events, the fewest any client received and their delivery lag (not with --processes)")
 	f.BoolVar(&o.share, "share-machine", false, "with --processes, give each of n worker processes 1/n of this machine's CPUs (GOMAXPROCS) and default connection pool (pool_max_conns)")
@@ -239,6 +243,16 @@ func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseO
 		}
 	}
 	ch = newChain(env.be)
+	var reads *benchReads
+	if o.readProbe {
+		envs := []string{"prod"}
+		if o.policies {
+			envs = []string{"dev", "staging", "prod"}
+		}
+		if reads, err = startBenchReads(ctx, env.be, ch, envs, resources, quiet); err != nil {
+			return err
+		}
+	}
 
 	fmt.Fprintf(stderr, "bench release: creating a version for %d targets\n", o.targets)
 	if o.cpuProfile != "" {
@@ -267,10 +281,18 @@ func benchRelease(ctx context.Context, stdout, stderr io.Writer, o benchReleaseO
 	perSec := float64(n) / elapsed.Seconds()
 	fmt.Fprintf(stderr, "dispatched %d of %d jobs in %s = %.0f targets/s\n", n, agent.want, elapsed.Round(time.Millisecond), perSec)
 	var watched map[string]any
+	if reads != nil {
+		watched = reads.stop(ctx)
+	}
 	if watchers != nil {
-		if watched, err = watchers.stop(ctx, 30*time.Second); err != nil {
+		w, err := watchers.stop(ctx, 30*time.Second)
+		if err != nil {
 			return err
 		}
+		if watched == nil {
+			watched = map[string]any{}
+		}
+		maps.Copy(watched, w)
 		if ev, ok := watched["events"].(int64); ok {
 			watched["events_per_sec"] = round1(float64(ev) / elapsed.Seconds())
 		}

@@ -102,6 +102,13 @@ func benchReleaseInProcesses(ctx context.Context, stdout, stderr io.Writer, o be
 		return err
 	}
 	ch = &chain.Chain{Store: env.be.releases, Queue: env.be.queue, Clock: ports.SystemClock, Logger: quiet}
+	var reads *benchReads
+	if o.readProbe {
+		if reads, err = startBenchReads(ctx, env.be, ch, []string{"prod"}, o.targets, quiet); err != nil {
+			workers.stop()
+			return err
+		}
+	}
 	fmt.Fprintf(stderr, "bench release: creating a version for %d targets\n", o.targets)
 	start := time.Now()
 	if err := ch.CreateVersion(ctx, release.DeploymentVersion{ID: "bench-v1", DeploymentID: "api", Tag: "v1"}); err != nil {
@@ -110,6 +117,10 @@ func benchReleaseInProcesses(ctx context.Context, stdout, stderr io.Writer, o be
 	}
 	got, timedOut := workers.await(ctx, o.targets, o.timeout)
 	elapsed := time.Since(start)
+	var read map[string]any
+	if reads != nil {
+		read = reads.stop(ctx)
+	}
 	rss := workers.stop()
 	perSec := float64(got) / elapsed.Seconds()
 	fmt.Fprintf(stderr, "dispatched %d of %d jobs in %s with %d processes = %.0f targets/s\n", got, o.targets, elapsed.Round(time.Millisecond), n, perSec)
@@ -131,6 +142,7 @@ func benchReleaseInProcesses(ctx context.Context, stdout, stderr io.Writer, o be
 	}
 	line["workers_gomaxprocs"], line["workers_pool_max_conns"] = workers.gomaxprocs, workers.maxConns
 	maps.Copy(line, figures)
+	maps.Copy(line, read)
 	if err := json.NewEncoder(stdout).Encode(line); err != nil {
 		return err
 	}

@@ -59,19 +59,27 @@ func TestBenchRelease(t *testing.T) {
 
 // TestBenchReleasePolicies: with --policies the version goes through dev,
 // staging and prod under progression, an approval, a window and a gradual
-// rollout, and every target of the three environments gets its job.
+// rollout, and every target of the three environments gets its job; with
+// --read-probe the line carries the reads' figures.
 func TestBenchReleasePolicies(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"memory", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			args := []string{"bench", "release", "--targets", "90", "--policies"}
+			args := []string{"bench", "release", "--targets", "90", "--policies", "--read-probe"}
 			if name == "postgres" {
 				args = append(args, "--dsn", pgtest.DSN(t))
 			}
 			got := benchLine(t, args...)
 			require.EqualValues(t, 90, got["targets"], "30 resources in each of 3 environments")
 			require.Equal(t, true, got["policies"])
+			// --read-probe: explain and the target page were read, and
+			// answered.
+			require.EqualValues(t, 0, got["reads_failed"], "%v", got["reads_first_failure"])
+			for _, read := range []string{"explain", "target_page"} {
+				require.Positive(t, got["reads_"+read], read)
+				require.LessOrEqual(t, got["reads_"+read+"_p50_ms"], got["reads_"+read+"_p99_ms"], read)
+			}
 		})
 	}
 	res := runCLI(t, "", "bench", "release", "--policies", "--processes", "1", "--dsn", "postgres://x")
@@ -84,7 +92,7 @@ func TestBenchReleasePolicies(t *testing.T) {
 // many worker processes, every target gets its job each time, and each run
 // prints its JSON line with the workers' peak RSS; --cpuprofile writes one
 // CPU profile per worker process; a DSN with pool settings is taken as
-// serve takes it.
+// serve takes it; --read-probe reads explain meanwhile.
 func TestBenchReleaseProcesses(t *testing.T) {
 	t.Parallel()
 	bin, err := buildBinary()
@@ -93,7 +101,7 @@ func TestBenchReleaseProcesses(t *testing.T) {
 	// A pool setting in the DSN sizes each process's pool, as in serve.
 	dsn := withParams(pgtest.DSN(t), map[string]string{"pool_max_conns": "3"})
 	res := runCLI(t, "", "bench", "release", "--targets", "200", "--processes", "1,2", "--worker-bin", bin, "--dsn", dsn,
-		"--cpuprofile", prof)
+		"--cpuprofile", prof, "--read-probe")
 	require.NoError(t, res.err, res.stderr)
 	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
 	require.Len(t, lines, 2, res.stdout)
@@ -117,6 +125,8 @@ func TestBenchReleaseProcesses(t *testing.T) {
 		require.True(t, ok, "workers_gomaxprocs: %v", got["workers_gomaxprocs"])
 		require.Len(t, procs, want)
 		require.NotContains(t, got, "share_machine")
+		require.EqualValues(t, 0, got["reads_failed"], "%v", got["reads_first_failure"])
+		require.Positive(t, got["reads_explain"], "the read probe explained targets while the workers ran")
 	}
 }
 
