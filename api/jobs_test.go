@@ -149,6 +149,20 @@ func TestTargets(t *testing.T) {
 		require.Len(t, m2["items"].([]any), 1)
 		require.Empty(t, m2["next_cursor"])
 		require.NotEqual(t, items[0].(map[string]any)["target"], m2["items"].([]any)[0].(map[string]any)["target"])
+		// A page's statuses (job states read for the page at once) are
+		// each target's own.
+		page := f.do(http.MethodGet, "/api/v1/targets?deployment_id=web&limit=50", "read", nil).json(t)
+		ran := 0
+		for _, it := range page["items"].([]any) {
+			st := it.(map[string]any)
+			tg := st["target"].(map[string]any)
+			key := tg["deployment_id"].(string) + ":" + tg["environment_id"].(string) + ":" + tg["resource_id"].(string)
+			require.Equal(t, f.do(http.MethodGet, "/api/v1/targets/"+key, "read", nil).json(t), st, key)
+			if st["current"] != nil || st["active"] != nil {
+				ran++
+			}
+		}
+		require.Positive(t, ran, "some target on the page has a job of v1")
 		f.do(http.MethodGet, "/api/v1/targets/web:dev:nope", "read", nil).problem(t, http.StatusNotFound)
 		f.do(http.MethodGet, "/api/v1/targets/nonsense", "read", nil).problem(t, http.StatusBadRequest)
 		f.do(http.MethodGet, "/api/v1/targets/web:dev:nope/explain", "read", nil).problem(t, http.StatusNotFound)

@@ -56,9 +56,13 @@ func (s *Server) registerTargets() {
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
+			states, err := s.jobStates(ctx, targets)
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
 			out := make([]TargetStatus, 0, len(targets))
 			for _, t := range targets {
-				st, err := s.targetStatus(ctx, t)
+				st, err := s.targetStatusWith(ctx, t, states)
 				if err != nil {
 					return nil, s.fail(ctx, err)
 				}
@@ -124,6 +128,12 @@ func (s *Server) registerTargetDecisions() {
 
 // targetStatus reads what a target runs and should run.
 func (s *Server) targetStatus(ctx context.Context, t release.ReleaseTarget) (TargetStatus, error) {
+	return s.targetStatusWith(ctx, t, nil)
+}
+
+// targetStatusWith is targetStatus with t's job state taken from states
+// when it is there (a page's, read at once), else read.
+func (s *Server) targetStatusWith(ctx context.Context, t release.ReleaseTarget, states map[release.ReleaseTarget]ports.TargetJobState) (TargetStatus, error) {
 	st := TargetStatus{Target: t}
 	d, err := s.o.Releases.DesiredGet(ctx, t)
 	switch {
@@ -132,10 +142,22 @@ func (s *Server) targetStatus(ctx context.Context, t release.ReleaseTarget) (Tar
 	case !errors.Is(err, ports.ErrNotFound):
 		return st, err
 	}
-	js, err := s.o.Releases.TargetJobState(ctx, t)
-	if err != nil {
-		return st, err
+	js, ok := states[t]
+	if !ok {
+		if js, err = s.o.Releases.TargetJobState(ctx, t); err != nil {
+			return st, err
+		}
 	}
 	st.Current, st.Active = js.Successful, js.Active
 	return st, nil
+}
+
+// jobStates reads the job states of a page's targets in one call when the
+// store reads many at once (ports.JobStateBatcher); nil otherwise.
+func (s *Server) jobStates(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]ports.TargetJobState, error) {
+	b, ok := s.o.Releases.(ports.JobStateBatcher)
+	if !ok || len(ts) == 0 {
+		return nil, nil
+	}
+	return b.TargetJobStateMany(ctx, ts)
 }
