@@ -56,13 +56,13 @@ func (s *Server) registerTargets() {
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			states, err := s.jobStates(ctx, targets)
+			reads, err := s.pageStates(ctx, targets)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
 			out := make([]TargetStatus, 0, len(targets))
 			for _, t := range targets {
-				st, err := s.targetStatusWith(ctx, t, states)
+				st, err := s.targetStatusWith(ctx, t, reads)
 				if err != nil {
 					return nil, s.fail(ctx, err)
 				}
@@ -131,10 +131,43 @@ func (s *Server) targetStatus(ctx context.Context, t release.ReleaseTarget) (Tar
 	return s.targetStatusWith(ctx, t, nil)
 }
 
-// targetStatusWith is targetStatus with t's job state taken from states
-// when it is there (a page's, read at once), else read.
-func (s *Server) targetStatusWith(ctx context.Context, t release.ReleaseTarget, states map[release.ReleaseTarget]ports.TargetJobState) (TargetStatus, error) {
+// pageReads are a page's desired releases and job states, read for every
+// target of the page at once.
+type pageReads struct {
+	desired map[release.ReleaseTarget]ports.DesiredRelease
+	jobs    map[release.ReleaseTarget]ports.TargetJobState
+}
+
+// pageStates reads the desired releases and job states of a page's
+// targets in two calls when the store reads many at once
+// (ports.JobStateBatcher); nil otherwise (each is read on its own).
+func (s *Server) pageStates(ctx context.Context, ts []release.ReleaseTarget) (*pageReads, error) {
+	b, ok := s.o.Releases.(ports.JobStateBatcher)
+	if !ok || len(ts) == 0 {
+		return nil, nil
+	}
+	jobs, err := b.TargetJobStateMany(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	desired, err := b.DesiredGetMany(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	return &pageReads{desired: desired, jobs: jobs}, nil
+}
+
+// targetStatusWith is targetStatus with what page read (nil: read here).
+func (s *Server) targetStatusWith(ctx context.Context, t release.ReleaseTarget, page *pageReads) (TargetStatus, error) {
 	st := TargetStatus{Target: t}
+	if page != nil {
+		if d, ok := page.desired[t]; ok {
+			st.Desired = &d
+		}
+		js := page.jobs[t]
+		st.Current, st.Active = js.Successful, js.Active
+		return st, nil
+	}
 	d, err := s.o.Releases.DesiredGet(ctx, t)
 	switch {
 	case err == nil:
@@ -142,22 +175,10 @@ func (s *Server) targetStatusWith(ctx context.Context, t release.ReleaseTarget, 
 	case !errors.Is(err, ports.ErrNotFound):
 		return st, err
 	}
-	js, ok := states[t]
-	if !ok {
-		if js, err = s.o.Releases.TargetJobState(ctx, t); err != nil {
-			return st, err
-		}
+	js, err := s.o.Releases.TargetJobState(ctx, t)
+	if err != nil {
+		return st, err
 	}
 	st.Current, st.Active = js.Successful, js.Active
 	return st, nil
-}
-
-// jobStates reads the job states of a page's targets in one call when the
-// store reads many at once (ports.JobStateBatcher); nil otherwise.
-func (s *Server) jobStates(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]ports.TargetJobState, error) {
-	b, ok := s.o.Releases.(ports.JobStateBatcher)
-	if !ok || len(ts) == 0 {
-		return nil, nil
-	}
-	return b.TargetJobStateMany(ctx, ts)
 }

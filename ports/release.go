@@ -513,10 +513,13 @@ type DesiredBatcher interface {
 // JobStateBatcher is a store that reads the TargetJobState of many
 // targets in one call: for each target of ts, what TargetJobState answers
 // (the zero state for a target without jobs, also when it is left out of
-// the map). The chain's plan (DecideMany) uses it when the store has it
-// (checked by porttest.Releases, against TargetJobState).
+// the map); and their desired releases: what DesiredGet answers, a target
+// without one left out. The chain's plan (DecideMany) and the API's target
+// list use it when the store has it (checked by porttest.Releases, against
+// TargetJobState and DesiredGet).
 type JobStateBatcher interface {
 	TargetJobStateMany(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]TargetJobState, error)
+	DesiredGetMany(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]DesiredRelease, error)
 }
 
 // DesiredSetEach is DesiredSetMany one write at a time on s.

@@ -385,6 +385,19 @@ func sameDesired(a, b *ports.DesiredRelease) bool {
 }
 
 // DesiredGet reads the target's desired release.
+// DesiredGetMany is DesiredGet of every target of ts, a target without a
+// decision left out (ports.JobStateBatcher).
+func (s *ReleaseStore) DesiredGetMany(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]ports.DesiredRelease, error) {
+	defer s.rlock(ctx)()
+	out := make(map[release.ReleaseTarget]ports.DesiredRelease, len(ts))
+	for _, t := range ts {
+		if d, ok := s.desired[t]; ok {
+			out[t] = copyDesired(d)
+		}
+	}
+	return out, nil
+}
+
 func (s *ReleaseStore) DesiredGet(ctx context.Context, t release.ReleaseTarget) (ports.DesiredRelease, error) {
 	defer s.rlock(ctx)()
 	d, ok := s.desired[t]

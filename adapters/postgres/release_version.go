@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/uptrace/bun/dialect/pgdialect"
+
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -563,6 +565,41 @@ func (s *ReleaseStore) DesiredGet(ctx context.Context, t release.ReleaseTarget) 
 	out, err := row.decode(t)
 	if err != nil {
 		return ports.DesiredRelease{}, fmt.Errorf("get desired release of %s: %w", t, err)
+	}
+	return out, nil
+}
+
+// DesiredGetMany is DesiredGet of every target of ts in one statement, a
+// target without a decision left out (ports.JobStateBatcher).
+func (s *ReleaseStore) DesiredGetMany(ctx context.Context, ts []release.ReleaseTarget) (map[release.ReleaseTarget]ports.DesiredRelease, error) {
+	out := make(map[release.ReleaseTarget]ports.DesiredRelease, len(ts))
+	if len(ts) == 0 {
+		return out, nil
+	}
+	byKey := make(map[string]release.ReleaseTarget, len(ts))
+	keys := make([]string, 0, len(ts))
+	for _, t := range ts {
+		byKey[t.Key()] = t
+		keys = append(keys, t.Key())
+	}
+	var rows []struct {
+		TargetKey string `bun:"target_key"`
+		desiredRow
+	}
+	if err := s.db.idb(ctx).NewRaw(`SELECT target_key, release_id, reasons, next_check_at, updated_at FROM release_desired WHERE target_key = ANY(?)`,
+		pgdialect.Array(keys)).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("get desired releases of %d targets: %w", len(ts), err)
+	}
+	for i := range rows {
+		t, ok := byKey[rows[i].TargetKey]
+		if !ok {
+			continue
+		}
+		d, err := rows[i].decode(t)
+		if err != nil {
+			return nil, fmt.Errorf("get desired release of %s: %w", t, err)
+		}
+		out[t] = d
 	}
 	return out, nil
 }

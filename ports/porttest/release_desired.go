@@ -177,6 +177,21 @@ func relDesired(t *testing.T, e *relEnv) {
 	again, err := e.s.DesiredGet(e.ctx, rOther.Target)
 	require.NoError(t, err)
 	require.Nil(t, again.Reasons, "reads are copies")
+
+	if b, ok := e.s.(ports.JobStateBatcher); ok {
+		// Many targets in one call: each as DesiredGet reads it, a target
+		// without a decision left out.
+		none := tgt(relD1, relE1, "no-decision")
+		many, err := b.DesiredGetMany(e.ctx, []release.ReleaseTarget{target, rOther.Target, none})
+		require.NoError(t, err)
+		require.Len(t, many, 2)
+		for _, x := range []release.ReleaseTarget{target, rOther.Target} {
+			one, err := e.s.DesiredGet(e.ctx, x)
+			require.NoError(t, err)
+			require.Equal(t, one, many[x], "DesiredGetMany of %s", x)
+		}
+		require.NotContains(t, many, none)
+	}
 }
 
 // relDesiredMany: a store that is a ports.DesiredBatcher writes a call's
