@@ -155,5 +155,15 @@ func TestPublishingPlanEqualsApproved(t *testing.T) {
 		for _, tg := range diff.Targets {
 			require.Equal(t, tg.Desired.After.ReleaseID, got[tg.Key], "%s: the plan's after is the drained decision", tg.Key)
 		}
+
+		// Planning the published revision itself (no draft open) changes
+		// nothing: no rule starts or stops, no release moves.
+		again, err := gate.Publishing(h.ctx, nil, h.store, p, decide)
+		require.NoError(t, err)
+		for _, tg := range again.Targets {
+			require.Empty(t, tg.Starts, "%s", tg.Key)
+			require.Empty(t, tg.Stops, "%s", tg.Key)
+			require.False(t, tg.Desired != nil && tg.Desired.Changed(), "%s", tg.Key)
+		}
 	})
 }

@@ -12,6 +12,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -164,7 +165,8 @@ type PolicyDecider func(policies []ports.Stored[policy.Policy]) Decider
 // Publishing is the decision diff of publishing p (a proposed revision of
 // policy p.ID) over the facts as they are: p replaces the policy's
 // published revision (a disabled p removes it). Its rules carry revision 0,
-// as it has no number until it is published. With decide, every target
+// as it has no number until it is published, unless p is the published
+// revision's content (then its number, and nothing changes). With decide, every target
 // the published or the proposed revision applies to (and every target the
 // diff lists) also gets its desired release before and after
 // (plan.Target.Desired), decided by the chain over the same read with the
@@ -178,9 +180,18 @@ func Publishing(ctx context.Context, tx ports.Transactor, s ports.ReleaseStore, 
 			return err
 		}
 		after := before
+		// p keeps the published revision's number when it is that
+		// revision's content (planning the published revision itself):
+		// publishing it again changes nothing.
+		planned := plan.Policy{Policy: p}
+		for _, x := range before.Policies {
+			if x.Policy.ID == p.ID && samePolicy(x.Policy, p) {
+				planned.Revision = x.Revision
+			}
+		}
 		after.Policies = slices.DeleteFunc(slices.Clone(before.Policies), func(x plan.Policy) bool { return x.Policy.ID == p.ID })
 		if p.Enabled {
-			after.Policies = append(after.Policies, plan.Policy{Policy: p})
+			after.Policies = append(after.Policies, planned)
 		}
 		if d, err = plan.Compute(before, after); err != nil {
 			return err
@@ -200,6 +211,14 @@ func Publishing(ctx context.Context, tx ports.Transactor, s ports.ReleaseStore, 
 		return plan.Diff{}, err
 	}
 	return d, nil
+}
+
+// samePolicy reports whether a and b are the same content (as stored:
+// compared in their JSON form, so a nil and an empty list agree).
+func samePolicy(a, b policy.Policy) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
 }
 
 // decidePublishing adds to d the desired releases before and after of
