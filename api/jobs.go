@@ -201,9 +201,15 @@ func (s *Server) registerJobs() {
 		}
 		return nil, nil
 	})
-	huma.Register(s.api, s.noContent(s.op("cancelJob", http.MethodPost, "/jobs/{id}/cancel", "Cancel an active job: its agent is asked to stop it and it ends cancelled", ports.ScopeWrite, "jobs")),
+	huma.Register(s.api, s.noContent(s.op("cancelJob", http.MethodPost, "/jobs/{id}/cancel", "Cancel an active job: its agent is asked to stop it and it ends cancelled. "+
+		"A workflow task's job ends its TaskRun Cancelled without a retry; the workflow is not cancelled, its failure policy decides "+
+		"(the task's dependents are cancelled, other branches run on, and the workflow ends Failed)", ports.ScopeWrite, "jobs")),
 		func(ctx context.Context, in *JobPath) (*struct{}, error) {
-			if err := s.o.Chain.CancelJob(ctx, in.ID, principal(ctx).Name); err != nil {
+			cancel := s.o.Chain.CancelJob
+			if flow.IsJobID(in.ID) {
+				cancel = s.o.Flows.CancelJob
+			}
+			if err := cancel(ctx, in.ID, principal(ctx).Name); err != nil {
 				return nil, s.fail(ctx, err)
 			}
 			return nil, nil

@@ -299,3 +299,78 @@ func TestWorkflowJobEndsWithItsWorkflow(t *testing.T) {
 		f.do(http.MethodPost, beatPath("ext", tk.Job.ID), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken}).problem(t, http.StatusConflict)
 	})
 }
+
+// TestCancelWorkflowJobByID: POST /jobs/{id}/cancel cancels a workflow
+// task's job as it does a release job's (scope write; agent tokens are
+// refused): the job ends cancelled, its taker's heartbeat is refused, and
+// its TaskRun ends Cancelled, the workflow Failed (its failure policy
+// decides; it is not cancelled). Unknown jobs are 404, ended ones 422.
+func TestCancelWorkflowJobByID(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		f.startPulled("wfc")
+		id := "wf/wfc/deploy/0"
+		path := "/api/v1/jobs/" + url.PathEscape(id) + "/cancel"
+		tk := f.takeWorkflowJob("ext", "host-1")
+		require.Equal(t, id, tk.Job.ID)
+
+		for _, tok := range []string{"read", "agent", "agent-elsewhere"} {
+			f.do(http.MethodPost, path, tok, nil).problem(t, http.StatusForbidden)
+		}
+		for _, bad := range []string{"wf/nope/deploy/0", "wf/wfc/nope/0", "wf/wfc/deploy/7"} {
+			f.do(http.MethodPost, "/api/v1/jobs/"+url.PathEscape(bad)+"/cancel", "write", nil).problem(t, http.StatusNotFound)
+		}
+		require.Equal(t, "inProgress", f.jobField(id, "status"), "the refusals changed nothing")
+
+		require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, path, "write", nil).status)
+		f.drain()
+		require.Equal(t, "cancelled", f.jobField(id, "status"))
+		f.do(http.MethodPost, beatPath("ext", id), "agent", map[string]any{"hand_out": 1, "take_token": tk.TakeToken}).problem(t, http.StatusConflict)
+		st := f.do(http.MethodGet, "/api/v1/workflows/wfc", "read", nil).json(t)
+		require.Equal(t, "Failed", st["workflow"].(map[string]any)["phase"], "%v", st)
+		runs := st["taskRuns"].([]any)
+		require.Len(t, runs, 1)
+		require.Equal(t, "Cancelled", runs[0].(map[string]any)["phase"], "%v", runs)
+		require.Equal(t, "cancelled by user-write", runs[0].(map[string]any)["message"], "the principal is recorded")
+		f.do(http.MethodPost, path, "write", nil).problem(t, http.StatusUnprocessableEntity)
+	})
+}
+
+// TestPullTakeIsFair: a pull agent whose release jobs keep arriving still
+// gets its waiting workflow job: the take looks for the two kinds first
+// in turn.
+func TestPullTakeIsFair(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f *fixture) {
+		f.startPulled("wff")
+		var kinds []string
+		for i := range 4 {
+			require.Equal(t, http.StatusCreated, f.do(http.MethodPost, "/api/v1/versions", "write", map[string]any{"deployment_id": "web", "tag": "v" + jsonNumber(float64(i))}).status)
+			f.drain()
+			res := f.do(http.MethodPost, takePath("ext", "0s"), "agent", map[string]any{"taker": "host-1"})
+			require.Equal(t, http.StatusOK, res.status, string(res.body))
+			var tk wfTaken
+			require.NoError(t, json.Unmarshal(res.body, &tk))
+			kinds = append(kinds, tk.Kind)
+			if tk.Kind == "workflow" {
+				require.Equal(t, "wf/wff/deploy/0", tk.Job.ID)
+				break
+			}
+			// The release job ends, and the next version brings another.
+			require.Equal(t, http.StatusNoContent, f.do(http.MethodPost, reportPath("ext", tk.Job.ID), "agent",
+				map[string]any{"hand_out": tk.Job.Take.HandOut, "take_token": tk.TakeToken, "status": "successful"}).status)
+		}
+		require.Contains(t, kinds, "workflow", "the workflow job waited behind release jobs: %v", kinds)
+		require.LessOrEqual(t, len(kinds), 2, "each kind gets at least every other take: %v", kinds)
+	})
+}
+
+// startPulled starts workflow id of template pulled and runs its passes,
+// so its job waits for a pull taker.
+func (f *fixture) startPulled(id string) {
+	f.t.Helper()
+	f.publish("pulled", pulled)
+	res := f.do(http.MethodPost, "/api/v1/workflows", "write", map[string]any{"template": "pulled", "id": id})
+	require.Equal(f.t, http.StatusCreated, res.status, string(res.body))
+	f.drain()
+}

@@ -114,7 +114,10 @@ refused (exit 3) once the job was handed out again.`,
 	cancel := &cobra.Command{
 		Use:   "cancel JOB",
 		Short: "Cancel an active job: its agent is asked to stop it and it ends cancelled (token scope write)",
-		Args:  argsUsage(cobra.ExactArgs(1)),
+		Long: "Cancel an active job: its agent is asked to stop it and it ends cancelled (token scope write).\n\n" +
+			"A workflow task's job (id wf/WORKFLOW/TASKRUN/ATTEMPT) ends its TaskRun Cancelled without a retry; the workflow is not " +
+			"cancelled: its failure policy decides (the task's dependents are cancelled, other branches run on, and the workflow ends Failed).",
+		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: clientCmd(&co, func(cmd *cobra.Command, ctx context.Context, c *client.Client, args []string) error {
 			if err := c.CancelJob(ctx, args[0]); err != nil {
 				return err

@@ -369,3 +369,42 @@ func (c *Controller) JobAgentOf(ctx context.Context, jobID string) (string, erro
 	}
 	return "", fmt.Errorf("job %s: task %s is not in its template: %w", jobID, r.Task, ports.ErrNotFound)
 }
+
+// CancelJob cancels the job of one TaskRun's attempt by its id (JobID),
+// as an operator by: the job's agent is asked to stop it (when it can,
+// ports.JobCanceler) and the job is reported cancelled, so its TaskRun
+// ends Cancelled without a retry. The workflow itself is not cancelled:
+// its failure policy decides, as for any cancelled task (the task's
+// dependents are cancelled, other branches run on, and the workflow ends
+// Failed). A job id of no TaskRun, or of an attempt the TaskRun no longer
+// runs, is ErrNotFound; a job that ended is invalid input.
+func (c *Controller) CancelJob(ctx context.Context, jobID, by string) error {
+	op := "cancel job " + jobID
+	wfID, trID, attempt, ok := parseJobID(jobID)
+	if !ok {
+		return fmt.Errorf("%s: not a workflow job: %w", op, ports.ErrNotFound)
+	}
+	w, err := c.Store.WorkflowGet(ctx, wfID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	r, err := c.Store.TaskRunGet(ctx, wfID, trID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	switch {
+	case r.Type != workflow.TaskJob || r.JobID == "" || attempt > r.Attempt:
+		return fmt.Errorf("%s: task run %s/%s runs no job: %w", op, wfID, trID, ports.ErrNotFound)
+	case r.JobID != jobID || r.Phase != workflow.TaskRunning:
+		return fmt.Errorf("%s: %w", op, release.Invalid("status", "job has already ended (its task run is "+string(r.Phase)+")"))
+	}
+	t, err := c.template(&w)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	msg := "cancelled by " + by
+	stop := r
+	stop.Message = "job " + msg
+	c.stopJobs(ctx, &w, t, []ports.TaskRunRecord{stop})
+	return c.ReportJob(ctx, ports.JobReport{JobID: jobID, Status: release.JobCancelled, Message: msg})
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/reconcilerhq/reconciler/engine/chain"
@@ -48,6 +49,11 @@ type Service struct {
 	Clock     ports.Clock
 	// Poll and MaxWait default to DefaultPoll and DefaultMaxWait.
 	Poll, MaxWait time.Duration
+
+	// turnMu guards workflowFirst: per agent, whether its next take looks
+	// for a workflow job first (see takeAny).
+	turnMu        sync.Mutex
+	workflowFirst map[string]bool
 }
 
 // Taken is a job handed to a taker, with what it needs to run it. The
@@ -148,10 +154,7 @@ func (s *Service) Next(ctx context.Context, agentID, taker string, wait time.Dur
 	poll := time.NewTicker(s.poll())
 	defer poll.Stop()
 	for {
-		t, err := s.take(ctx, p)
-		if errors.Is(err, ports.ErrNotFound) && s.Workflows != nil {
-			t, err = s.takeWorkflow(ctx, p)
-		}
+		t, err := s.takeAny(ctx, p)
 		if err == nil {
 			return t, true, nil
 		}
@@ -187,6 +190,38 @@ func (s *Service) take(ctx context.Context, p ports.JobTakeParams) (Taken, error
 		return s.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: chain.TargetKey(chain.KindJobDispatch, out.Job.Target()), NotBefore: out.Job.LeaseUntil})
 	})
 	return out, err
+}
+
+// takeAny hands out a release job or a workflow job of p.AgentID, the
+// kinds looked for first in turn per agent: a take that finds a job of
+// the kind it looked for first makes the agent's next take look for the
+// other kind first, so a steady stream of one kind never starves the
+// other (each kind gets at least every other take while both have jobs).
+// The turn is kept per process; ErrNotFound when neither kind has one.
+func (s *Service) takeAny(ctx context.Context, p ports.JobTakeParams) (Taken, error) {
+	if s.Workflows == nil {
+		return s.take(ctx, p)
+	}
+	s.turnMu.Lock()
+	wfFirst := s.workflowFirst[p.AgentID]
+	s.turnMu.Unlock()
+	kinds := []func(context.Context, ports.JobTakeParams) (Taken, error){s.take, s.takeWorkflow}
+	if wfFirst {
+		kinds[0], kinds[1] = kinds[1], kinds[0]
+	}
+	t, err := kinds[0](ctx, p)
+	if errors.Is(err, ports.ErrNotFound) {
+		return kinds[1](ctx, p)
+	}
+	if err == nil {
+		s.turnMu.Lock()
+		if s.workflowFirst == nil {
+			s.workflowFirst = map[string]bool{}
+		}
+		s.workflowFirst[p.AgentID] = !wfFirst
+		s.turnMu.Unlock()
+	}
+	return t, err
 }
 
 // takeWorkflow is take for a workflow task's job: it enqueues the
