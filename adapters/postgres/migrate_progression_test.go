@@ -64,7 +64,7 @@ func TestMigrateProgressionSummaryBackfill(t *testing.T) {
 	job("j2", targets[1], release.JobSuccessful, t0.Add(2*time.Minute))
 	job("j3", targets[2], release.JobFailure, t0.Add(3*time.Minute))
 	job("j4", targets[2], release.JobPending, t0.Add(4*time.Minute))
-	require.Equal(t, 1, steps)
+	require.GreaterOrEqual(t, steps, 1, "0027 and the migrations after it were undone")
 	require.NoError(t, db.MigrateUp(ctx))
 	require.Equal(t, policy.ProgressionSummary{VersionID: "v1", Targets: 3, Outcomes: []policy.ProgressionOutcome{
 		{Status: release.JobFailure, Targets: 1, LatestAt: t0.Add(3 * time.Minute)},
