@@ -9,6 +9,12 @@
 # durability (fsync, synchronous_commit and full_page_writes on), for
 # benchmarks, and is always started, even when RECONCILER_TEST_DSN is set.
 #
+# With RECONCILER_PG_STATEMENTS=1 the cluster loads pg_stat_statements
+# (track = all, so statements inside functions and triggers count too), to
+# see where a benchmark's server time goes; run CREATE EXTENSION
+# pg_stat_statements in the database before reading the view. It applies
+# only to a cluster this script starts.
+#
 #   scripts/with-postgres.sh go test ./...
 #   RECONCILER_PG_DURABLE=1 scripts/with-postgres.sh COMMAND
 set -euo pipefail
@@ -18,15 +24,21 @@ if [[ $# -eq 0 ]]; then
 	exit 2
 fi
 
-durable=0
-case "${RECONCILER_PG_DURABLE:-}" in
-"" | 0) ;;
-1) durable=1 ;;
-*)
-	echo "$0: RECONCILER_PG_DURABLE: want 1 or 0, got '${RECONCILER_PG_DURABLE}'" >&2
-	exit 2
-	;;
-esac
+# switch prints 1 or 0 for the environment variable named $1 (unset or
+# empty: 0); any other value is a usage error.
+switch() {
+	case "${!1:-}" in
+	"" | 0) echo 0 ;;
+	1) echo 1 ;;
+	*)
+		echo "$0: $1: want 1 or 0, got '${!1}'" >&2
+		return 2
+		;;
+	esac
+}
+
+statements=$(switch RECONCILER_PG_STATEMENTS) || exit 2
+durable=$(switch RECONCILER_PG_DURABLE) || exit 2
 
 if [[ $durable -eq 0 && -n "${RECONCILER_TEST_DSN:-}" ]]; then
 	exec "$@"
@@ -110,6 +122,9 @@ for _ in 1 2 3 4 5; do
 		opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 	fi
 	opts+=" -c max_connections=500 -c shared_buffers=256MB"
+	if [[ $statements -eq 1 ]]; then
+		opts+=" -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+	fi
 	if as_pg "$bindir/pg_ctl" -D "$data" -l "$tmp/postgres.log" -o "$opts" -w -t 60 start >/dev/null 2>&1; then
 		started=1
 		break
