@@ -185,12 +185,18 @@ func TestKilledServeFollowerIsResumedByTheNextOne(t *testing.T) {
 		require.Equal(t, "successor", l.proc, l.text)
 		require.Contains(t, l.text, "job="+job.ID)
 	}
+	// The outcome's log line follows the commit the store showed above:
+	// await it rather than race it.
 	var successes []procLine
-	for _, l := range log.matching("msg=release.job") {
-		if strings.Contains(l.text, "status=successful") {
-			successes = append(successes, l)
+	waitUntil(t, 30*time.Second, func() bool {
+		successes = successes[:0]
+		for _, l := range log.matching("msg=release.job") {
+			if strings.Contains(l.text, "status=successful") {
+				successes = append(successes, l)
+			}
 		}
-	}
+		return len(successes) > 0
+	})
 	require.Len(t, successes, 1, "the outcome recorded once: %+v", successes)
 	require.Equal(t, "successor", successes[0].proc)
 }
