@@ -175,6 +175,10 @@ type Input struct {
 	// gradualRollout ordering, which counts those of the target's
 	// environment).
 	DeploymentTargets []release.ReleaseTarget `json:"deployment_targets,omitempty"`
+	// RolloutOrder, when set, is NewRolloutOrder(DeploymentTargets), shared
+	// by the inputs that list the same targets, so that each position is a
+	// binary search; it changes no verdict, and is never recorded.
+	RolloutOrder *RolloutOrder `json:"-"`
 	// Dependencies are the other deployments on the target's resource (for
 	// deploymentDependency).
 	Dependencies []DependencyState `json:"dependencies,omitempty"`

@@ -82,7 +82,10 @@ func (r GradualRollout) evaluate(in *Input, cx *evalContext) Verdict {
 			start = windowStart(cx.windows, start)
 		}
 	}
-	pos, n := RolloutPosition(in.Target(), in.Version.ID, in.DeploymentTargets)
+	pos, n, ok := in.RolloutOrder.position(in.Target(), in.Version.ID, in.DeploymentTargets)
+	if !ok {
+		pos, n = RolloutPosition(in.Target(), in.Version.ID, in.DeploymentTargets)
+	}
 	at := start.Add(r.Offset(pos, n))
 	if in.Now.Before(at) {
 		return pending("rollout position "+strconv.Itoa(pos+1)+" of "+strconv.Itoa(n)+" (started "+start.UTC().Format(time.RFC3339)+

@@ -65,6 +65,8 @@ type batch struct {
 	progression map[string]*progression
 	// targets are the target lists read once per batch (scopeTargets).
 	targets map[ports.TargetScope][]release.ReleaseTarget
+	// rollout are the rollout orders over those lists (rolloutOrderOf).
+	rollout map[ports.TargetScope]*policy.RolloutOrder
 	// related are the workspaces' relationship rules and resources, read
 	// once per batch (relationFacts).
 	related map[string]*relationFacts

@@ -559,6 +559,7 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 		if in.DeploymentTargets, err = c.scopeTargets(ctx, scope); err != nil {
 			return err
 		}
+		in.RolloutOrder = rolloutOrderOf(ctx, scope, in.DeploymentTargets)
 	}
 	if policy.HasRule(f.policies, policy.TypeDeploymentDependency) {
 		onResource, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{ResourceID: t.ResourceID}})
@@ -606,6 +607,26 @@ func (c *Chain) scopeTargets(ctx context.Context, scope ports.TargetScope) ([]re
 	}
 	b.targets[scope] = ts
 	return ts, nil
+}
+
+// rolloutOrderOf is the batch's rollout order over the scope's targets
+// (read once per batch by scopeTargets), built once and shared by the
+// batch's targets, so that each position is a binary search; nil outside a
+// batch (one target's read: the rule counts directly).
+func rolloutOrderOf(ctx context.Context, scope ports.TargetScope, targets []release.ReleaseTarget) *policy.RolloutOrder {
+	b := batchOf(ctx)
+	if b == nil {
+		return nil
+	}
+	if o, ok := b.rollout[scope]; ok {
+		return o
+	}
+	if b.rollout == nil {
+		b.rollout = map[ports.TargetScope]*policy.RolloutOrder{}
+	}
+	o := policy.NewRolloutOrder(targets)
+	b.rollout[scope] = o
+	return o
 }
 
 // resolveVariables resolves the deployment's variables for the target
