@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reconcilerhq/reconciler/engine"
+	"github.com/reconcilerhq/reconciler/internal/benchstat"
 	"github.com/reconcilerhq/reconciler/ports"
 )
 
@@ -209,12 +210,7 @@ func benchQueue(ctx context.Context, stdout, stderr io.Writer, o benchQueueOptio
 	mu.Lock()
 	defer mu.Unlock()
 	slices.Sort(lat)
-	p := func(q float64) float64 {
-		if len(lat) == 0 {
-			return 0
-		}
-		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
-	}
+	p := func(q float64) float64 { return float64(benchstat.Quantile(lat, q).Microseconds()) / 1000 }
 	fmt.Fprintf(stderr, "latency at %d items/s: %d samples, p50 %.2f ms, p99 %.2f ms\n", o.rate, len(lat), p(0.5), p(0.99))
 	line := map[string]any{
 		"bench": "queue", "store": env.be.name, "workers": o.workers, "batch": o.batch, "pass_items": o.passItems,

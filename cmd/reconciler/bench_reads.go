@@ -13,6 +13,7 @@ import (
 
 	"github.com/reconcilerhq/reconciler/api"
 	"github.com/reconcilerhq/reconciler/engine/chain"
+	"github.com/reconcilerhq/reconciler/internal/benchstat"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
@@ -129,7 +130,7 @@ func (r *benchReads) stop(ctx context.Context) map[string]any {
 		}
 		s := slices.Clone(ds)
 		slices.Sort(s)
-		at := func(q float64) float64 { return round3(float64(s[min(len(s)-1, int(q*float64(len(s))))]) / 1e6) }
+		at := func(q float64) float64 { return round3(float64(benchstat.Quantile(s, q)) / 1e6) }
 		out["reads_"+name+"_p50_ms"], out["reads_"+name+"_p99_ms"] = at(0.50), at(0.99)
 	}
 	return out

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/internal/benchstat"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -251,11 +252,7 @@ func (p *explainProbe) firstFailure() string {
 func (p *explainProbe) percentiles() (p50, p99 time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.times) == 0 {
-		return 0, 0
-	}
 	ts := slices.Clone(p.times)
 	slices.Sort(ts)
-	at := func(q float64) time.Duration { return ts[min(len(ts)-1, int(q*float64(len(ts))))] }
-	return at(0.50), at(0.99)
+	return benchstat.Quantile(ts, 0.50), benchstat.Quantile(ts, 0.99)
 }
