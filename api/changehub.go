@@ -142,21 +142,9 @@ func (h *changeHub) run(ctx context.Context, gen int) {
 			return
 		case <-wake:
 		}
-		if !h.wait(ctx, hubGather) {
+		if ports.Sleep(ctx, hubGather) != nil {
 			return
 		}
-	}
-}
-
-// wait waits d; false when ctx ended first.
-func (h *changeHub) wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
@@ -206,5 +194,5 @@ func (h *changeHub) pause(ctx context.Context, err error) bool {
 		return false
 	}
 	h.log.WarnContext(ctx, "api.events_read_failed", "error", err)
-	return h.wait(ctx, hubRetry)
+	return ports.Sleep(ctx, hubRetry) == nil
 }

@@ -323,6 +323,19 @@ func (f ClockFunc) Now() time.Time { return f() }
 // SystemClock reads the wall clock.
 var SystemClock Clock = ClockFunc(time.Now)
 
+// Sleep waits d, or until ctx ends (then its error): the one wait on a
+// timer that a context cuts short.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // WorkNotifier is implemented by queues that can wake idle workers when work
 // may be due. The channel is buffered (capacity 1) and written without
 // blocking, so a wake-up is never lost and never piles up; workers still poll

@@ -126,7 +126,7 @@ func New(cfg Config, secrets ports.SecretResolver) (*Client, error) {
 	}
 	out := outbound.New(outbound.Options{Adapter: "github", Timeout: DefaultTimeout, MaxRetryAfter: cfg.MaxWait,
 		MaxBody: maxBody, Transport: cfg.Transport, Guard: cfg.Guard})
-	return &Client{cfg: cfg, secrets: secrets, out: out, now: time.Now, sleep: outbound.Sleep}, nil
+	return &Client{cfg: cfg, secrets: secrets, out: out, now: time.Now, sleep: ports.Sleep}, nil
 }
 
 // apiError is a non-2xx answer: the call, the status and GitHub's message.

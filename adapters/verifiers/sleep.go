@@ -36,14 +36,10 @@ func (Sleep) Measure(ctx context.Context, r ports.MeasureRequest) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-t.C:
-		return result, nil
+	if err := ports.Sleep(ctx, d); err != nil {
+		return nil, err
 	}
+	return result, nil
 }
 
 // parseSleep reads the duration and a copy of the result.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilerhq/reconciler/ports"
 )
 
 // Querier is what the package reads through: a *pgx.Conn or *pgxpool.Pool.
@@ -71,22 +73,11 @@ func Settle(ctx context.Context, q Querier, app string, timeout time.Duration) e
 		if time.Now().After(deadline) {
 			return fmt.Errorf("settle: %d connections of %q still open after %s", n, app, timeout)
 		}
-		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+		if err := ports.Sleep(ctx, 10*time.Millisecond); err != nil {
 			return err
 		}
 	}
-	return sleep(ctx, 100*time.Millisecond)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ports.Sleep(ctx, 100*time.Millisecond)
 }
 
 // Fields are the JSON figures of a timed span that did units units of

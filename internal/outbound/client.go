@@ -16,6 +16,8 @@ import (
 
 	"github.com/reconcilerhq/reconciler/internal/netguard"
 	"github.com/reconcilerhq/reconciler/internal/tracing"
+
+	"github.com/reconcilerhq/reconciler/ports"
 )
 
 // Defaults of Options.
@@ -67,19 +69,6 @@ type Client struct {
 	pause func(ctx context.Context, d time.Duration) error
 }
 
-// Sleep waits d, or until ctx ends (then its error): the pause between
-// attempts, for the adapters' own waits too.
-func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // New returns a client with o's settings.
 func New(o Options) *Client {
 	if o.Adapter == "" {
@@ -113,7 +102,7 @@ func New(o Options) *Client {
 	t = tracing.Transport(t) // a span per call, and its traceparent header
 	return &Client{o: o, http: &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse // a redirect is an answer, not followed with our credentials
-	}}, hosts: map[string]chan struct{}{}, pause: Sleep}
+	}}, hosts: map[string]chan struct{}{}, pause: ports.Sleep}
 }
 
 // Adapter is the adapter name the client puts in its errors.
