@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/reconcilerhq/reconciler/policy"
@@ -217,13 +218,55 @@ func EnabledPolicies(ctx context.Context, cat Catalog) ([]Stored[policy.Policy],
 // PolicyOf decodes a published policy revision (validated when it was
 // published) as the chain reads it: its id is the catalog name, its
 // Version the revision number.
+//
+// Decoding is memoized by content (policyMemo): the chain reads the same
+// few policies with every target, and a rule's strict decoding costs far
+// more than a lookup. Each call gets its own Rules slice.
 func PolicyOf(r Revision) (Stored[policy.Policy], error) {
-	var p policy.Policy
-	if err := json.Unmarshal(r.Content, &p); err != nil {
-		return Stored[policy.Policy]{}, fmt.Errorf("policy %s revision %d: %w", r.Name, r.Revision, err)
+	p, ok := policyMemo.get(r.Content)
+	if !ok {
+		if err := json.Unmarshal(r.Content, &p); err != nil {
+			return Stored[policy.Policy]{}, fmt.Errorf("policy %s revision %d: %w", r.Name, r.Revision, err)
+		}
+		policyMemo.put(r.Content, p)
 	}
+	p.Rules = slices.Clone(p.Rules)
 	p.ID = r.Name
 	return Stored[policy.Policy]{Value: p, Version: int64(r.Revision), UpdatedAt: r.PublishedAt.UTC()}, nil
+}
+
+// policyMemoSize bounds the policy documents policyMemo keeps; when it is
+// full it starts over.
+const policyMemoSize = 1024
+
+// policyMemo is the decoding of recently read policy documents, by their
+// bytes: the same bytes always decode to the same policy, so an entry is
+// never stale.
+var policyMemo = memo[policy.Policy]{m: map[string]policy.Policy{}}
+
+// memo maps documents to their decoding, at most policyMemoSize of them;
+// safe for concurrent use.
+type memo[T any] struct {
+	mu sync.Mutex
+	m  map[string]T
+}
+
+// get is doc's decoding, if kept.
+func (c *memo[T]) get(doc []byte) (T, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[string(doc)]
+	return v, ok
+}
+
+// put keeps v as doc's decoding.
+func (c *memo[T]) put(doc []byte, v T) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= policyMemoSize {
+		clear(c.m)
+	}
+	c.m[string(doc)] = v
 }
 
 // SortPolicies orders policies by priority, highest first, then id.

@@ -1,13 +1,16 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -95,7 +98,7 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 	if err != nil {
 		return ports.TargetFacts{}, fmt.Errorf("%s: %w", op, err)
 	}
-	f, err := row.facts(t)
+	f, err := row.facts(t, nil)
 	if err != nil {
 		return ports.TargetFacts{}, fmt.Errorf("%s: decode: %w", op, err)
 	}
@@ -139,13 +142,14 @@ func (s *ReleaseStore) TargetFactsGetMany(ctx context.Context, ts []release.Rele
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	defer rows.Close()
+	var prev factsPolicies
 	for rows.Next() {
 		var row factsRow
 		if err := rows.Scan(row.dest()...); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 		t := byKey[row.Key]
-		f, err := row.facts(t)
+		f, err := row.facts(t, &prev)
 		if err != nil {
 			return nil, fmt.Errorf("%s: decode %s: %w", op, row.Key, err)
 		}
@@ -157,8 +161,9 @@ func (s *ReleaseStore) TargetFactsGetMany(ctx context.Context, ts []release.Rele
 	return out, rows.Close()
 }
 
-// facts decodes the row.
-func (r *factsRow) facts(t release.ReleaseTarget) (ports.TargetFacts, error) {
+// facts decodes the row; prev holds what the previous row of the same
+// statement decoded (nil: none), as every row carries the same policies.
+func (r *factsRow) facts(t release.ReleaseTarget, prev *factsPolicies) (ports.TargetFacts, error) {
 	f := ports.TargetFacts{Detail: ports.TargetDetail{Target: t, CreatedAt: r.CreatedAt.UTC()}}
 	if err := errors.Join(json.Unmarshal(r.SDoc, &f.Detail.System), unmarshalSets(r.VSDocs, &f.Detail.VariableSets), json.Unmarshal(r.DDoc, &f.Detail.Deployment), json.Unmarshal(r.EDoc, &f.Detail.Environment),
 		json.Unmarshal(r.RDoc, &f.Detail.Resource)); err != nil {
@@ -209,20 +214,10 @@ func (r *factsRow) facts(t release.ReleaseTarget) (ports.TargetFacts, error) {
 		}
 		f.Jobs[i] = row
 	}
-	var policies []ports.Revision
-	if err := json.Unmarshal(r.Policies, &policies); err != nil {
-		return f, fmt.Errorf("policies: %w", err)
+	var err error
+	if f.Policies, err = prev.enabledPolicies(r.Policies); err != nil {
+		return f, err
 	}
-	for i := range policies {
-		st, err := ports.PolicyOf(policies[i])
-		if err != nil {
-			return f, err
-		}
-		if st.Value.Enabled {
-			f.Policies = append(f.Policies, st)
-		}
-	}
-	ports.SortPolicies(f.Policies)
 	if err := json.Unmarshal(r.Forced, &f.Forced); err != nil {
 		return f, fmt.Errorf("forced: %w", err)
 	}
@@ -230,6 +225,46 @@ func (r *factsRow) facts(t release.ReleaseTarget) (ports.TargetFacts, error) {
 		f.Forced = nil
 	}
 	return f, nil
+}
+
+// factsPolicies is the decoding of a facts row's policies column, kept for
+// the next row of the statement, which carries the same bytes.
+type factsPolicies struct {
+	raw      []byte
+	policies []ports.Stored[policy.Policy]
+}
+
+// enabledPolicies decodes raw, a JSON array of published policy revisions,
+// into the enabled policies in priority order; when p (nil: none) decoded
+// the same bytes before, a copy of its result.
+func (p *factsPolicies) enabledPolicies(raw []byte) ([]ports.Stored[policy.Policy], error) {
+	if p != nil && p.raw != nil && bytes.Equal(p.raw, raw) {
+		out := slices.Clone(p.policies)
+		for i := range out {
+			out[i].Value.Rules = slices.Clone(out[i].Value.Rules)
+		}
+		return out, nil
+	}
+	var revs []ports.Revision
+	if err := json.Unmarshal(raw, &revs); err != nil {
+		return nil, fmt.Errorf("policies: %w", err)
+	}
+	var out []ports.Stored[policy.Policy]
+	for i := range revs {
+		st, err := ports.PolicyOf(revs[i])
+		if err != nil {
+			return nil, err
+		}
+		if st.Value.Enabled {
+			out = append(out, st)
+		}
+	}
+	ports.SortPolicies(out)
+	if p != nil {
+		p.raw, p.policies = raw, out
+		return p.enabledPolicies(raw)
+	}
+	return out, nil
 }
 
 // unmarshalSets decodes a JSON array of variable sets; an empty array is nil.

@@ -22,6 +22,7 @@ import (
 // benchSteadyOptions are the flags of `bench steady`.
 type benchSteadyOptions struct {
 	dsn, workerBin          string
+	cpuProfile              string
 	targets, deployments    int
 	processes, concurrency  int
 	every, duration, settle time.Duration
@@ -71,6 +72,7 @@ jobs end at dispatch). Needs --dsn (PostgreSQL).`,
 	durationRangeVar(f, &o.every, "every", 3*time.Second, 10*time.Millisecond, time.Hour, "time between versions")
 	durationRangeVar(f, &o.duration, "duration", 2*time.Minute, 10*time.Millisecond, 24*time.Hour, "how long versions keep coming")
 	durationRangeVar(f, &o.settle, "settle", 5*time.Minute, time.Second, 24*time.Hour, "longest wait for the queue to empty after the last version")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of each worker process's run to FILE.<n>procs.<i>")
 	f.StringVar(&o.workerBin, "worker-bin", "", "the reconciler binary the worker processes run (default this one)")
 	_ = f.MarkHidden("worker-bin")
 	return cmd
@@ -158,6 +160,7 @@ func benchSteady(ctx context.Context, stdout, stderr io.Writer, o benchSteadyOpt
 	if err := runChainUntil(ctx, env.be.queue, ch, rel, nil, func() bool { return queueEmpty(ctx, env.be.queue) }); err != nil {
 		return err
 	}
+	rel.cpuProfile = o.cpuProfile
 	workers, err := startReleaseWorkers(ctx, bin, env.dsn, nil, rel, o.processes, "--succeed")
 	if err != nil {
 		return err

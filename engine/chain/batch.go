@@ -79,15 +79,39 @@ type batch struct {
 	policies []ports.Stored[policy.Policy]
 	override bool
 	// jobStates are the targets' job states, read for a chunk of a plan
-	// in one call (DecideMany on a ports.JobStateBatcher); a target's
-	// entry is its state, absent when not read.
+	// or for the pass's targets in one call (DecideMany, jobState on a
+	// ports.JobStateBatcher); a target's entry is its state, absent when
+	// not read or already taken.
 	jobStates map[release.ReleaseTarget]ports.TargetJobState
+	// pass are the targets of the pass's items (prefetch).
+	pass []release.ReleaseTarget
+	// enabled are the enabled policies, once enabledRead (enabledPolicies).
+	enabled     []policy.Policy
+	enabledRead bool
+	// systems are deployments with their systems' environments, read once
+	// per batch (deploymentSystem); nil for a deployment that is gone.
+	systems map[string]*deploymentSystem
 }
 
-// jobState is t's job state: read with its batch's, else alone.
+// jobState is t's job state: read with its batch's, else alone; a
+// batch's state is taken once (a later ask reads again). In a batch pass,
+// the first target that asks reads the states of every target of the
+// pass in one call when the store batches them (ports.JobStateBatcher):
+// a pass of targets under policies asks for each.
 func (c *Chain) jobState(ctx context.Context, t release.ReleaseTarget) (ports.TargetJobState, error) {
 	if b := batchOf(ctx); b != nil {
+		if js, ok := c.Store.(ports.JobStateBatcher); ok && b.jobStates == nil && len(b.pass) > 0 {
+			states, err := js.TargetJobStateMany(ctx, b.pass)
+			if err != nil {
+				return ports.TargetJobState{}, fmt.Errorf("read the job states of %d targets: %w", len(b.pass), err)
+			}
+			b.jobStates = make(map[release.ReleaseTarget]ports.TargetJobState, len(b.pass))
+			for _, pt := range b.pass {
+				b.jobStates[pt] = states[pt]
+			}
+		}
 		if st, ok := b.jobStates[t]; ok {
+			delete(b.jobStates, t)
 			return st, nil
 		}
 	}
@@ -106,7 +130,7 @@ func (c *Chain) prefetch(ctx context.Context, b *batch, items []engine.Item) err
 	if err != nil {
 		return err
 	}
-	b.facts, b.prefetched = facts, make(map[release.ReleaseTarget]bool, len(ts))
+	b.facts, b.prefetched, b.pass = facts, make(map[release.ReleaseTarget]bool, len(ts)), ts
 	for _, t := range ts {
 		b.prefetched[t] = true
 	}

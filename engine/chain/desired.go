@@ -44,13 +44,21 @@ func (c *Chain) load(ctx context.Context, t release.ReleaseTarget) (*facts, erro
 }
 
 // enabledPolicies reads the enabled policies: the latest published
-// revision of each.
+// revision of each; once per batch.
 func (c *Chain) enabledPolicies(ctx context.Context) ([]policy.Policy, error) {
+	b := batchOf(ctx)
+	if b != nil && b.enabledRead {
+		return b.enabled, nil
+	}
 	stored, err := ports.EnabledPolicies(ctx, c.Store)
 	if err != nil {
 		return nil, err
 	}
-	return values(stored), nil
+	ps := values(stored)
+	if b != nil {
+		b.enabled, b.enabledRead = ps, true
+	}
+	return ps, nil
 }
 
 // decidedWith names the policy revisions that take part in deciding the

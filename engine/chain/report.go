@@ -226,29 +226,20 @@ func (c *Chain) wakeDependents(ctx context.Context, row *ports.JobRow, policies 
 // environment wakes the next, not each of the jobs before it.
 func (c *Chain) downstream(ctx context.Context, row *ports.JobRow, policies []policy.Policy) ([]string, error) {
 	t := row.Target()
-	d, err := c.Store.Deployments().Get(ctx, t.DeploymentID)
-	if errors.Is(err, ports.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	sys, err := c.deploymentSystem(ctx, t.DeploymentID)
+	if err != nil || sys == nil {
 		return nil, err
 	}
-	stored, err := ports.ListAll(ctx, c.Store.Environments(), d.Value.SystemID)
-	if err != nil {
-		return nil, err
-	}
-	envs := make([]release.Environment, len(stored))
 	var upstream *release.Environment
-	for i := range stored {
-		envs[i] = stored[i].Value
-		if envs[i].ID == t.EnvironmentID {
-			upstream = &envs[i]
+	for i := range sys.envs {
+		if sys.envs[i].ID == t.EnvironmentID {
+			upstream = &sys.envs[i]
 		}
 	}
 	if upstream == nil {
 		return nil, nil // the environment is gone: its jobs gate nothing
 	}
-	down := policy.Downstream(policies, d.Value, *upstream, envs)
+	down := policy.Downstream(policies, sys.deployment, *upstream, sys.envs)
 	if len(down) == 0 || row.VersionID == "" {
 		return down, nil
 	}
@@ -257,10 +248,47 @@ func (c *Chain) downstream(ctx context.Context, row *ports.JobRow, policies []po
 	if err != nil {
 		return nil, err
 	}
-	if !policy.ProgressionMayPass(policies, d.Value, policy.EnvironmentState{Environment: *upstream, Progression: &sum}, row.VersionID, c.Clock.Now()) {
+	if !policy.ProgressionMayPass(policies, sys.deployment, policy.EnvironmentState{Environment: *upstream, Progression: &sum}, row.VersionID, c.Clock.Now()) {
 		return nil, nil
 	}
 	return down, nil
+}
+
+// deploymentSystem is a deployment and the environments of its system.
+type deploymentSystem struct {
+	deployment release.Deployment
+	envs       []release.Environment
+}
+
+// deploymentSystem reads deployment id and its system's environments, once
+// per batch; nil when the deployment is gone.
+func (c *Chain) deploymentSystem(ctx context.Context, id string) (*deploymentSystem, error) {
+	b := batchOf(ctx)
+	if b != nil {
+		if ds, ok := b.systems[id]; ok {
+			return ds, nil
+		}
+	}
+	var ds *deploymentSystem
+	d, err := c.Store.Deployments().Get(ctx, id)
+	switch {
+	case errors.Is(err, ports.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		stored, err := ports.ListAll(ctx, c.Store.Environments(), d.Value.SystemID)
+		if err != nil {
+			return nil, err
+		}
+		ds = &deploymentSystem{deployment: d.Value, envs: values(stored)}
+	}
+	if b != nil {
+		if b.systems == nil {
+			b.systems = map[string]*deploymentSystem{}
+		}
+		b.systems[id] = ds
+	}
+	return ds, nil
 }
 
 // environmentWake is the environment-wake controller: it enqueues
