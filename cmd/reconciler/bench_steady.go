@@ -208,7 +208,9 @@ loop:
 				return err
 			}
 			versions++
-			next.Reset(o.every)
+			// Versions are due at start + k × every, whatever creating
+			// one took.
+			next.Reset(time.Until(start.Add(time.Duration(versions) * o.every)))
 		case <-end:
 			settleBy = time.Now().Add(o.settle)
 		case <-depth.C:

@@ -91,6 +91,9 @@ type batch struct {
 	// systems are deployments with their systems' environments, read once
 	// per batch (deploymentSystem); nil for a deployment that is gone.
 	systems map[string]*deploymentSystem
+	// wakes are the ended jobs whose downstream wakes flush decides
+	// (wakeDownstream).
+	wakes []wakeCheck
 }
 
 // jobState is t's job state: read with its batch's, else alone; a
@@ -323,8 +326,12 @@ func (c *Chain) createJobs(ctx context.Context, b *batch, outs []engine.Outcome)
 	return nil
 }
 
-// flush stores the batch's enqueues in one queue call.
+// flush decides the batch's deferred wakes (wakeDownstream) and stores
+// its enqueues in one queue call.
 func (c *Chain) flush(ctx context.Context, b *batch) error {
+	if err := c.wakeDownstream(context.WithValue(ctx, batchKey{}, b), b); err != nil {
+		return err
+	}
 	if len(b.enqueues) == 0 {
 		return nil
 	}

@@ -193,11 +193,16 @@ func (c *Chain) wakeDependents(ctx context.Context, row *ports.JobRow, policies 
 	targets := []release.ReleaseTarget{t}
 	var envs []string
 	if policy.HasRule(policies, policy.TypeEnvironmentProgression) {
-		down, err := c.downstream(ctx, row, policies)
-		if err != nil {
-			return err
+		if b := batchOf(ctx); b != nil {
+			// Decided once the batch's jobs are all written (wakeDownstream).
+			b.wakes = append(b.wakes, wakeCheck{row: *row, policies: policies})
+		} else {
+			down, err := c.downstream(ctx, row, policies)
+			if err != nil {
+				return err
+			}
+			envs = append(envs, down...)
 		}
-		envs = append(envs, down...)
 	}
 	if envCapped(policies) {
 		envs = append(envs, t.EnvironmentID)
@@ -217,6 +222,47 @@ func (c *Chain) wakeDependents(ctx context.Context, row *ports.JobRow, policies 
 		keys[i] = EnvironmentKey(t.DeploymentID, e)
 	}
 	return c.enqueue(ctx, time.Time{}, keys...)
+}
+
+// wakeCheck is an ended job whose downstream environments' wake a batch
+// decides once its jobs are all written (wakeDownstream), with the enabled
+// policies of its pass.
+type wakeCheck struct {
+	row      ports.JobRow
+	policies []policy.Policy
+}
+
+// wakeDownstream enqueues the environment wakes of the ended jobs batch b
+// deferred (wakeDependents): downstream, once per deployment, environment
+// and version, when every job write of the batch is done, so that the
+// progression summary each reads holds them all and is read once for the
+// batch's jobs of one environment, not once per job.
+func (c *Chain) wakeDownstream(ctx context.Context, b *batch) error {
+	checks := b.wakes
+	b.wakes = nil
+	type scope struct{ deployment, environment, version string }
+	seen := make(map[scope]bool, len(checks))
+	for i := range checks {
+		row := &checks[i].row
+		t := row.Target()
+		k := scope{t.DeploymentID, t.EnvironmentID, row.VersionID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		down, err := c.downstream(ctx, row, checks[i].policies)
+		if err != nil {
+			return fmt.Errorf("wake the environments after job %s: %w", row.ID, err)
+		}
+		keys := make([]ports.WorkKey, len(down))
+		for j, e := range down {
+			keys[j] = EnvironmentKey(t.DeploymentID, e)
+		}
+		if err := c.enqueue(ctx, time.Time{}, keys...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // downstream is policy.Downstream of the ended job's environment in its
@@ -321,8 +367,12 @@ func envCapped(policies []policy.Policy) bool {
 	return false
 }
 
-// metricsFor returns the verification metrics of the policies matching t.
+// metricsFor returns the verification metrics of the policies matching t;
+// without a verification rule among policies, none, and t is not read.
 func (c *Chain) metricsFor(ctx context.Context, t release.ReleaseTarget, policies []policy.Policy) ([]policy.MetricSpec, error) {
+	if !policy.HasRule(policies, policy.TypeVerification) {
+		return nil, nil
+	}
 	det, err := c.Store.TargetGet(ctx, t)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, nil
