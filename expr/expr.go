@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -80,7 +81,14 @@ type Program struct {
 	src string
 	prg cel.Program
 	out *cel.Type
+	// reads are the identifiers the checked expression references.
+	reads map[string]bool
 }
+
+// Reads reports whether the expression may reference variable name (or a
+// field of it): when it does not, its value cannot depend on name's. (A
+// comprehension's own variable counts as a reference too.)
+func (p *Program) Reads(name string) bool { return p.reads[name] }
 
 // Source returns the expression text.
 func (p *Program) Source() string { return p.src }
@@ -107,7 +115,15 @@ func (e *Env) Compile(src string) (*Program, error) {
 	if err != nil {
 		return nil, &Error{Expr: src, Message: err.Error()}
 	}
-	p := &Program{src: src, prg: prg, out: ast.OutputType()}
+	p := &Program{src: src, prg: prg, out: ast.OutputType(), reads: map[string]bool{}}
+	for _, r := range ast.NativeRep().ReferenceMap() {
+		if r != nil && r.Name != "" && len(r.OverloadIDs) == 0 {
+			// An identifier: a variable, or a qualified name that starts
+			// with one.
+			name, _, _ := strings.Cut(r.Name, ".")
+			p.reads[name] = true
+		}
+	}
 	if prev, ok, _ := e.cache.PeekOrAdd(src, p); ok {
 		return prev, nil // a concurrent Compile stored it first
 	}

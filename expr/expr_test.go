@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -150,5 +151,29 @@ func TestCompileBoolRefusesNonBooleans(t *testing.T) {
 		require.ErrorAs(t, err, &ee, src)
 		require.Contains(t, ee.Message, "want bool", src)
 		require.Equal(t, 1, ee.Line, src)
+	}
+}
+
+// TestProgramReads: an expression reads the variables it names, through
+// fields, macros and functions, and no other.
+func TestProgramReads(t *testing.T) {
+	env := MustEnv("deployment", "environment", "resource", "version")
+	cases := []struct {
+		src   string
+		reads []string
+	}{
+		{`environment.name == "staging"`, []string{"environment"}},
+		{`true`, nil},
+		{`resource.kind == "cluster" && deployment.name.startsWith("api")`, []string{"resource", "deployment"}},
+		{`has(resource.metadata.region)`, []string{"resource"}},
+		{`version.tag.matches("^v1") || [1, 2].exists(x, x == size(environment.name))`, []string{"version", "environment"}},
+		{`resource`, []string{"resource"}},
+	}
+	for _, c := range cases {
+		p, err := env.Compile(c.src)
+		require.NoError(t, err, c.src)
+		for _, v := range env.Vars() {
+			require.Equal(t, slices.Contains(c.reads, v), p.Reads(v), "%s reads %s", c.src, v)
+		}
 	}
 }

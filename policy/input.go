@@ -179,6 +179,10 @@ type Input struct {
 	// by the inputs that list the same targets, so that each position is a
 	// binary search; it changes no verdict, and is never recorded.
 	RolloutOrder *RolloutOrder `json:"-"`
+	// Matches, when set, memoizes the policies' selector matches over the
+	// inputs of a batch that read their subjects together (MatchMemo); it
+	// changes no verdict, and is never recorded.
+	Matches *MatchMemo `json:"-"`
 	// Dependencies are the other deployments on the target's resource (for
 	// deploymentDependency).
 	Dependencies []DependencyState `json:"dependencies,omitempty"`

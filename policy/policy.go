@@ -99,5 +99,5 @@ func (p *Policy) matches(cx *evalContext) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return prg.EvalBool(cx.targetVars())
+	return cx.in.Matches.eval(prg, cx)
 }

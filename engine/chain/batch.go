@@ -85,6 +85,9 @@ type batch struct {
 	jobStates map[release.ReleaseTarget]ports.TargetJobState
 	// pass are the targets of the pass's items (prefetch).
 	pass []release.ReleaseTarget
+	// matches memoizes the selector matches of the targets whose facts
+	// were read together (prefetch, a plan's chunk).
+	matches *policy.MatchMemo
 	// enabled are the enabled policies, once enabledRead (enabledPolicies).
 	enabled     []policy.Policy
 	enabledRead bool
@@ -133,7 +136,7 @@ func (c *Chain) prefetch(ctx context.Context, b *batch, items []engine.Item) err
 	if err != nil {
 		return err
 	}
-	b.facts, b.prefetched, b.pass = facts, make(map[release.ReleaseTarget]bool, len(ts)), ts
+	b.facts, b.prefetched, b.pass, b.matches = facts, make(map[release.ReleaseTarget]bool, len(ts)), ts, policy.NewMatchMemo()
 	for _, t := range ts {
 		b.prefetched[t] = true
 	}

@@ -40,6 +40,11 @@ func (c *Chain) load(ctx context.Context, t release.ReleaseTarget) (*facts, erro
 	}
 	f := &facts{TargetFacts: tf, policies: values(tf.Policies), base: targetInput(c.Clock.Now(), &tf.Detail)}
 	f.base.Jobs = records(tf.Jobs)
+	if ok {
+		// Read with the batch's other targets, in one statement: one id
+		// names one object among them.
+		f.base.Matches = batchOf(ctx).matches
+	}
 	return f, nil
 }
 
@@ -212,7 +217,7 @@ func (c *Chain) decideMany(ctx context.Context, ts []release.ReleaseTarget, b *b
 		if err != nil {
 			return nil, fmt.Errorf("decide: read facts: %w", err)
 		}
-		b.facts, b.prefetched = facts, make(map[release.ReleaseTarget]bool, len(chunk))
+		b.facts, b.prefetched, b.matches = facts, make(map[release.ReleaseTarget]bool, len(chunk)), policy.NewMatchMemo()
 		for _, t := range chunk {
 			b.prefetched[t] = true
 		}
