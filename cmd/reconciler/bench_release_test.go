@@ -291,6 +291,11 @@ func TestBenchSteady(t *testing.T) {
 	require.LessOrEqual(t, got["progression_p50_s"], got["progression_p99_s"])
 	require.Equal(t, true, got["backlog_emptied"])
 	require.EqualValues(t, 0, got["dead"])
+	// The timed span's figures, per job.
+	require.Equal(t, "job", got["unit"])
+	require.Equal(t, got["jobs"], got["versions"].(float64)*12/2, "each version deploys to its deployment's 6 targets")
+	require.Positive(t, got["commits_per_unit"])
+	require.Positive(t, got["cpu_us_per_unit"])
 }
 
 // TestBenchSteadyBadFlags: too few targets for the deployments, and no

@@ -46,8 +46,11 @@ deployment, round robin, every --every for --duration, and waits up to
 It prints a JSON line of the queue's depth every second ("bench":
 "steady-depth"), then one of the run: the p50 and p99 of version created →
 its first job dispatched and of job success → the next environment's job
-dispatched (progression), in seconds, the dead letters, and whether the
-backlog emptied. A job's dispatch is its successful report (the agent's
+dispatched (progression), in seconds, the dead letters, whether the
+backlog emptied, and from the workers' start to the end, per job: the
+commits, rows written, and CPU of this process with its workers
+(cpu_us_per_unit) and of the server when it runs on this host
+(server_cpu_us_per_unit). Versions are due at start + k × --every. A job's dispatch is its successful report (the agent's
 jobs end at dispatch). Needs --dsn (PostgreSQL).`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -160,13 +163,24 @@ func benchSteady(ctx context.Context, stdout, stderr io.Writer, o benchSteadyOpt
 	if err := runChainUntil(ctx, env.be.queue, ch, rel, nil, func() bool { return queueEmpty(ctx, env.be.queue) }); err != nil {
 		return err
 	}
+	// The timed span, whose commits and CPU (the bench's, its workers' and
+	// the server's) are reported per job, starts here: the set-up's work
+	// is left out.
+	if err := env.startTimed(ctx); err != nil {
+		return err
+	}
+	ch = &chain.Chain{Store: env.be.releases, Queue: env.be.queue, Clock: ports.SystemClock, Logger: quiet}
 	rel.cpuProfile = o.cpuProfile
 	workers, err := startReleaseWorkers(ctx, bin, env.dsn, nil, rel, o.processes, "--succeed")
 	if err != nil {
 		return err
 	}
-	go func() { // the workers' job ids: not needed here
+	var dispatched int64 // the jobs the workers dispatched
+	counted := make(chan struct{})
+	go func() {
+		defer close(counted)
 		for range workers.ids {
+			dispatched++
 		}
 	}()
 	fmt.Fprintf(stderr, "bench steady: a version every %s for %s over %d targets, %d worker processes\n", o.every, o.duration, len(diff.Added), o.processes)
@@ -226,6 +240,11 @@ loop:
 		}
 	}
 	rss := workers.stop()
+	<-counted
+	figures, err := env.stopTimed(ctx, "job", dispatched)
+	if err != nil {
+		return err
+	}
 	st, err := env.be.queue.WorkStats(ctx)
 	if err != nil {
 		return err
@@ -250,6 +269,11 @@ loop:
 		"version_to_dispatch_n": firstN, "version_to_dispatch_p50_s": round3(firstP50), "version_to_dispatch_p99_s": round3(firstP99),
 		"progression_n": progN, "progression_p50_s": round3(progP50), "progression_p99_s": round3(progP99),
 		"queue_max_depth": maxDepth, "backlog_emptied": emptied, "dead": st[ports.WorkDead], "worker_max_rss_mb": peak,
+	}
+	for k, v := range figures {
+		if k != "max_rss_mb" { // the bench's own; the workers' is worker_max_rss_mb
+			line[k] = v
+		}
 	}
 	if err := enc.Encode(line); err != nil {
 		return err
