@@ -17,11 +17,13 @@ type Item struct {
 	// Traceparent is the W3C trace context the item was last enqueued
 	// under (ports.Lease.Traceparent), "" when untraced.
 	Traceparent string
+	// Priority is the item's queue priority (ports.Lease.Priority).
+	Priority int
 }
 
 // itemOf is the item a lease hands to its processor.
 func itemOf(l ports.Lease) Item {
-	return Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime, Traceparent: l.Traceparent}
+	return Item{Key: l.Key, Attempt: l.Attempt, EventTime: l.EventTime, Traceparent: l.Traceparent, Priority: l.Priority}
 }
 
 type outcomeKind uint8

@@ -209,6 +209,9 @@ type Lease struct {
 	// Traceparent is the item's trace context (EnqueueParams.Traceparent),
 	// "" when no traced enqueue made it.
 	Traceparent string
+	// Priority is the item's priority (the highest it was enqueued with
+	// since it was last done), so that its processor can pass it on.
+	Priority int
 }
 
 // LeaseRef names a held lease.

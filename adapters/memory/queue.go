@@ -319,7 +319,7 @@ func (q *Queue) claim(e *workEntry, exp time.Time, owner string) (l ports.Lease,
 	heap.Push(&e.kind.leased, e)
 	q.wakeAt(exp)
 	return ports.Lease{Key: it.Key, Token: e.token, Attempt: it.Attempts, ExpiresAt: exp, EventTime: it.EventTime, Reclaimed: reclaimed,
-		Traceparent: e.traceparent}, true
+		Traceparent: e.traceparent, Priority: it.Priority}, true
 }
 
 // WorkHeartbeat sets each held lease to expire d from now.

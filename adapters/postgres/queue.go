@@ -250,6 +250,7 @@ func (q *Queue) WorkLease(ctx context.Context, p ports.LeaseParams) ([]ports.Lea
 		}
 		l.EventTime = l.EventTime.UTC()
 		l.ExpiresAt = exp
+		l.Priority = c.priority
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {

@@ -126,12 +126,18 @@ func JobKey(jobID string) ports.WorkKey {
 // workspace of its deployment (workspaceOf); concurrent
 // passes' enqueues share queue calls (engine.EnqueueBatcher).
 func (c *Chain) enqueue(ctx context.Context, notBefore time.Time, keys ...ports.WorkKey) error {
+	return c.enqueueAt(ctx, notBefore, 0, keys...)
+}
+
+// enqueueAt is enqueue with a priority: higher runs first among the due
+// items of a kind.
+func (c *Chain) enqueueAt(ctx context.Context, notBefore time.Time, priority int, keys ...ports.WorkKey) error {
 	if len(keys) == 0 {
 		return nil
 	}
 	items := make([]ports.EnqueueParams, len(keys))
 	for i, k := range keys {
-		items[i] = ports.EnqueueParams{Key: k, NotBefore: notBefore, Workspace: c.workspaceOf(ctx, k.ScopeType, k.ScopeID)}
+		items[i] = ports.EnqueueParams{Key: k, NotBefore: notBefore, Priority: priority, Workspace: c.workspaceOf(ctx, k.ScopeType, k.ScopeID)}
 	}
 	if b := batchOf(ctx); b != nil {
 		// In a batch pass: stored in its transaction, with its writes.
@@ -148,13 +154,26 @@ func (c *Chain) enqueue(ctx context.Context, notBefore time.Time, keys ...ports.
 // EvaluateTargets enqueues desired-release for each target: the entry point
 // of the chain after anything a decision reads has changed.
 func (c *Chain) EvaluateTargets(ctx context.Context, targets ...release.ReleaseTarget) error {
+	return c.evaluateTargetsAt(ctx, 0, targets...)
+}
+
+// ProgressionPriority is the queue priority of the desired-release items
+// an environment wake enqueues (environmentWake): its targets may now
+// deploy a version already on its way, so they run before the due items of
+// new versions and other changes (priority 0), and a rollout in flight
+// finishes before the next starts. Each wake follows a job that ended, so
+// these items cannot keep the others waiting for long.
+const ProgressionPriority = 1
+
+// evaluateTargetsAt is EvaluateTargets at a queue priority.
+func (c *Chain) evaluateTargetsAt(ctx context.Context, priority int, targets ...release.ReleaseTarget) error {
 	keys := make([]ports.WorkKey, len(targets))
 	for i, t := range targets {
 		keys[i] = TargetKey(KindDesiredRelease, t)
 	}
 	for len(keys) > 0 {
 		n := min(len(keys), 1000)
-		if err := c.enqueue(ctx, time.Time{}, keys[:n]...); err != nil {
+		if err := c.enqueueAt(ctx, time.Time{}, priority, keys[:n]...); err != nil {
 			return err
 		}
 		keys = keys[n:]

@@ -130,8 +130,9 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 		// Always hand off, changed or not: job-dispatch is idempotent, and
 		// a retried pass must not lose the hand-off of the one before. It
 		// runs the job gates itself (waking when they may open), so the
-		// hand-off goes straight to it, in this pass's transaction.
-		if err := c.enqueue(ctx, time.Time{}, TargetKey(KindJobDispatch, t)); err != nil {
+		// hand-off goes straight to it, in this pass's transaction, at
+		// this item's priority (a progression's wake stays ahead).
+		if err := c.enqueueAt(ctx, time.Time{}, it.Priority, TargetKey(KindJobDispatch, t)); err != nil {
 			return err
 		}
 		attrs := []slog.Attr{slog.String("version", version.Tag), slog.String("release", ShortID(rel.ID)), slog.Int("examined", choice.Examined)}

@@ -113,5 +113,9 @@
 // its environment's summary for the job's version may now let a target
 // through (policy.ProgressionMayPass: under a 100% rule, only the job that
 // completes the environment), through one environment-wake item each,
-// which the jobs ending meanwhile share.
+// which the jobs ending meanwhile share. The jobs that end in one batch
+// decide it once per environment, after the batch's job writes. The wake's
+// targets run at ProgressionPriority, ahead of new versions' items, and
+// their hand-off to job-dispatch keeps it (ports.Lease.Priority): a
+// rollout in flight finishes before the next one starts.
 package chain

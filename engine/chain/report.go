@@ -339,7 +339,8 @@ func (c *Chain) deploymentSystem(ctx context.Context, id string) (*deploymentSys
 
 // environmentWake is the environment-wake controller: it enqueues
 // desired-release for every target of the item's deployment in its
-// environment, after a job ended that their verdicts may read.
+// environment, after a job ended that their verdicts may read, at
+// ProgressionPriority.
 func (c *Chain) environmentWake(ctx context.Context, it engine.Item) engine.Outcome {
 	depID, envID, ok := strings.Cut(it.Key.ScopeID, ":")
 	if !ok || depID == "" || envID == "" || strings.Contains(envID, ":") {
@@ -349,7 +350,7 @@ func (c *Chain) environmentWake(ctx context.Context, it engine.Item) engine.Outc
 	if err != nil {
 		return engine.Retry(fmt.Errorf("wake %s: %w", it.Key.ScopeID, err))
 	}
-	if err := c.EvaluateTargets(ctx, targets...); err != nil {
+	if err := c.evaluateTargetsAt(ctx, ProgressionPriority, targets...); err != nil {
 		return engine.Retry(fmt.Errorf("wake %s: %w", it.Key.ScopeID, err))
 	}
 	return engine.Done()

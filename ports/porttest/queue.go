@@ -35,6 +35,7 @@ func Queue(t *testing.T, newQueue func(t *testing.T, clock ports.Clock) ports.Qu
 	t.Run("LeaseFairBetweenWorkspaces", func(t *testing.T) { queueLeaseFair(setup(t)) })
 	t.Run("LeaseFieldsAndExclusion", func(t *testing.T) { queueLeaseFields(setup(t)) })
 	t.Run("LeaseCarriesTraceparent", func(t *testing.T) { queueLeaseTraceparent(setup(t)) })
+	t.Run("LeaseCarriesPriority", func(t *testing.T) { queueLeasePriority(setup(t)) })
 	t.Run("HeartbeatExtends", func(t *testing.T) { queueHeartbeat(setup(t)) })
 	t.Run("ExpiredLeaseReclaimed", func(t *testing.T) { queueExpiredReclaimed(setup(t)) })
 	t.Run("ExpiredLeaseHolderMayFinish", func(t *testing.T) { queueExpiredHolderFinishes(setup(t)) })

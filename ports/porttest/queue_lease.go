@@ -259,6 +259,25 @@ func queueLeaseTraceparent(f *queueFixture) {
 	}
 }
 
+// queueLeasePriority: a lease carries the highest priority its item was
+// enqueued with, in a batch or across calls, and the items come out
+// highest first.
+func queueLeasePriority(f *queueFixture) {
+	t := f.t
+	f.enqueue(ports.EnqueueParams{Key: wk("a")}, ports.EnqueueParams{Key: wk("b"), Priority: 2})
+	f.enqueue(ports.EnqueueParams{Key: wk("a"), Priority: 1}, ports.EnqueueParams{Key: wk("b")},
+		ports.EnqueueParams{Key: wk("c"), Priority: -1})
+	ls := f.lease(10)
+	var got []string
+	prio := map[string]int{}
+	for _, l := range ls {
+		got = append(got, l.Key.ScopeID)
+		prio[l.Key.ScopeID] = l.Priority
+	}
+	require.Equal(t, []string{"b", "a", "c"}, got, "highest priority first")
+	require.Equal(t, map[string]int{"a": 1, "b": 2, "c": -1}, prio)
+}
+
 func queueHeartbeat(f *queueFixture) {
 	t := f.t
 	f.enqueueKeys(wk("a"), wk("b"))
