@@ -103,8 +103,14 @@ func (c *Chain) Register(eng *engine.Engine, concurrency int) {
 	eng.Register(KindEnvironmentWake, engine.ProcessorFunc(c.environmentWake), engine.KindOptions{Concurrency: concurrency})
 }
 
-// BatchSize is the most items of a target-scoped kind one pass takes.
-const BatchSize = 32
+// BatchSize is the most items of a target-scoped kind one pass takes. A
+// pass costs a few statements and one commit whatever its size, so larger
+// passes cost less per target (bench release --targets 10000 on a
+// stock-durability PostgreSQL, batches of 32 / 96 / 160: 0.184 / 0.069 /
+// 0.049 commits and 493 / 382 / 336 µs of server CPU per target); the
+// price is a longer transaction and, when an item fails, each item of the
+// pass run again alone.
+const BatchSize = 128
 
 // TargetKey is the work key of a chain kind for a release target.
 func TargetKey(kind string, t release.ReleaseTarget) ports.WorkKey {
