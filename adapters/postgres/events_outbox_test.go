@@ -1,0 +1,155 @@
+package postgres_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// outboxEvent is one events_outbox row, its data as jsonb's text.
+type outboxEvent struct {
+	Kind, Workspace, ObjectID string
+	At                        time.Time
+	Data                      string
+}
+
+// outboxStatements are multi-row statements on release_jobs and
+// release_desired, as the chain writes them, with the events each must
+// record in order. The jobs' resources r1 and r2 are in workspaces w1 and
+// w2; "gone" is no stored resource (workspace ”). ?0 is t0.
+var outboxStatements = []struct {
+	name string
+	sql  string
+	want []outboxEvent
+	// upsert: an INSERT ... ON CONFLICT DO UPDATE, whose updated rows'
+	// events come before its inserted rows' (the row triggers of 0024
+	// recorded them in row order).
+	upsert bool
+}{
+	{name: "insert jobs", sql: `
+INSERT INTO release_jobs (id, idempotency_key, release_id, target_key, deployment_id, environment_id, resource_id,
+	version_id, status, active, created_at, doc, version, updated_at)
+SELECT v.id, v.id, 'rel-' || v.id, 'd:e:' || v.res, 'd', 'e', v.res, 'v1', v.status, true, $1, '{}', 1,
+	$1::timestamptz + v.n * interval '1 second'
+FROM (VALUES ('j3', 'gone', 'pending', 1), ('j1', 'r1', 'pending', 2), ('j4', 'r1', 'inProgress', 3),
+	('j2', 'r2', 'pending', 4)) AS v(id, res, status, n)`,
+		want: []outboxEvent{
+			{"job.created", "", "j3", sec(1), `{"status": "pending", "release_id": "rel-j3", "target_key": "d:e:gone"}`},
+			{"job.created", "w1", "j1", sec(2), `{"status": "pending", "release_id": "rel-j1", "target_key": "d:e:r1"}`},
+			{"job.created", "w1", "j4", sec(3), `{"status": "inProgress", "release_id": "rel-j4", "target_key": "d:e:r1"}`},
+			{"job.created", "w2", "j2", sec(4), `{"status": "pending", "release_id": "rel-j2", "target_key": "d:e:r2"}`},
+		}},
+	// A scan of the table, in the order the jobs were inserted.
+	{name: "update jobs", sql: `
+UPDATE release_jobs SET status = CASE id WHEN 'j1' THEN 'successful' WHEN 'j3' THEN 'failure' ELSE status END,
+	version = version + 1, updated_at = $1::timestamptz + (10 + ascii(substr(id, 2))) * interval '1 second'`,
+		want: []outboxEvent{
+			{"job.status", "", "j3", sec(61), `{"status": "failure", "previous": "pending", "release_id": "rel-j3", "target_key": "d:e:gone"}`},
+			{"job.status", "w1", "j1", sec(59), `{"status": "successful", "previous": "pending", "release_id": "rel-j1", "target_key": "d:e:r1"}`},
+			{"target.current", "w1", "d:e:r1", sec(59), `{"job_id": "j1", "release_id": "rel-j1"}`},
+		}},
+	{name: "update jobs unchanged", sql: `UPDATE release_jobs SET version = version + 1, updated_at = $1`},
+	{name: "insert desired", sql: `
+INSERT INTO release_desired (target_key, release_id, updated_at)
+SELECT v.key, v.rel, $1::timestamptz + v.n * interval '1 second'
+FROM (VALUES ('d:e:r2', 'rel-2', 20), ('d:e:r1', '', 21), ('d:e:gone', 'rel-gone', 22), ('d:e:r3', 'rel-3', 23))
+	AS v(key, rel, n)`,
+		want: []outboxEvent{
+			{"target.desired", "w2", "d:e:r2", sec(20), `{"release_id": "rel-2"}`},
+			{"target.desired", "", "d:e:gone", sec(22), `{"release_id": "rel-gone"}`},
+			{"target.desired", "", "d:e:r3", sec(23), `{"release_id": "rel-3"}`},
+		}},
+	{name: "upsert desired", upsert: true, sql: `
+INSERT INTO release_desired AS d (target_key, release_id, reasons, updated_at)
+SELECT v.key, v.rel, v.reasons::jsonb, $1::timestamptz + v.n * interval '1 second'
+FROM (VALUES ('d:e:a', 'rel-a', '[]', 30), ('d:e:gone', '', '[]', 31), ('d:e:r1', 'rel-1', '[]', 32),
+	('d:e:r2', 'rel-2', '["x"]', 33), ('d:e:r3', 'rel-3b', '[]', 34), ('d:e:z', '', '[]', 35)) AS v(key, rel, reasons, n)
+ORDER BY v.key
+ON CONFLICT (target_key) DO UPDATE SET release_id = excluded.release_id, reasons = excluded.reasons,
+	updated_at = excluded.updated_at`,
+		want: []outboxEvent{
+			{"target.desired", "w1", "d:e:r1", sec(32), `{"release_id": "rel-1"}`},
+			{"target.desired", "", "d:e:r3", sec(34), `{"release_id": "rel-3b"}`},
+			{"target.desired", "", "d:e:a", sec(30), `{"release_id": "rel-a"}`},
+		}},
+}
+
+// sec is the test's t0 plus n seconds.
+func sec(n int) time.Time { return outboxT0.Add(time.Duration(n) * time.Second) }
+
+var outboxT0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+
+// runOutboxStatements runs outboxStatements on conn's schema and returns
+// the events each recorded, in outbox order.
+func runOutboxStatements(t *testing.T, conn *pgx.Conn) [][]outboxEvent {
+	t.Helper()
+	ctx := t.Context()
+	_, err := conn.Exec(ctx, `INSERT INTO release_resources (id, workspace_id, doc, version, updated_at)
+		VALUES ('r1', 'w1', '{}', 1, now()), ('r2', 'w2', '{}', 1, now())`)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `DELETE FROM events_outbox`)
+	require.NoError(t, err)
+	out := make([][]outboxEvent, len(outboxStatements))
+	for i, s := range outboxStatements {
+		_, err := conn.Exec(ctx, s.sql, outboxT0)
+		require.NoError(t, err, s.name)
+		rows, err := conn.Query(ctx, `WITH d AS (DELETE FROM events_outbox RETURNING *)
+			SELECT kind, workspace, object_id, at, data::text FROM d ORDER BY seq`)
+		require.NoError(t, err, s.name)
+		out[i], err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (outboxEvent, error) {
+			var e outboxEvent
+			err := r.Scan(&e.Kind, &e.Workspace, &e.ObjectID, &e.At, &e.Data)
+			e.At = e.At.UTC()
+			return e, err
+		})
+		require.NoError(t, err, s.name)
+		if len(out[i]) == 0 {
+			out[i] = nil
+		}
+	}
+	return out
+}
+
+// TestEventsOutboxStatementTriggers: migration 0033's statement triggers
+// record, for multi-row statements, exactly the events 0024's row triggers
+// did (kinds, workspaces, ids, times, data; skipping unchanged statuses
+// and releases and empty releases), in the statement's row order; its down
+// restores the row triggers and up again the statement triggers.
+func TestEventsOutboxStatementTriggers(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	check := func(t *testing.T, got [][]outboxEvent) {
+		t.Helper()
+		for i, s := range outboxStatements {
+			require.Equal(t, s.want, got[i], s.name)
+		}
+	}
+
+	db, _, _, conn := setupMigrate(t)
+	require.NoError(t, db.MigrateUp(ctx))
+	check(t, runOutboxStatements(t, conn))
+
+	// The same statements under the row triggers (0033 reverted): the same
+	// events, the upsert's in row order.
+	rowDB, _, _, rowConn := setupMigrate(t)
+	require.NoError(t, rowDB.MigrateUp(ctx))
+	steps := migrateDownBefore(t, rowDB, 33)
+	byRow := runOutboxStatements(t, rowConn)
+	for i, s := range outboxStatements {
+		if s.upsert {
+			require.ElementsMatch(t, s.want, byRow[i], s.name)
+			require.NotEqual(t, s.want, byRow[i], "%s: the row triggers kept row order", s.name)
+			continue
+		}
+		require.Equal(t, s.want, byRow[i], s.name)
+	}
+
+	// Up again (after down) installs the statement triggers again.
+	require.NoError(t, rowDB.MigrateUp(ctx))
+	_, err := rowConn.Exec(ctx, `TRUNCATE release_jobs, release_desired, release_resources`)
+	require.NoError(t, err)
+	check(t, runOutboxStatements(t, rowConn))
+	require.Positive(t, steps)
+}
