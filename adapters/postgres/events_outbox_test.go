@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -8,21 +9,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// outboxEvent is one events_outbox row, its data as jsonb's text.
+// outboxEvent is one events_outbox row (or, with Workspace and ObjectID
+// empty, one workflow_events row: its type and doc), its data as compact
+// JSON with sorted keys.
 type outboxEvent struct {
 	Kind, Workspace, ObjectID string
 	At                        time.Time
 	Data                      string
 }
 
-// outboxStatements are multi-row statements on release_jobs and
-// release_desired, as the chain writes them, with the events each must
-// record in order. The jobs' resources r1 and r2 are in workspaces w1 and
+// outboxStatements are multi-row statements on release_jobs,
+// release_desired and release_releases, as the chain writes them, with the
+// events (want) and hook events (hooks) each must record in order. The jobs' resources r1 and r2 are in workspaces w1 and
 // w2; "gone" is no stored resource (workspace ”). ?0 is t0.
 var outboxStatements = []struct {
-	name string
-	sql  string
-	want []outboxEvent
+	name  string
+	sql   string
+	want  []outboxEvent
+	hooks []outboxEvent
 	// upsert: an INSERT ... ON CONFLICT DO UPDATE, whose updated rows'
 	// events come before its inserted rows' (the row triggers of 0024
 	// recorded them in row order).
@@ -44,11 +48,42 @@ FROM (VALUES ('j3', 'gone', 'pending', 1), ('j1', 'r1', 'pending', 2), ('j4', 'r
 	// A scan of the table, in the order the jobs were inserted.
 	{name: "update jobs", sql: `
 UPDATE release_jobs SET status = CASE id WHEN 'j1' THEN 'successful' WHEN 'j3' THEN 'failure' ELSE status END,
+	doc = CASE id WHEN 'j4' THEN '{"verification": "failed", "measurements": {"b": 1, "a": 2}, "message": "m"}' ELSE doc END,
 	version = version + 1, updated_at = $1::timestamptz + (10 + ascii(substr(id, 2))) * interval '1 second'`,
 		want: []outboxEvent{
 			{"job.status", "", "j3", sec(61), `{"status": "failure", "previous": "pending", "release_id": "rel-j3", "target_key": "d:e:gone"}`},
 			{"job.status", "w1", "j1", sec(59), `{"status": "successful", "previous": "pending", "release_id": "rel-j1", "target_key": "d:e:r1"}`},
 			{"target.current", "w1", "d:e:r1", sec(59), `{"job_id": "j1", "release_id": "rel-j1"}`},
+		},
+		hooks: []outboxEvent{
+			{"job.failed", "", "", sec(61), hookDoc("j3", "d:e:gone", "failure", "", "")},
+			{"release.failed", "", "", sec(61), hookDoc("j3", "d:e:gone", "failure", "", "")},
+			{"verification.failed", "", "", sec(62), hookDoc("j4", "d:e:r1", "inProgress", "m", `["a","b"]`)},
+			{"release.failed", "", "", sec(62), hookDoc("j4", "d:e:r1", "inProgress", "m", "")},
+		}},
+	// j3 fails again (no job.failed) and its verification fails; j4,
+	// already failed verification, fails.
+	{name: "update jobs failed", sql: `
+UPDATE release_jobs SET status = CASE id WHEN 'j3' THEN 'invalidJobAgent' ELSE 'failure' END,
+	doc = CASE id WHEN 'j3' THEN '{"verification": "failed"}' ELSE doc END,
+	version = version + 1, updated_at = $1 WHERE id IN ('j3', 'j4')`,
+		want: []outboxEvent{
+			{"job.status", "", "j3", sec(0), `{"status": "invalidJobAgent", "previous": "failure", "release_id": "rel-j3", "target_key": "d:e:gone"}`},
+			{"job.status", "w1", "j4", sec(0), `{"status": "failure", "previous": "inProgress", "release_id": "rel-j4", "target_key": "d:e:r1"}`},
+		},
+		hooks: []outboxEvent{
+			{"verification.failed", "", "", sec(0), hookDoc("j3", "d:e:gone", "invalidJobAgent", "", "[]")},
+			{"release.failed", "", "", sec(0), hookDoc("j3", "d:e:gone", "invalidJobAgent", "", "")},
+			{"job.failed", "", "", sec(0), hookDoc("j4", "d:e:r1", "failure", "m", "")},
+			{"release.failed", "", "", sec(0), hookDoc("j4", "d:e:r1", "failure", "m", "")},
+		}},
+	{name: "insert releases", sql: `
+INSERT INTO release_releases (id, target_key, version_id, doc, created_at)
+VALUES ('rel-b', 'd:e:r2', 'v2', '{}', $1::timestamptz + interval '40 seconds'),
+	('rel-a', 'd:e:r1', 'v1', '{}', $1::timestamptz + interval '41 seconds')`,
+		hooks: []outboxEvent{
+			{"release.created", "", "", sec(40), `{"release_id": "rel-b", "target_key": "d:e:r2", "version_id": "v2"}`},
+			{"release.created", "", "", sec(41), `{"release_id": "rel-a", "target_key": "d:e:r1", "version_id": "v1"}`},
 		}},
 	{name: "update jobs unchanged", sql: `UPDATE release_jobs SET version = version + 1, updated_at = $1`},
 	{name: "insert desired", sql: `
@@ -81,35 +116,74 @@ func sec(n int) time.Time { return outboxT0.Add(time.Duration(n) * time.Second) 
 
 var outboxT0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 
+// hookDoc is the doc of a job's hook event in the test (metrics: the
+// names of its measurements as JSON, "" for none).
+func hookDoc(job, target, status, message, metrics string) string {
+	doc := `{"release_id": "rel-` + job + `", "target_key": "` + target + `", "version_id": "v1", "job_id": "` + job +
+		`", "job_status": "` + status + `", "job_message": "` + message + `", "job_agent_id": "", "external_id": ""`
+	if metrics != "" {
+		doc += `, "metrics": ` + metrics
+	}
+	return doc + "}"
+}
+
+// canonicalJSON is s compacted with its object keys sorted.
+func canonicalJSON(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	require.NoError(t, json.Unmarshal([]byte(s), &v), s)
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// canonicalEvents is events with their data canonicalJSON, nil for none.
+func canonicalEvents(t *testing.T, events []outboxEvent) []outboxEvent {
+	t.Helper()
+	var out []outboxEvent
+	for _, e := range events {
+		e.Data = canonicalJSON(t, e.Data)
+		out = append(out, e)
+	}
+	return out
+}
+
+// drainEvents deletes and returns, in seq order, the rows query's CTE d
+// deleted (kind, workspace, object id, at, data).
+func drainEvents(t *testing.T, conn *pgx.Conn, query string) []outboxEvent {
+	t.Helper()
+	rows, err := conn.Query(t.Context(), query)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outboxEvent, error) {
+		var e outboxEvent
+		err := r.Scan(&e.Kind, &e.Workspace, &e.ObjectID, &e.At, &e.Data)
+		e.At = e.At.UTC()
+		return e, err
+	})
+	require.NoError(t, err)
+	return canonicalEvents(t, got)
+}
+
 // runOutboxStatements runs outboxStatements on conn's schema and returns
-// the events each recorded, in outbox order.
-func runOutboxStatements(t *testing.T, conn *pgx.Conn) [][]outboxEvent {
+// the events and hook events each recorded, in order.
+func runOutboxStatements(t *testing.T, conn *pgx.Conn) (events, hooks [][]outboxEvent) {
 	t.Helper()
 	ctx := t.Context()
 	_, err := conn.Exec(ctx, `INSERT INTO release_resources (id, workspace_id, doc, version, updated_at)
 		VALUES ('r1', 'w1', '{}', 1, now()), ('r2', 'w2', '{}', 1, now())`)
 	require.NoError(t, err)
-	_, err = conn.Exec(ctx, `DELETE FROM events_outbox`)
+	_, err = conn.Exec(ctx, `DELETE FROM events_outbox; DELETE FROM workflow_events`)
 	require.NoError(t, err)
-	out := make([][]outboxEvent, len(outboxStatements))
+	events, hooks = make([][]outboxEvent, len(outboxStatements)), make([][]outboxEvent, len(outboxStatements))
 	for i, s := range outboxStatements {
 		_, err := conn.Exec(ctx, s.sql, outboxT0)
 		require.NoError(t, err, s.name)
-		rows, err := conn.Query(ctx, `WITH d AS (DELETE FROM events_outbox RETURNING *)
+		events[i] = drainEvents(t, conn, `WITH d AS (DELETE FROM events_outbox RETURNING *)
 			SELECT kind, workspace, object_id, at, data::text FROM d ORDER BY seq`)
-		require.NoError(t, err, s.name)
-		out[i], err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (outboxEvent, error) {
-			var e outboxEvent
-			err := r.Scan(&e.Kind, &e.Workspace, &e.ObjectID, &e.At, &e.Data)
-			e.At = e.At.UTC()
-			return e, err
-		})
-		require.NoError(t, err, s.name)
-		if len(out[i]) == 0 {
-			out[i] = nil
-		}
+		hooks[i] = drainEvents(t, conn, `WITH d AS (DELETE FROM workflow_events RETURNING *)
+			SELECT type, '', '', at, doc::text FROM d ORDER BY seq`)
 	}
-	return out
+	return events, hooks
 }
 
 // TestEventsOutboxStatementTriggers: migration 0033's statement triggers
@@ -120,36 +194,39 @@ func runOutboxStatements(t *testing.T, conn *pgx.Conn) [][]outboxEvent {
 func TestEventsOutboxStatementTriggers(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	check := func(t *testing.T, got [][]outboxEvent) {
+	check := func(t *testing.T, conn *pgx.Conn) {
 		t.Helper()
+		events, hooks := runOutboxStatements(t, conn)
 		for i, s := range outboxStatements {
-			require.Equal(t, s.want, got[i], s.name)
+			require.Equal(t, canonicalEvents(t, s.want), events[i], s.name)
+			require.Equal(t, canonicalEvents(t, s.hooks), hooks[i], "%s: hooks", s.name)
 		}
 	}
 
 	db, _, _, conn := setupMigrate(t)
 	require.NoError(t, db.MigrateUp(ctx))
-	check(t, runOutboxStatements(t, conn))
+	check(t, conn)
 
 	// The same statements under the row triggers (0033 reverted): the same
 	// events, the upsert's in row order.
 	rowDB, _, _, rowConn := setupMigrate(t)
 	require.NoError(t, rowDB.MigrateUp(ctx))
-	steps := migrateDownBefore(t, rowDB, 33)
-	byRow := runOutboxStatements(t, rowConn)
+	require.Positive(t, migrateDownBefore(t, rowDB, 33))
+	byRow, hooksByRow := runOutboxStatements(t, rowConn)
 	for i, s := range outboxStatements {
+		want := canonicalEvents(t, s.want)
+		require.Equal(t, canonicalEvents(t, s.hooks), hooksByRow[i], "%s: hooks", s.name)
 		if s.upsert {
-			require.ElementsMatch(t, s.want, byRow[i], s.name)
-			require.NotEqual(t, s.want, byRow[i], "%s: the row triggers kept row order", s.name)
+			require.ElementsMatch(t, want, byRow[i], s.name)
+			require.NotEqual(t, want, byRow[i], "%s: the row triggers kept row order", s.name)
 			continue
 		}
-		require.Equal(t, s.want, byRow[i], s.name)
+		require.Equal(t, want, byRow[i], s.name)
 	}
 
 	// Up again (after down) installs the statement triggers again.
 	require.NoError(t, rowDB.MigrateUp(ctx))
-	_, err := rowConn.Exec(ctx, `TRUNCATE release_jobs, release_desired, release_resources`)
+	_, err := rowConn.Exec(ctx, `TRUNCATE release_jobs, release_desired, release_releases, release_resources`)
 	require.NoError(t, err)
-	check(t, runOutboxStatements(t, rowConn))
-	require.Positive(t, steps)
+	check(t, rowConn)
 }

@@ -11,6 +11,11 @@
 -- UPDATE records its updated rows' events, then its inserted rows'.
 -- The rows of a transition table read in the order they were written;
 -- row_number() over that read keeps the order through the joins.
+--
+-- The hook events (0011, 0024) of release_releases (release.created) and
+-- release_jobs (job.failed, verification.failed, release.failed) go the
+-- same way: their row triggers ran, and the jobs' built a document, for
+-- every release and job update of the chain.
 DROP TRIGGER release_jobs_changes ON release_jobs;
 DROP TRIGGER release_desired_changes ON release_desired;
 DROP FUNCTION events_job();
@@ -85,3 +90,47 @@ CREATE TRIGGER release_desired_changes_insert AFTER INSERT ON release_desired
     REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION events_desired_created();
 CREATE TRIGGER release_desired_changes_update AFTER UPDATE ON release_desired
     REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION events_desired_updated();
+
+-- release.created for each release inserted (0011's workflow_events_release).
+DROP TRIGGER release_releases_events ON release_releases;
+DROP FUNCTION workflow_events_release();
+CREATE FUNCTION workflow_events_releases() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO workflow_events (type, at, doc)
+    SELECT 'release.created', n.created_at,
+        jsonb_build_object('release_id', n.id, 'target_key', n.target_key, 'version_id', n.version_id)
+    FROM (SELECT a.*, row_number() OVER () AS ord FROM added a) n
+    ORDER BY n.ord;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER release_releases_events AFTER INSERT ON release_releases
+    REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION workflow_events_releases();
+
+-- For each job updated: job.failed when its status moved into a failed
+-- one, verification.failed (with the names of its measurements) when its
+-- verification moved to failed, and release.failed after either (0024's
+-- workflow_events_job, the rule of ports.JobEvents).
+DROP TRIGGER release_jobs_events ON release_jobs;
+DROP FUNCTION workflow_events_job();
+CREATE FUNCTION workflow_events_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO workflow_events (type, at, doc)
+    SELECT e.type, n.updated_at, jsonb_build_object('release_id', n.release_id, 'target_key', n.target_key,
+            'version_id', n.version_id, 'job_id', n.id, 'job_status', n.status,
+            'job_message', COALESCE(n.doc->>'message', ''), 'job_agent_id', n.job_agent_id,
+            'external_id', n.external_id)
+        || CASE WHEN e.sub = 2 THEN jsonb_build_object('metrics', COALESCE((SELECT jsonb_agg(k ORDER BY k COLLATE "C")
+            FROM jsonb_object_keys(COALESCE(n.doc->'measurements', '{}'::jsonb)) AS k), '[]'::jsonb)) ELSE '{}'::jsonb END
+    FROM (SELECT a.*, row_number() OVER () AS ord FROM added a) n
+    JOIN removed o ON o.id = n.id
+    CROSS JOIN LATERAL (SELECT
+        n.status = ANY(f.failed) AND NOT (o.status = ANY(f.failed)) AS job,
+        COALESCE(n.doc->>'verification' = 'failed' AND o.doc->>'verification' IS DISTINCT FROM 'failed', false) AS verification
+        FROM (SELECT ARRAY['failure', 'invalidJobAgent', 'invalidIntegration', 'externalRunNotFound'] AS failed) f) c
+    CROSS JOIN LATERAL (VALUES (1, 'job.failed'), (2, 'verification.failed'), (3, 'release.failed')) AS e(sub, type)
+    WHERE (c.job OR c.verification) AND CASE e.sub WHEN 1 THEN c.job WHEN 2 THEN c.verification ELSE true END
+    ORDER BY n.ord, e.sub;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER release_jobs_events AFTER UPDATE ON release_jobs
+    REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION workflow_events_jobs();
