@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,9 +20,11 @@ type outboxEvent struct {
 }
 
 // outboxStatements are multi-row statements on release_jobs,
-// release_desired and release_releases, as the chain writes them, with the
-// events (want) and hook events (hooks) each must record in order. The jobs' resources r1 and r2 are in workspaces w1 and
-// w2; "gone" is no stored resource (workspace ”). ?0 is t0.
+// release_desired, release_releases and workflow_task_runs, as the chain
+// writes them, with the events (want) and hook events (hooks) each must
+// record in order. The jobs' resources r1 and r2 are in workspaces w1 and
+// w2; "gone" is no stored resource (an empty workspace). $1, where used,
+// is outboxT0.
 var outboxStatements = []struct {
 	name  string
 	sql   string
@@ -109,12 +112,34 @@ ON CONFLICT (target_key) DO UPDATE SET release_id = excluded.release_id, reasons
 			{"target.desired", "", "d:e:r3", sec(34), `{"release_id": "rel-3b"}`},
 			{"target.desired", "", "d:e:a", sec(30), `{"release_id": "rel-a"}`},
 		}},
+	{name: "insert workflow", sql: `INSERT INTO workflows (id, doc, version) VALUES ('wf', '{"phase": "Running"}', 1)`,
+		want: []outboxEvent{{"workflow.status", "", "wf", atNow, `{"phase": "Running"}`}}},
+	{name: "insert task runs", sql: `
+INSERT INTO workflow_task_runs (workflow_id, id, doc, version)
+VALUES ('wf', 't2', '{"phase": "Pending"}', 1), ('wf', 't1', '{}', 1), ('wf', 't3', '{"phase": "Running"}', 1),
+	('wf', 't4', '{"phase": ""}', 1)`,
+		want: []outboxEvent{
+			{"taskrun.status", "", "wf/t2", atNow, `{"phase": "Pending"}`},
+			{"taskrun.status", "", "wf/t3", atNow, `{"phase": "Running"}`},
+		}},
+	// A scan of the table, in the order the TaskRuns were inserted.
+	{name: "update task runs", sql: `
+UPDATE workflow_task_runs SET version = version + 1, doc = CASE id
+	WHEN 't1' THEN '{"phase": "Running"}' WHEN 't2' THEN '{"phase": "Pending", "x": 1}'
+	WHEN 't3' THEN '{"phase": "Succeeded"}' ELSE '{}' END::jsonb`,
+		want: []outboxEvent{
+			{"taskrun.status", "", "wf/t1", atNow, `{"phase": "Running"}`},
+			{"taskrun.status", "", "wf/t3", atNow, `{"phase": "Succeeded"}`},
+		}},
 }
 
 // sec is the test's t0 plus n seconds.
 func sec(n int) time.Time { return outboxT0.Add(time.Duration(n) * time.Second) }
 
 var outboxT0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+
+// atNow stands for the time of the statement's transaction (now()).
+var atNow = time.Unix(0, 0).UTC()
 
 // hookDoc is the doc of a job's hook event in the test (metrics: the
 // names of its measurements as JSON, "" for none).
@@ -149,15 +174,19 @@ func canonicalEvents(t *testing.T, events []outboxEvent) []outboxEvent {
 }
 
 // drainEvents deletes and returns, in seq order, the rows query's CTE d
-// deleted (kind, workspace, object id, at, data).
-func drainEvents(t *testing.T, conn *pgx.Conn, query string) []outboxEvent {
+// deleted (kind, workspace, object id, at, data), an at of now as
+// atNow.
+func drainEvents(t *testing.T, tx pgx.Tx, now time.Time, query string) []outboxEvent {
 	t.Helper()
-	rows, err := conn.Query(t.Context(), query)
+	rows, err := tx.Query(t.Context(), query)
 	require.NoError(t, err)
 	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outboxEvent, error) {
 		var e outboxEvent
 		err := r.Scan(&e.Kind, &e.Workspace, &e.ObjectID, &e.At, &e.Data)
 		e.At = e.At.UTC()
+		if e.At.Equal(now) {
+			e.At = atNow
+		}
 		return e, err
 	})
 	require.NoError(t, err)
@@ -176,21 +205,32 @@ func runOutboxStatements(t *testing.T, conn *pgx.Conn) (events, hooks [][]outbox
 	require.NoError(t, err)
 	events, hooks = make([][]outboxEvent, len(outboxStatements)), make([][]outboxEvent, len(outboxStatements))
 	for i, s := range outboxStatements {
-		_, err := conn.Exec(ctx, s.sql, outboxT0)
+		// In one transaction, so an event at now() is told by its time.
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		var args []any
+		if strings.Contains(s.sql, "$1") {
+			args = append(args, outboxT0)
+		}
+		_, err = tx.Exec(ctx, s.sql, args...)
 		require.NoError(t, err, s.name)
-		events[i] = drainEvents(t, conn, `WITH d AS (DELETE FROM events_outbox RETURNING *)
+		var now time.Time
+		require.NoError(t, tx.QueryRow(ctx, `SELECT now()`).Scan(&now))
+		events[i] = drainEvents(t, tx, now, `WITH d AS (DELETE FROM events_outbox RETURNING *)
 			SELECT kind, workspace, object_id, at, data::text FROM d ORDER BY seq`)
-		hooks[i] = drainEvents(t, conn, `WITH d AS (DELETE FROM workflow_events RETURNING *)
+		hooks[i] = drainEvents(t, tx, now, `WITH d AS (DELETE FROM workflow_events RETURNING *)
 			SELECT type, '', '', at, doc::text FROM d ORDER BY seq`)
+		require.NoError(t, tx.Commit(ctx))
 	}
 	return events, hooks
 }
 
 // TestEventsOutboxStatementTriggers: migration 0033's statement triggers
-// record, for multi-row statements, exactly the events 0024's row triggers
-// did (kinds, workspaces, ids, times, data; skipping unchanged statuses
-// and releases and empty releases), in the statement's row order; its down
-// restores the row triggers and up again the statement triggers.
+// record, for multi-row statements, exactly the events and hook events
+// the row triggers of 0011 and 0024 did (kinds, workspaces, ids, times,
+// data; skipping unchanged statuses, phases and releases and empty
+// releases), in the statement's row order; its down restores the row
+// triggers and up again the statement triggers.
 func TestEventsOutboxStatementTriggers(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -226,7 +266,7 @@ func TestEventsOutboxStatementTriggers(t *testing.T) {
 
 	// Up again (after down) installs the statement triggers again.
 	require.NoError(t, rowDB.MigrateUp(ctx))
-	_, err := rowConn.Exec(ctx, `TRUNCATE release_jobs, release_desired, release_releases, release_resources`)
+	_, err := rowConn.Exec(ctx, `TRUNCATE release_jobs, release_desired, release_releases, release_resources, workflows CASCADE`)
 	require.NoError(t, err)
 	check(t, rowConn)
 }

@@ -1,3 +1,9 @@
+DROP TRIGGER IF EXISTS workflow_task_runs_changes_update ON workflow_task_runs;
+DROP TRIGGER IF EXISTS workflow_task_runs_changes_insert ON workflow_task_runs;
+DROP FUNCTION IF EXISTS events_task_runs_updated();
+DROP FUNCTION IF EXISTS events_task_runs_created();
+CREATE TRIGGER workflow_task_runs_changes AFTER INSERT OR UPDATE ON workflow_task_runs
+    FOR EACH ROW EXECUTE FUNCTION events_workflow();
 DROP TRIGGER IF EXISTS release_jobs_events ON release_jobs;
 DROP FUNCTION IF EXISTS workflow_events_jobs();
 DROP TRIGGER IF EXISTS release_releases_events ON release_releases;

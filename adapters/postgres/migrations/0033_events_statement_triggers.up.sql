@@ -12,6 +12,10 @@
 -- The rows of a transition table read in the order they were written;
 -- row_number() over that read keeps the order through the joins.
 --
+-- TaskRuns (written in batches, as the jobs) go the same way; workflows,
+-- workflow jobs and runs are written a row a statement and keep their row
+-- triggers.
+--
 -- The hook events (0011, 0024) of release_releases (release.created) and
 -- release_jobs (job.failed, verification.failed, release.failed) go the
 -- same way: their row triggers ran, and the jobs' built a document, for
@@ -134,3 +138,30 @@ BEGIN
 END $$;
 CREATE TRIGGER release_jobs_events AFTER UPDATE ON release_jobs
     REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION workflow_events_jobs();
+
+-- taskrun.status for each TaskRun inserted with a phase or updated to
+-- another one (0024's events_workflow, which workflows keep).
+DROP TRIGGER workflow_task_runs_changes ON workflow_task_runs;
+CREATE FUNCTION events_task_runs_created() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO events_outbox (kind, object_id, at, data)
+    SELECT 'taskrun.status', n.workflow_id || '/' || n.id, now(), jsonb_build_object('phase', n.doc->>'phase')
+    FROM (SELECT a.*, row_number() OVER () AS ord FROM added a) n
+    WHERE COALESCE(n.doc->>'phase', '') <> ''
+    ORDER BY n.ord;
+    RETURN NULL;
+END $$;
+CREATE FUNCTION events_task_runs_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO events_outbox (kind, object_id, at, data)
+    SELECT 'taskrun.status', n.workflow_id || '/' || n.id, now(), jsonb_build_object('phase', n.doc->>'phase')
+    FROM (SELECT a.*, row_number() OVER () AS ord FROM added a) n
+    JOIN removed o ON o.workflow_id = n.workflow_id AND o.id = n.id
+    WHERE COALESCE(n.doc->>'phase', '') <> COALESCE(o.doc->>'phase', '')
+    ORDER BY n.ord;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER workflow_task_runs_changes_insert AFTER INSERT ON workflow_task_runs
+    REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION events_task_runs_created();
+CREATE TRIGGER workflow_task_runs_changes_update AFTER UPDATE ON workflow_task_runs
+    REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION events_task_runs_updated();
