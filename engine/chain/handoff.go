@@ -20,7 +20,9 @@ const handoffLimit = 16384
 // afresh otherwise (a change meanwhile, or another process's pass). Safe
 // for concurrent passes; bounded by handoffLimit.
 type handoff struct {
-	mu sync.Mutex
+	// limit bounds the facts held (0: handoffLimit).
+	limit int
+	mu    sync.Mutex
 	// cur takes new facts; old holds the ones put before cur last filled
 	// up, dropped when it fills up again.
 	cur, old map[release.ReleaseTarget]ports.TargetFacts
@@ -30,7 +32,11 @@ type handoff struct {
 func (h *handoff) put(t release.ReleaseTarget, f ports.TargetFacts) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.cur == nil || len(h.cur) >= handoffLimit/2 {
+	limit := h.limit
+	if limit <= 0 {
+		limit = handoffLimit
+	}
+	if h.cur == nil || len(h.cur) >= limit/2 {
 		h.old, h.cur = h.cur, make(map[release.ReleaseTarget]ports.TargetFacts)
 	}
 	delete(h.old, t)
