@@ -281,6 +281,11 @@ func (s *ReleaseStore) TargetFactsGet(ctx context.Context, t release.ReleaseTarg
 func (s *ReleaseStore) targetFacts(ctx context.Context, t release.ReleaseTarget, jobLimit int, policies []ports.Stored[policy.Policy]) (ports.TargetFacts, error) {
 	var f ports.TargetFacts
 	var err error
+	// The stamp is taken first: a change made between it and the reads
+	// below leaves the facts newer than their stamp, never older.
+	if f.Stamp, err = s.stamp(ctx, t, jobLimit, policies); err != nil {
+		return ports.TargetFacts{}, err
+	}
 	if f.Detail, err = s.TargetGet(ctx, t); err != nil {
 		return ports.TargetFacts{}, err
 	}
@@ -320,27 +325,74 @@ func (s *ReleaseStore) targetFacts(ctx context.Context, t release.ReleaseTarget,
 // TargetFactsGetMany reads the facts of each stored target of ts with
 // TargetFactsGet.
 func (s *ReleaseStore) TargetFactsGetMany(ctx context.Context, ts []release.ReleaseTarget, jobLimit int) (map[release.ReleaseTarget]ports.TargetFacts, error) {
-	out := make(map[release.ReleaseTarget]ports.TargetFacts, len(ts))
+	return eachTarget(ctx, s, ts, func(t release.ReleaseTarget, policies []ports.Stored[policy.Policy]) (ports.TargetFacts, error) {
+		return s.targetFacts(ctx, t, jobLimit, policies)
+	})
+}
+
+// eachTarget is read of each stored target of ts, keyed by target, over
+// the enabled policies read once for them all, as on PostgreSQL's one
+// statement.
+func eachTarget[V any](ctx context.Context, s *ReleaseStore, ts []release.ReleaseTarget, read func(release.ReleaseTarget, []ports.Stored[policy.Policy]) (V, error)) (map[release.ReleaseTarget]V, error) {
+	out := make(map[release.ReleaseTarget]V, len(ts))
 	if len(ts) == 0 {
 		return out, nil
 	}
-	// The enabled policies are one read for every target, as on
-	// PostgreSQL's one statement.
 	policies, err := ports.EnabledPolicies(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range ts {
-		f, err := s.targetFacts(ctx, t, jobLimit, policies)
+		v, err := read(t, policies)
 		if errors.Is(err, ports.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		out[t] = f
+		out[t] = v
 	}
 	return out, nil
+}
+
+// TargetStampMany reads the stamp of each stored target of ts.
+func (s *ReleaseStore) TargetStampMany(ctx context.Context, ts []release.ReleaseTarget, jobLimit int) (map[release.ReleaseTarget]ports.FactsStamp, error) {
+	return eachTarget(ctx, s, ts, func(t release.ReleaseTarget, policies []ports.Stored[policy.Policy]) (ports.FactsStamp, error) {
+		return s.stamp(ctx, t, jobLimit, policies)
+	})
+}
+
+// stamp is t's ports.FactsStamp over the enabled policies read already.
+func (s *ReleaseStore) stamp(ctx context.Context, t release.ReleaseTarget, jobLimit int, policies []ports.Stored[policy.Policy]) (ports.FactsStamp, error) {
+	defer s.rlock(ctx)()
+	r, ok := s.targets.byTarget[t]
+	if !ok {
+		return ports.FactsStamp{}, fmt.Errorf("get stamp of target %s: %w", t, ports.ErrNotFound)
+	}
+	var st ports.FactsStamp
+	if d, ok := s.desired[t]; ok && d.ReleaseID != "" {
+		st.ReleaseID = d.ReleaseID
+		if rel, ok := s.releases[d.ReleaseID]; ok {
+			st.ReleaseCreatedAt = rel.CreatedAt
+		}
+	}
+	sys, dep := s.systems.rows[r.systemID], s.deployments.rows[t.DeploymentID]
+	env, res := s.environments.rows[t.EnvironmentID], s.resources.rows[t.ResourceID]
+	parts := []any{r.createdAt, sys.Version, sys.UpdatedAt, dep.Version, dep.UpdatedAt, env.Version, env.UpdatedAt, res.Version, res.UpdatedAt}
+	if a, ok := s.agents.rows[dep.Value.JobAgentID]; ok && dep.Value.JobAgentID != "" {
+		parts = append(parts, "agent", a.Version, a.UpdatedAt)
+	}
+	parts = append(parts, "jobs")
+	list := s.jobs.byTarget[t]
+	for i, n := len(list)-1, 0; i >= 0 && (jobLimit <= 0 || n < jobLimit); i, n = i-1, n+1 {
+		parts = append(parts, list[i].ID, list[i].Version)
+	}
+	parts = append(parts, "policies")
+	for i := range policies {
+		parts = append(parts, policies[i].Value.ID, policies[i].Version)
+	}
+	st.Rest = ports.FactsDigest(parts...)
+	return st, nil
 }
 
 // forced lists the force-deploy skips covering t, by id.

@@ -576,12 +576,7 @@ func (s *ReleaseStore) DesiredGetMany(ctx context.Context, ts []release.ReleaseT
 	if len(ts) == 0 {
 		return out, nil
 	}
-	byKey := make(map[string]release.ReleaseTarget, len(ts))
-	keys := make([]string, 0, len(ts))
-	for _, t := range ts {
-		byKey[t.Key()] = t
-		keys = append(keys, t.Key())
-	}
+	byKey, keys := targetKeys(ts)
 	var rows []struct {
 		TargetKey string `bun:"target_key"`
 		desiredRow

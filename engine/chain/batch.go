@@ -124,7 +124,9 @@ func (c *Chain) jobState(ctx context.Context, t release.ReleaseTarget) (ports.Ta
 	return c.Store.TargetJobState(ctx, t)
 }
 
-// prefetch reads the facts of the items' targets in one statement.
+// prefetch reads the facts of the items' targets in one statement; for
+// job-dispatch items, only those of the targets whose facts were not
+// handed off current (handedOff).
 func (c *Chain) prefetch(ctx context.Context, b *batch, items []engine.Item) error {
 	ts := make([]release.ReleaseTarget, 0, len(items))
 	for _, it := range items {
@@ -132,15 +134,36 @@ func (c *Chain) prefetch(ctx context.Context, b *batch, items []engine.Item) err
 			ts = append(ts, t)
 		}
 	}
-	facts, err := c.Store.TargetFactsGetMany(ctx, ts, historyLimit)
-	if err != nil {
-		return err
-	}
-	b.facts, b.prefetched, b.pass, b.matches = facts, make(map[release.ReleaseTarget]bool, len(ts)), ts, policy.NewMatchMemo()
+	b.prefetched, b.pass, b.matches = make(map[release.ReleaseTarget]bool, len(ts)), ts, policy.NewMatchMemo()
 	for _, t := range ts {
 		b.prefetched[t] = true
 	}
+	rest := ts
+	b.facts = map[release.ReleaseTarget]ports.TargetFacts{}
+	if takesHandOff(items) {
+		held, err := c.handedOff(ctx, ts)
+		if err != nil {
+			return err
+		}
+		b.facts, rest = held, slices.DeleteFunc(slices.Clone(ts), func(t release.ReleaseTarget) bool { _, ok := held[t]; return ok })
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	facts, err := c.Store.TargetFactsGetMany(ctx, rest, historyLimit)
+	if err != nil {
+		return err
+	}
+	for t, f := range facts {
+		b.facts[t] = f
+	}
 	return nil
+}
+
+// takesHandOff reports whether items are job-dispatch's, which take the
+// facts desired-release handed off (handedOff).
+func takesHandOff(items []engine.Item) bool {
+	return len(items) > 0 && items[0].Key.Kind == KindJobDispatch
 }
 
 // takeFacts is t's prefetched facts (ErrNotFound when it is not stored),
@@ -212,7 +235,7 @@ func (c *Chain) runBatch(ctx context.Context, items []engine.Item, one func(cont
 	err := c.inTx(ctx, func(ctx context.Context) error {
 		b = &batch{size: len(items)}
 		bctx := context.WithValue(ctx, batchKey{}, b)
-		if len(items) > 1 {
+		if len(items) > 1 || takesHandOff(items) {
 			if err := c.prefetch(ctx, b, items); err != nil {
 				return fmt.Errorf("read the batch's facts: %w", err)
 			}

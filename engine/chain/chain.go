@@ -86,6 +86,7 @@ type Chain struct {
 	batchOnce sync.Once
 	batcher   *engine.EnqueueBatcher
 	spaces    workspaces
+	handoff   handoff
 }
 
 // Register registers the five controllers on eng, each with concurrency

@@ -131,10 +131,12 @@ func (c *Chain) desiredRelease(ctx context.Context, it engine.Item) engine.Outco
 		// a retried pass must not lose the hand-off of the one before. It
 		// runs the job gates itself (waking when they may open), so the
 		// hand-off goes straight to it, in this pass's transaction, at
-		// this item's priority (a progression's wake stays ahead).
+		// this item's priority (a progression's wake stays ahead), with
+		// the facts it would read again (handOffFacts).
 		if err := c.enqueueAt(ctx, time.Time{}, it.Priority, TargetKey(KindJobDispatch, t)); err != nil {
 			return err
 		}
+		c.handOffFacts(f, &d, &rel, version)
 		attrs := []slog.Attr{slog.String("version", version.Tag), slog.String("release", ShortID(rel.ID)), slog.Int("examined", choice.Examined)}
 		if len(choice.Reasons) > 0 {
 			// Why newer versions wait (e.g. "v2: approval pending"): a

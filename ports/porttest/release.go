@@ -132,6 +132,7 @@ func TargetFacts(t *testing.T, newStore ReleaseStoreFactory) {
 	t.Helper()
 	setup := relSetup(newStore)
 	t.Run("OneRead", func(t *testing.T) { relTargetFacts(setup(t)) })
+	t.Run("Stamp", func(t *testing.T) { relTargetStamp(setup(t)) })
 }
 
 // relT0 is the suite's clock start: nanoseconds in a non-UTC zone, so every

@@ -244,3 +244,93 @@ func relJobCreateEnvironmentCap(t *testing.T, e *relEnv) {
 	require.NoError(t, err, "room after a job finished")
 	require.True(t, ok)
 }
+
+// relTargetStamp checks TargetStampMany: each stored target's stamp is the
+// Stamp its facts were read with (a missing target left out), it stays
+// while nothing changes, and it changes with every fact it covers: the
+// desired release, a job created or moved, the deployment, environment,
+// resource and agent, and a policy published. Another target's change
+// leaves it.
+func relTargetStamp(t *testing.T, e *relEnv) {
+	f := relJobWorld(t, e)
+	ctx, s := e.ctx, e.s
+	target, other := tgt(relD1, relE1, relR1), tgt(relD1, relE1, relR2)
+	relReplace(t, e, ports.TargetScope{SystemID: relSys1}, target, other)
+	stamp := func(label string) ports.FactsStamp {
+		t.Helper()
+		facts, err := s.TargetFactsGet(ctx, target, 10)
+		require.NoError(t, err, label)
+		many, err := s.TargetStampMany(ctx, []release.ReleaseTarget{target, tgt(relD1, relE1, relR3), other, target}, 10)
+		require.NoError(t, err, label)
+		require.Len(t, many, 2, label+": the stored targets")
+		require.Equal(t, facts.Stamp, many[target], label+": the facts' stamp")
+		require.NotEmpty(t, many[target].Rest, label)
+		if facts.Release != nil {
+			require.Equal(t, facts.Release.ID, many[target].ReleaseID, label)
+			require.Equal(t, facts.Release.CreatedAt, many[target].ReleaseCreatedAt, label)
+		} else {
+			require.Empty(t, many[target].ReleaseID, label)
+		}
+		return many[target]
+	}
+	none, err := s.TargetStampMany(ctx, nil, 10)
+	require.NoError(t, err)
+	require.Empty(t, none)
+	prev := stamp("before any change")
+	require.True(t, prev.Matches(stamp("read again")), "nothing changed")
+	step := func(label string, change func()) {
+		t.Helper()
+		change()
+		next := stamp(label)
+		require.False(t, prev.Matches(next), "%s changes the stamp", label)
+		prev = next
+		require.True(t, prev.Matches(stamp(label+", read again")), "%s: nothing changed since", label)
+	}
+	r1, r2 := f.release(target, "v1"), f.release(target, "v2")
+	step("a desired release", func() {
+		_, err := s.DesiredSet(ctx, ports.DesiredRelease{Target: target, ReleaseID: r1.ID})
+		require.NoError(t, err)
+	})
+	step("another desired release", func() {
+		_, err := s.DesiredSet(ctx, ports.DesiredRelease{Target: target, ReleaseID: r2.ID})
+		require.NoError(t, err)
+	})
+	step("a job created", func() { relCreateJob(t, e, relJob("j1", r2, release.JobPending, relAt(3))) })
+	step("a job moved", func() { relMove(t, e, "j1", release.JobInProgress) })
+	step("the deployment changed", func() {
+		d, err := s.Deployments().Get(ctx, relD1)
+		require.NoError(t, err)
+		d.Value.Name = "changed"
+		_, err = s.Deployments().Put(ctx, d.Value, d.Version)
+		require.NoError(t, err)
+	})
+	step("the environment changed", func() {
+		v, err := s.Environments().Get(ctx, relE1)
+		require.NoError(t, err)
+		v.Value.Metadata = map[string]string{"k": "changed"}
+		_, err = s.Environments().Put(ctx, v.Value, v.Version)
+		require.NoError(t, err)
+	})
+	step("the resource changed", func() {
+		v, err := s.Resources().Get(ctx, relR1)
+		require.NoError(t, err)
+		v.Value.Name = "changed"
+		_, err = s.Resources().Put(ctx, v.Value, v.Version)
+		require.NoError(t, err)
+	})
+	step("the agent changed", func() {
+		v, err := s.JobAgents().Get(ctx, relAgent)
+		require.NoError(t, err)
+		v.Value.Name = "changed"
+		_, err = s.JobAgents().Put(ctx, v.Value, v.Version)
+		require.NoError(t, err)
+	})
+	step("a policy published", func() {
+		relPublishPolicy(t, ctx, s, policy.Policy{ID: "p", Name: "P", Selector: "true", Enabled: true, Priority: 1})
+	})
+	step("the policy published again", func() {
+		relPublishPolicy(t, ctx, s, policy.Policy{ID: "p", Name: "P", Selector: "true", Enabled: false, Priority: 1})
+	})
+	relCreateJob(t, e, relJob("elsewhere", f.release(other, "v1"), release.JobPending, relAt(5)))
+	require.True(t, prev.Matches(stamp("another target's job")), "another target's change leaves the stamp")
+}
