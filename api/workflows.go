@@ -59,7 +59,7 @@ func (s *Server) registerWorkflows() {
 				return nil, s.fail(ctx, err)
 			}
 			for i := range ws {
-				ws[i].Template = nil // pinned template documents make lists heavy; get one for it
+				ws[i].Template = nil // pinned template documents make lists heavy; get one for it (the store leaves matrices out too)
 			}
 			return reply(page(ws, in.limit(), func(w *ports.WorkflowRecord) string { return w.ID })), nil
 		})

@@ -3,6 +3,7 @@ package ports
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,9 @@ type WorkflowRecord struct {
 	// workflow.Redacted here and never in plain text.
 	Parameters map[string]any `json:"parameters,omitempty"`
 	// Matrix holds each matrix parameter's items, expanded at creation.
+	// It grows with the fan-out and never changes, so the stores keep it
+	// apart from the rest: WorkflowCreate stores it, WorkflowMatrix reads
+	// it, and the other reads leave it nil (WorkflowUpdate ignores it).
 	Matrix map[string][]any `json:"matrix,omitempty"`
 	// Release and Variables are readable in the template as release.* and
 	// variables.*; a sensitive variable holds its reference
@@ -129,7 +133,11 @@ func TriggerKey(kind, template string) string { return kind + ":" + template }
 // Invariants (checked by porttest.WorkflowStore):
 //   - WorkflowCreate stores a new workflow at version 1; an existing id is
 //     ErrConflict. WorkflowUpdate is compare-and-swap on Version and never
-//     changes the pinned template or the creation time.
+//     changes the pinned template, the matrix or the creation time.
+//   - The matrix is stored apart from the record: WorkflowGet, WorkflowList
+//     and WorkflowsUnfinished return records with a nil Matrix, and only
+//     WorkflowMatrix reads it (nil when the workflow has none), so a pass
+//     over a workflow of many items neither reads nor rewrites them.
 //   - TaskRunsSave writes a batch of one workflow's TaskRuns atomically:
 //     a record at Version 0 is created (an existing id is ErrConflict),
 //     any other is updated only at that stored Version (else ErrConflict,
@@ -156,6 +164,9 @@ type WorkflowStore interface {
 	// WorkflowUpdate writes w if the stored version is expected and returns
 	// the new version.
 	WorkflowUpdate(ctx context.Context, w WorkflowRecord, expected int64) (int64, error)
+	// WorkflowMatrix reads the matrix a workflow was created with (nil
+	// when it has none); ErrNotFound for an unknown workflow.
+	WorkflowMatrix(ctx context.Context, id string) (map[string][]any, error)
 	// WorkflowList lists workflows by id, at most limit after afterID.
 	WorkflowList(ctx context.Context, afterID string, limit int) ([]WorkflowRecord, error)
 	// WorkflowsUnfinished lists the Pending and Running workflows whose
@@ -251,6 +262,28 @@ func ValidateWorkflow(w *WorkflowRecord) error {
 		return release.Invalid("phase", "unknown workflow phase "+strconv.Quote(string(w.Phase)))
 	}
 	return nil
+}
+
+// EncodeWorkflow encodes a workflow record for a store, as two documents:
+// the record without its matrix, and the matrix (nil when it has none),
+// which the store keeps apart (see WorkflowStore). A NUL in either is
+// invalid input naming its field (release.CheckTextJSON).
+func EncodeWorkflow(w *WorkflowRecord) (doc, matrix []byte, err error) {
+	rest := *w
+	rest.Matrix = nil
+	if doc, err = release.EncodeText(&rest); err != nil {
+		return nil, nil, err
+	}
+	if len(w.Matrix) == 0 {
+		return doc, nil, nil
+	}
+	if matrix, err = release.EncodeText(w.Matrix); err != nil {
+		if fe, ok := errors.AsType[*release.FieldError](err); ok {
+			fe.Field = release.Field("matrix", fe.Field)
+		}
+		return nil, nil, err
+	}
+	return doc, matrix, nil
 }
 
 // ValidateTaskRun checks what every store requires of a TaskRun record;

@@ -19,11 +19,14 @@ import (
 type WorkflowStore struct {
 	mu        sync.RWMutex
 	workflows map[string][]byte
-	versions  map[string]int64
-	runs      map[string]map[string][]byte // workflow id → run id → record
-	writes    map[string]int64             // workflow id → TaskRun writes (TaskRunWrites)
-	inbox     map[string][]ports.TaskRunReport
-	seq       int64
+	// matrices holds each workflow's matrix as JSON, apart from its
+	// record (ports.WorkflowStore); none for a workflow without one.
+	matrices map[string][]byte
+	versions map[string]int64
+	runs     map[string]map[string][]byte // workflow id → run id → record
+	writes   map[string]int64             // workflow id → TaskRun writes (TaskRunWrites)
+	inbox    map[string][]ports.TaskRunReport
+	seq      int64
 	// jobs holds the workflow jobs of pull agents (ports.WorkflowJobs)
 	// by id, as JSON.
 	jobs map[string][]byte
@@ -40,7 +43,7 @@ func (s *WorkflowStore) SetChanges(c *Changes) { s.changes = c }
 
 // NewWorkflowStore returns an empty store.
 func NewWorkflowStore() *WorkflowStore {
-	return &WorkflowStore{workflows: map[string][]byte{}, versions: map[string]int64{}, runs: map[string]map[string][]byte{},
+	return &WorkflowStore{workflows: map[string][]byte{}, matrices: map[string][]byte{}, versions: map[string]int64{}, runs: map[string]map[string][]byte{},
 		writes: map[string]int64{}, inbox: map[string][]ports.TaskRunReport{}, jobs: map[string][]byte{}}
 }
 
@@ -59,7 +62,7 @@ func (s *WorkflowStore) WorkflowCreate(_ context.Context, w ports.WorkflowRecord
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	w.Version = 1
-	b, err := release.EncodeText(&w)
+	b, matrix, err := ports.EncodeWorkflow(&w)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -69,6 +72,9 @@ func (s *WorkflowStore) WorkflowCreate(_ context.Context, w ports.WorkflowRecord
 		return fmt.Errorf("%s: %w", op, ports.ErrConflict)
 	}
 	s.workflows[w.ID], s.versions[w.ID] = b, 1
+	if matrix != nil {
+		s.matrices[w.ID] = matrix
+	}
 	s.runs[w.ID] = map[string][]byte{}
 	s.changes.publish(ports.PhaseChange(ports.ChangeWorkflowStatus, w.ID, "", string(w.Phase), time.Now(), nil)...)
 	return nil
@@ -83,6 +89,25 @@ func (s *WorkflowStore) WorkflowGet(_ context.Context, id string) (ports.Workflo
 		return ports.WorkflowRecord{}, fmt.Errorf("get workflow %s: %w", id, ports.ErrNotFound)
 	}
 	return decodeJSON[ports.WorkflowRecord](b)
+}
+
+// WorkflowMatrix reads a workflow's matrix.
+func (s *WorkflowStore) WorkflowMatrix(_ context.Context, id string) (map[string][]any, error) {
+	s.mu.RLock()
+	_, ok := s.workflows[id]
+	b := s.matrices[id]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("get matrix of workflow %s: %w", id, ports.ErrNotFound)
+	}
+	if b == nil {
+		return nil, nil
+	}
+	m, err := decodeJSON[map[string][]any](b)
+	if err != nil {
+		return nil, fmt.Errorf("get matrix of workflow %s: %w", id, err)
+	}
+	return m, nil
 }
 
 // WorkflowUpdate writes w at the expected version.
@@ -105,6 +130,7 @@ func (s *WorkflowStore) WorkflowUpdate(_ context.Context, w ports.WorkflowRecord
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	w.Template, w.CreatedAt, w.TemplateName, w.TemplateRevision = stored.Template, stored.CreatedAt, stored.TemplateName, stored.TemplateRevision
+	w.Matrix = nil // kept apart, never changed
 	w.Version = expected + 1
 	b, err := release.EncodeText(&w)
 	if err != nil {

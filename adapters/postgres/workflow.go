@@ -12,7 +12,9 @@ import (
 )
 
 // WorkflowStore is ports.WorkflowStore on PostgreSQL: one row per workflow
-// and per TaskRun, each a JSON document with a version column.
+// and per TaskRun, each a JSON document with a version column; a
+// workflow's matrix is in a column of its own (migration 0034), which only
+// WorkflowCreate writes and only WorkflowMatrix reads.
 type WorkflowStore struct {
 	db *DB
 }
@@ -38,11 +40,16 @@ func (s *WorkflowStore) WorkflowCreate(ctx context.Context, w ports.WorkflowReco
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	w.Version = 1
-	doc, err := release.EncodeText(&w)
+	doc, matrix, err := ports.EncodeWorkflow(&w)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	res, err := s.db.hotExec(ctx, `INSERT INTO workflows (id, doc, version) VALUES ($1, $2::jsonb, 1) ON CONFLICT DO NOTHING`, w.ID, string(doc))
+	var m any // NULL: no matrix
+	if matrix != nil {
+		m = string(matrix)
+	}
+	res, err := s.db.hotExec(ctx, `INSERT INTO workflows (id, doc, matrix, version) VALUES ($1, $2::jsonb, $3::jsonb, 1) ON CONFLICT DO NOTHING`,
+		w.ID, string(doc), m)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -69,14 +76,37 @@ func (s *WorkflowStore) WorkflowGet(ctx context.Context, id string) (ports.Workf
 	return w, nil
 }
 
+// WorkflowMatrix reads a workflow's matrix column.
+func (s *WorkflowStore) WorkflowMatrix(ctx context.Context, id string) (map[string][]any, error) {
+	var b []byte
+	err := scanOne(s.db.hotQuery(ctx, `SELECT matrix FROM workflows WHERE id = $1`, id))(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get matrix of workflow %s: %w", id, ports.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get matrix of workflow %s: %w", id, err)
+	}
+	if b == nil {
+		return nil, nil
+	}
+	var m map[string][]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("get matrix of workflow %s: decode: %w", id, err)
+	}
+	return m, nil
+}
+
 // WorkflowUpdate writes w at the expected version, keeping the pinned
-// template and creation time.
+// template and creation time; the matrix column is not written.
 func (s *WorkflowStore) WorkflowUpdate(ctx context.Context, w ports.WorkflowRecord, expected int64) (int64, error) {
 	op := "update workflow " + w.ID
 	if err := ports.ValidateWorkflow(&w); err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	w.Version = expected + 1
+	// Neither the matrix (kept apart) nor the pinned template (kept from
+	// the stored document below) is sent: both may grow with the fan-out.
+	w.Matrix, w.Template = nil, nil
 	doc, err := release.EncodeText(&w)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)

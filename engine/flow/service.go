@@ -325,11 +325,14 @@ type Status struct {
 	TaskRuns []ports.TaskRunRecord `json:"taskRuns"`
 }
 
-// Status reads a workflow and its TaskRuns; dispatch configs are left out
-// (they may hold secret references).
+// Status reads a workflow, its matrix and its TaskRuns; dispatch configs
+// are left out (they may hold secret references).
 func (c *Controller) Status(ctx context.Context, id string) (Status, error) {
 	w, err := c.Store.WorkflowGet(ctx, id)
 	if err != nil {
+		return Status{}, fmt.Errorf("workflow status %s: %w", id, err)
+	}
+	if w.Matrix, err = c.Store.WorkflowMatrix(ctx, id); err != nil {
 		return Status{}, fmt.Errorf("workflow status %s: %w", id, err)
 	}
 	runs, err := c.Store.TaskRunsList(ctx, id)
