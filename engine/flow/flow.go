@@ -213,23 +213,37 @@ func (c *Controller) wake(ctx context.Context, id string) error {
 	return nil
 }
 
-// template returns the workflow's parsed template, parsed once per
-// process (the template is pinned, so a cached copy never goes stale and
-// keeps the scheduler's compiled plan).
-func (c *Controller) template(w *ports.WorkflowRecord) (*workflow.Template, error) {
+// badTemplateError is a pinned template that does not load: the
+// workflow cannot run.
+type badTemplateError struct{ err error }
+
+func (e *badTemplateError) Error() string { return e.err.Error() }
+func (e *badTemplateError) Unwrap() error { return e.err }
+
+// template returns the workflow's parsed template, read from the store
+// (WorkflowTemplate) and parsed once per process (the template is pinned,
+// so a cached copy never goes stale and keeps the scheduler's compiled
+// plan). A template that does not load is a *badTemplateError.
+func (c *Controller) template(ctx context.Context, id string) (*workflow.Template, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t, ok := c.templates[w.ID]; ok {
+	t, ok := c.templates[id]
+	c.mu.Unlock()
+	if ok {
 		return t, nil
 	}
-	t, err := workflow.Load(w.Template)
+	doc, err := c.Store.WorkflowTemplate(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("workflow %s: pinned template: %w", w.ID, err)
+		return nil, err
 	}
+	if t, err = workflow.Load(doc); err != nil {
+		return nil, &badTemplateError{fmt.Errorf("workflow %s: pinned template: %w", id, err)}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.templates == nil {
 		c.templates = map[string]*workflow.Template{}
 	}
-	c.templates[w.ID] = t
+	c.templates[id] = t
 	return t, nil
 }
 
@@ -372,11 +386,14 @@ func (c *Controller) pass(ctx context.Context, it engine.Item) engine.Outcome {
 		}
 		return c.finished(ctx, w, true)
 	}
-	t, err := c.template(w)
-	if err != nil {
+	t, err := c.template(ctx, id)
+	var matrix map[string][]any
+	if err == nil {
+		matrix, err = c.matrix(ctx, id)
+	}
+	if bad := (*badTemplateError)(nil); errors.As(err, &bad) {
 		return c.failWorkflow(ctx, w, err)
 	}
-	matrix, err := c.matrix(ctx, id)
 	if errors.Is(err, ports.ErrNotFound) {
 		return engine.Done()
 	}
@@ -576,9 +593,12 @@ func (c *Controller) finished(ctx context.Context, w *ports.WorkflowRecord, agai
 // stopCancelled tells the agents of a cancelled workflow's cancelled jobs
 // to stop them.
 func (c *Controller) stopCancelled(ctx context.Context, w *ports.WorkflowRecord) error {
-	t, err := c.template(w)
-	if err != nil {
+	t, err := c.template(ctx, w.ID)
+	if bad := (*badTemplateError)(nil); errors.As(err, &bad) {
 		return nil // nothing ran from a template that does not load
+	}
+	if err != nil {
+		return err
 	}
 	runs, err := c.Store.TaskRunsList(ctx, w.ID)
 	if err != nil {

@@ -16,9 +16,10 @@ import (
 
 // TestPassesLeaveTheMatrixOut: a workflow fanned out over 1,000 resources
 // runs to Succeeded while no pass reads or writes a workflow record that
-// grows with its items (the matrix is stored apart from it), the matrix is
-// read from the store once for all the passes (the controller keeps it),
-// and Status still shows every item.
+// grows with its items (the matrix and the template are stored apart from
+// it), the matrix is read from the store once for all the passes (the
+// controller keeps it), and Status still shows every item and the
+// template.
 func TestPassesLeaveTheMatrixOut(t *testing.T) {
 	t.Parallel()
 	const items = 1000
@@ -49,6 +50,7 @@ func TestPassesLeaveTheMatrixOut(t *testing.T) {
 			require.Equal(t, workflow.WorkflowSucceeded, st.Workflow.Phase, st.Workflow.Message)
 			require.Len(t, st.TaskRuns, items)
 			require.Len(t, st.Workflow.Matrix["clusters"], items, "Status shows the matrix")
+			require.JSONEq(t, tmpl, string(st.Workflow.Template), "and the template")
 			r, err := c.Store.TaskRunGet(ctx, "w", "run.999")
 			require.NoError(t, err)
 			require.Equal(t, map[string]any{"name": "cluster-0999", "replicas": float64(999 % 7)}, r.Config["config"])

@@ -267,14 +267,13 @@ func wfCreateGetUpdate(t *testing.T, ctx context.Context, s ports.WorkflowStore)
 	got, err := s.WorkflowGet(ctx, "wf1")
 	require.NoError(t, err)
 	w.Version = 1
-	require.JSONEq(t, string(w.Template), string(got.Template))
-	got.Template, w.Template = nil, nil
+	require.Nil(t, got.Template, "the template is read apart (WorkflowTemplate)")
 	require.Nil(t, got.Matrix, "the matrix is read apart (WorkflowMatrix)")
-	w.Matrix = nil
+	w.Template, w.Matrix = nil, nil
 	require.Equal(t, w, got)
 
 	got.Template = json.RawMessage(`{"kind":"Other"}`)
-	got.CreatedAt = wfT0.Add(time.Hour)
+	got.CreatedAt, got.TemplateName, got.TemplateRevision = wfT0.Add(time.Hour), "other", 9
 	got.Phase, got.StartedAt = workflow.WorkflowRunning, wfT0.Add(time.Minute)
 	v, err := s.WorkflowUpdate(ctx, got, 1)
 	require.NoError(t, err)
@@ -286,7 +285,13 @@ func wfCreateGetUpdate(t *testing.T, ctx context.Context, s ports.WorkflowStore)
 	require.Equal(t, workflow.WorkflowRunning, again.Phase)
 	require.EqualValues(t, 2, again.Version)
 	require.Equal(t, wfT0, again.CreatedAt, "the creation time never changes")
-	require.JSONEq(t, `{"kind":"WorkflowTemplate","spec":{"tasks":[]}}`, string(again.Template), "the pinned template never changes")
+	require.Equal(t, "deploy", again.TemplateName, "the template's name never changes")
+	require.Equal(t, 3, again.TemplateRevision, "the template's revision never changes")
+	tmpl, err := s.WorkflowTemplate(ctx, "wf1")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"kind":"WorkflowTemplate","spec":{"tasks":[]}}`, string(tmpl), "the pinned template never changes")
+	_, err = s.WorkflowTemplate(ctx, "nope")
+	require.ErrorIs(t, err, ports.ErrNotFound)
 
 	_, err = s.WorkflowGet(ctx, "nope")
 	require.ErrorIs(t, err, ports.ErrNotFound)
@@ -378,10 +383,11 @@ func wfTaskRunsConcurrent(t *testing.T, ctx context.Context, s ports.WorkflowSto
 	require.Equal(t, 1, wins)
 }
 
-// wfMatrix: the matrix round-trips through WorkflowMatrix and no other
-// read carries it; an update neither changes nor drops it, whatever the
-// record it is given holds; a workflow without one has none; a NUL in it
-// is refused naming it.
+// wfMatrix: the matrix (and the template) round-trip through
+// WorkflowMatrix (WorkflowTemplate) and no other read carries them; an
+// update neither changes nor drops them, whatever the record it is given
+// holds; a workflow without a matrix has none; a NUL in either is refused
+// naming it.
 func wfMatrix(t *testing.T, ctx context.Context, s ports.WorkflowStore) {
 	w := wfRecord("wf")
 	w.Trigger = &ports.WorkflowTrigger{Key: "event:deploy", Kind: ports.TriggerEvent}
@@ -402,19 +408,29 @@ func wfMatrix(t *testing.T, ctx context.Context, s ports.WorkflowStore) {
 	require.NoError(t, err)
 	require.Len(t, all, 1)
 	require.Nil(t, all[0].Matrix, "WorkflowList leaves the matrix out")
+	require.Nil(t, all[0].Template, "WorkflowList leaves the template out")
 	unfinished, err := s.WorkflowsUnfinished(ctx, "event:deploy")
 	require.NoError(t, err)
 	require.Len(t, unfinished, 1)
 	require.Nil(t, unfinished[0].Matrix, "WorkflowsUnfinished leaves the matrix out")
+	require.Nil(t, unfinished[0].Template, "WorkflowsUnfinished leaves the template out")
+	template := func() string {
+		t.Helper()
+		b, err := s.WorkflowTemplate(ctx, "wf")
+		require.NoError(t, err)
+		return string(b)
+	}
 
 	got.Phase = workflow.WorkflowRunning
 	v, err := s.WorkflowUpdate(ctx, got, got.Version)
 	require.NoError(t, err)
 	require.Equal(t, w.Matrix, matrix("wf"), "an update without the matrix does not drop it")
-	got.Matrix, got.Version = map[string][]any{"clusters": {"other"}}, v
+	require.JSONEq(t, string(w.Template), template(), "an update without the template does not drop it")
+	got.Matrix, got.Template, got.Version = map[string][]any{"clusters": {"other"}}, json.RawMessage(`{"kind":"Other"}`), v
 	_, err = s.WorkflowUpdate(ctx, got, v)
 	require.NoError(t, err)
 	require.Equal(t, w.Matrix, matrix("wf"), "an update does not change it")
+	require.JSONEq(t, string(w.Template), template(), "an update does not change the template")
 
 	bare := wfRecord("bare")
 	bare.Matrix = nil
@@ -430,6 +446,9 @@ func wfMatrix(t *testing.T, ctx context.Context, s ports.WorkflowStore) {
 	nul := wfRecord("nul")
 	nul.Matrix = map[string][]any{"clusters": {"a\x00"}}
 	requireInvalid(t, s.WorkflowCreate(ctx, nul), "matrix.clusters[0]")
+	nul = wfRecord("nul")
+	nul.Template = json.RawMessage(`{"kind":"WorkflowTemplate","metadata":{"name":"a\u0000"}}`)
+	requireInvalid(t, s.WorkflowCreate(ctx, nul), "template.metadata.name")
 	_, err = s.WorkflowGet(ctx, "nul")
 	require.ErrorIs(t, err, ports.ErrNotFound, "nothing stored")
 }
