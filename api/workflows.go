@@ -58,9 +58,8 @@ func (s *Server) registerWorkflows() {
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			for i := range ws {
-				ws[i].Template = nil // pinned template documents make lists heavy; get one for it
-			}
+			// The store leaves pinned templates and matrices out of lists
+			// (they may grow with the fan-out): get one workflow for them.
 			return reply(page(ws, in.limit(), func(w *ports.WorkflowRecord) string { return w.ID })), nil
 		})
 	huma.Register(s.api, s.op("getWorkflow", http.MethodGet, "/workflows/{id}", "Read a workflow with its pinned template (the DAG) and every TaskRun", ports.ScopeRead, "workflows"),

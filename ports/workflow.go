@@ -3,6 +3,7 @@ package ports
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -19,14 +20,20 @@ type WorkflowRecord struct {
 	Name string `json:"name"`
 	// TemplateName and TemplateRevision say which catalog revision it was
 	// started from (revision 0: given inline); Template is that revision's
-	// document, as JSON.
+	// document, as JSON. It may grow with the fan-out (a list source's
+	// items) and never changes, so the stores keep it apart, as the
+	// Matrix: WorkflowCreate stores it, WorkflowTemplate reads it, and the
+	// other reads leave it nil.
 	TemplateName     string          `json:"template_name"`
 	TemplateRevision int             `json:"template_revision,omitempty"`
-	Template         json.RawMessage `json:"template"`
+	Template         json.RawMessage `json:"template,omitempty"`
 	// Parameters are the resolved value parameters; a secret is kept as
 	// workflow.Redacted here and never in plain text.
 	Parameters map[string]any `json:"parameters,omitempty"`
 	// Matrix holds each matrix parameter's items, expanded at creation.
+	// It grows with the fan-out and never changes, so the stores keep it
+	// apart from the rest: WorkflowCreate stores it, WorkflowMatrix reads
+	// it, and the other reads leave it nil (WorkflowUpdate ignores it).
 	Matrix map[string][]any `json:"matrix,omitempty"`
 	// Release and Variables are readable in the template as release.* and
 	// variables.*; a sensitive variable holds its reference
@@ -129,7 +136,13 @@ func TriggerKey(kind, template string) string { return kind + ":" + template }
 // Invariants (checked by porttest.WorkflowStore):
 //   - WorkflowCreate stores a new workflow at version 1; an existing id is
 //     ErrConflict. WorkflowUpdate is compare-and-swap on Version and never
-//     changes the pinned template or the creation time.
+//     changes the pinned template, the matrix or the creation time.
+//   - The pinned template and the matrix are stored apart from the record:
+//     WorkflowGet, WorkflowList and WorkflowsUnfinished return records with
+//     a nil Template and Matrix, and only WorkflowTemplate and
+//     WorkflowMatrix read them (the matrix is nil when the workflow has
+//     none), so a pass over a workflow of many items neither reads nor
+//     rewrites them.
 //   - TaskRunsSave writes a batch of one workflow's TaskRuns atomically:
 //     a record at Version 0 is created (an existing id is ErrConflict),
 //     any other is updated only at that stored Version (else ErrConflict,
@@ -156,6 +169,12 @@ type WorkflowStore interface {
 	// WorkflowUpdate writes w if the stored version is expected and returns
 	// the new version.
 	WorkflowUpdate(ctx context.Context, w WorkflowRecord, expected int64) (int64, error)
+	// WorkflowTemplate reads the pinned template a workflow was created
+	// with; ErrNotFound for an unknown workflow.
+	WorkflowTemplate(ctx context.Context, id string) (json.RawMessage, error)
+	// WorkflowMatrix reads the matrix a workflow was created with (nil
+	// when it has none); ErrNotFound for an unknown workflow.
+	WorkflowMatrix(ctx context.Context, id string) (map[string][]any, error)
 	// WorkflowList lists workflows by id, at most limit after afterID.
 	WorkflowList(ctx context.Context, afterID string, limit int) ([]WorkflowRecord, error)
 	// WorkflowsUnfinished lists the Pending and Running workflows whose
@@ -236,14 +255,24 @@ func ValidateTaskRunReport(r *TaskRunReport) error {
 	return nil
 }
 
-// ValidateWorkflow checks what every store requires of a workflow record;
-// the store then refuses a NUL in its encoding (release.CheckTextJSON).
-func ValidateWorkflow(w *WorkflowRecord) error {
+// ValidateNewWorkflow checks what every store requires of a workflow
+// record to create: ValidateWorkflow's checks and a template.
+func ValidateNewWorkflow(w *WorkflowRecord) error {
 	if err := validateWorkflowID("id", w.ID); err != nil {
 		return err
 	}
 	if len(w.Template) == 0 {
 		return release.Invalid("template", "is required")
+	}
+	return ValidateWorkflow(w)
+}
+
+// ValidateWorkflow checks what every store requires of a workflow record
+// to write (an update needs no template: the pinned one is kept); the
+// store then refuses a NUL in its encoding (release.CheckTextJSON).
+func ValidateWorkflow(w *WorkflowRecord) error {
+	if err := validateWorkflowID("id", w.ID); err != nil {
+		return err
 	}
 	switch w.Phase {
 	case workflow.WorkflowPending, workflow.WorkflowRunning, workflow.WorkflowSucceeded, workflow.WorkflowFailed, workflow.WorkflowCancelled:
@@ -251,6 +280,44 @@ func ValidateWorkflow(w *WorkflowRecord) error {
 		return release.Invalid("phase", "unknown workflow phase "+strconv.Quote(string(w.Phase)))
 	}
 	return nil
+}
+
+// EncodedWorkflow is a workflow record encoded for a store: the record
+// without its template and matrix, which the store keeps apart (see
+// WorkflowStore), and those two.
+type EncodedWorkflow struct {
+	Doc, Template []byte
+	// Matrix is nil when the workflow has none.
+	Matrix []byte
+}
+
+// EncodeWorkflow encodes a workflow record for a store. A NUL in any part
+// is invalid input naming its field (release.CheckTextJSON).
+func EncodeWorkflow(w *WorkflowRecord) (EncodedWorkflow, error) {
+	var enc EncodedWorkflow
+	rest := *w
+	rest.Template, rest.Matrix = nil, nil
+	var err error
+	if enc.Doc, err = release.EncodeText(&rest); err != nil {
+		return enc, err
+	}
+	if enc.Template, err = encodePart("template", w.Template); err != nil {
+		return enc, err
+	}
+	if len(w.Matrix) > 0 {
+		enc.Matrix, err = encodePart("matrix", w.Matrix)
+	}
+	return enc, err
+}
+
+// encodePart is release.EncodeText of a record's field, a NUL's path
+// under the field's name.
+func encodePart(field string, v any) ([]byte, error) {
+	b, err := release.EncodeText(v)
+	if fe, ok := errors.AsType[*release.FieldError](err); ok {
+		fe.Field = strings.TrimSuffix(release.Field(field, fe.Field), ".")
+	}
+	return b, err
 }
 
 // ValidateTaskRun checks what every store requires of a TaskRun record;

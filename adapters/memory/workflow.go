@@ -19,6 +19,11 @@ import (
 type WorkflowStore struct {
 	mu        sync.RWMutex
 	workflows map[string][]byte
+	// templates and matrices hold each workflow's pinned template and
+	// matrix as JSON, apart from its record (ports.WorkflowStore); no
+	// matrix for a workflow without one.
+	templates map[string][]byte
+	matrices  map[string][]byte
 	versions  map[string]int64
 	runs      map[string]map[string][]byte // workflow id → run id → record
 	writes    map[string]int64             // workflow id → TaskRun writes (TaskRunWrites)
@@ -40,7 +45,7 @@ func (s *WorkflowStore) SetChanges(c *Changes) { s.changes = c }
 
 // NewWorkflowStore returns an empty store.
 func NewWorkflowStore() *WorkflowStore {
-	return &WorkflowStore{workflows: map[string][]byte{}, versions: map[string]int64{}, runs: map[string]map[string][]byte{},
+	return &WorkflowStore{workflows: map[string][]byte{}, templates: map[string][]byte{}, matrices: map[string][]byte{}, versions: map[string]int64{}, runs: map[string]map[string][]byte{},
 		writes: map[string]int64{}, inbox: map[string][]ports.TaskRunReport{}, jobs: map[string][]byte{}}
 }
 
@@ -55,11 +60,11 @@ func decodeJSON[T any](b []byte) (T, error) {
 // WorkflowCreate stores w at version 1.
 func (s *WorkflowStore) WorkflowCreate(_ context.Context, w ports.WorkflowRecord) error {
 	op := "create workflow " + w.ID
-	if err := ports.ValidateWorkflow(&w); err != nil {
+	if err := ports.ValidateNewWorkflow(&w); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	w.Version = 1
-	b, err := release.EncodeText(&w)
+	enc, err := ports.EncodeWorkflow(&w)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -68,7 +73,10 @@ func (s *WorkflowStore) WorkflowCreate(_ context.Context, w ports.WorkflowRecord
 	if _, ok := s.workflows[w.ID]; ok {
 		return fmt.Errorf("%s: %w", op, ports.ErrConflict)
 	}
-	s.workflows[w.ID], s.versions[w.ID] = b, 1
+	s.workflows[w.ID], s.templates[w.ID], s.versions[w.ID] = enc.Doc, enc.Template, 1
+	if enc.Matrix != nil {
+		s.matrices[w.ID] = enc.Matrix
+	}
 	s.runs[w.ID] = map[string][]byte{}
 	s.changes.publish(ports.PhaseChange(ports.ChangeWorkflowStatus, w.ID, "", string(w.Phase), time.Now(), nil)...)
 	return nil
@@ -83,6 +91,36 @@ func (s *WorkflowStore) WorkflowGet(_ context.Context, id string) (ports.Workflo
 		return ports.WorkflowRecord{}, fmt.Errorf("get workflow %s: %w", id, ports.ErrNotFound)
 	}
 	return decodeJSON[ports.WorkflowRecord](b)
+}
+
+// WorkflowTemplate reads a workflow's pinned template.
+func (s *WorkflowStore) WorkflowTemplate(_ context.Context, id string) (json.RawMessage, error) {
+	s.mu.RLock()
+	b, ok := s.templates[id]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("get template of workflow %s: %w", id, ports.ErrNotFound)
+	}
+	return slices.Clone(b), nil
+}
+
+// WorkflowMatrix reads a workflow's matrix.
+func (s *WorkflowStore) WorkflowMatrix(_ context.Context, id string) (map[string][]any, error) {
+	s.mu.RLock()
+	_, ok := s.workflows[id]
+	b := s.matrices[id]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("get matrix of workflow %s: %w", id, ports.ErrNotFound)
+	}
+	if b == nil {
+		return nil, nil
+	}
+	m, err := decodeJSON[map[string][]any](b)
+	if err != nil {
+		return nil, fmt.Errorf("get matrix of workflow %s: %w", id, err)
+	}
+	return m, nil
 }
 
 // WorkflowUpdate writes w at the expected version.
@@ -104,7 +142,8 @@ func (s *WorkflowStore) WorkflowUpdate(_ context.Context, w ports.WorkflowRecord
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
-	w.Template, w.CreatedAt, w.TemplateName, w.TemplateRevision = stored.Template, stored.CreatedAt, stored.TemplateName, stored.TemplateRevision
+	w.CreatedAt, w.TemplateName, w.TemplateRevision = stored.CreatedAt, stored.TemplateName, stored.TemplateRevision
+	w.Template, w.Matrix = nil, nil // kept apart, never changed
 	w.Version = expected + 1
 	b, err := release.EncodeText(&w)
 	if err != nil {

@@ -12,7 +12,10 @@ import (
 )
 
 // WorkflowStore is ports.WorkflowStore on PostgreSQL: one row per workflow
-// and per TaskRun, each a JSON document with a version column.
+// and per TaskRun, each a JSON document with a version column; a
+// workflow's pinned template and matrix are in columns of their own
+// (migration 0034), which only WorkflowCreate writes and only
+// WorkflowTemplate and WorkflowMatrix read.
 type WorkflowStore struct {
 	db *DB
 }
@@ -34,15 +37,20 @@ func (s *WorkflowStore) InTx(ctx context.Context, fn func(ctx context.Context) e
 // WorkflowCreate stores w at version 1.
 func (s *WorkflowStore) WorkflowCreate(ctx context.Context, w ports.WorkflowRecord) error {
 	op := "create workflow " + w.ID
-	if err := ports.ValidateWorkflow(&w); err != nil {
+	if err := ports.ValidateNewWorkflow(&w); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	w.Version = 1
-	doc, err := release.EncodeText(&w)
+	enc, err := ports.EncodeWorkflow(&w)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	res, err := s.db.hotExec(ctx, `INSERT INTO workflows (id, doc, version) VALUES ($1, $2::jsonb, 1) ON CONFLICT DO NOTHING`, w.ID, string(doc))
+	var m any // NULL: no matrix
+	if enc.Matrix != nil {
+		m = string(enc.Matrix)
+	}
+	res, err := s.db.hotExec(ctx, `INSERT INTO workflows (id, doc, template, matrix, version) VALUES ($1, $2::jsonb, $3::jsonb, $4::jsonb, 1)
+		ON CONFLICT DO NOTHING`, w.ID, string(enc.Doc), string(enc.Template), m)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -69,20 +77,54 @@ func (s *WorkflowStore) WorkflowGet(ctx context.Context, id string) (ports.Workf
 	return w, nil
 }
 
-// WorkflowUpdate writes w at the expected version, keeping the pinned
-// template and creation time.
+// WorkflowTemplate reads a workflow's template column.
+func (s *WorkflowStore) WorkflowTemplate(ctx context.Context, id string) (json.RawMessage, error) {
+	b, err := s.pinned(ctx, id, "template")
+	return json.RawMessage(b), err
+}
+
+// WorkflowMatrix reads a workflow's matrix column.
+func (s *WorkflowStore) WorkflowMatrix(ctx context.Context, id string) (map[string][]any, error) {
+	b, err := s.pinned(ctx, id, "matrix")
+	if err != nil || b == nil {
+		return nil, err
+	}
+	var m map[string][]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("get matrix of workflow %s: decode: %w", id, err)
+	}
+	return m, nil
+}
+
+// pinned reads a workflow's template or matrix column (nil: NULL).
+func (s *WorkflowStore) pinned(ctx context.Context, id, column string) ([]byte, error) {
+	var b []byte
+	err := scanOne(s.db.hotQuery(ctx, `SELECT `+column+` FROM workflows WHERE id = $1`, id))(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get %s of workflow %s: %w", column, id, ports.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s of workflow %s: %w", column, id, err)
+	}
+	return b, nil
+}
+
+// WorkflowUpdate writes w at the expected version, keeping the template's
+// name and revision and the creation time; the template and matrix
+// columns are not written.
 func (s *WorkflowStore) WorkflowUpdate(ctx context.Context, w ports.WorkflowRecord, expected int64) (int64, error) {
 	op := "update workflow " + w.ID
 	if err := ports.ValidateWorkflow(&w); err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	w.Version = expected + 1
+	w.Template, w.Matrix = nil, nil // kept apart, never changed
 	doc, err := release.EncodeText(&w)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	res, err := s.db.hotExec(ctx, `UPDATE workflows SET version = version + 1,
-		doc = $2::jsonb || jsonb_build_object('template', doc->'template', 'template_name', doc->'template_name',
+		doc = $2::jsonb || jsonb_build_object('template_name', doc->'template_name',
 			'template_revision', doc->'template_revision', 'created_at', doc->'created_at')
 		WHERE id = $1 AND version = $3`, w.ID, string(doc), expected)
 	if err != nil {

@@ -197,10 +197,10 @@ spec:
 
 	_, err = runRoot(t, "workflow", "run", file, "--id", "fan-1", "--system", "shop", "--dsn", dsn)
 	require.NoError(t, err)
-	w, err := be.workflows.WorkflowGet(ctx, "fan-1")
+	matrix, err := be.workflows.WorkflowMatrix(ctx, "fan-1")
 	require.NoError(t, err)
 	var names []string
-	for _, it := range w.Matrix["clusters"] {
+	for _, it := range matrix["clusters"] {
 		names = append(names, it.(map[string]any)["resource"].(map[string]any)["name"].(string))
 	}
 	require.Equal(t, []string{"eu-1", "us-1"}, names, "the system's workspace's Kubernetes resources, by id")

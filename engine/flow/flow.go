@@ -131,6 +131,8 @@ type Controller struct {
 
 	mu        sync.Mutex
 	templates map[string]*workflow.Template // by workflow id; pinned, so never stale
+	matrices  map[string]cachedMatrix       // by workflow id; never changes after creation
+	matrixN   int                           // matrix items in matrices
 	runs      map[string]cachedRuns         // by workflow id: the TaskRuns as this process last read or wrote them
 	cachedN   int                           // TaskRuns in runs
 
@@ -140,6 +142,17 @@ type Controller struct {
 
 // maxCachedRuns bounds the TaskRuns a controller keeps between passes.
 const maxCachedRuns = 200_000
+
+// maxCachedMatrixItems bounds the matrix items a controller keeps between
+// passes.
+const maxCachedMatrixItems = 1_000_000
+
+// cachedMatrix is a workflow's matrix, normalized for the scheduler
+// (workflow.Normalize), with its number of items.
+type cachedMatrix struct {
+	items  map[string][]any // never modified
+	length int
+}
 
 // cachedRuns is a workflow's TaskRuns as of a TaskRunWrites count.
 type cachedRuns struct {
@@ -200,31 +213,90 @@ func (c *Controller) wake(ctx context.Context, id string) error {
 	return nil
 }
 
-// template returns the workflow's parsed template, parsed once per
-// process (the template is pinned, so a cached copy never goes stale and
-// keeps the scheduler's compiled plan).
-func (c *Controller) template(w *ports.WorkflowRecord) (*workflow.Template, error) {
+// badTemplateError is a pinned template that does not load: the
+// workflow cannot run.
+type badTemplateError struct{ err error }
+
+func (e *badTemplateError) Error() string { return e.err.Error() }
+func (e *badTemplateError) Unwrap() error { return e.err }
+
+// template returns the workflow's parsed template, read from the store
+// (WorkflowTemplate) and parsed once per process (the template is pinned,
+// so a cached copy never goes stale and keeps the scheduler's compiled
+// plan). A template that does not load is a *badTemplateError.
+func (c *Controller) template(ctx context.Context, id string) (*workflow.Template, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t, ok := c.templates[w.ID]; ok {
+	t, ok := c.templates[id]
+	c.mu.Unlock()
+	if ok {
 		return t, nil
 	}
-	t, err := workflow.Load(w.Template)
+	doc, err := c.Store.WorkflowTemplate(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("workflow %s: pinned template: %w", w.ID, err)
+		return nil, err
 	}
+	if t, err = workflow.Load(doc); err != nil {
+		return nil, &badTemplateError{fmt.Errorf("workflow %s: pinned template: %w", id, err)}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.templates == nil {
 		c.templates = map[string]*workflow.Template{}
 	}
-	c.templates[w.ID] = t
+	c.templates[id] = t
 	return t, nil
 }
 
-// forget drops a finished workflow's cached template and TaskRuns.
+// matrix returns the workflow's matrix, normalized (workflow.Normalize:
+// JSON storage turns every number into a float64; the template's
+// expressions expect integers to stay integers). The store reads it apart
+// from the workflow (WorkflowMatrix) and it never changes after creation,
+// so it is read and normalized once per process while it stays cached:
+// the cache drops every workflow's when more than maxCachedMatrixItems
+// would be kept.
+func (c *Controller) matrix(ctx context.Context, id string) (map[string][]any, error) {
+	c.mu.Lock()
+	e, ok := c.matrices[id]
+	c.mu.Unlock()
+	if ok {
+		return e.items, nil
+	}
+	m, err := c.Store.WorkflowMatrix(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	e = cachedMatrix{}
+	if m != nil {
+		e.items = make(map[string][]any, len(m))
+		for k, items := range m {
+			e.items[k] = workflow.Normalize(items).([]any)
+			e.length += len(items)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.matrices == nil {
+		c.matrices = map[string]cachedMatrix{}
+	}
+	c.matrixN -= c.matrices[id].length
+	if c.matrixN+e.length > maxCachedMatrixItems {
+		clear(c.matrices)
+		c.matrixN = 0
+	}
+	if e.length <= maxCachedMatrixItems {
+		c.matrices[id] = e
+		c.matrixN += e.length
+	}
+	return e.items, nil
+}
+
+// forget drops a finished workflow's cached template, matrix and TaskRuns.
 func (c *Controller) forget(id string) {
 	c.uncache(id)
 	c.mu.Lock()
 	delete(c.templates, id)
+	c.matrixN -= c.matrices[id].length
+	delete(c.matrices, id)
 	c.mu.Unlock()
 }
 
@@ -259,10 +331,11 @@ func parseJobID(id string) (workflowID, taskRunID string, attempt int, ok bool) 
 	return parts[1], parts[2], n, true
 }
 
-// input builds the scheduler's input from the stored state, its values
-// normalized (workflow.Normalize: JSON storage turns every number into a
-// float64; the template's expressions expect integers to stay integers).
-func (c *Controller) input(w *ports.WorkflowRecord, t *workflow.Template, runs []ports.TaskRunRecord) workflow.ScheduleInput {
+// input builds the scheduler's input from the stored state and the
+// workflow's matrix (Controller.matrix), its values normalized
+// (workflow.Normalize: JSON storage turns every number into a float64; the
+// template's expressions expect integers to stay integers).
+func (c *Controller) input(w *ports.WorkflowRecord, t *workflow.Template, matrix map[string][]any, runs []ports.TaskRunRecord) workflow.ScheduleInput {
 	vars := normMap(w.Variables)
 	if len(w.Secrets) > 0 {
 		for _, k := range w.Secrets {
@@ -274,14 +347,8 @@ func (c *Controller) input(w *ports.WorkflowRecord, t *workflow.Template, runs [
 	in := workflow.ScheduleInput{
 		Now:      c.Clock.Now(),
 		Workflow: workflow.WorkflowState{ID: w.ID, Name: w.Name, Phase: w.Phase, Parameters: normMap(w.Parameters), CancelRequested: w.CancelRequested},
-		Template: t, Release: normMap(w.Release), Variables: vars,
+		Template: t, Release: normMap(w.Release), Variables: vars, Matrix: matrix,
 		TaskRuns: make([]workflow.TaskRun, len(runs)),
-	}
-	if w.Matrix != nil {
-		in.Matrix = make(map[string][]any, len(w.Matrix))
-		for k, items := range w.Matrix {
-			in.Matrix[k] = workflow.Normalize(items).([]any)
-		}
 	}
 	for i := range runs {
 		in.TaskRuns[i] = runs[i].TaskRun
@@ -319,13 +386,23 @@ func (c *Controller) pass(ctx context.Context, it engine.Item) engine.Outcome {
 		}
 		return c.finished(ctx, w, true)
 	}
-	t, err := c.template(w)
-	if err != nil {
+	t, err := c.template(ctx, id)
+	var matrix map[string][]any
+	if err == nil {
+		matrix, err = c.matrix(ctx, id)
+	}
+	if bad := (*badTemplateError)(nil); errors.As(err, &bad) {
 		return c.failWorkflow(ctx, w, err)
+	}
+	if errors.Is(err, ports.ErrNotFound) {
+		return engine.Done()
+	}
+	if err != nil {
+		return engine.Retry(fmt.Errorf("workflow %s: %w", id, err))
 	}
 	ch := newChanges(st.runs, st.byID)
 	reported, renewed := c.applyReports(ch, st.reports)
-	in := c.input(w, t, ch.view())
+	in := c.input(w, t, matrix, ch.view())
 	took := time.Now()
 	acts := workflow.Schedule(in)
 	if c.ScheduleTimed != nil {
@@ -516,9 +593,12 @@ func (c *Controller) finished(ctx context.Context, w *ports.WorkflowRecord, agai
 // stopCancelled tells the agents of a cancelled workflow's cancelled jobs
 // to stop them.
 func (c *Controller) stopCancelled(ctx context.Context, w *ports.WorkflowRecord) error {
-	t, err := c.template(w)
-	if err != nil {
+	t, err := c.template(ctx, w.ID)
+	if bad := (*badTemplateError)(nil); errors.As(err, &bad) {
 		return nil // nothing ran from a template that does not load
+	}
+	if err != nil {
+		return err
 	}
 	runs, err := c.Store.TaskRunsList(ctx, w.ID)
 	if err != nil {

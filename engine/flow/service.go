@@ -325,11 +325,17 @@ type Status struct {
 	TaskRuns []ports.TaskRunRecord `json:"taskRuns"`
 }
 
-// Status reads a workflow and its TaskRuns; dispatch configs are left out
-// (they may hold secret references).
+// Status reads a workflow, its template, its matrix and its TaskRuns; dispatch configs
+// are left out (they may hold secret references).
 func (c *Controller) Status(ctx context.Context, id string) (Status, error) {
 	w, err := c.Store.WorkflowGet(ctx, id)
 	if err != nil {
+		return Status{}, fmt.Errorf("workflow status %s: %w", id, err)
+	}
+	if w.Template, err = c.Store.WorkflowTemplate(ctx, id); err != nil {
+		return Status{}, fmt.Errorf("workflow status %s: %w", id, err)
+	}
+	if w.Matrix, err = c.Store.WorkflowMatrix(ctx, id); err != nil {
 		return Status{}, fmt.Errorf("workflow status %s: %w", id, err)
 	}
 	runs, err := c.Store.TaskRunsList(ctx, id)
@@ -358,7 +364,7 @@ func (c *Controller) JobAgentOf(ctx context.Context, jobID string) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("job %s: %w", jobID, err)
 	}
-	t, err := c.template(&w)
+	t, err := c.template(ctx, w.ID)
 	if err != nil {
 		return "", fmt.Errorf("job %s: %w", jobID, err)
 	}
@@ -398,7 +404,7 @@ func (c *Controller) CancelJob(ctx context.Context, jobID, by string) error {
 	case r.JobID != jobID || r.Phase != workflow.TaskRunning:
 		return fmt.Errorf("%s: %w", op, release.Invalid("status", "job has already ended (its task run is "+string(r.Phase)+")"))
 	}
-	t, err := c.template(&w)
+	t, err := c.template(ctx, w.ID)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}

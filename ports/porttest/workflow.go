@@ -30,6 +30,7 @@ func WorkflowStore(t *testing.T, newStore func(t *testing.T) ports.WorkflowStore
 	t.Run("Refused", func(t *testing.T) { wfRefused(setup(t)) })
 	t.Run("TaskRunsBatch", func(t *testing.T) { wfTaskRunsBatch(setup(t)) })
 	t.Run("TaskRunsConcurrent", func(t *testing.T) { wfTaskRunsConcurrent(setup(t)) })
+	t.Run("Matrix", func(t *testing.T) { wfMatrix(setup(t)) })
 	t.Run("List", func(t *testing.T) { wfList(setup(t)) })
 	t.Run("Unfinished", func(t *testing.T) { wfUnfinished(setup(t)) })
 	t.Run("TaskRunWrites", func(t *testing.T) { wfTaskRunWrites(setup(t)) })
@@ -266,12 +267,13 @@ func wfCreateGetUpdate(t *testing.T, ctx context.Context, s ports.WorkflowStore)
 	got, err := s.WorkflowGet(ctx, "wf1")
 	require.NoError(t, err)
 	w.Version = 1
-	require.JSONEq(t, string(w.Template), string(got.Template))
-	got.Template, w.Template = nil, nil
+	require.Nil(t, got.Template, "the template is read apart (WorkflowTemplate)")
+	require.Nil(t, got.Matrix, "the matrix is read apart (WorkflowMatrix)")
+	w.Template, w.Matrix = nil, nil
 	require.Equal(t, w, got)
 
 	got.Template = json.RawMessage(`{"kind":"Other"}`)
-	got.CreatedAt = wfT0.Add(time.Hour)
+	got.CreatedAt, got.TemplateName, got.TemplateRevision = wfT0.Add(time.Hour), "other", 9
 	got.Phase, got.StartedAt = workflow.WorkflowRunning, wfT0.Add(time.Minute)
 	v, err := s.WorkflowUpdate(ctx, got, 1)
 	require.NoError(t, err)
@@ -283,7 +285,13 @@ func wfCreateGetUpdate(t *testing.T, ctx context.Context, s ports.WorkflowStore)
 	require.Equal(t, workflow.WorkflowRunning, again.Phase)
 	require.EqualValues(t, 2, again.Version)
 	require.Equal(t, wfT0, again.CreatedAt, "the creation time never changes")
-	require.JSONEq(t, `{"kind":"WorkflowTemplate","spec":{"tasks":[]}}`, string(again.Template), "the pinned template never changes")
+	require.Equal(t, "deploy", again.TemplateName, "the template's name never changes")
+	require.Equal(t, 3, again.TemplateRevision, "the template's revision never changes")
+	tmpl, err := s.WorkflowTemplate(ctx, "wf1")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"kind":"WorkflowTemplate","spec":{"tasks":[]}}`, string(tmpl), "the pinned template never changes")
+	_, err = s.WorkflowTemplate(ctx, "nope")
+	require.ErrorIs(t, err, ports.ErrNotFound)
 
 	_, err = s.WorkflowGet(ctx, "nope")
 	require.ErrorIs(t, err, ports.ErrNotFound)
@@ -373,6 +381,76 @@ func wfTaskRunsConcurrent(t *testing.T, ctx context.Context, s ports.WorkflowSto
 		require.ErrorIs(t, err, ports.ErrConflict)
 	}
 	require.Equal(t, 1, wins)
+}
+
+// wfMatrix: the matrix (and the template) round-trip through
+// WorkflowMatrix (WorkflowTemplate) and no other read carries them; an
+// update neither changes nor drops them, whatever the record it is given
+// holds; a workflow without a matrix has none; a NUL in either is refused
+// naming it.
+func wfMatrix(t *testing.T, ctx context.Context, s ports.WorkflowStore) {
+	w := wfRecord("wf")
+	w.Trigger = &ports.WorkflowTrigger{Key: "event:deploy", Kind: ports.TriggerEvent}
+	w.Matrix = map[string][]any{"clusters": {map[string]any{"item": "a"}, map[string]any{"item": "b", "n": float64(2)}}, "regions": {"eu"}}
+	require.NoError(t, s.WorkflowCreate(ctx, w))
+	matrix := func(id string) map[string][]any {
+		t.Helper()
+		m, err := s.WorkflowMatrix(ctx, id)
+		require.NoError(t, err)
+		return m
+	}
+	require.Equal(t, w.Matrix, matrix("wf"))
+
+	got, err := s.WorkflowGet(ctx, "wf")
+	require.NoError(t, err)
+	require.Nil(t, got.Matrix, "WorkflowGet leaves the matrix out")
+	all, err := s.WorkflowList(ctx, "", 0)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.Nil(t, all[0].Matrix, "WorkflowList leaves the matrix out")
+	require.Nil(t, all[0].Template, "WorkflowList leaves the template out")
+	unfinished, err := s.WorkflowsUnfinished(ctx, "event:deploy")
+	require.NoError(t, err)
+	require.Len(t, unfinished, 1)
+	require.Nil(t, unfinished[0].Matrix, "WorkflowsUnfinished leaves the matrix out")
+	require.Nil(t, unfinished[0].Template, "WorkflowsUnfinished leaves the template out")
+	template := func() string {
+		t.Helper()
+		b, err := s.WorkflowTemplate(ctx, "wf")
+		require.NoError(t, err)
+		return string(b)
+	}
+
+	got.Phase = workflow.WorkflowRunning
+	v, err := s.WorkflowUpdate(ctx, got, got.Version)
+	require.NoError(t, err)
+	require.Equal(t, w.Matrix, matrix("wf"), "an update without the matrix does not drop it")
+	require.JSONEq(t, string(w.Template), template(), "an update without the template does not drop it")
+	got.Matrix, got.Template, got.Version = map[string][]any{"clusters": {"other"}}, json.RawMessage(`{"kind":"Other"}`), v
+	_, err = s.WorkflowUpdate(ctx, got, v)
+	require.NoError(t, err)
+	require.Equal(t, w.Matrix, matrix("wf"), "an update does not change it")
+	require.JSONEq(t, string(w.Template), template(), "an update does not change the template")
+
+	bare := wfRecord("bare")
+	bare.Matrix = nil
+	require.NoError(t, s.WorkflowCreate(ctx, bare))
+	require.Nil(t, matrix("bare"), "a workflow without a matrix")
+	empty := wfRecord("empty")
+	empty.Matrix = map[string][]any{}
+	require.NoError(t, s.WorkflowCreate(ctx, empty))
+	require.Empty(t, matrix("empty"))
+	_, err = s.WorkflowMatrix(ctx, "nope")
+	require.ErrorIs(t, err, ports.ErrNotFound)
+
+	nul := wfRecord("nul")
+	nul.Matrix = map[string][]any{"clusters": {"a\x00"}}
+	requireInvalid(t, s.WorkflowCreate(ctx, nul), "matrix.clusters[0]")
+	nul = wfRecord("nul")
+	nul.Template = json.RawMessage(`{"kind":"WorkflowTemplate","metadata":{"name":"a\u0000"}}`)
+	requireInvalid(t, s.WorkflowCreate(ctx, nul), "template.metadata.name")
+	_, err = s.WorkflowGet(ctx, "nul")
+	require.ErrorIs(t, err, ports.ErrNotFound, "nothing stored")
 }
 
 func wfList(t *testing.T, ctx context.Context, s ports.WorkflowStore) {
