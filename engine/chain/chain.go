@@ -86,6 +86,8 @@ type Chain struct {
 	batchOnce sync.Once
 	batcher   *engine.EnqueueBatcher
 	spaces    workspaces
+	// scopes keeps the scopes' targets and rollout orders across batches.
+	scopes scopeCache
 }
 
 // Register registers the five controllers on eng, each with concurrency

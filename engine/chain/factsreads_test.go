@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reconcilerhq/reconciler/ports"
-	"github.com/reconcilerhq/reconciler/ports/porttest"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
 
@@ -37,29 +36,23 @@ func (s *factsReadCounter) TargetFactsGetMany(ctx context.Context, ts []release.
 // batch, so a third read per target (e.g. a controller between them, or
 // a load outside the batch's prefetch) cannot creep back unnoticed.
 func TestRolloutFactsReadsPerTarget(t *testing.T) {
-	for name, open := range backends {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			clock := porttest.NewFakeClock(t0)
-			store, q := open(t, clock)
-			counting := &factsReadCounter{ReleaseStore: store}
-			h := newHarnessOn(t, t.Context(), clock, counting, q)
-			h.batched = true
-			h.drain() // the new targets' first decision: no version yet
-			counting.calls.Store(0)
-			counting.targets.Store(0)
+	wrap := func(s ports.ReleaseStore) ports.ReleaseStore { return &factsReadCounter{ReleaseStore: s} }
+	onEachStore(t, true, wrap, func(t *testing.T, h *harness) {
+		counting := h.store.(*factsReadCounter)
+		h.drain() // the new targets' first decision: no version yet
+		counting.calls.Store(0)
+		counting.targets.Store(0)
 
-			h.version("v1")
-			h.drain()
-			const targets = 6 // 3 environments × 2 clusters (seed)
-			for _, env := range []string{"dev", "staging", "prod"} {
-				for _, res := range []string{"c1", "c2"} {
-					require.Len(t, h.jobs(env, res), 1, "%s/%s has its job", env, res)
-				}
+		h.version("v1")
+		h.drain()
+		const targets = 6 // 3 environments × 2 clusters (seed)
+		for _, env := range []string{"dev", "staging", "prod"} {
+			for _, res := range []string{"c1", "c2"} {
+				require.Len(t, h.jobs(env, res), 1, "%s/%s has its job", env, res)
 			}
-			t.Logf("facts reads: %d targets in %d statements for %d targets", counting.targets.Load(), counting.calls.Load(), targets)
-			require.LessOrEqual(t, counting.targets.Load(), int64(2*targets), "facts read more than twice per target")
-			require.LessOrEqual(t, counting.calls.Load(), int64(2), "facts read in more than one statement per controller's batch")
-		})
-	}
+		}
+		t.Logf("facts reads: %d targets in %d statements for %d targets", counting.targets.Load(), counting.calls.Load(), targets)
+		require.LessOrEqual(t, counting.targets.Load(), int64(2*targets), "facts read more than twice per target")
+		require.LessOrEqual(t, counting.calls.Load(), int64(2), "facts read in more than one statement per controller's batch")
+	})
 }
