@@ -36,6 +36,8 @@ type targetIndex struct {
 	// the last one given, so none is given twice, even by an undo.
 	gen     map[envRef]int64
 	lastGen int64
+	// count is the number of targets of each scope.
+	count map[envRef]int
 }
 
 func newTargetIndex() targetIndex {
@@ -46,6 +48,7 @@ func newTargetIndex() targetIndex {
 		byEnv:    map[string][]*targetRec{},
 		byRes:    map[string][]*targetRec{},
 		gen:      map[envRef]int64{},
+		count:    map[envRef]int{},
 	}
 }
 
@@ -73,11 +76,17 @@ func (x *targetIndex) apply(added, removed []*targetRec) {
 	touched := map[envRef]bool{}
 	for _, r := range removed {
 		delete(x.byTarget, r.t)
-		touched[envRef{r.t.DeploymentID, r.t.EnvironmentID}] = true
+		k := envRef{r.t.DeploymentID, r.t.EnvironmentID}
+		touched[k] = true
+		if x.count[k]--; x.count[k] == 0 {
+			delete(x.count, k)
+		}
 	}
 	for _, a := range added {
 		x.byTarget[a.t] = a
-		touched[envRef{a.t.DeploymentID, a.t.EnvironmentID}] = true
+		k := envRef{a.t.DeploymentID, a.t.EnvironmentID}
+		touched[k] = true
+		x.count[k]++
 	}
 	for k := range touched {
 		x.lastGen++
@@ -193,7 +202,11 @@ func (s *ReleaseStore) TargetsReplace(ctx context.Context, p ports.TargetsReplac
 	slices.SortFunc(added, byKey)
 	slices.SortFunc(removed, byKey)
 	s.targets.apply(added, removed)
-	s.onUndo(ctx, func() { s.targets.apply(removed, added) })
+	s.refreshTargetProgression(added, removed)
+	s.onUndo(ctx, func() {
+		s.targets.apply(removed, added)
+		s.refreshTargetProgression(added, removed)
+	})
 	sortTargets(diff.Added)
 	sortTargets(diff.Removed)
 	return diff, nil
