@@ -114,4 +114,15 @@
 // through (policy.ProgressionMayPass: under a 100% rule, only the job that
 // completes the environment), through one environment-wake item each,
 // which the jobs ending meanwhile share.
+//
+// # Rollout positions across batches
+//
+// A gradual rollout positions a target among its deployment's targets in
+// its environment. The Chain keeps each such scope's list with the
+// rollout order over it (policy.RolloutOrder) across batches, in a cache
+// bounded at 250,000 targets (least recently used scopes go first): a
+// batch asks the store once per scope whether the list's generation
+// changed (ports.Targets.ScopeTargets, bumped in the same statement as any
+// insert or delete of the scope's targets) and reads the list only when it
+// did, so a rollout reads each list once per change, not once per batch.
 package chain
