@@ -12,16 +12,23 @@ import (
 // targets (Input.DeploymentTargets), per version: each target's position
 // (RolloutPosition) is then a binary search, so positioning every target of
 // an environment of n targets costs O(n log n), not O(n²). An order is
-// shared by the inputs of a batch that list the same targets (the chain
-// builds one per scope and batch) and is safe for concurrent evaluations.
-// It answers only for the very slice it was built from; an input listing
-// another falls back to RolloutPosition.
+// shared by the inputs that list the same targets (the chain keeps one per
+// scope while its targets do not change) and is safe for concurrent
+// evaluations. It keeps the orders of the rolloutOrderVersions versions
+// built last. It answers only for the very slice it was built from; an
+// input listing another falls back to RolloutPosition.
 type RolloutOrder struct {
 	targets []release.ReleaseTarget
 
 	mu        sync.Mutex
 	byVersion map[string]map[scopeKey]*rolloutGroup
+	built     []string // the versions of byVersion, oldest first
 }
+
+// rolloutOrderVersions is how many versions' orders a RolloutOrder keeps:
+// a rollout positions its targets for a few versions at a time, and an
+// order kept for long would otherwise hold one per version ever released.
+const rolloutOrderVersions = 8
 
 // scopeKey is a deployment and environment: the targets a position counts.
 type scopeKey struct{ deployment, environment string }
@@ -92,7 +99,12 @@ func (o *RolloutOrder) group(versionID string, scope scopeKey) *rolloutGroup {
 				return 0
 			})
 		}
+		if len(o.built) == rolloutOrderVersions {
+			delete(o.byVersion, o.built[0])
+			o.built = o.built[1:]
+		}
 		o.byVersion[versionID] = groups
+		o.built = append(o.built, versionID)
 	}
 	if g := groups[scope]; g != nil {
 		return g

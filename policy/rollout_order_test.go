@@ -13,8 +13,9 @@ import (
 // TestRolloutOrderIsRolloutPosition: for any list of targets (several
 // deployments and environments, targets listed twice or not at all) and
 // any target and version, a RolloutOrder over the list answers what
-// RolloutPosition answers; for another slice it does not answer, and the
-// rule falls back.
+// RolloutPosition answers, also after it dropped the order of a version
+// it built before the last rolloutOrderVersions; for another slice it does
+// not answer, and the rule falls back.
 func TestRolloutOrderIsRolloutPosition(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -31,14 +32,16 @@ func TestRolloutOrderIsRolloutPosition(t *testing.T) {
 			targets[i] = target("listed")
 		}
 		o := NewRolloutOrder(targets)
-		for range 5 {
+		versions := []string{"v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11"}
+		for range 20 {
 			q := target("query")
-			version := rapid.SampledFrom([]string{"v1", "v2", "v3"}).Draw(rt, "version")
+			version := rapid.SampledFrom(versions).Draw(rt, "version")
 			pos, cnt, ok := o.position(q, version, targets)
 			require.True(rt, ok)
 			wantPos, wantN := RolloutPosition(q, version, targets)
 			require.Equal(rt, wantPos, pos, "position of %s for %s", q, version)
 			require.Equal(rt, wantN, cnt, "count for %s", q)
+			require.LessOrEqual(rt, len(o.byVersion), rolloutOrderVersions, "versions kept")
 		}
 		if n > 0 {
 			_, _, ok := o.position(targets[0], "v1", append([]release.ReleaseTarget(nil), targets...))

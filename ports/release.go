@@ -69,6 +69,40 @@ type TargetListParams struct {
 	Limit int
 }
 
+// ScopeTargetsParams names the deployment and environment whose targets
+// ScopeTargets reads (both required), and the generation of them the
+// caller holds already (zero: none).
+type ScopeTargetsParams struct {
+	DeploymentID  string
+	EnvironmentID string
+	Known         int64
+}
+
+// Validate names the first missing field.
+func (p ScopeTargetsParams) Validate() error {
+	if p.DeploymentID == "" {
+		return release.Invalid("deployment_id", "is required")
+	}
+	if p.EnvironmentID == "" {
+		return release.Invalid("environment_id", "is required")
+	}
+	return nil
+}
+
+// ScopeTargets is a deployment's targets in an environment as of one
+// generation. Targets is set only when Changed: when Generation is not
+// the generation the caller held.
+type ScopeTargets struct {
+	// Generation names the scope's list of targets: every write that adds
+	// or removes one of its targets gives it a new generation, one never
+	// given before (even by a write rolled back). Zero is the scope that
+	// never held a target, whose list is empty.
+	Generation int64
+	Changed    bool
+	// Targets is the scope's targets in key order, as of Generation.
+	Targets []release.ReleaseTarget
+}
+
 // TargetDetail is a target with its system, deployment, environment and
 // resource, and the variable sets of its system (in id order), read
 // together.
@@ -445,6 +479,12 @@ type Targets interface {
 	TargetGet(ctx context.Context, t release.ReleaseTarget) (TargetDetail, error)
 	// TargetList lists the targets of a scope (zero: all) in key order.
 	TargetList(ctx context.Context, p TargetListParams) ([]release.ReleaseTarget, error)
+	// ScopeTargets reads the generation of a deployment's targets in an
+	// environment and, only when it is not p.Known, their list, both as
+	// of one moment: a list is never paired with a generation newer than
+	// its contents. It lets a reader keep a scope's list and re-read it
+	// only when it changed (the chain's rollout order).
+	ScopeTargets(ctx context.Context, p ScopeTargetsParams) (ScopeTargets, error)
 }
 
 // TargetFactsReader is the one read a release-chain pass makes about a

@@ -49,6 +49,8 @@ type ReleaseStore struct {
 	decisions map[release.ReleaseTarget][]ports.TargetDecision
 
 	jobs jobIndex
+	// progression is environment progression's kept aggregate.
+	progression progressionIndex
 	// takers are the waiters of JobTakeNotify.
 	takers wakeSet
 
@@ -89,6 +91,7 @@ func NewReleaseStore(clock ports.Clock, opts ...ReleaseOption) *ReleaseStore {
 		releases:      map[string]*release.Release{},
 		desired:       map[release.ReleaseTarget]*ports.DesiredRelease{},
 		jobs:          newJobIndex(),
+		progression:   newProgressionIndex(),
 	}
 	for _, o := range opts {
 		o(s)

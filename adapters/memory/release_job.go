@@ -230,7 +230,8 @@ func (s *ReleaseStore) JobCreate(ctx context.Context, p ports.JobCreateParams) (
 	}
 	row := &ports.JobRow{Job: job, VersionID: rel.VersionID, IdempotencyKey: p.IdempotencyKey, Version: 1, UpdatedAt: s.now()}
 	s.jobs.insert(row)
-	s.onUndo(ctx, func() { s.jobs.remove(row) })
+	s.refreshProgression(row.Target(), row.VersionID)
+	s.onUndo(ctx, func() { s.jobs.remove(row); s.refreshProgression(row.Target(), row.VersionID) })
 	s.changes.publishAfterCommit(ctx, ports.JobChanges(nil, &row.Job, s.workspaceOf(row.TargetKey), row.UpdatedAt)...)
 	if row.Status == release.JobPending {
 		s.takers.wake()
@@ -261,7 +262,11 @@ func (s *ReleaseStore) JobUpdate(ctx context.Context, job release.Job, expected 
 	}
 	before := *cur
 	s.jobs.replace(cur, func() { cur.Job = next; cur.Version++; cur.UpdatedAt = s.now() })
-	s.onUndo(ctx, func() { s.jobs.replace(cur, func() { *cur = before }) })
+	s.refreshProgression(cur.Target(), cur.VersionID)
+	s.onUndo(ctx, func() {
+		s.jobs.replace(cur, func() { *cur = before })
+		s.refreshProgression(cur.Target(), cur.VersionID)
+	})
 	s.recordEvents(ctx, ports.JobEvents(&before.Job, &cur.Job, cur.UpdatedAt, cur.VersionID)...)
 	s.changes.publishAfterCommit(ctx, ports.JobChanges(&before.Job, &cur.Job, s.workspaceOf(cur.TargetKey), cur.UpdatedAt)...)
 	return cur.Version, nil
@@ -465,30 +470,14 @@ func (s *ReleaseStore) withVersion(j *ports.JobRow) *ports.JobWithVersion {
 	return out
 }
 
-// ProgressionSummary counts the scope's targets and their newest terminal
-// jobs of the version from the indexes, through
-// policy.SummarizeProgression: the reference the Postgres store's
-// maintained tally is checked against. It walks the scope's targets (the
-// in-process store has no statement cost to save).
+// ProgressionSummary reads the summary the store keeps in each job's and
+// target's write (progressionIndex): O(outcomes), whatever the
+// environment's size.
 func (s *ReleaseStore) ProgressionSummary(ctx context.Context, p ports.ProgressionSummaryParams) (policy.ProgressionSummary, error) {
 	if err := p.Validate(); err != nil {
 		return policy.ProgressionSummary{}, fmt.Errorf("progression summary: %w", err)
 	}
 	defer s.rlock(ctx)()
-	var states []policy.TargetState
-	for _, r := range s.targets.byDep[p.DeploymentID] {
-		if r.t.EnvironmentID != p.EnvironmentID {
-			continue
-		}
-		ts := policy.TargetState{Target: r.t}
-		list := s.jobs.byTarget[r.t]
-		for i := len(list) - 1; i >= 0; i-- {
-			if j := list[i]; j.VersionID == p.VersionID && j.Status.IsTerminal() {
-				ts.Jobs = []policy.JobRecord{j.Record()}
-				break
-			}
-		}
-		states = append(states, ts)
-	}
-	return policy.SummarizeProgression(p.VersionID, states), nil
+	n := s.targets.count[envRef{p.DeploymentID, p.EnvironmentID}]
+	return s.progression.summary(p.DeploymentID, p.EnvironmentID, p.VersionID, n), nil
 }

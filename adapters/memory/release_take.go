@@ -37,7 +37,11 @@ func (s *ReleaseStore) JobTake(ctx context.Context, p ports.JobTakeParams) (port
 	}
 	before := *best
 	s.jobs.replace(best, func() { best.Job = next; best.Version++; best.UpdatedAt = now })
-	s.onUndo(ctx, func() { s.jobs.replace(best, func() { *best = before }) })
+	s.refreshProgression(best.Target(), best.VersionID)
+	s.onUndo(ctx, func() {
+		s.jobs.replace(best, func() { *best = before })
+		s.refreshProgression(best.Target(), best.VersionID)
+	})
 	return copyJob(best), nil
 }
 

@@ -23,7 +23,8 @@ type targetRec struct {
 }
 
 // targetIndex keeps the targets in key-sorted slices: all of them, and per
-// system, deployment, environment and resource.
+// system, deployment, environment and resource, and each deployment's
+// generation in each environment (ports.ScopeTargets).
 type targetIndex struct {
 	byTarget map[release.ReleaseTarget]*targetRec
 	all      []*targetRec
@@ -31,6 +32,12 @@ type targetIndex struct {
 	byDep    map[string][]*targetRec
 	byEnv    map[string][]*targetRec
 	byRes    map[string][]*targetRec
+	// gen is the generation of each scope that ever held a target; lastGen
+	// the last one given, so none is given twice, even by an undo.
+	gen     map[envRef]int64
+	lastGen int64
+	// count is the number of targets of each scope.
+	count map[envRef]int
 }
 
 func newTargetIndex() targetIndex {
@@ -40,6 +47,8 @@ func newTargetIndex() targetIndex {
 		byDep:    map[string][]*targetRec{},
 		byEnv:    map[string][]*targetRec{},
 		byRes:    map[string][]*targetRec{},
+		gen:      map[envRef]int64{},
+		count:    map[envRef]int{},
 	}
 }
 
@@ -64,11 +73,24 @@ func (x *targetIndex) scoped(sc ports.TargetScope) []*targetRec {
 // apply removes and adds targets (both sorted by key) in every slice, by a
 // linear merge per slice touched.
 func (x *targetIndex) apply(added, removed []*targetRec) {
+	touched := map[envRef]bool{}
 	for _, r := range removed {
 		delete(x.byTarget, r.t)
+		k := envRef{r.t.DeploymentID, r.t.EnvironmentID}
+		touched[k] = true
+		if x.count[k]--; x.count[k] == 0 {
+			delete(x.count, k)
+		}
 	}
 	for _, a := range added {
 		x.byTarget[a.t] = a
+		k := envRef{a.t.DeploymentID, a.t.EnvironmentID}
+		touched[k] = true
+		x.count[k]++
+	}
+	for k := range touched {
+		x.lastGen++
+		x.gen[k] = x.lastGen
 	}
 	x.all = mergeTargets(x.all, added, removed)
 	for _, ix := range []struct {
@@ -180,7 +202,11 @@ func (s *ReleaseStore) TargetsReplace(ctx context.Context, p ports.TargetsReplac
 	slices.SortFunc(added, byKey)
 	slices.SortFunc(removed, byKey)
 	s.targets.apply(added, removed)
-	s.onUndo(ctx, func() { s.targets.apply(removed, added) })
+	s.refreshTargetProgression(added, removed)
+	s.onUndo(ctx, func() {
+		s.targets.apply(removed, added)
+		s.refreshTargetProgression(added, removed)
+	})
 	sortTargets(diff.Added)
 	sortTargets(diff.Removed)
 	return diff, nil
@@ -262,6 +288,26 @@ func (s *ReleaseStore) TargetList(ctx context.Context, p ports.TargetListParams)
 		}
 		if p.Scope.Contains(r.t, r.systemID) {
 			out = append(out, r.t)
+		}
+	}
+	return out, nil
+}
+
+// ScopeTargets reads the scope's generation and, when it is not p.Known,
+// its targets, under one lock.
+func (s *ReleaseStore) ScopeTargets(ctx context.Context, p ports.ScopeTargetsParams) (ports.ScopeTargets, error) {
+	if err := p.Validate(); err != nil {
+		return ports.ScopeTargets{}, fmt.Errorf("scope targets: %w", err)
+	}
+	defer s.rlock(ctx)()
+	out := ports.ScopeTargets{Generation: s.targets.gen[envRef{p.DeploymentID, p.EnvironmentID}]}
+	if out.Generation == p.Known {
+		return out, nil
+	}
+	out.Changed = true
+	for _, r := range s.targets.byDep[p.DeploymentID] {
+		if r.t.EnvironmentID == p.EnvironmentID {
+			out.Targets = append(out.Targets, r.t)
 		}
 	}
 	return out, nil

@@ -232,3 +232,39 @@ func (s *ReleaseStore) TargetList(ctx context.Context, p ports.TargetListParams)
 	}
 	return out, nil
 }
+
+// sqlScopeTargets reads a scope's generation (?0 deployment, ?1
+// environment) and, when it is not ?2, its targets by key, in one
+// statement: one snapshot, so the list is the generation's.
+const sqlScopeTargets = `
+SELECT g.generation, t.resource_id
+FROM (SELECT coalesce((SELECT s.generation FROM release_progression_scopes s
+	WHERE s.deployment_id = ?0 AND s.environment_id = ?1), 0) AS generation) g
+LEFT JOIN LATERAL (SELECT t.key, t.resource_id FROM release_targets t
+	WHERE t.deployment_id = ?0 AND t.environment_id = ?1 AND g.generation <> ?2) t ON true
+ORDER BY t.key`
+
+// ScopeTargets reads the scope's generation (kept by the triggers of
+// migration 0032) and, when it is not p.Known, its targets, in one
+// statement.
+func (s *ReleaseStore) ScopeTargets(ctx context.Context, p ports.ScopeTargetsParams) (ports.ScopeTargets, error) {
+	if err := p.Validate(); err != nil {
+		return ports.ScopeTargets{}, fmt.Errorf("scope targets: %w", err)
+	}
+	var rows []struct {
+		Generation int64   `bun:"generation"`
+		ResourceID *string `bun:"resource_id"`
+	}
+	if err := s.scan(ctx, sqlScopeTargets, []any{p.DeploymentID, p.EnvironmentID, p.Known}, &rows); err != nil {
+		return ports.ScopeTargets{}, fmt.Errorf("scope targets of %s in %s: %w", p.DeploymentID, p.EnvironmentID, err)
+	}
+	out := ports.ScopeTargets{Generation: rows[0].Generation, Changed: rows[0].Generation != p.Known}
+	if !out.Changed || rows[0].ResourceID == nil {
+		return out, nil
+	}
+	out.Targets = make([]release.ReleaseTarget, len(rows))
+	for i := range rows {
+		out.Targets[i] = release.ReleaseTarget{DeploymentID: p.DeploymentID, EnvironmentID: p.EnvironmentID, ResourceID: *rows[i].ResourceID}
+	}
+	return out, nil
+}

@@ -63,10 +63,9 @@ type batch struct {
 	// progression are the deployments' progression facts, read once per
 	// batch (progressionOf).
 	progression map[string]*progression
-	// targets are the target lists read once per batch (scopeTargets).
-	targets map[ports.TargetScope][]release.ReleaseTarget
-	// rollout are the rollout orders over those lists (rolloutOrderOf).
-	rollout map[ports.TargetScope]*policy.RolloutOrder
+	// scopes are the scopes' targets and rollout orders, taken from the
+	// chain's scope cache once per batch (scopeRollout).
+	scopes map[ports.TargetScope]*scopeEntry
 	// related are the workspaces' relationship rules and resources, read
 	// once per batch (relationFacts).
 	related map[string]*relationFacts

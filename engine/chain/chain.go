@@ -87,6 +87,8 @@ type Chain struct {
 	batcher   *engine.EnqueueBatcher
 	spaces    workspaces
 	handoff   handoff
+	// scopes keeps the scopes' targets and rollout orders across batches.
+	scopes scopeCache
 }
 
 // Register registers the five controllers on eng, each with concurrency

@@ -572,10 +572,9 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 		// Rollout positions count the targets of the deployment in the
 		// target's environment.
 		scope := ports.TargetScope{DeploymentID: t.DeploymentID, EnvironmentID: t.EnvironmentID}
-		if in.DeploymentTargets, err = c.scopeTargets(ctx, scope); err != nil {
+		if in.DeploymentTargets, in.RolloutOrder, err = c.scopeRollout(ctx, scope); err != nil {
 			return err
 		}
-		in.RolloutOrder = rolloutOrderOf(ctx, scope, in.DeploymentTargets)
 	}
 	if policy.HasRule(f.policies, policy.TypeDeploymentDependency) {
 		onResource, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: ports.TargetScope{ResourceID: t.ResourceID}})
@@ -602,47 +601,6 @@ func (c *Chain) loadPolicyFacts(ctx context.Context, f *facts) error {
 		}
 	}
 	return nil
-}
-
-// scopeTargets lists the targets in scope, read once per batch: every
-// target of an environment reads the same list (rollout positions).
-func (c *Chain) scopeTargets(ctx context.Context, scope ports.TargetScope) ([]release.ReleaseTarget, error) {
-	b := batchOf(ctx)
-	if b == nil {
-		return c.Store.TargetList(ctx, ports.TargetListParams{Scope: scope})
-	}
-	if ts, ok := b.targets[scope]; ok {
-		return ts, nil
-	}
-	ts, err := c.Store.TargetList(ctx, ports.TargetListParams{Scope: scope})
-	if err != nil {
-		return nil, err
-	}
-	if b.targets == nil {
-		b.targets = map[ports.TargetScope][]release.ReleaseTarget{}
-	}
-	b.targets[scope] = ts
-	return ts, nil
-}
-
-// rolloutOrderOf is the batch's rollout order over the scope's targets
-// (read once per batch by scopeTargets), built once and shared by the
-// batch's targets, so that each position is a binary search; nil outside a
-// batch (one target's read: the rule counts directly).
-func rolloutOrderOf(ctx context.Context, scope ports.TargetScope, targets []release.ReleaseTarget) *policy.RolloutOrder {
-	b := batchOf(ctx)
-	if b == nil {
-		return nil
-	}
-	if o, ok := b.rollout[scope]; ok {
-		return o
-	}
-	if b.rollout == nil {
-		b.rollout = map[ports.TargetScope]*policy.RolloutOrder{}
-	}
-	o := policy.NewRolloutOrder(targets)
-	b.rollout[scope] = o
-	return o
 }
 
 // resolveVariables resolves the deployment's variables for the target

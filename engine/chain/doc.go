@@ -118,4 +118,15 @@
 // targets run at ProgressionPriority, ahead of new versions' items, and
 // their hand-off to job-dispatch keeps it (ports.Lease.Priority): a
 // rollout in flight finishes before the next one starts.
+//
+// # Rollout positions across batches
+//
+// A gradual rollout positions a target among its deployment's targets in
+// its environment. The Chain keeps each such scope's list with the
+// rollout order over it (policy.RolloutOrder) across batches, in a cache
+// bounded at 250,000 targets (least recently used scopes go first): a
+// batch asks the store once per scope whether the list's generation
+// changed (ports.Targets.ScopeTargets, bumped in the same statement as any
+// insert or delete of the scope's targets) and reads the list only when it
+// did, so a rollout reads each list once per change, not once per batch.
 package chain

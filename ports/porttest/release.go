@@ -73,6 +73,8 @@ func Targets(t *testing.T, newStore ReleaseStoreFactory) {
 	t.Run("ReplaceMoved", func(t *testing.T) { relTargetsMoved(setup(t)) })
 	t.Run("ReplaceRefused", func(t *testing.T) { relTargetsRefused(setup(t)) })
 	t.Run("ListAndGet", func(t *testing.T) { relTargetListGet(setup(t)) })
+	t.Run("ScopeTargetsGeneration", func(t *testing.T) { relScopeTargetsGeneration(setup(t)) })
+	t.Run("ScopeTargetsConcurrent", func(t *testing.T) { relScopeTargetsConcurrent(setup(t)) })
 }
 
 // Versions is the conformance suite of ports.Versions.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reconcilerhq/reconciler/policy"
 	"github.com/reconcilerhq/reconciler/ports"
 	"github.com/reconcilerhq/reconciler/reconcile/release"
 )
@@ -151,6 +152,13 @@ func txWriteAll(ctx context.Context, w TxWorld) error {
 			_, _, err := s.JobCreate(ctx, ports.JobCreateParams{IdempotencyKey: ports.JobKey(r.ID, 1), Job: release.Job{
 				ID: "job-new", ReleaseID: r.ID, TargetKey: r.Target.Key(), JobAgentID: relAgent,
 				Status: release.JobPending, CreatedAt: relAt(3)}})
+			if err != nil {
+				return err
+			}
+			// A terminal job: the progression summary counts it.
+			_, _, err = s.JobCreate(ctx, ports.JobCreateParams{IdempotencyKey: ports.JobKey(r.ID, 2), Job: release.Job{
+				ID: "job-new-done", ReleaseID: r.ID, TargetKey: r.Target.Key(), JobAgentID: relAgent,
+				Status: release.JobSuccessful, CreatedAt: relAt(4), CompletedAt: relAt(5)}})
 			return err
 		},
 		func() error { return w.Queue.WorkEnqueue(ctx, ports.EnqueueParams{Key: txItem}) },
@@ -201,6 +209,10 @@ func txState(t *testing.T, e *txEnv) string {
 	all("jobs of the target", jobs, err)
 	counts, err := s.JobsActiveCount(ctx, tgt(relD1, relE1, relR1))
 	all("active counts", counts, err)
+	sum, err := s.ProgressionSummary(ctx, ports.ProgressionSummaryParams{DeploymentID: relD1, EnvironmentID: relE1, VersionID: "v-new"})
+	all("progression", relNormSummary(sum), err)
+	st, err := s.ScopeTargets(ctx, ports.ScopeTargetsParams{DeploymentID: relD1, EnvironmentID: relE1})
+	all("scope targets", st.Targets, err) // not the generation: a rolled back write may use one up
 	it, err := e.Queue.WorkGet(ctx, txItem)
 	if err == nil {
 		out["queue"] = it.Key // times are the store's, not the suite's
@@ -256,6 +268,9 @@ func txCommits(t *testing.T, e *txEnv) {
 	j, err := e.Store.JobGet(ctx, "job-new")
 	require.NoError(t, err)
 	require.Equal(t, release.JobPending, j.Status)
+	sum, err := e.Store.ProgressionSummary(ctx, ports.ProgressionSummaryParams{DeploymentID: relD1, EnvironmentID: relE1, VersionID: "v-new"})
+	require.NoError(t, err)
+	require.Equal(t, []policy.ProgressionOutcome{{Status: release.JobSuccessful, Targets: 1, LatestAt: relNorm(relAt(5))}}, sum.Outcomes, "the terminal job counts")
 	it, err := e.Queue.WorkGet(ctx, txItem)
 	require.NoError(t, err, "the enqueue committed")
 	require.Equal(t, ports.WorkPending, it.State)
