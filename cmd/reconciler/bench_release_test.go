@@ -291,6 +291,8 @@ func TestBenchSteady(t *testing.T) {
 	require.LessOrEqual(t, got["progression_p50_s"], got["progression_p99_s"])
 	require.Equal(t, true, got["backlog_emptied"])
 	require.EqualValues(t, 0, got["dead"])
+	require.Contains(t, res.stdout, `"oldest_due_wait_s"`)
+	require.Contains(t, got, "queue_max_oldest_due_wait_s")
 	// The timed span's figures, per job.
 	require.Equal(t, "job", got["unit"])
 	require.Equal(t, got["jobs"], got["versions"].(float64)*12/2, "each version deploys to its deployment's 6 targets")

@@ -44,7 +44,9 @@ deployment, round robin, every --every for --duration, and waits up to
 --settle for the queue to empty.
 
 It prints a JSON line of the queue's depth every second ("bench":
-"steady-depth"), then one of the run: the p50 and p99 of version created →
+"steady-depth": pending and leased items, the pending ones by kind, and
+how long the oldest due item has waited for a worker), then one of the
+run: the p50 and p99 of version created →
 its first job dispatched and of job success → the next environment's job
 dispatched (progression), in seconds, the dead letters, whether the
 backlog emptied, and from the workers' start to the end, per job: the
@@ -187,6 +189,7 @@ func benchSteady(ctx context.Context, stdout, stderr io.Writer, o benchSteadyOpt
 	enc := json.NewEncoder(stdout)
 	start := time.Now()
 	versions, depth, maxDepth := 0, time.NewTicker(time.Second), 0
+	maxWait := time.Duration(0) // the longest a due item waited, at a sample
 	defer depth.Stop()
 	next := time.NewTimer(0)
 	end := time.After(o.duration)
@@ -199,8 +202,27 @@ func benchSteady(ctx context.Context, stdout, stderr io.Writer, o benchSteadyOpt
 		}
 		n := st[ports.WorkPending] + st[ports.WorkLeased]
 		maxDepth = max(maxDepth, n)
+		kinds, err := env.be.queue.WorkKindStats(ctx)
+		if err != nil {
+			return 0, err
+		}
+		// The pending items by kind, and how long the oldest due one has
+		// waited for a worker: the backlog, apart from the work in flight.
+		pending, waited := map[string]int{}, time.Duration(0)
+		now := time.Now()
+		for _, k := range kinds {
+			if k.State != ports.WorkPending {
+				continue
+			}
+			pending[k.Kind] += k.Count
+			if !k.OldestDue.IsZero() {
+				waited = max(waited, now.Sub(k.OldestDue))
+			}
+		}
+		maxWait = max(maxWait, waited)
 		return n, enc.Encode(map[string]any{"bench": "steady-depth", "at_s": round3(time.Since(start).Seconds()),
-			"pending": st[ports.WorkPending], "leased": st[ports.WorkLeased], "dead": st[ports.WorkDead], "versions": versions})
+			"pending": st[ports.WorkPending], "leased": st[ports.WorkLeased], "dead": st[ports.WorkDead], "versions": versions,
+			"pending_by_kind": pending, "oldest_due_wait_s": round3(waited.Seconds())})
 	}
 loop:
 	for {
@@ -268,7 +290,7 @@ loop:
 		"every_s": o.every.Seconds(), "duration_s": o.duration.Seconds(), "versions": versions, "jobs": jobs,
 		"version_to_dispatch_n": firstN, "version_to_dispatch_p50_s": round3(firstP50), "version_to_dispatch_p99_s": round3(firstP99),
 		"progression_n": progN, "progression_p50_s": round3(progP50), "progression_p99_s": round3(progP99),
-		"queue_max_depth": maxDepth, "backlog_emptied": emptied, "dead": st[ports.WorkDead], "worker_max_rss_mb": peak,
+		"queue_max_depth": maxDepth, "queue_max_oldest_due_wait_s": round3(maxWait.Seconds()), "backlog_emptied": emptied, "dead": st[ports.WorkDead], "worker_max_rss_mb": peak,
 	}
 	for k, v := range figures {
 		if k != "max_rss_mb" { // the bench's own; the workers' is worker_max_rss_mb
