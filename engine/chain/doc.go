@@ -129,4 +129,18 @@
 // changed (ports.Targets.ScopeTargets, bumped in the same statement as any
 // insert or delete of the scope's targets) and reads the list only when it
 // did, so a rollout reads each list once per change, not once per batch.
+//
+// # What a process keeps between passes
+//
+// A pass takes up to BatchSize targets in one transaction. Beyond the
+// rollout's lists above, a process keeps only what the store can tell is
+// current, and another process simply misses it: the facts a
+// desired-release pass decided on, for the job-dispatch pass it hands off
+// to (at most 16,384 targets), used only while their stamp
+// (ports.TargetFactsReader.TargetStampMany, read for the batch in one
+// statement) is still the store's. A policy document is decoded once per
+// content (ports.PolicyOf, whose memo holds the same bytes' decoding).
+// Within one batch, the pass's job states are read in one call, selector matches are kept per subject ids
+// (policy.MatchMemo, only over facts read in one statement), and the jobs
+// that ended decide their downstream wakes once per environment.
 package chain
