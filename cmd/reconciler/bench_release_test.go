@@ -300,6 +300,15 @@ func TestBenchSteady(t *testing.T) {
 	require.Positive(t, got["cpu_us_per_unit"])
 }
 
+// TestBenchSteadyVersionsDue: versions are due at start + k × --every, so
+// a slow creation does not push the later ones back.
+func TestBenchSteadyVersionsDue(t *testing.T) {
+	start := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	require.Equal(t, start, versionDue(start, 0, 3*time.Second))
+	require.Equal(t, start.Add(30*time.Second), versionDue(start, 10, 3*time.Second))
+	require.Equal(t, start.Add(39*time.Second), versionDue(start, 13, 3*time.Second), "due 39 s after the start however long version 12 took")
+}
+
 // TestBenchSteadyBadFlags: too few targets for the deployments, and no
 // database, are usage errors.
 func TestBenchSteadyBadFlags(t *testing.T) {

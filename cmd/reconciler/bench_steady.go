@@ -40,20 +40,20 @@ func newBenchSteadyCmd() *cobra.Command {
 resources for --targets release targets, starts --processes worker
 processes running the chain (like serve processes on one database; their
 agent's jobs succeed at once), then creates a version of the next
-deployment, round robin, every --every for --duration, and waits up to
---settle for the queue to empty.
+deployment, round robin, every --every for --duration (versions are due
+at start + k × --every), and waits up to --settle for the queue to empty.
 
 It prints a JSON line of the queue's depth every second ("bench":
 "steady-depth": pending and leased items, the pending ones by kind, and
 how long the oldest due item has waited for a worker), then one of the
-run: the p50 and p99 of version created →
-its first job dispatched and of job success → the next environment's job
-dispatched (progression), in seconds, the dead letters, whether the
-backlog emptied, and from the workers' start to the end, per job: the
-commits, rows written, and CPU of this process with its workers
-(cpu_us_per_unit) and of the server when it runs on this host
-(server_cpu_us_per_unit). Versions are due at start + k × --every. A job's dispatch is its successful report (the agent's
-jobs end at dispatch). Needs --dsn (PostgreSQL).`,
+run: the p50 and p99 of version created → its first job dispatched and
+of job success → the next environment's job dispatched (progression), in
+seconds, the dead letters, whether the backlog emptied, and from the
+workers' start to the end, per job: the commits, rows written, and CPU
+of this process with its workers (cpu_us_per_unit) and of the server
+when it runs on this host (server_cpu_us_per_unit). A job's dispatch is
+its successful report (the agent's jobs end at dispatch). Needs --dsn
+(PostgreSQL).`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envFallback(cmd); err != nil {
@@ -244,9 +244,7 @@ loop:
 				return err
 			}
 			versions++
-			// Versions are due at start + k × every, whatever creating
-			// one took.
-			next.Reset(time.Until(start.Add(time.Duration(versions) * o.every)))
+			next.Reset(time.Until(versionDue(start, versions, o.every)))
 		case <-end:
 			settleBy = time.Now().Add(o.settle)
 		case <-depth.C:
@@ -304,4 +302,10 @@ loop:
 		return fmt.Errorf("bench steady: the backlog did not empty within --settle %s", o.settle)
 	}
 	return nil
+}
+
+// versionDue is when bench steady's version number k (from 0) is due:
+// start + k × every, whatever creating the ones before took.
+func versionDue(start time.Time, k int, every time.Duration) time.Time {
+	return start.Add(time.Duration(k) * every)
 }
