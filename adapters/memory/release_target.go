@@ -413,7 +413,7 @@ func (s *ReleaseStore) stamp(ctx context.Context, t release.ReleaseTarget, jobLi
 	defer s.rlock(ctx)()
 	r, ok := s.targets.byTarget[t]
 	if !ok {
-		return ports.FactsStamp{}, fmt.Errorf("get stamp of target %s: %w", t, ports.ErrNotFound)
+		return ports.FactsStamp{}, fmt.Errorf("get target %s: %w", t, ports.ErrNotFound)
 	}
 	var st ports.FactsStamp
 	if d, ok := s.desired[t]; ok && d.ReleaseID != "" {

@@ -85,7 +85,9 @@ func TestCLIThroughAPI(t *testing.T) {
 	require.Contains(t, r.stdout, "target:\n")
 	r = as(ports.ScopeRead, "explain", "web:prod:eu-1")
 	require.Contains(t, r.stdout, "forced:")
-	require.Equal(t, 4, as(ports.ScopeRead, "explain", "web:prod:nope").code)
+	r = as(ports.ScopeRead, "explain", "web:prod:nope")
+	require.Equal(t, 4, r.code)
+	require.Contains(t, r.err.Error(), "get target web:prod:nope: not found", "the error names the target as the user gave it")
 	require.Equal(t, 2, as(ports.ScopeRead, "explain", "web:prod:eu-1", "-o", "xml").code)
 
 	r = as(ports.ScopeRead, "get", "targets", "--deployment", "web", "--limit", "2")
