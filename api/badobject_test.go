@@ -56,11 +56,13 @@ func TestBadObjectsRefusedAlike(t *testing.T) {
 	}
 }
 
-// TestSystemMoveRefused: a PUT cannot move a system to another workspace.
+// TestSystemMoveRefused: a PUT cannot move a system to another workspace;
+// like apply, it answers 422 naming the field (invalid input, not a
+// conflict a retry could resolve).
 func TestSystemMoveRefused(t *testing.T) {
 	f := setup(t, "memory")
 	require.Equal(t, http.StatusOK, f.do(http.MethodPut, "/api/v1/workspaces/other", "admin", `{"id":"other","name":"other"}`).status)
-	p := f.do(http.MethodPut, "/api/v1/systems/sys", "admin", `{"id":"sys","workspace_id":"other","name":"shop"}`).problem(t, http.StatusConflict)
+	p := f.do(http.MethodPut, "/api/v1/systems/sys", "admin", `{"id":"sys","workspace_id":"other","name":"shop"}`).problem(t, http.StatusUnprocessableEntity)
 	require.Contains(t, locations(p), "body.workspace_id")
 	res := f.do(http.MethodGet, "/api/v1/systems/sys", "read", nil)
 	require.Contains(t, string(res.body), `"workspace_id":"ws"`)

@@ -285,10 +285,11 @@ func registerKind[T any](s *Server, k objectKind[T]) {
 
 // checkSystemMove refuses a PUT that would move a stored system to another
 // workspace: its deployments, environments and their targets would change
-// tenant without a word.
+// tenant without a word. It is invalid input (422 naming the field), as
+// apply answers it, not a conflict a retry could resolve.
 func checkSystemMove(_ context.Context, v, cur *release.System) error {
 	if cur != nil && cur.WorkspaceID != v.WorkspaceID {
-		return huma.Error409Conflict(fmt.Sprintf("system %q is in workspace %q; a PUT cannot move it to %q", v.ID, cur.WorkspaceID, v.WorkspaceID),
+		return huma.Error422UnprocessableEntity(fmt.Sprintf("system %q is in workspace %q; a PUT cannot move it to %q", v.ID, cur.WorkspaceID, v.WorkspaceID),
 			&huma.ErrorDetail{Location: "body.workspace_id", Message: "must stay " + strconv.Quote(cur.WorkspaceID), Value: v.WorkspaceID})
 	}
 	return nil
