@@ -241,18 +241,17 @@ const policyMemoSize = 1024
 
 // policyMemo is the decoding of recently read policy documents, by their
 // bytes: the same bytes always decode to the same policy, so an entry is
-// never stale.
-var policyMemo = memo[policy.Policy]{m: map[string]policy.Policy{}}
+// never stale. Safe for concurrent use.
+var policyMemo = policyDecodings{m: map[string]policy.Policy{}}
 
-// memo maps documents to their decoding, at most policyMemoSize of them;
-// safe for concurrent use.
-type memo[T any] struct {
+// policyDecodings maps policy documents to their decoding.
+type policyDecodings struct {
 	mu sync.Mutex
-	m  map[string]T
+	m  map[string]policy.Policy
 }
 
 // get is doc's decoding, if kept.
-func (c *memo[T]) get(doc []byte) (T, bool) {
+func (c *policyDecodings) get(doc []byte) (policy.Policy, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.m[string(doc)]
@@ -260,7 +259,7 @@ func (c *memo[T]) get(doc []byte) (T, bool) {
 }
 
 // put keeps v as doc's decoding.
-func (c *memo[T]) put(doc []byte, v T) {
+func (c *policyDecodings) put(doc []byte, v policy.Policy) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= policyMemoSize {

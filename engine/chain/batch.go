@@ -77,12 +77,13 @@ type batch struct {
 	// applied in memory (DecideManyWith).
 	policies []ports.Stored[policy.Policy]
 	override bool
-	// jobStates are the targets' job states, read for a chunk of a plan
-	// or for the pass's targets in one call (DecideMany, jobState on a
-	// ports.JobStateBatcher); a target's entry is its state, absent when
-	// not read or already taken.
+	// jobStates are the job states of the targets in pass, read in one
+	// call when a target first asks (jobState on a ports.JobStateBatcher);
+	// a target's entry is its state, absent when not read or already
+	// taken.
 	jobStates map[release.ReleaseTarget]ports.TargetJobState
-	// pass are the targets of the pass's items (prefetch).
+	// pass are the targets whose facts were read together (hold): the
+	// pass's items', or a plan's chunk.
 	pass []release.ReleaseTarget
 	// matches memoizes the selector matches of the targets whose facts
 	// were read together (prefetch, a plan's chunk).
@@ -133,12 +134,8 @@ func (c *Chain) prefetch(ctx context.Context, b *batch, items []engine.Item) err
 			ts = append(ts, t)
 		}
 	}
-	b.prefetched, b.pass, b.matches = make(map[release.ReleaseTarget]bool, len(ts)), ts, policy.NewMatchMemo()
-	for _, t := range ts {
-		b.prefetched[t] = true
-	}
+	b.hold(ts, map[release.ReleaseTarget]ports.TargetFacts{})
 	rest := ts
-	b.facts = map[release.ReleaseTarget]ports.TargetFacts{}
 	if takesHandOff(items) {
 		held, err := c.handedOff(ctx, ts)
 		if err != nil {
@@ -157,6 +154,18 @@ func (c *Chain) prefetch(ctx context.Context, b *batch, items []engine.Item) err
 		b.facts[t] = f
 	}
 	return nil
+}
+
+// hold makes facts, read together for ts, the batch's prefetched facts:
+// each taken once by its target's load, with the selector matches kept
+// over them and, when a target first asks, the job states of ts read in
+// one call (jobState).
+func (b *batch) hold(ts []release.ReleaseTarget, facts map[release.ReleaseTarget]ports.TargetFacts) {
+	b.facts, b.pass, b.jobStates, b.matches = facts, ts, nil, policy.NewMatchMemo()
+	b.prefetched = make(map[release.ReleaseTarget]bool, len(ts))
+	for _, t := range ts {
+		b.prefetched[t] = true
+	}
 }
 
 // takesHandOff reports whether items are job-dispatch's, which take the

@@ -192,8 +192,9 @@ func (c *Chain) Decide(ctx context.Context, t release.ReleaseTarget) (plan.Desir
 const decideChunk = 1000
 
 // DecideMany is Decide for every target of ts, as one batch: their facts
-// read decideChunk at a time (TargetFactsGetMany, and TargetJobStateMany
-// on a ports.JobStateBatcher), a deployment's versions
+// read decideChunk at a time (TargetFactsGetMany, and on a
+// ports.JobStateBatcher their job states in one TargetJobStateMany call
+// once a target's policies ask), a deployment's versions
 // and progression facts and a scope's targets read once, as a batch pass
 // of the desired-release controller reads them. A target that is not
 // stored is left out of the answer.
@@ -220,22 +221,7 @@ func (c *Chain) decideMany(ctx context.Context, ts []release.ReleaseTarget, b *b
 		if err != nil {
 			return nil, fmt.Errorf("decide: read facts: %w", err)
 		}
-		b.facts, b.prefetched, b.matches = facts, make(map[release.ReleaseTarget]bool, len(chunk)), policy.NewMatchMemo()
-		for _, t := range chunk {
-			b.prefetched[t] = true
-		}
-		if js, ok := c.Store.(ports.JobStateBatcher); ok {
-			// The chunk's job states in one read, zero for a target
-			// without jobs (each target's policy facts: loadPolicyFacts).
-			states, err := js.TargetJobStateMany(ctx, chunk)
-			if err != nil {
-				return nil, fmt.Errorf("decide: read job states: %w", err)
-			}
-			b.jobStates = make(map[release.ReleaseTarget]ports.TargetJobState, len(chunk))
-			for _, t := range chunk {
-				b.jobStates[t] = states[t]
-			}
-		}
+		b.hold(chunk, facts)
 		for _, t := range chunk {
 			d, err := c.Decide(bctx, t)
 			if errors.Is(err, ports.ErrNotFound) {
